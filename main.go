@@ -1,0 +1,222 @@
+// Command plload load-tests OpenAI-compatible LLM servers with chatbot-shaped traffic and turns the
+// measurement into latency percentiles, throughput, goodput, cache hit rate, SLO verdicts and cost.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"text/tabwriter"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/plload/plload/workload"
+)
+
+// Exit codes (SPEC §1).
+const (
+	exitOK          = 0
+	exitFailed      = 1 // the run finished but something the user asked to be told about failed
+	exitBadInput    = 2 // flags, scenario, files
+	exitInterrupted = 130
+)
+
+// version is set at build time with -ldflags "-X main.version=v1.2.3".
+var version = "dev"
+
+// exitError carries the exit code an error should end the process with.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+func badInput(format string, args ...any) error {
+	return &exitError{code: exitBadInput, err: fmt.Errorf(format, args...)}
+}
+
+func main() {
+	os.Exit(run(context.Background(), os.Args, os.Stdout, os.Stderr))
+}
+
+// run executes the CLI and returns the exit code; tests call it in-process.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	app := newApp(stdout, stderr)
+	err := app.Run(ctx, args)
+	if err == nil {
+		return exitOK
+	}
+	fmt.Fprintln(stderr, "plload:", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	// Anything urfave/cli itself rejects (unknown flag, bad value) is bad input.
+	return exitBadInput
+}
+
+func newApp(stdout, stderr io.Writer) *cli.Command {
+	return &cli.Command{
+		Name:      "plload",
+		Usage:     "load-test OpenAI-compatible LLM servers with chatbot-shaped traffic",
+		Version:   version,
+		Writer:    stdout,
+		ErrWriter: stderr,
+		// Exit codes are decided in run, never inside the library.
+		ExitErrHandler: func(context.Context, *cli.Command, error) {},
+		Description: "plload sends multi-turn chat sessions with shared personas, think time and RAG documents,\n" +
+			"records every request in AIPerf's profile_export.jsonl layout, and reports latency percentiles,\n" +
+			"throughput, goodput, prefix-cache hit rate, SLO PASS/FAIL and cost at the SLO.\n\n" +
+			"Exit codes: 0 success; 1 a gate or stage failed; 2 bad input; 130 interrupted.",
+		Commands: []*cli.Command{
+			runCommand(),
+			validateCommand(),
+			notBuiltCommand("mockserver", "[flags]", "serve the bundled OpenAI-compatible mock with a known delay"),
+			notBuiltCommand("selftest", "[flags]", "check the injector against the mock with an exact schedule"),
+			notBuiltCommand("report", "DIR [DIR...]", "compare finished runs from their stage_NN/stage.json"),
+			versionCommand(),
+		},
+	}
+}
+
+// notBuiltCommand stands for a command of the command tree that this build does not have yet.
+func notBuiltCommand(name, args, usage string) *cli.Command {
+	return &cli.Command{
+		Name:      name,
+		Usage:     usage + " (not built yet)",
+		ArgsUsage: args,
+		Description: "This command is part of plload's command tree but is not built in this version.\n" +
+			"It exits with code 2 and sends no traffic.",
+		SkipFlagParsing: true,
+		Action: func(context.Context, *cli.Command) error {
+			return badInput("%s is not built yet in this version of plload", name)
+		},
+	}
+}
+
+func runCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "run",
+		Usage:     "run every stage of a scenario and write the results directory (not built yet)",
+		ArgsUsage: "SCENARIO.yaml",
+		Description: "Validates the scenario first (a bad scenario never sends traffic). Sending traffic is not\n" +
+			"built in this version: after validation it exits with code 2.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "out", Usage: "results base directory (overrides output.dir)"},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			sc, warnings, err := loadScenario(cmd, workload.LoadOptions{ForRun: true})
+			if err != nil {
+				return err
+			}
+			for _, w := range warnings {
+				fmt.Fprintln(cmd.Root().ErrWriter, w.Error())
+			}
+			return badInput("run: %s is valid, but sending traffic is not built yet in this version of plload", sc.File)
+		},
+	}
+}
+
+func versionCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "version",
+		Usage: "print the version, the Go version and the commit",
+		Action: func(_ context.Context, cmd *cli.Command) error {
+			fmt.Fprintf(cmd.Root().Writer, "plload %s (%s, commit %s)\n", version, runtime.Version(), commit())
+			return nil
+		},
+	}
+}
+
+func commit() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range info.Settings {
+			if s.Key == "vcs.revision" {
+				return s.Value
+			}
+		}
+	}
+	return "unknown"
+}
+
+// loadScenario reads the one SCENARIO argument and returns the scenario and its warnings, or an
+// exit-2 error listing every error in the file.
+func loadScenario(cmd *cli.Command, opts workload.LoadOptions) (*workload.Scenario, workload.Issues, error) {
+	if cmd.Args().Len() != 1 {
+		return nil, nil, badInput("%s: expected one argument, the scenario file (got %d); usage: plload %s %s",
+			cmd.Name, cmd.Args().Len(), cmd.Name, cmd.ArgsUsage)
+	}
+	sc, issues := workload.Load(cmd.Args().First(), opts)
+	if err := issues.Err(); err != nil {
+		n := len(issues.Errors())
+		return nil, nil, &exitError{code: exitBadInput, err: fmt.Errorf("%d error(s) in the scenario; nothing was sent:\n%w", n, err)}
+	}
+	return sc, issues.Warnings(), nil
+}
+
+func validateCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "validate",
+		Usage:     "check a scenario and show what it would send; never sends traffic",
+		ArgsUsage: "SCENARIO.yaml",
+		Description: "Prints the resolved scenario (defaults filled, secrets masked as ***), then per stage the mode,\n" +
+			"load, warmup, duration, session pool size, expected turns per session, estimated requests,\n" +
+			"mean prompt tokens at the first / middle / last turn, and the dataset's size and sha256,\n" +
+			"then every warning. Exit 0 when the scenario can run (warnings included), 2 on any error.\n" +
+			"Unset ${ENV} references and api_key_env variables are warnings here and errors at run.",
+		Action: func(_ context.Context, cmd *cli.Command) error {
+			sc, warnings, err := loadScenario(cmd, workload.LoadOptions{})
+			if err != nil {
+				return err
+			}
+			return printValidation(cmd.Root().Writer, sc, warnings)
+		},
+	}
+}
+
+func printValidation(out io.Writer, sc *workload.Scenario, warnings workload.Issues) error {
+	resolved, err := sc.ResolvedYAML()
+	if err != nil {
+		return fmt.Errorf("writing the resolved scenario: %w", err)
+	}
+	w, err := sc.Build()
+	if err != nil {
+		return fmt.Errorf("building the workload: %w", err)
+	}
+	fmt.Fprintf(out, "# %s resolved: defaults filled, secrets masked\n%s\n", sc.File, resolved)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "stage\tload\twarmup\tduration\tpool\tE[turns]\trequests (est.)\tprompt tok first/mid/last\tdataset\tsha256")
+	for _, st := range sc.Stats(w) {
+		fmt.Fprintf(tw, "%02d\t%s\t%s\t%s\t%d\t%.2f\t%.0f\t%.0f / %.0f / %.0f\t%s\t%s\n",
+			st.Stage, st.Load, st.Warmup, st.Duration, st.PoolSize, st.ExpectedTurns, st.Estimate.Requests,
+			st.PromptFirst, st.PromptMid, st.PromptLast, humanBytes(st.DatasetBytes), st.SHA256)
+	}
+	tw.Flush()
+	fmt.Fprintf(out, "\nprompt tokens are o200k_base counts of the text (chat-template tokens not included), with every answer\n"+
+		"at its max_output_tokens; requests (est.) assume %s.\n", sc.Assumption())
+	if len(warnings) == 0 {
+		fmt.Fprintln(out, "\nno warnings")
+		return nil
+	}
+	fmt.Fprintf(out, "\n%d warning(s):\n", len(warnings))
+	for _, is := range warnings {
+		fmt.Fprintln(out, "  "+is.Error())
+	}
+	return nil
+}
+
+func humanBytes(n int) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -1,0 +1,199 @@
+package workload
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+)
+
+// Turn is one user turn of a session as the dataset fixes it; the assistant's answer comes from the
+// server at run time and joins the history then.
+type Turn struct {
+	// User is the message sent as the user (with its retrieved document first, for RAG).
+	User string
+	// UserTokens is the o200k_base length of User.
+	UserTokens int
+	// MaxOutputTokens is the most tokens this turn asks for.
+	MaxOutputTokens int
+	// ThinkBefore is the pause after the previous turn's answer (0 for the first turn), in whole ms.
+	ThinkBefore time.Duration
+}
+
+// SessionPlan is one conversation of a stage's pool.
+type SessionPlan struct {
+	ID      string // conversation_id, unique within the run
+	Persona int    // index into Workload.Personas
+	Turns   []Turn
+}
+
+// StagePool is the fixed set of sessions a stage draws from, and its dataset file.
+type StagePool struct {
+	Stage    int // 1-based
+	Spec     Stage
+	Sessions []SessionPlan
+	// Dataset is dataset.jsonl: AIPerf's multi_turn layout, the system prompt as the first message.
+	Dataset []byte
+	// SHA256 is the hex sha256 of Dataset: the identity of the stage's workload.
+	SHA256 string
+}
+
+// Workload is everything a run sends, fixed before any traffic.
+type Workload struct {
+	Personas []Persona
+	Picker   PersonaPicker
+	Stages   []StagePool
+}
+
+// RNG streams: each purpose and index gets its own generator, so adding a stage or a persona never
+// shifts the draws of another.
+const (
+	streamPersona uint64 = iota + 1
+	streamSession
+	streamArrival
+)
+
+// rng returns the generator for (stream, index) under the scenario seed.
+func (s *Scenario) rng(stream, index uint64) *rand.Rand {
+	return rand.New(rand.NewPCG(s.Seed, splitmix(stream<<48^index)))
+}
+
+// StageRNG returns the generator the engine uses for a stage's arrival schedule.
+func (s *Scenario) StageRNG(stage int) *rand.Rand { return s.rng(streamArrival, uint64(stage)) }
+
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// PoolSize is the number of sessions a stage's pool holds (SPEC §4): `sessions` when given; else
+// concurrency × session_pool_factor; for arrival_rate, the expected arrivals over warmup and duration
+// plus four standard deviations of the Poisson count, so a pool runs dry about once in 30,000 stages.
+func (s *Scenario) PoolSize(st Stage) int {
+	if st.Sessions > 0 {
+		return st.Sessions
+	}
+	if s.Load.Mode == ModeArrivalRate {
+		expected := st.SessionsPerSec * (st.Warmup.D() + st.Duration.D()).Seconds()
+		return max(1, int(math.Ceil(expected+4*math.Sqrt(expected)))+1)
+	}
+	return max(1, int(math.Ceil(float64(st.Concurrency)*s.Load.SessionPoolFactor)))
+}
+
+// Build generates the personas and every stage's session pool and dataset. It must only be called on a
+// scenario without errors. Same scenario and seed ⇒ the same bytes on any machine.
+func (s *Scenario) Build() (*Workload, error) {
+	g, err := NewTextGen(s.Session.Language)
+	if err != nil {
+		return nil, err
+	}
+	w := &Workload{Personas: s.buildPersonas(g)}
+	w.Picker = NewPersonaPicker(len(w.Personas), s.Session.PersonaSelection, s.Session.ZipfS)
+	// Stages are independent (each has its own generators), so they are built in parallel, each with a
+	// TextGen of its own: its count cache is not safe to share.
+	w.Stages = make([]StagePool, len(s.Load.Stages))
+	var eg errgroup.Group
+	for i, st := range s.Load.Stages {
+		eg.Go(func() error {
+			sg, err := NewTextGen(s.Session.Language)
+			if err != nil {
+				return err
+			}
+			w.Stages[i] = s.buildStage(sg, w, i+1, st)
+			return nil
+		})
+	}
+	if err := eg.Wait(); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func (s *Scenario) buildStage(g *TextGen, w *Workload, stage int, st Stage) StagePool {
+	pool := StagePool{Stage: stage, Spec: st, Sessions: make([]SessionPlan, s.PoolSize(st))}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	ss := s.Session
+	for i := range pool.Sessions {
+		r := s.rng(streamSession, uint64(stage)<<32|uint64(i))
+		sp := SessionPlan{ID: fmt.Sprintf("s%02d-%06d", stage, i), Persona: w.Picker.Pick(r)}
+		nTurns := ss.Turns.SampleInt(r)
+		sp.Turns = make([]Turn, nTurns)
+		for k := range sp.Turns {
+			t := &sp.Turns[k]
+			if k > 0 {
+				t.ThinkBefore = ss.ThinkTime.SampleDuration(r).Round(time.Millisecond)
+			}
+			t.MaxOutputTokens = ss.MaxOutputTokens.SampleInt(r)
+			var doc string
+			docTokens := 0
+			if ss.RetrievedTokens != nil {
+				docTokens = ss.RetrievedTokens.SampleInt(r)
+				doc = g.ProseWith(r, docTokens, docOpening(s.Session.Language, k+1))
+			}
+			userTokens := ss.UserInputTokens.SampleInt(r)
+			question := g.ProseWith(r, userTokens, nil)
+			if doc != "" {
+				// The question follows the document after a space: both keep their exact token counts.
+				question = g.ProseWith(r, userTokens, questionOpening(s.Session.Language))
+				question = " " + question
+			}
+			t.User = doc + question
+			t.UserTokens = docTokens + userTokens
+		}
+		pool.Sessions[i] = sp
+		_ = enc.Encode(datasetLine(sp, w.Personas[sp.Persona]))
+	}
+	pool.Dataset = buf.Bytes()
+	sum := sha256.Sum256(pool.Dataset)
+	pool.SHA256 = hex.EncodeToString(sum[:])
+	return pool
+}
+
+func docOpening(lang string, n int) []string {
+	if lang == "ko" {
+		return []string{"참고", "문서", fmt.Sprint(n), "."}
+	}
+	return []string{"Reference", "document", fmt.Sprint(n), "."}
+}
+
+func questionOpening(lang string) []string {
+	if lang == "ko" {
+		return []string{"질문", "."}
+	}
+	return []string{"My", "question", "."}
+}
+
+// datasetTurn is one turn of AIPerf's multi_turn custom dataset. delay is the wait before the turn in
+// ms; output_length its max output tokens.
+type datasetTurn struct {
+	Role         string `json:"role"`
+	Text         string `json:"text"`
+	Delay        int64  `json:"delay,omitempty"`
+	OutputLength int    `json:"output_length,omitempty"`
+}
+
+type datasetSession struct {
+	SessionID string        `json:"session_id"`
+	Turns     []datasetTurn `json:"turns"`
+}
+
+func datasetLine(sp SessionPlan, p Persona) datasetSession {
+	out := datasetSession{SessionID: sp.ID, Turns: make([]datasetTurn, 0, len(sp.Turns)+1)}
+	out.Turns = append(out.Turns, datasetTurn{Role: "system", Text: p.SystemPrompt})
+	for _, t := range sp.Turns {
+		out.Turns = append(out.Turns, datasetTurn{
+			Role: "user", Text: t.User, Delay: t.ThinkBefore.Milliseconds(), OutputLength: t.MaxOutputTokens,
+		})
+	}
+	return out
+}

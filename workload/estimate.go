@@ -1,0 +1,149 @@
+package workload
+
+import (
+	"fmt"
+	"math"
+	"time"
+)
+
+// Assumed server speed for estimates against a real target (the mock's own settings are used for it).
+// Estimates only feed warnings and `validate`'s "requests (est.)"; no measurement depends on them.
+const (
+	assumedTTFT = 200 * time.Millisecond
+	assumedTPS  = 50.0
+	// historyWarnTokens is the context size many deployed models still have.
+	historyWarnTokens = 32768
+)
+
+// Estimate is what a stage is expected to do, from the scenario's distributions alone.
+type Estimate struct {
+	SessionSeconds float64 // a typical session from first request to last answer
+	TurnSeconds    float64 // one request, TTFT plus decode of the mean max_output_tokens
+	Requests       float64 // requests issued over warmup + duration
+	SessionsNeeded float64 // sessions started over warmup + duration, with headroom for arrival_rate noise
+}
+
+// Assumption says on what server speed the estimates rest.
+func (s *Scenario) Assumption() string {
+	if m := s.Target.Mock; m != nil {
+		return fmt.Sprintf("the mock's TTFT of %s and %g tok/s per stream", m.TTFT, m.TPS)
+	}
+	return fmt.Sprintf("a TTFT of %s and %g tok/s per stream (assumed for a real server)", formatDuration(assumedTTFT), assumedTPS)
+}
+
+// MeanSystemPromptTokens is the expected system-prompt length of a session's persona.
+func (s *Scenario) MeanSystemPromptTokens() float64 {
+	if s.Personas.Source == "file" {
+		if len(s.filePersonas) == 0 {
+			return 0
+		}
+		sum := 0
+		for _, p := range s.filePersonas {
+			sum += CountTokens(p.SystemPrompt)
+		}
+		return float64(sum) / float64(len(s.filePersonas))
+	}
+	return s.Personas.SystemPromptTokens.MeanInt()
+}
+
+// EstimateStage returns the expected session length, request count and sessions needed for st.
+func (s *Scenario) EstimateStage(st Stage) Estimate {
+	ttft, tps := assumedTTFT.Seconds(), assumedTPS
+	if m := s.Target.Mock; m != nil {
+		ttft, tps = m.TTFT.D().Seconds(), m.TPS
+	}
+	turns := s.Session.Turns.MeanInt()
+	e := Estimate{TurnSeconds: ttft + s.Session.MaxOutputTokens.MeanInt()/tps}
+	think := s.Session.ThinkTime.MeanSeconds()
+	e.SessionSeconds = turns*e.TurnSeconds + (turns-1)*think
+	span := (st.Warmup.D() + st.Duration.D()).Seconds()
+	if s.Load.Mode == ModeArrivalRate {
+		arrivals := st.SessionsPerSec * span
+		e.SessionsNeeded = arrivals + 3*math.Sqrt(arrivals) // Poisson: mean + 3σ
+		// Little's law caps the sessions open at once at max_concurrency.
+		open := math.Min(st.SessionsPerSec*e.SessionSeconds, float64(st.MaxConcurrency))
+		e.Requests = open * span / (e.TurnSeconds + think*(turns-1)/turns)
+		return e
+	}
+	c := float64(st.Concurrency)
+	e.SessionsNeeded = c * (1 + span/e.SessionSeconds)
+	e.Requests = c * span / (e.TurnSeconds + think*(turns-1)/turns)
+	return e
+}
+
+// estimates adds the warnings that need the distributions' expected values.
+func (c *checker) estimates() {
+	s := c.s
+	for i, st := range s.Load.Stages {
+		p := fmt.Sprintf("load.stages[%d]", i)
+		e := s.EstimateStage(st)
+		if st.Duration.D().Seconds() < e.SessionSeconds {
+			c.warnf(p+".duration", "duration %s is shorter than a typical session (about %.0fs with %s): most sessions will be cut by the end of the stage", st.Duration, e.SessionSeconds, s.Assumption())
+		}
+		if pool := s.PoolSize(st); e.SessionsNeeded > float64(pool) {
+			c.warnf(p, "the pool of %d sessions is likely to run dry (about %.0f sessions will start, with %s): sessions will be reused; raise load.session_pool_factor or sessions", pool, e.SessionsNeeded, s.Assumption())
+		}
+	}
+	turns := s.Session.Turns.MaxValue()
+	if math.IsInf(turns, 1) {
+		turns = 3 * s.Session.Turns.MeanInt()
+	}
+	perTurn := s.Session.UserInputTokens.MeanInt() + s.Session.MaxOutputTokens.MeanInt()
+	if s.Session.RetrievedTokens != nil {
+		perTurn += s.Session.RetrievedTokens.MeanInt()
+	}
+	if history := s.MeanSystemPromptTokens() + turns*perTurn; history > historyWarnTokens {
+		c.warnf("session.turns", "history is likely to reach about %.0f tokens by turn %.0f (answers at their max_output_tokens), over the %d-token context of many models", history, turns, historyWarnTokens)
+	}
+}
+
+// StageStats is what `plload validate` prints for one stage.
+type StageStats struct {
+	Stage         int
+	Mode          string
+	Load          string // "concurrency 10" or "1.5 sessions/s (max 20 open)"
+	Warmup        Duration
+	Duration      Duration
+	PoolSize      int
+	ExpectedTurns float64 // E[turns] after clamping, exact
+	Estimate      Estimate
+	// Mean prompt tokens (system prompt, history and the new message; answers taken at their
+	// max_output_tokens; chat-template tokens not counted) at the first, middle and last turn.
+	PromptFirst, PromptMid, PromptLast float64
+	DatasetBytes                       int
+	SHA256                             string
+}
+
+// Stats summarises each stage of a built workload.
+func (s *Scenario) Stats(w *Workload) []StageStats {
+	out := make([]StageStats, len(w.Stages))
+	for i, pool := range w.Stages {
+		st := pool.Spec
+		load := fmt.Sprintf("concurrency %d", st.Concurrency)
+		if s.Load.Mode == ModeArrivalRate {
+			load = fmt.Sprintf("%g sessions/s (max %d open)", st.SessionsPerSec, st.MaxConcurrency)
+		}
+		ss := StageStats{
+			Stage: pool.Stage, Mode: s.Load.Mode, Load: load, Warmup: st.Warmup, Duration: st.Duration,
+			PoolSize: len(pool.Sessions), ExpectedTurns: s.Session.Turns.MeanInt(), Estimate: s.EstimateStage(st),
+			DatasetBytes: len(pool.Dataset), SHA256: pool.SHA256,
+		}
+		var first, mid, last float64
+		for _, sp := range pool.Sessions {
+			prompt := float64(w.Personas[sp.Persona].Tokens)
+			at := make([]float64, len(sp.Turns))
+			for k, t := range sp.Turns {
+				prompt += float64(t.UserTokens)
+				at[k] = prompt
+				prompt += float64(t.MaxOutputTokens)
+			}
+			first += at[0]
+			mid += at[(len(at)-1)/2]
+			last += at[len(at)-1]
+		}
+		n := float64(len(pool.Sessions))
+		ss.PromptFirst, ss.PromptMid, ss.PromptLast = first/n, mid/n, last/n
+		out[i] = ss
+	}
+	return out
+}

@@ -1,0 +1,366 @@
+package workload
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// LoadOptions says what the caller is about to do with the scenario.
+type LoadOptions struct {
+	// ForRun turns an unset ${ENV} reference or api_key_env variable into an error: traffic without
+	// its credentials would only measure 401s. `plload validate` reports them as warnings.
+	ForRun bool
+	// Getenv looks up environment variables; nil means os.Getenv.
+	Getenv func(string) string
+}
+
+// Load reads, decodes, defaults and validates a scenario file. It returns every problem found; the
+// scenario may be used only when issues.Err() is nil.
+func Load(path string, opts LoadOptions) (*Scenario, Issues) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, Issues{{Severity: SeverityError, File: path, Message: fmt.Sprintf("cannot read the scenario file: %v", err)}}
+	}
+	return Parse(path, data, opts)
+}
+
+// Parse is Load for a scenario already in memory; path names it in messages and anchors relative paths.
+func Parse(path string, data []byte, opts LoadOptions) (*Scenario, Issues) {
+	if opts.Getenv == nil {
+		opts.Getenv = os.Getenv
+	}
+	s := &Scenario{File: path}
+	issues := parseScenarioYAML(path, data, s)
+	if s.positions == nil {
+		return nil, issues
+	}
+	bad := map[string]bool{}
+	for _, is := range issues {
+		bad[is.Path] = true
+	}
+	s.applyDefaults()
+	c := &checker{s: s, bad: bad, file: path}
+	c.rules()
+	c.personaFile()
+	c.env(opts)
+	if len(c.issues.Errors()) == 0 && len(issues.Errors()) == 0 {
+		c.estimates()
+	}
+	issues = append(issues, c.issues...)
+	issues.sortByPosition()
+	return s, issues
+}
+
+// checker applies the validation rules to a decoded scenario.
+type checker struct {
+	s      *Scenario
+	file   string
+	bad    map[string]bool // paths that already failed to decode: no second message for them
+	issues Issues
+}
+
+// at finds where path is in the file, or the nearest enclosing key that is.
+func (c *checker) at(path string) position {
+	for p := path; p != ""; {
+		if pos, ok := c.s.positions[p]; ok {
+			return pos
+		}
+		if i := strings.LastIndexAny(p, ".["); i >= 0 {
+			p = p[:i]
+		} else {
+			p = ""
+		}
+	}
+	return position{1, 1}
+}
+
+func (c *checker) report(sev Severity, path, format string, args ...any) {
+	if c.bad[path] {
+		return
+	}
+	at := c.at(path)
+	c.issues = append(c.issues, &Issue{Severity: sev, File: c.file, Line: at.line, Column: at.column,
+		Path: path, Message: fmt.Sprintf(format, args...)})
+}
+
+func (c *checker) errorf(path, format string, args ...any) {
+	c.report(SeverityError, path, format, args...)
+}
+
+func (c *checker) warnf(path, format string, args ...any) {
+	c.report(SeverityWarning, path, format, args...)
+}
+
+// require reports path as missing and returns false when the file does not set it.
+func (c *checker) require(path, accepted string) bool {
+	if c.s.has(path) || c.bad[path] {
+		return c.s.has(path)
+	}
+	c.errorf(path, "required but missing; accepted: %s", accepted)
+	return false
+}
+
+func (c *checker) oneOf(path, found string, accepted ...string) {
+	for _, a := range accepted {
+		if found == a {
+			return
+		}
+	}
+	msg := fmt.Sprintf("found %q; accepted: %s", found, strings.Join(accepted, ", "))
+	if s := suggest(found, accepted); s != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	c.errorf(path, "%s", msg)
+}
+
+func (c *checker) positive(path string, d Duration) {
+	if c.s.has(path) && d <= 0 {
+		c.errorf(path, "found %s; accepted: a duration > 0", d)
+	}
+}
+
+func (c *checker) fraction(path string, f float64) {
+	if f < 0 || f > 1 {
+		c.errorf(path, "found %g; accepted: a fraction from 0 to 1 (1%% is 0.01)", f)
+	}
+}
+
+func (c *checker) dist(path string, d Dist) {
+	for _, p := range d.check() {
+		c.errorf(join(path, p.key), "%s", p.message)
+	}
+}
+
+var namePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+func (c *checker) rules() {
+	s := c.s
+	if c.require("name", "a name for the results directory, such as smoke") && !namePattern.MatchString(s.Name) {
+		c.errorf("name", "found %q; accepted: letters, digits, '.', '_' and '-' (it names the results directory)", s.Name)
+	}
+
+	t := s.Target
+	if !s.UsesMock() {
+		if c.require("target.base_url", "an OpenAI-compatible base URL such as http://127.0.0.1:8000/v1, or mock") {
+			if !strings.HasPrefix(t.BaseURL, "http://") && !strings.HasPrefix(t.BaseURL, "https://") && !strings.HasPrefix(t.BaseURL, "${") {
+				c.errorf("target.base_url", "found %q; accepted: an http:// or https:// URL, or mock", t.BaseURL)
+			}
+		}
+		c.require("target.model", "the model name the server serves (see its /v1/models)")
+	}
+	c.positive("target.timeout", t.Timeout)
+	c.oneOf("target.tokenizer", t.Tokenizer, "builtin", "o200k_base")
+	c.oneOf("target.max_tokens_field", t.MaxTokensField, "max_completion_tokens", "max_tokens")
+	c.oneOf("target.endpoint", t.Endpoint, "chat", "completions")
+	if t.TLS.CAFile != "" {
+		if _, err := os.Stat(s.resolvePath(t.TLS.CAFile)); err != nil {
+			c.errorf("target.tls.ca_file", "cannot read %q: %v; accepted: a PEM file of CA certificates", t.TLS.CAFile, err)
+		}
+	}
+	if t.TLS.InsecureSkipVerify {
+		c.warnf("target.tls.insecure_skip_verify", "TLS certificates will not be verified: anyone on the path can read the prompts and the API key")
+	}
+	if m := t.Mock; m != nil {
+		if m.TTFT < 0 {
+			c.errorf("target.mock.ttft", "found %s; accepted: a duration ≥ 0", m.TTFT)
+		}
+		if m.TPS <= 0 {
+			c.errorf("target.mock.tps", "found %g; accepted: tokens per second per stream > 0", m.TPS)
+		}
+		c.fraction("target.mock.jitter", m.Jitter)
+		c.fraction("target.mock.error_rate", m.ErrorRate)
+		if m.CacheTTFTFactor < 0 {
+			c.errorf("target.mock.cache_ttft_factor", "found %g; accepted: a factor ≥ 0 (1 = a cache hit does not speed up TTFT)", m.CacheTTFTFactor)
+		}
+		if t.BaseURL != MockBaseURL && s.has("target.base_url") {
+			c.errorf("target.base_url", "found %q with a target.mock block; accepted: base_url mock or no base_url (the mock starts in-process)", t.BaseURL)
+		}
+	}
+
+	p := s.Personas
+	c.oneOf("personas.source", p.Source, "synthetic", "file")
+	switch p.Source {
+	case "synthetic":
+		if c.require("personas.count", "the number of synthetic personas, ≥ 1") && p.Count < 1 {
+			c.errorf("personas.count", "found %d; accepted: a whole number ≥ 1", p.Count)
+		}
+		if c.require("personas.system_prompt_tokens", "a distribution of system-prompt lengths in tokens, such as {min: 500, max: 1500}") {
+			c.dist("personas.system_prompt_tokens", p.SystemPromptTokens)
+		}
+		if p.File != "" {
+			c.errorf("personas.file", "a persona file is read only with personas.source: file")
+		}
+	case "file":
+		c.require("personas.file", "a JSONL file with one {\"name\", \"system_prompt\"} per line")
+		if s.has("personas.count") || s.has("personas.system_prompt_tokens") {
+			c.warnf("personas", "count and system_prompt_tokens are ignored with personas.source: file")
+		}
+	}
+
+	ss := s.Session
+	for _, f := range []struct {
+		key      string
+		d        Dist
+		accepted string
+	}{
+		{"turns", ss.Turns, "a distribution of turns per session, such as {min: 2, max: 4}"},
+		{"user_input_tokens", ss.UserInputTokens, "a distribution of user-message lengths in tokens"},
+		{"max_output_tokens", ss.MaxOutputTokens, "a distribution of the max output tokens asked per turn"},
+		{"think_time", ss.ThinkTime, "a distribution of pauses between turns, such as {min: 1s, max: 5s}"},
+	} {
+		if c.require("session."+f.key, f.accepted) {
+			c.dist("session."+f.key, f.d)
+		}
+	}
+	if ss.RetrievedTokens != nil {
+		c.dist("session.retrieved_tokens", *ss.RetrievedTokens)
+	}
+	c.oneOf("session.language", ss.Language, "en", "ko")
+	c.oneOf("session.persona_selection", ss.PersonaSelection, "uniform", "zipf")
+	if ss.ZipfS <= 0 {
+		c.errorf("session.zipf_s", "found %g; accepted: an exponent > 0", ss.ZipfS)
+	}
+	if ss.PersonaSelection != "zipf" && s.has("session.zipf_s") {
+		c.warnf("session.zipf_s", "zipf_s is used only with persona_selection: zipf")
+	}
+	if s.has("session.think_time") && !c.bad["session.think_time"] && ss.ThinkTime.MaxValue() > 60 {
+		c.warnf("session.think_time", "think time can reach %s (> 60s): sessions will sit idle most of the stage; is that intended?", ss.ThinkTime.format(ss.ThinkTime.MaxValue()))
+	}
+
+	c.load()
+
+	if c.require("slo.ttft_p95", "a duration such as 2s") {
+		c.positive("slo.ttft_p95", s.SLO.TTFTP95)
+	}
+	if c.require("slo.itl_p95", "a duration such as 100ms") {
+		c.positive("slo.itl_p95", s.SLO.ITLP95)
+	}
+	if c.require("slo.error_rate_max", "a fraction from 0 to 1, such as 0.01") {
+		c.fraction("slo.error_rate_max", s.SLO.ErrorRateMax)
+	}
+	if c.require("cost.gpu_hourly_usd", "the hourly price of one GPU in USD (0 for a machine you own)") && s.Cost.GPUHourlyUSD < 0 {
+		c.errorf("cost.gpu_hourly_usd", "found %g; accepted: a price ≥ 0", s.Cost.GPUHourlyUSD)
+	}
+	if s.Cost.GPUCount < 1 {
+		c.errorf("cost.gpu_count", "found %d; accepted: a whole number ≥ 1", s.Cost.GPUCount)
+	}
+	if s.has("output.prometheus_port") && (s.Output.PrometheusPort < 1 || s.Output.PrometheusPort > 65535) {
+		c.errorf("output.prometheus_port", "found %d; accepted: a TCP port from 1 to 65535", s.Output.PrometheusPort)
+	}
+}
+
+func (c *checker) load() {
+	s := c.s
+	l := s.Load
+	if c.require("load.mode", "concurrency or arrival_rate") {
+		c.oneOf("load.mode", l.Mode, ModeConcurrency, ModeArrivalRate)
+	}
+	if c.require("load.stages", "a list of stages") && len(l.Stages) == 0 && !c.bad["load.stages"] {
+		c.errorf("load.stages", "the list is empty; accepted: at least one stage")
+	}
+	c.positive("load.drain_timeout", l.DrainTimeout)
+	if l.SessionPoolFactor < 1 {
+		c.errorf("load.session_pool_factor", "found %g; accepted: a factor ≥ 1", l.SessionPoolFactor)
+	}
+	if l.DrainTimeout > 0 && l.DrainTimeout < s.Target.Timeout {
+		c.warnf("load.drain_timeout", "drain_timeout %s is shorter than target.timeout %s: slow requests at the end of each stage will be cancelled and counted as errors", l.DrainTimeout, s.Target.Timeout)
+	}
+	for i, st := range l.Stages {
+		p := fmt.Sprintf("load.stages[%d]", i)
+		if c.require(p+".duration", "a duration such as 60s") {
+			c.positive(p+".duration", st.Duration)
+		}
+		if st.Warmup < 0 {
+			c.errorf(p+".warmup", "found %s; accepted: a duration ≥ 0", st.Warmup)
+		}
+		if s.has(p+".sessions") && st.Sessions < 1 {
+			c.errorf(p+".sessions", "found %d; accepted: a whole number ≥ 1", st.Sessions)
+		}
+		switch l.Mode {
+		case ModeConcurrency:
+			if c.require(p+".concurrency", "the number of sessions kept open, ≥ 1") && st.Concurrency < 1 {
+				c.errorf(p+".concurrency", "found %d; accepted: a whole number ≥ 1", st.Concurrency)
+			}
+			for _, k := range []string{"sessions_per_sec", "max_concurrency"} {
+				if s.has(p + "." + k) {
+					c.errorf(p+"."+k, "%s belongs to load.mode arrival_rate; accepted in a concurrency stage: concurrency, duration, warmup, sessions", k)
+				}
+			}
+		case ModeArrivalRate:
+			if c.require(p+".sessions_per_sec", "the mean session arrival rate, > 0") && st.SessionsPerSec <= 0 {
+				c.errorf(p+".sessions_per_sec", "found %g; accepted: a rate > 0", st.SessionsPerSec)
+			}
+			if c.require(p+".max_concurrency", "the most sessions open at once, ≥ 1") && st.MaxConcurrency < 1 {
+				c.errorf(p+".max_concurrency", "found %d; accepted: a whole number ≥ 1", st.MaxConcurrency)
+			}
+			if s.has(p + ".concurrency") {
+				c.errorf(p+".concurrency", "concurrency belongs to load.mode concurrency; accepted in an arrival_rate stage: sessions_per_sec, max_concurrency, duration, warmup, sessions")
+			}
+		}
+	}
+}
+
+// personaFile checks a persona file line by line; its lines are kept for the dataset.
+func (c *checker) personaFile() {
+	s := c.s
+	if s.Personas.Source != "file" || s.Personas.File == "" {
+		return
+	}
+	personas, err := readPersonaFile(s.resolvePath(s.Personas.File))
+	if err != nil {
+		c.errorf("personas.file", "%v", err)
+		return
+	}
+	s.filePersonas = personas
+}
+
+var envRef = regexp.MustCompile(`\$\{([^}]*)\}`)
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+func (c *checker) env(opts LoadOptions) {
+	s := c.s
+	missing := c.warnf
+	if opts.ForRun {
+		missing = c.errorf
+	}
+	check := func(path, v string) {
+		for _, m := range envRef.FindAllStringSubmatch(v, -1) {
+			if !envName.MatchString(m[1]) {
+				c.errorf(path, "found ${%s}; accepted: ${NAME} with letters, digits and '_'", m[1])
+			} else if opts.Getenv(m[1]) == "" {
+				missing(path, "environment variable %s is not set", m[1])
+			}
+		}
+		if strings.Count(v, "${") != len(envRef.FindAllString(v, -1)) {
+			c.errorf(path, "found an unclosed ${ in %q; accepted: ${NAME}", maskValue(path, v))
+		}
+	}
+	check("target.base_url", s.Target.BaseURL)
+	check("target.model", s.Target.Model)
+	for k, v := range s.Target.Headers {
+		check("target.headers."+k, v)
+	}
+	if s.Target.APIKeyEnv != "" {
+		if !envName.MatchString(s.Target.APIKeyEnv) {
+			c.errorf("target.api_key_env", "found %q; accepted: the name of an environment variable (not the key itself)", s.Target.APIKeyEnv)
+		} else if opts.Getenv(s.Target.APIKeyEnv) == "" {
+			missing("target.api_key_env", "environment variable %s is not set; requests would go out without an API key", s.Target.APIKeyEnv)
+		}
+	}
+}
+
+// resolvePath makes a path from the scenario relative to the scenario file's folder.
+func (s *Scenario) resolvePath(p string) string {
+	if p == "" || filepath.IsAbs(p) || s.File == "" {
+		return p
+	}
+	return filepath.Join(filepath.Dir(s.File), p)
+}
+
+// Expand replaces ${NAME} references with the environment's values (for building requests).
+func Expand(v string, getenv func(string) string) string {
+	return envRef.ReplaceAllStringFunc(v, func(m string) string { return getenv(m[2 : len(m)-1]) })
+}

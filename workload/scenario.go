@@ -1,0 +1,234 @@
+// Package workload reads scenario files and turns them into reproducible workloads: personas, session
+// pools, synthetic text measured with the o200k_base tokenizer, and AIPerf multi_turn datasets.
+package workload
+
+import (
+	"time"
+)
+
+// Scenario is a whole scenario file with defaults applied. Field names and defaults follow the
+// personaload scenario table, plus target.mock, target.headers, target.tls and target.endpoint.
+type Scenario struct {
+	Name     string   `yaml:"name"`
+	Seed     uint64   `yaml:"seed"`
+	Target   Target   `yaml:"target"`
+	Personas Personas `yaml:"personas"`
+	Session  Session  `yaml:"session"`
+	Load     LoadPlan `yaml:"load"`
+	SLO      SLO      `yaml:"slo"`
+	Cost     Cost     `yaml:"cost"`
+	Output   Output   `yaml:"output"`
+
+	// File is the path the scenario was read from; relative paths inside it are resolved against its folder.
+	File string `yaml:"-"`
+	// positions maps each YAML path present in the file to where its value starts.
+	positions map[string]position
+	// filePersonas holds the personas read (and checked) from personas.file.
+	filePersonas []Persona
+}
+
+// Target is the server under test.
+type Target struct {
+	BaseURL        string            `yaml:"base_url"`
+	Model          string            `yaml:"model"`
+	APIKeyEnv      string            `yaml:"api_key_env,omitempty"`
+	Timeout        Duration          `yaml:"timeout"`
+	Tokenizer      string            `yaml:"tokenizer"`
+	MaxTokensField string            `yaml:"max_tokens_field"`
+	ExtraBody      map[string]any    `yaml:"extra_body,omitempty"`
+	Headers        map[string]string `yaml:"headers,omitempty"`
+	TLS            TLS               `yaml:"tls,omitempty"`
+	Endpoint       string            `yaml:"endpoint"`
+	Mock           *MockTarget       `yaml:"mock,omitempty"`
+}
+
+// MockTarget asks `plload run` to start the bundled mock in-process instead of reaching a real server.
+type MockTarget struct {
+	TTFT            Duration `yaml:"ttft"`
+	TPS             float64  `yaml:"tps"`
+	Jitter          float64  `yaml:"jitter"`
+	ErrorRate       float64  `yaml:"error_rate"`
+	CacheTTFTFactor float64  `yaml:"cache_ttft_factor"`
+	Usage           bool     `yaml:"usage"`
+	Seed            uint64   `yaml:"seed"`
+}
+
+// TLS holds the options for https targets.
+type TLS struct {
+	CAFile             string `yaml:"ca_file,omitempty"`
+	InsecureSkipVerify bool   `yaml:"insecure_skip_verify,omitempty"`
+}
+
+// Personas describes where system prompts come from.
+type Personas struct {
+	Source             string `yaml:"source"`
+	Count              int    `yaml:"count,omitempty"`
+	SystemPromptTokens Dist   `yaml:"system_prompt_tokens,omitempty,flow"`
+	File               string `yaml:"file,omitempty"`
+}
+
+// Session is the shape of one conversation.
+type Session struct {
+	Turns            Dist    `yaml:"turns,flow"`
+	UserInputTokens  Dist    `yaml:"user_input_tokens,flow"`
+	MaxOutputTokens  Dist    `yaml:"max_output_tokens,flow"`
+	ThinkTime        Dist    `yaml:"think_time,flow" unit:"duration"`
+	Language         string  `yaml:"language"`
+	RetrievedTokens  *Dist   `yaml:"retrieved_tokens,omitempty,flow"`
+	PersonaSelection string  `yaml:"persona_selection"`
+	ZipfS            float64 `yaml:"zipf_s"`
+}
+
+// LoadPlan is how sessions are started, and the stages of the run.
+type LoadPlan struct {
+	Mode              string   `yaml:"mode"`
+	Stages            []Stage  `yaml:"stages,flow"`
+	DrainTimeout      Duration `yaml:"drain_timeout"`
+	SessionPoolFactor float64  `yaml:"session_pool_factor"`
+}
+
+// Load modes.
+const (
+	ModeConcurrency = "concurrency"
+	ModeArrivalRate = "arrival_rate"
+)
+
+// Stage is one step of the run. Concurrency stages use Concurrency; arrival_rate stages use
+// SessionsPerSec and MaxConcurrency.
+type Stage struct {
+	Concurrency    int      `yaml:"concurrency,omitempty"`
+	SessionsPerSec float64  `yaml:"sessions_per_sec,omitempty"`
+	MaxConcurrency int      `yaml:"max_concurrency,omitempty"`
+	Duration       Duration `yaml:"duration"`
+	Warmup         Duration `yaml:"warmup"`
+	Sessions       int      `yaml:"sessions,omitempty"`
+}
+
+// SLO is the latency and error objective each stage is judged by.
+type SLO struct {
+	TTFTP95      Duration `yaml:"ttft_p95"`
+	ITLP95       Duration `yaml:"itl_p95"`
+	ErrorRateMax float64  `yaml:"error_rate_max"`
+}
+
+// Cost holds the inputs to the cost figures.
+type Cost struct {
+	GPUHourlyUSD float64 `yaml:"gpu_hourly_usd"`
+	GPUCount     int     `yaml:"gpu_count"`
+	Label        string  `yaml:"label,omitempty"`
+}
+
+// Output says where results go and what is served live.
+type Output struct {
+	Dir            string `yaml:"dir"`
+	PrometheusPort int    `yaml:"prometheus_port,omitempty"`
+	PrometheusHost string `yaml:"prometheus_host"`
+	RecordRequests bool   `yaml:"record_requests"`
+}
+
+// Defaults that are not "the zero value".
+const (
+	DefaultTimeout        = 120 * time.Second
+	DefaultTokenizer      = "builtin"
+	DefaultMaxTokensField = "max_completion_tokens"
+	DefaultEndpoint       = "chat"
+	DefaultLanguage       = "en"
+	DefaultPoolFactor     = 3.0
+	DefaultOutputDir      = "results/"
+	DefaultPromHost       = "127.0.0.1"
+	DefaultMockModel      = "plload-mock"
+	// MockBaseURL as target.base_url starts the bundled mock in-process.
+	MockBaseURL = "mock"
+)
+
+// DefaultMock is the mock's timing when a scenario asks for the mock without saying more.
+func DefaultMock() MockTarget {
+	return MockTarget{TTFT: Duration(200 * time.Millisecond), TPS: 40, CacheTTFTFactor: 1, Usage: true}
+}
+
+// UsesMock reports whether `plload run` must start the bundled mock for this scenario.
+func (s *Scenario) UsesMock() bool {
+	return s.Target.Mock != nil || s.Target.BaseURL == MockBaseURL
+}
+
+// applyDefaults fills every field the file left out with the documented default.
+func (s *Scenario) applyDefaults() {
+	t := &s.Target
+	if !s.has("target.timeout") {
+		t.Timeout = Duration(DefaultTimeout)
+	}
+	if t.Tokenizer == "" {
+		t.Tokenizer = DefaultTokenizer
+	}
+	if t.MaxTokensField == "" {
+		t.MaxTokensField = DefaultMaxTokensField
+	}
+	if t.ExtraBody == nil {
+		t.ExtraBody = map[string]any{}
+	}
+	if t.Endpoint == "" {
+		t.Endpoint = DefaultEndpoint
+	}
+	if s.UsesMock() {
+		if t.Mock == nil {
+			m := DefaultMock()
+			t.Mock = &m
+		} else {
+			d := DefaultMock()
+			if !s.has("target.mock.ttft") {
+				t.Mock.TTFT = d.TTFT
+			}
+			if !s.has("target.mock.tps") {
+				t.Mock.TPS = d.TPS
+			}
+			if !s.has("target.mock.cache_ttft_factor") {
+				t.Mock.CacheTTFTFactor = d.CacheTTFTFactor
+			}
+			if !s.has("target.mock.usage") {
+				t.Mock.Usage = d.Usage
+			}
+		}
+		if t.BaseURL == "" {
+			t.BaseURL = MockBaseURL
+		}
+		if t.Model == "" {
+			t.Model = DefaultMockModel
+		}
+	}
+	if s.Personas.Source == "" {
+		s.Personas.Source = "synthetic"
+	}
+	ss := &s.Session
+	if ss.Language == "" {
+		ss.Language = DefaultLanguage
+	}
+	if ss.PersonaSelection == "" {
+		ss.PersonaSelection = "uniform"
+	}
+	if !s.has("session.zipf_s") {
+		ss.ZipfS = 1.0
+	}
+	if !s.has("load.drain_timeout") {
+		s.Load.DrainTimeout = t.Timeout
+	}
+	if !s.has("load.session_pool_factor") {
+		s.Load.SessionPoolFactor = DefaultPoolFactor
+	}
+	if !s.has("cost.gpu_count") {
+		s.Cost.GPUCount = 1
+	}
+	if s.Output.Dir == "" {
+		s.Output.Dir = DefaultOutputDir
+	}
+	if s.Output.PrometheusHost == "" {
+		s.Output.PrometheusHost = DefaultPromHost
+	}
+	if !s.has("output.record_requests") {
+		s.Output.RecordRequests = true
+	}
+}
+
+func (s *Scenario) has(path string) bool {
+	_, ok := s.positions[path]
+	return ok
+}
