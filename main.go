@@ -93,7 +93,6 @@ func notBuiltCommand(name, args, usage string) *cli.Command {
 		ArgsUsage: args,
 		Description: "This command is part of plload's command tree but is not built in this version.\n" +
 			"It exits with code 2 and sends no traffic.",
-		SkipFlagParsing: true,
 		Action: func(context.Context, *cli.Command) error {
 			return badInput("%s is not built yet in this version of plload", name)
 		},

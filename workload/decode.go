@@ -12,6 +12,7 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/goccy/go-yaml/ast"
 	"github.com/goccy/go-yaml/parser"
+	"github.com/goccy/go-yaml/token"
 )
 
 type position struct{ line, column int }
@@ -22,7 +23,8 @@ type position struct{ line, column int }
 type decoder struct {
 	file    string
 	issues  Issues
-	pos     map[string]position
+	pos     map[string]position // where each path's value starts
+	keyPos  map[string]position // where each path's key starts (mapping entries only)
 	anchors map[string]ast.Node
 }
 
@@ -43,7 +45,7 @@ func posOf(n ast.Node) position {
 
 // parseScenarioYAML decodes data into s, recording where each path's value starts.
 func parseScenarioYAML(file string, data []byte, s *Scenario) Issues {
-	d := &decoder{file: file, pos: map[string]position{}, anchors: map[string]ast.Node{}}
+	d := &decoder{file: file, pos: map[string]position{}, keyPos: map[string]position{}, anchors: map[string]ast.Node{}}
 	f, err := parser.ParseBytes(data, 0)
 	if err != nil {
 		at, msg := position{1, 1}, err.Error()
@@ -73,7 +75,7 @@ func parseScenarioYAML(file string, data []byte, s *Scenario) Issues {
 		return d.issues
 	}
 	d.value(body, "", reflect.ValueOf(s).Elem(), "")
-	s.positions = d.pos
+	s.positions, s.keyPositions = d.pos, d.keyPos
 	return d.issues
 }
 
@@ -123,8 +125,8 @@ func keyString(k ast.MapKeyNode) string {
 }
 
 func join(path, key string) string {
-	if path == "" {
-		return key
+	if path == "" || key == "" {
+		return path + key
 	}
 	return path + "." + key
 }
@@ -162,7 +164,9 @@ func (d *decoder) value(n ast.Node, path string, v reflect.Value, tag reflect.St
 		v.SetInt(int64(dur))
 		return
 	case v.Type() == distType:
-		v.Set(reflect.ValueOf(d.dist(n, path, tag.Get("unit") == "duration")))
+		dist := d.dist(n, path, tag.Get("unit") == "duration")
+		dist.Limit, _ = strconv.ParseFloat(tag.Get("limit"), 64)
+		v.Set(reflect.ValueOf(dist))
 		return
 	}
 	switch v.Kind() {
@@ -263,6 +267,7 @@ func (d *decoder) structure(n ast.Node, path string, v reflect.Value) {
 			d.add(SeverityError, posOf(e.Key), kp, "%s; accepted here: %s", msg, strings.Join(keys, ", "))
 			continue
 		}
+		d.keyPos[kp] = posOf(e.Key)
 		d.value(e.Value, kp, v.Field(i), t.Field(i).Tag)
 	}
 }
@@ -406,6 +411,13 @@ func number(n ast.Node) (float64, bool) {
 		}
 	case *ast.FloatNode:
 		return v.Value, true
+	case *ast.StringNode:
+		// YAML 1.1 reads 5e9 (no dot) as text; a reader of the file sees a number, so do we.
+		if v.Token != nil && v.Token.Type == token.StringType {
+			if f, err := strconv.ParseFloat(v.Value, 64); err == nil && !math.IsInf(f, 0) && !math.IsNaN(f) {
+				return f, true
+			}
+		}
 	}
 	return 0, false
 }

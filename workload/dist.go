@@ -40,6 +40,9 @@ type Dist struct {
 	Value float64
 	// Seconds is set for think_time: values are durations, in seconds.
 	Seconds bool
+	// Limit is the largest value the field accepts; draws are clamped to it even without a max, so a
+	// long-tailed distribution cannot ask for a billion tokens.
+	Limit float64
 
 	HasMin, HasMax, HasMean, HasSigma, HasValue bool
 }
@@ -61,10 +64,14 @@ func (d Dist) lower(floor float64) float64 {
 }
 
 func (d Dist) upper() float64 {
-	if d.HasMax {
-		return d.Max
+	hi := math.Inf(1)
+	if d.Limit > 0 {
+		hi = d.Limit
 	}
-	return math.Inf(1)
+	if d.HasMax {
+		hi = math.Min(hi, d.Max)
+	}
+	return hi
 }
 
 func (d Dist) mu() float64 { return math.Log(d.Mean) - d.Sigma*d.Sigma/2 }
@@ -116,13 +123,13 @@ func (d Dist) MeanInt() float64 {
 	mean := lo * cdf(lo+0.5)
 	k := lo + 1
 	for ; k < hi; k++ {
-		p := cdf(k+0.5) - cdf(k-0.5)
-		mean += k * p
-		if tail := 1 - cdf(k+0.5); tail < 1e-15 {
+		mean += k * (cdf(k+0.5) - cdf(k-0.5))
+		if 1-cdf(k+0.5) < 1e-15 {
 			return mean
 		}
-		if k-lo > 1e7 { // a tail this heavy needs a max; what is left is tiny next to the sum
-			return mean
+		if k-lo >= 1e5 {
+			// Far out, rounding no longer matters: add the rest of the tail as a continuous integral.
+			return mean + d.partialMean(k+0.5, hi) + hi*(1-cdf(hi))
 		}
 	}
 	return mean + hi*(1-cdf(hi-0.5))
@@ -138,7 +145,15 @@ func (d Dist) MeanSeconds() float64 {
 		return (d.Min + d.Max) / 2
 	}
 	// E[clamp(X, lo, hi)] = lo·F(lo) + ∫_lo^hi x f(x) dx + hi·(1 − F(hi))
-	var partial float64
+	upperMass := 0.0
+	if !math.IsInf(hi, 1) {
+		upperMass = hi * (1 - d.cdf(hi))
+	}
+	return lo*d.cdf(lo) + d.partialMean(lo, hi) + upperMass
+}
+
+// partialMean is ∫_a^b x f(x) dx for the unclamped lognormal or exponential.
+func (d Dist) partialMean(a, b float64) float64 {
 	switch d.Kind {
 	case DistExponential:
 		m := d.Mean
@@ -148,7 +163,7 @@ func (d Dist) MeanSeconds() float64 {
 			}
 			return (x + m) * math.Exp(-x/m)
 		}
-		partial = at(lo) - at(hi)
+		return at(a) - at(b)
 	case DistLognormal:
 		mu, s := d.mu(), d.Sigma
 		phi := func(x float64) float64 {
@@ -160,13 +175,9 @@ func (d Dist) MeanSeconds() float64 {
 			}
 			return normCDF((math.Log(x) - mu - s*s) / s)
 		}
-		partial = math.Exp(mu+s*s/2) * (phi(hi) - phi(lo))
+		return math.Exp(mu+s*s/2) * (phi(b) - phi(a))
 	}
-	upperMass := 0.0
-	if !math.IsInf(hi, 1) {
-		upperMass = hi * (1 - d.cdf(hi))
-	}
-	return lo*d.cdf(lo) + partial + upperMass
+	return 0
 }
 
 // cdf is P(X ≤ x) of the unclamped lognormal or exponential.
@@ -215,17 +226,23 @@ func (d Dist) check() []fieldProblem {
 	if d.Seconds {
 		floor, what = 0, "a duration ≥ 0"
 	}
+	if d.Limit > 0 {
+		what += " and ≤ " + d.format(d.Limit)
+	}
 	checkValue := func(key string, has bool, v float64) {
 		if !has {
 			return
 		}
-		if v < floor || (!d.Seconds && v != math.Trunc(v)) {
+		if v < floor || (!d.Seconds && v != math.Trunc(v)) || (d.Limit > 0 && v > d.Limit) || math.IsNaN(v) {
 			add(key, "found %s; accepted: %s", d.format(v), what)
 		}
 	}
 	checkValue("min", d.HasMin, d.Min)
 	checkValue("max", d.HasMax, d.Max)
 	checkValue("value", d.HasValue, d.Value)
+	if d.HasMean && d.Limit > 0 && d.Mean > d.Limit {
+		add("mean", "found %s; accepted: a mean ≤ %s", d.format(d.Mean), d.format(d.Limit))
+	}
 	if d.HasMin && d.HasMax && d.Min > d.Max {
 		add("min", "min %s is greater than max %s; accepted: min ≤ max", d.format(d.Min), d.format(d.Max))
 	}
@@ -254,8 +271,8 @@ func (d Dist) check() []fieldProblem {
 		} else if d.Mean <= 0 {
 			add("mean", "found %s; accepted: a mean > 0", d.format(d.Mean))
 		}
-		if d.Kind == DistLognormal && d.HasSigma && d.Sigma <= 0 {
-			add("sigma", "found %s; accepted: sigma > 0", strconv.FormatFloat(d.Sigma, 'g', -1, 64))
+		if d.Kind == DistLognormal && d.HasSigma && (d.Sigma <= 0 || d.Sigma > 10) {
+			add("sigma", "found %s; accepted: sigma > 0 and ≤ 10", strconv.FormatFloat(d.Sigma, 'g', -1, 64))
 		}
 		if d.Kind == DistExponential {
 			unused("sigma", d.HasSigma)

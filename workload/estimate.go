@@ -13,6 +13,10 @@ const (
 	assumedTPS  = 50.0
 	// historyWarnTokens is the context size many deployed models still have.
 	historyWarnTokens = 32768
+	// maxDatasetBytes bounds the text one stage's pool (or the personas) may hold in memory.
+	maxDatasetBytes = 2 << 30
+	// bytesPerToken is about what synthetic English and Korean text takes per o200k token in UTF-8.
+	bytesPerToken = 6
 )
 
 // Estimate is what a stage is expected to do, from the scenario's distributions alone.
@@ -74,8 +78,22 @@ func (s *Scenario) EstimateStage(st Stage) Estimate {
 // estimates adds the warnings that need the distributions' expected values.
 func (c *checker) estimates() {
 	s := c.s
+	perSession := s.Session.Turns.MeanInt() * s.Session.UserInputTokens.MeanInt()
+	if s.Session.RetrievedTokens != nil {
+		perSession += s.Session.Turns.MeanInt() * s.Session.RetrievedTokens.MeanInt()
+	}
+	if s.Personas.Source == "synthetic" {
+		if b := float64(s.Personas.Count) * s.Personas.SystemPromptTokens.MeanInt() * bytesPerToken; b > maxDatasetBytes {
+			c.errorf("personas.count", "%d personas of this length are about %.1f GiB of text; accepted: under 2 GiB (fewer or shorter personas)", s.Personas.Count, b/(1<<30))
+			return
+		}
+	}
 	for i, st := range s.Load.Stages {
 		p := fmt.Sprintf("load.stages[%d]", i)
+		if b := float64(s.PoolSize(st)) * perSession * bytesPerToken; b > maxDatasetBytes {
+			c.errorf(p, "the pool of %d sessions is about %.1f GiB of text; accepted: under 2 GiB per stage (set sessions, or lower the load, turns or token counts)", s.PoolSize(st), b/(1<<30))
+			continue
+		}
 		e := s.EstimateStage(st)
 		if st.Duration.D().Seconds() < e.SessionSeconds {
 			c.warnf(p+".duration", "duration %s is shorter than a typical session (about %.0fs with %s): most sessions will be cut by the end of the stage", st.Duration, e.SessionSeconds, s.Assumption())

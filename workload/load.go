@@ -44,6 +44,7 @@ func Parse(path string, data []byte, opts LoadOptions) (*Scenario, Issues) {
 	s.applyDefaults()
 	c := &checker{s: s, bad: bad, file: path}
 	c.rules()
+	c.reportMissingSections()
 	c.personaFile()
 	c.env(opts)
 	if len(c.issues.Errors()) == 0 && len(issues.Errors()) == 0 {
@@ -60,21 +61,33 @@ type checker struct {
 	file   string
 	bad    map[string]bool // paths that already failed to decode: no second message for them
 	issues Issues
+
+	missingSections map[string][]string // top-level sections absent from the file → their required keys
+	sectionOrder    []string
 }
 
-// at finds where path is in the file, or the nearest enclosing key that is.
+// at finds where path's value is in the file; for a path the file lacks, the key (or list item) of
+// the nearest enclosing one that it has, which is where the missing key belongs.
 func (c *checker) at(path string) position {
-	for p := path; p != ""; {
+	if pos, ok := c.s.positions[path]; ok {
+		return pos
+	}
+	for p := parent(path); p != ""; p = parent(p) {
+		if pos, ok := c.s.keyPositions[p]; ok {
+			return pos
+		}
 		if pos, ok := c.s.positions[p]; ok {
 			return pos
 		}
-		if i := strings.LastIndexAny(p, ".["); i >= 0 {
-			p = p[:i]
-		} else {
-			p = ""
-		}
 	}
 	return position{1, 1}
+}
+
+func parent(path string) string {
+	if i := strings.LastIndexAny(path, ".["); i >= 0 {
+		return path[:i]
+	}
+	return ""
 }
 
 func (c *checker) report(sev Severity, path, format string, args ...any) {
@@ -94,13 +107,33 @@ func (c *checker) warnf(path, format string, args ...any) {
 	c.report(SeverityWarning, path, format, args...)
 }
 
-// require reports path as missing and returns false when the file does not set it.
+// require reports path as missing and returns false when the file does not set it. When its whole
+// top-level section is missing, the keys are gathered into one error for the section.
 func (c *checker) require(path, accepted string) bool {
 	if c.s.has(path) || c.bad[path] {
 		return c.s.has(path)
 	}
+	section, key, nested := strings.Cut(path, ".")
+	_, keyWritten := c.s.keyPositions[section]
+	if nested && !c.s.has(section) && !keyWritten && !c.bad[section] {
+		if c.missingSections == nil {
+			c.missingSections = map[string][]string{}
+		}
+		if _, seen := c.missingSections[section]; !seen {
+			c.sectionOrder = append(c.sectionOrder, section)
+		}
+		c.missingSections[section] = append(c.missingSections[section], key)
+		return false
+	}
 	c.errorf(path, "required but missing; accepted: %s", accepted)
 	return false
+}
+
+// reportMissingSections turns the keys gathered by require into one error per missing section.
+func (c *checker) reportMissingSections() {
+	for _, section := range c.sectionOrder {
+		c.errorf(section, "required but missing; accepted: a mapping with %s", strings.Join(c.missingSections[section], ", "))
+	}
 }
 
 func (c *checker) oneOf(path, found string, accepted ...string) {
@@ -129,6 +162,11 @@ func (c *checker) fraction(path string, f float64) {
 }
 
 func (c *checker) dist(path string, d Dist) {
+	for bad := range c.bad {
+		if strings.HasPrefix(bad, path+".") {
+			return // a value inside it could not be read; its message is enough
+		}
+	}
 	for _, p := range d.check() {
 		c.errorf(join(path, p.key), "%s", p.message)
 	}

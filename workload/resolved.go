@@ -48,15 +48,15 @@ func (s *Scenario) Masked() *Scenario {
 func (s *Scenario) ResolvedYAML() ([]byte, error) {
 	m := s.Masked()
 	type resolved struct {
-		Name     string    `yaml:"name"`
-		Seed     uint64    `yaml:"seed"`
-		Target   Target    `yaml:"target"`
-		Personas Personas  `yaml:"personas"`
-		Session  Session   `yaml:"session"`
-		Load     LoadPlan  `yaml:"load"`
-		SLO      SLO       `yaml:"slo"`
-		Cost     Cost      `yaml:"cost"`
-		Output   Output    `yaml:"output"`
+		Name     string   `yaml:"name"`
+		Seed     uint64   `yaml:"seed"`
+		Target   Target   `yaml:"target"`
+		Personas Personas `yaml:"personas"`
+		Session  Session  `yaml:"session"`
+		Load     LoadPlan `yaml:"load"`
+		SLO      SLO      `yaml:"slo"`
+		Cost     Cost     `yaml:"cost"`
+		Output   Output   `yaml:"output"`
 	}
 	r := resolved{m.Name, m.Seed, m.Target, m.Personas, m.Session, m.Load, m.SLO, m.Cost, m.Output}
 	return yaml.MarshalWithOptions(r, yaml.IndentSequence(true))

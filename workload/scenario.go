@@ -22,7 +22,8 @@ type Scenario struct {
 	// File is the path the scenario was read from; relative paths inside it are resolved against its folder.
 	File string `yaml:"-"`
 	// positions maps each YAML path present in the file to where its value starts.
-	positions map[string]position
+	positions    map[string]position
+	keyPositions map[string]position
 	// filePersonas holds the personas read (and checked) from personas.file.
 	filePersonas []Persona
 }
@@ -63,18 +64,18 @@ type TLS struct {
 type Personas struct {
 	Source             string `yaml:"source"`
 	Count              int    `yaml:"count,omitempty"`
-	SystemPromptTokens Dist   `yaml:"system_prompt_tokens,omitempty,flow"`
+	SystemPromptTokens Dist   `yaml:"system_prompt_tokens,omitempty,flow" limit:"1000000"`
 	File               string `yaml:"file,omitempty"`
 }
 
 // Session is the shape of one conversation.
 type Session struct {
-	Turns            Dist    `yaml:"turns,flow"`
-	UserInputTokens  Dist    `yaml:"user_input_tokens,flow"`
-	MaxOutputTokens  Dist    `yaml:"max_output_tokens,flow"`
-	ThinkTime        Dist    `yaml:"think_time,flow" unit:"duration"`
+	Turns            Dist    `yaml:"turns,flow" limit:"10000"`
+	UserInputTokens  Dist    `yaml:"user_input_tokens,flow" limit:"1000000"`
+	MaxOutputTokens  Dist    `yaml:"max_output_tokens,flow" limit:"1000000"`
+	ThinkTime        Dist    `yaml:"think_time,flow" unit:"duration" limit:"86400"`
 	Language         string  `yaml:"language"`
-	RetrievedTokens  *Dist   `yaml:"retrieved_tokens,omitempty,flow"`
+	RetrievedTokens  *Dist   `yaml:"retrieved_tokens,omitempty,flow" limit:"1000000"`
 	PersonaSelection string  `yaml:"persona_selection"`
 	ZipfS            float64 `yaml:"zipf_s"`
 }
