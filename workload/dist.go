@@ -76,15 +76,17 @@ func (d Dist) upper() float64 {
 
 func (d Dist) mu() float64 { return math.Log(d.Mean) - d.Sigma*d.Sigma/2 }
 
-// draw returns one unclamped continuous draw.
+// draw returns one unclamped continuous draw. The explicit float64 conversions stop the compiler from
+// fusing a*b+c into one FMA instruction on some architectures (arm64), which would round differently
+// and break "same seed, same bytes on any machine".
 func (d Dist) draw(r *rand.Rand) float64 {
 	switch d.Kind {
 	case DistConstant:
 		return d.Value
 	case DistUniform:
-		return d.Min + r.Float64()*(d.Max-d.Min)
+		return d.Min + float64(r.Float64()*(d.Max-d.Min))
 	case DistLognormal:
-		return math.Exp(d.mu() + d.Sigma*r.NormFloat64())
+		return math.Exp(d.mu() + float64(d.Sigma*r.NormFloat64()))
 	case DistExponential:
 		return d.Mean * r.ExpFloat64()
 	}

@@ -130,6 +130,7 @@ func TestValidationRules(t *testing.T) {
 		{"persona file bad line", []edit{{7, "  source: file"}, {8, "  file: personas-bad.jsonl"}}, false, "personas.file", 8, "personas-bad", `personas-bad.jsonl line 2: "system_prompt" is missing`},
 		{"token limit", []edit{{11, "  user_input_tokens: {dist: exponential, mean: 5e9}"}}, false, "session.user_input_tokens.mean", 11, "5e9", "accepted: a mean ≤ 1e+06"},
 		{"dataset too large", []edit{{17, "    - {concurrency: 9000000, duration: 60s}"}}, false, "load.stages[0]", 17, "{", "the pool of 27000000 sessions is about"},
+		{"warn foreign tokenizer", []edit{{0, "  tokenizer: Qwen/Qwen3-8B"}}, true, "target.tokenizer", 0, "Qwen", "plload counts tokens with the embedded o200k_base"},
 		{"warn think time", []edit{{13, "  think_time: {min: 0s, max: 90s}"}}, true, "session.think_time", 13, "{", "think time can reach 1m30s (> 60s)"},
 		{"warn drain", []edit{{0, "  drain_timeout: 10s"}}, true, "load.drain_timeout", 0, "10s", "drain_timeout 10s is shorter than target.timeout 2m"},
 		{"warn short stage", []edit{{17, "    - {concurrency: 2, duration: 1s}"}}, true, "load.stages[0].duration", 17, "1s", "shorter than a typical session"},
