@@ -77,7 +77,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 		Commands: []*cli.Command{
 			runCommand(),
 			validateCommand(),
-			notBuiltCommand("mockserver", "[flags]", "serve the bundled OpenAI-compatible mock with a known delay"),
+			mockserverCommand(),
 			notBuiltCommand("selftest", "[flags]", "check the injector against the mock with an exact schedule"),
 			notBuiltCommand("report", "DIR [DIR...]", "compare finished runs from their stage_NN/stage.json"),
 			versionCommand(),

@@ -3,10 +3,14 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/plload/plload/workload"
 )
@@ -67,7 +71,9 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"validate"}, 2, "expected one argument"},
 		{[]string{"validate", "no/such/file.yaml"}, 2, "cannot read the scenario file"},
 		{[]string{"validate", "--nope", "x"}, 2, "flag provided but not defined"},
-		{[]string{"mockserver"}, 2, "not built yet"},
+		{[]string{"mockserver", "--tps", "0"}, 2, "--tps 0: accepted: tokens per second"},
+		{[]string{"mockserver", "--error-rate", "0.7", "--cut-rate", "0.5"}, 2, "add up to 1.2"},
+		{[]string{"mockserver", "extra"}, 2, "takes no arguments"},
 		{[]string{"selftest"}, 2, "not built yet"},
 		{[]string{"report", "results/x"}, 2, "not built yet"},
 		{[]string{"run", "scenarios/smoke.yaml"}, 2, "not built yet"},
@@ -83,6 +89,68 @@ func TestExitCodes(t *testing.T) {
 	_, out, _ := plload(t, "version")
 	if !strings.HasPrefix(out, "plload ") || !strings.Contains(out, "go1.") {
 		t.Errorf("version output: %q", out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe to write from the command and read from the test.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestMockserverServesAndStops(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var out, errOut syncBuffer
+	code := make(chan int, 1)
+	go func() {
+		code <- run(ctx, []string{"plload", "mockserver", "--addr", "127.0.0.1:0", "--model", "cli-model"}, &out, &errOut)
+	}()
+	var url string
+	deadline := time.Now().Add(10 * time.Second)
+	for url == "" {
+		if time.Now().After(deadline) {
+			t.Fatalf("mockserver did not say where it listens: %q %q", out.String(), errOut.String())
+		}
+		if _, rest, ok := strings.Cut(out.String(), "listening on "); ok {
+			url, _, _ = strings.Cut(rest, " ")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	resp, err := http.Get(url + "/models")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), "cli-model") {
+		t.Fatalf("/v1/models: %s", body)
+	}
+	// A second mock on the same port is refused with exit 2.
+	host := strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/v1")
+	if c, _, e := plload(t, "mockserver", "--addr", host); c != 2 || !strings.Contains(e, "another server using the port") {
+		t.Fatalf("busy port: exit %d: %s", c, e)
+	}
+	cancel()
+	select {
+	case c := <-code:
+		if c != 0 {
+			t.Fatalf("exit %d after a stop signal: %s", c, errOut.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("mockserver did not stop")
 	}
 }
 

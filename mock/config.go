@@ -1,0 +1,144 @@
+// Package mock is an OpenAI-compatible LLM server whose timing is known exactly: a fixed or jittered
+// time to first token, a fixed decode speed per stream scheduled from absolute times, an optional
+// prefill cost and slot limit, a real block-hashed prefix cache, and deterministic error and fault
+// injection. It measures its own send lateness, so a client's error can be told from the server's.
+package mock
+
+import (
+	"fmt"
+	"time"
+)
+
+// Config is the mock's behaviour. The zero value is not useful; start from DefaultConfig.
+type Config struct {
+	// Model is the name /v1/models lists; requests may name any model.
+	Model string
+	// TTFT is the time from admission to the first token.
+	TTFT time.Duration
+	// TPS is the decode speed per stream in tokens per second; chunks are 1/TPS apart.
+	TPS float64
+	// Jitter scales each TTFT and each gap by (1 + Jitter·u), u uniform in [−1, 1], drawn from the seed.
+	Jitter float64
+	// PrefillPerToken is added to TTFT for every prompt token not found in the prefix cache.
+	PrefillPerToken time.Duration
+	// MaxConcurrency is the number of request slots; beyond it requests queue (0 = unlimited).
+	MaxConcurrency int
+
+	// CacheCapacity is the prefix cache's size in tokens (0 turns the cache off).
+	CacheCapacity int
+	// CacheBlock is the block size in tokens; only whole blocks are cached, as in vLLM.
+	CacheBlock int
+	// CacheTTFTFactor multiplies TTFT on a full cache hit; a partial hit scales by the cached fraction:
+	// TTFT × (1 − cached/prompt × (1 − factor)).
+	CacheTTFTFactor float64
+	// NoUsage leaves usage out of every response, as some servers do.
+	NoUsage bool
+
+	// DefaultMaxTokens is the output length when a request gives no max_tokens.
+	DefaultMaxTokens int
+	// EOSMinFraction: without ignore_eos, a request stops at a length drawn per request uniformly
+	// from [EOSMinFraction × max_tokens, max_tokens] (1 = always max_tokens).
+	EOSMinFraction float64
+	// ReasoningTokens streams this many reasoning_content chunks before the content.
+	ReasoningTokens int
+
+	// Seed makes every draw (length, text, jitter, errors, faults) a function of (seed, request body).
+	Seed uint64
+	// ErrorRate is the share of requests answered with HTTP 500.
+	ErrorRate float64
+	// RateLimitRate is the share answered with HTTP 429 and a Retry-After header.
+	RateLimitRate float64
+	// RetryAfter is the Retry-After value sent with 429s.
+	RetryAfter time.Duration
+	// Faults are the shares of requests that get each fault (see FaultKind).
+	Faults map[FaultKind]float64
+}
+
+// FaultKind is one way the mock can misbehave on purpose.
+type FaultKind string
+
+// Faults the mock can inject. Each is decided per request from the seed, so a rerun gets the same.
+const (
+	FaultCut       FaultKind = "cut"       // the connection closes mid-stream (no chunk terminator)
+	FaultReset     FaultKind = "reset"     // the TCP connection is reset (RST) mid-stream
+	FaultStall     FaultKind = "stall"     // the stream stops and hangs until the client gives up
+	FaultMalformed FaultKind = "malformed" // one chunk carries broken JSON
+	FaultNoDone    FaultKind = "no-done"   // the stream ends cleanly but without data: [DONE]
+	FaultHTML503   FaultKind = "html-503"  // HTTP 503 with an HTML body, as a proxy in front might send
+)
+
+// FaultKinds lists every fault in the order they are drawn.
+var FaultKinds = []FaultKind{FaultCut, FaultReset, FaultStall, FaultMalformed, FaultNoDone, FaultHTML503}
+
+// DefaultConfig is `plload mockserver` with no flags: TTFT 200 ms, 40 tok/s per stream, a 500k-token
+// prefix cache in 16-token blocks, usage on, no errors.
+func DefaultConfig() Config {
+	return Config{
+		Model: "plload-mock", TTFT: 200 * time.Millisecond, TPS: 40,
+		CacheCapacity: 500_000, CacheBlock: 16, CacheTTFTFactor: 1,
+		DefaultMaxTokens: 256, EOSMinFraction: 1, RetryAfter: time.Second,
+	}
+}
+
+// Gap is the time between two chunks.
+func (c Config) Gap() time.Duration { return time.Duration(float64(time.Second) / c.TPS) }
+
+// Validate says what is wrong with a configuration, naming the flag.
+func (c Config) Validate() error {
+	frac := func(name string, v float64) error {
+		if v < 0 || v > 1 {
+			return fmt.Errorf("--%s %g: accepted: a fraction from 0 to 1", name, v)
+		}
+		return nil
+	}
+	switch {
+	case c.TTFT < 0:
+		return fmt.Errorf("--ttft %s: accepted: a duration ≥ 0", c.TTFT)
+	case c.TPS <= 0 || c.TPS > 1e6:
+		return fmt.Errorf("--tps %g: accepted: tokens per second per stream, > 0 and ≤ 1e6", c.TPS)
+	case c.PrefillPerToken < 0:
+		return fmt.Errorf("--prefill-per-token %s: accepted: a duration ≥ 0", c.PrefillPerToken)
+	case c.MaxConcurrency < 0:
+		return fmt.Errorf("--max-concurrency %d: accepted: 0 (unlimited) or a number of slots", c.MaxConcurrency)
+	case c.CacheCapacity < 0:
+		return fmt.Errorf("--cache-capacity %d: accepted: tokens ≥ 0 (0 turns the cache off)", c.CacheCapacity)
+	case c.CacheBlock < 1:
+		return fmt.Errorf("--cache-block %d: accepted: tokens ≥ 1", c.CacheBlock)
+	case c.CacheTTFTFactor < 0:
+		return fmt.Errorf("--cache-ttft-factor %g: accepted: ≥ 0", c.CacheTTFTFactor)
+	case c.DefaultMaxTokens < 1:
+		return fmt.Errorf("--default-max-tokens %d: accepted: ≥ 1", c.DefaultMaxTokens)
+	case c.ReasoningTokens < 0:
+		return fmt.Errorf("--reasoning-tokens %d: accepted: ≥ 0", c.ReasoningTokens)
+	case c.RetryAfter < 0:
+		return fmt.Errorf("--retry-after %s: accepted: a duration ≥ 0", c.RetryAfter)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"jitter", c.Jitter}, {"eos-min-fraction", c.EOSMinFraction}, {"error-rate", c.ErrorRate}, {"rate-limit-rate", c.RateLimitRate}} {
+		if err := frac(f.name, f.v); err != nil {
+			return err
+		}
+	}
+	total := c.ErrorRate + c.RateLimitRate
+	for _, k := range FaultKinds {
+		if err := frac(string(k)+"-rate", c.Faults[k]); err != nil {
+			return err
+		}
+		total += c.Faults[k]
+	}
+	for k := range c.Faults {
+		known := false
+		for _, f := range FaultKinds {
+			known = known || f == k
+		}
+		if !known {
+			return fmt.Errorf("fault %q: accepted: cut, reset, stall, malformed, no-done, html-503", k)
+		}
+	}
+	if total > 1 {
+		return fmt.Errorf("error, rate-limit and fault rates add up to %g: accepted: at most 1", total)
+	}
+	return nil
+}

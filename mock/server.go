@@ -1,0 +1,152 @@
+package mock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Server is the mock's HTTP handler and state (cache, slots, metrics). It is safe for concurrent use.
+type Server struct {
+	cfg     Config
+	tokens  *tokenCache
+	cache   *prefixCache
+	metrics *serverMetrics
+	slots   chan struct{} // nil = unlimited
+	stop    chan struct{} // closed by Close: ends stalls and waits
+	once    sync.Once
+	mux     *http.ServeMux
+
+	hijackedMu sync.Mutex
+	hijacked   map[net.Conn]struct{}
+}
+
+// New returns a mock server for cfg, or what is wrong with cfg.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	tc, err := newTokenCache(4_000_000)
+	if err != nil {
+		return nil, fmt.Errorf("loading the o200k_base tokenizer: %w", err)
+	}
+	s := &Server{cfg: cfg, tokens: tc, cache: newPrefixCache(cfg.CacheCapacity, cfg.CacheBlock),
+		stop: make(chan struct{}), hijacked: map[net.Conn]struct{}{}}
+	if cfg.MaxConcurrency > 0 {
+		s.slots = make(chan struct{}, cfg.MaxConcurrency)
+	}
+	s.metrics = newServerMetrics(cfg.Model, s.cache)
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
+	s.mux.HandleFunc("POST /v1/completions", s.handleCompletions)
+	s.mux.HandleFunc("GET /v1/models", s.handleModels)
+	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	s.mux.Handle("GET /metrics", s.metrics.handler())
+	s.mux.HandleFunc("GET /mock/stats", s.metrics.lateness.statsHandler)
+	return s, nil
+}
+
+// Config returns the configuration the server runs with.
+func (s *Server) Config() Config { return s.cfg }
+
+// ServeHTTP routes a request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+
+// Stop ends every stalled or waiting request and closes hijacked connections. Idempotent.
+func (s *Server) Stop() {
+	s.once.Do(func() {
+		close(s.stop)
+		s.hijackedMu.Lock()
+		for c := range s.hijacked {
+			_ = c.Close()
+		}
+		s.hijackedMu.Unlock()
+	})
+}
+
+func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, `{"object":"list","data":[{"id":%s,"object":"model","created":0,"owned_by":"plload"}]}`, jsonString(s.cfg.Model))
+}
+
+// Running is a mock listening on a real socket.
+type Running struct {
+	*Server
+	listener net.Listener
+	http     *http.Server
+	served   chan struct{} // closed when Serve returns
+	serveErr error
+}
+
+// Start serves the mock on addr ("" = a free port on 127.0.0.1). A non-loopback address is allowed
+// only because the caller named it, and is logged as a warning: the mock has no authentication.
+func Start(cfg Config, addr string) (*Running, error) {
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	srv, err := New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("mock: listening on %s: %w", addr, err)
+	}
+	if !IsLoopback(addr) {
+		slog.Warn("mock: listening on a non-loopback address; anyone who can reach it can use it (no authentication)", "addr", ln.Addr().String())
+	}
+	r := &Running{Server: srv, listener: ln, served: make(chan struct{}),
+		http: &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}}
+	go func() {
+		if err := r.http.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			r.serveErr = err
+		}
+		close(r.served)
+	}()
+	return r, nil
+}
+
+// Addr is the host:port the mock listens on.
+func (r *Running) Addr() string { return r.listener.Addr().String() }
+
+// BaseURL is the OpenAI base URL of the mock, ending in /v1.
+func (r *Running) BaseURL() string { return "http://" + r.Addr() + "/v1" }
+
+// Close stops the mock: stalls end, connections close, and it waits (until ctx ends) for handlers.
+func (r *Running) Close(ctx context.Context) error {
+	r.Stop()
+	err := r.http.Shutdown(ctx)
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		err = r.http.Close()
+	}
+	<-r.served
+	if err == nil {
+		err = r.serveErr
+	}
+	return err
+}
+
+// Wait blocks until the server stops serving (after Close, or on a fatal listener error).
+func (r *Running) Wait() error {
+	<-r.served
+	return r.serveErr
+}
+
+// IsLoopback reports whether a host:port names only the loopback interface (127.0.0.0/8, ::1, localhost).
+// An empty host (":8000") means every interface, which is not loopback.
+func IsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
