@@ -105,6 +105,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind endpoint) {
 		return
 	}
 	defer s.release()
+	s.beginTimed()
+	defer s.endTimed()
 	x.id = fmt.Sprintf("%x", x.plan.rng.Uint64())
 	x.model = jsonString(x.req.Model)
 	x.created = strconv.FormatInt(time.Now().Unix(), 10)

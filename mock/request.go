@@ -81,9 +81,9 @@ func faultOutcome(k FaultKind) outcome { return outcome(k) }
 // plan is the whole response, fixed before the first byte: the same seed and body give the same plan.
 type plan struct {
 	outcome   outcome
-	reasoning int // reasoning chunks before the content
-	content   int // content chunks
-	faultAt   int // chunk index at which a mid-stream fault strikes
+	reasoning int        // reasoning chunks before the content
+	content   int        // content chunks
+	faultAt   int        // chunk index at which a mid-stream fault strikes
 	rng       *rand.Rand // outcome, length and words
 	jit       *rand.Rand // jitter: its own stream, so the text does not depend on the timing draws
 }

@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -24,6 +26,9 @@ type Server struct {
 
 	hijackedMu sync.Mutex
 	hijacked   map[net.Conn]struct{}
+
+	inFlight atomic.Int64 // requests between admission and their last byte, for BusyPoll
+	spinning atomic.Bool
 }
 
 // New returns a mock server for cfg, or what is wrong with cfg.
@@ -149,4 +154,36 @@ func IsLoopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// beginTimed and endTimed bracket the part of a request whose sends are scheduled; with BusyPoll the
+// first one in starts the spinner and the last one out lets it stop.
+func (s *Server) beginTimed() {
+	if !s.cfg.BusyPoll {
+		return
+	}
+	s.inFlight.Add(1)
+	if s.spinning.CompareAndSwap(false, true) {
+		go s.spin()
+	}
+}
+
+func (s *Server) endTimed() {
+	if s.cfg.BusyPoll {
+		s.inFlight.Add(-1)
+	}
+}
+
+func (s *Server) spin() {
+	for {
+		for s.inFlight.Load() > 0 {
+			runtime.Gosched()
+		}
+		s.spinning.Store(false)
+		// A request may have arrived between the last check and the store; if so, and nobody else
+		// took over, keep spinning.
+		if s.inFlight.Load() == 0 || !s.spinning.CompareAndSwap(false, true) {
+			return
+		}
+	}
 }
