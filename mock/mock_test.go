@@ -708,3 +708,31 @@ func TestIsLoopback(t *testing.T) {
 		}
 	}
 }
+
+func TestJitterIsSeededAndBounded(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.TTFT, cfg.Jitter = 100*time.Millisecond, 0.5
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	delays := map[time.Duration]bool{}
+	for i := range 50 {
+		body := []byte(fmt.Sprintf(`{"messages":[{"role":"user","content":"%d"}]}`, i))
+		var req request
+		json.Unmarshal(body, &req)
+		a := &exchange{s: s, plan: s.newPlan(body, &req, 10)}
+		b := &exchange{s: s, plan: s.newPlan(body, &req, 10)}
+		da, db := a.firstTokenDelay(), b.firstTokenDelay()
+		if da != db {
+			t.Fatalf("same body, different jitter: %s vs %s", da, db)
+		}
+		if da < 50*time.Millisecond || da > 150*time.Millisecond {
+			t.Fatalf("TTFT %s outside 100ms ± 50%%", da)
+		}
+		delays[da] = true
+	}
+	if len(delays) < 40 {
+		t.Fatalf("jitter hardly varies: %d distinct TTFTs of 50", len(delays))
+	}
+}
