@@ -99,29 +99,6 @@ func notBuiltCommand(name, args, usage string) *cli.Command {
 	}
 }
 
-func runCommand() *cli.Command {
-	return &cli.Command{
-		Name:      "run",
-		Usage:     "run every stage of a scenario and write the results directory (not built yet)",
-		ArgsUsage: "SCENARIO.yaml",
-		Description: "Validates the scenario first (a bad scenario never sends traffic). Sending traffic is not\n" +
-			"built in this version: after validation it exits with code 2.",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "out", Usage: "results base directory (overrides output.dir)"},
-		},
-		Action: func(ctx context.Context, cmd *cli.Command) error {
-			sc, warnings, err := loadScenario(cmd, workload.LoadOptions{ForRun: true})
-			if err != nil {
-				return err
-			}
-			for _, w := range warnings {
-				fmt.Fprintln(cmd.Root().ErrWriter, w.Error())
-			}
-			return badInput("run: %s is valid, but sending traffic is not built yet in this version of plload", sc.File)
-		},
-	}
-}
-
 func versionCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "version",

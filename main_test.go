@@ -3,12 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -76,7 +79,6 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"mockserver", "extra"}, 2, "takes no arguments"},
 		{[]string{"selftest"}, 2, "not built yet"},
 		{[]string{"report", "results/x"}, 2, "not built yet"},
-		{[]string{"run", "scenarios/smoke.yaml"}, 2, "not built yet"},
 		{[]string{"run", "no/such.yaml"}, 2, "cannot read the scenario file"},
 		{[]string{"version"}, 0, ""},
 	}
@@ -151,6 +153,104 @@ func TestMockserverServesAndStops(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("mockserver did not stop")
+	}
+}
+
+func TestRunWritesResults(t *testing.T) {
+	t.Setenv("PLLOAD_TINY_KEY", "sk-SENTINEL-0001")
+	t.Setenv("PLLOAD_TINY_SECRET", "hdr-SENTINEL-0002")
+	out := t.TempDir()
+	code, stdout, stderr := plload(t, "run", "testdata/tiny.yaml", "--out", out)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(out, "tiny-*"))
+	if len(dirs) != 1 {
+		t.Fatalf("results dirs: %v", dirs)
+	}
+	for _, f := range []string{"scenario.resolved.yaml", "stage_01/dataset.jsonl", "stage_01/profile_export.jsonl", "stage_01/sessions.jsonl", "stage_01/run.log"} {
+		if _, err := os.Stat(filepath.Join(dirs[0], f)); err != nil {
+			t.Errorf("missing %s", f)
+		}
+	}
+	if !strings.Contains(stdout, "stage 01/01 done:") || !strings.Contains(stdout, "0 errors") {
+		t.Errorf("no stage summary line:\n%s", stdout)
+	}
+	filepath.WalkDir(dirs[0], func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if data, _ := os.ReadFile(path); bytes.Contains(data, []byte("SENTINEL")) {
+				t.Errorf("%s holds a secret", path)
+			}
+		}
+		return nil
+	})
+	if strings.Contains(stdout+stderr, "SENTINEL") {
+		t.Error("a secret was printed")
+	}
+}
+
+func TestRunRefusesBeforeTraffic(t *testing.T) {
+	out := t.TempDir()
+	// The API key variable is unset: an error at run, nothing created.
+	code, _, stderr := plload(t, "run", "testdata/tiny.yaml", "--out", out)
+	if code != 2 || !strings.Contains(stderr, "PLLOAD_TINY_KEY is not set") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 0 {
+		t.Fatalf("files were created: %v", entries)
+	}
+	t.Setenv("PLLOAD_TINY_KEY", "k")
+	t.Setenv("PLLOAD_TINY_SECRET", "s")
+	blocker := filepath.Join(out, "file")
+	os.WriteFile(blocker, nil, 0o644)
+	code, _, stderr = plload(t, "run", "testdata/tiny.yaml", "--out", filepath.Join(blocker, "sub"))
+	if code != 2 || !strings.Contains(stderr, "results directory") {
+		t.Fatalf("unwritable results dir: exit %d: %s", code, stderr)
+	}
+}
+
+// TestInterruptExits130 runs plload as a child process and interrupts it mid-stage.
+func TestInterruptExits130(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := filepath.Join(t.TempDir(), "plload")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	scenario := filepath.Join(t.TempDir(), "long.yaml")
+	data, _ := os.ReadFile("testdata/tiny.yaml")
+	long := strings.Replace(string(data), "duration: 800ms}", "duration: 60s}\n    - {concurrency: 2, duration: 60s}", 1)
+	os.WriteFile(scenario, []byte(long), 0o644)
+	out := t.TempDir()
+	cmd := exec.Command(bin, "run", scenario, "--out", out)
+	cmd.Env = append(os.Environ(), "PLLOAD_TINY_KEY=k", "PLLOAD_TINY_SECRET=s")
+	var stdout syncBuffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(stdout.String(), "stage starting") {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the run did not start: %s", stdout.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond) // mid-stage, with requests in flight
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit: %v\n%s", err, stdout.String())
+	}
+	dirs, _ := filepath.Glob(filepath.Join(out, "tiny-*", "stage_01", "profile_export.jsonl"))
+	if len(dirs) != 1 || !strings.Contains(stdout.String(), "PARTIAL") {
+		t.Fatalf("no partial stage: %v\n%s", dirs, stdout.String())
+	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(filepath.Dir(dirs[0])), "stage_02")); !os.IsNotExist(err) {
+		t.Fatal("stage 2 ran after the interrupt")
 	}
 }
 

@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/plload/plload/engine"
+	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/mock"
+	"github.com/plload/plload/workload"
+)
+
+func runCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "run",
+		Usage:     "run every stage of a scenario and write the results directory",
+		ArgsUsage: "SCENARIO.yaml",
+		Description: "Validates the scenario first: a scenario with errors, an unset ${ENV} or api_key_env variable, or\n" +
+			"an unwritable results directory sends nothing and exits 2. Then it runs each stage in order\n" +
+			"(warmup, duration, drain) and writes results/<name>-<YYYYmmdd-HHMMSS>/: scenario.resolved.yaml\n" +
+			"(secrets masked) and per stage dataset.jsonl, profile_export.jsonl (one AIPerf record per\n" +
+			"request), sessions.jsonl and run.log. A scenario whose target is mock starts the bundled mock\n" +
+			"in-process on a free loopback port.\n\n" +
+			"Ctrl+C, SIGTERM or SIGHUP once: stop issuing, cancel what is in flight, write the stage as\n" +
+			"partial, skip the rest, exit 130. A second signal exits at once.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "out", Usage: "results base directory (overrides output.dir)"},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
+			sc, warnings, err := loadScenario(cmd, workload.LoadOptions{ForRun: true})
+			if err != nil {
+				return err
+			}
+			for _, w := range warnings {
+				fmt.Fprintln(stderr, w.Error())
+			}
+			base := sc.Output.Dir
+			if cmd.IsSet("out") {
+				base = cmd.String("out")
+			}
+			return runScenario(ctx, sc, base, stdout, stderr)
+		},
+	}
+}
+
+// runScenario builds the workload, prepares the results directory, starts the mock when asked, and
+// runs the stages. Everything that can be refused is refused before the first request.
+func runScenario(ctx context.Context, sc *workload.Scenario, base string, stdout, stderr io.Writer) error {
+	w, err := sc.Build()
+	if err != nil {
+		return badInput("building the workload: %v", err)
+	}
+	dir, err := makeRunDir(base, sc.Name)
+	if err != nil {
+		return badInput("results directory: %v; choose another with --out or output.dir", err)
+	}
+	resolved, err := sc.ResolvedYAML()
+	if err != nil {
+		return fmt.Errorf("resolving the scenario: %w", err)
+	}
+	if err := metrics.WriteFileAtomic(filepath.Join(dir, "scenario.resolved.yaml"), resolved); err != nil {
+		return badInput("results directory: %v", err)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	baseURL := ""
+	if sc.UsesMock() {
+		m, err := startMock(sc)
+		if err != nil {
+			return badInput("starting the in-process mock: %v", err)
+		}
+		defer func() {
+			closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = m.Close(closeCtx)
+		}()
+		baseURL = m.BaseURL()
+		log.Info("started the bundled mock in-process", "url", baseURL)
+	}
+
+	ctx, stop := interruptible(ctx, stderr)
+	defer stop()
+	fmt.Fprintf(stdout, "plload %s: %d stage(s), results in %s\n", sc.Name, len(w.Stages), dir)
+	results, err := engine.Run(ctx, engine.Config{
+		Scenario: sc, Workload: w, BaseURL: baseURL, Dir: dir, Log: log,
+		OnStage: func(r engine.StageResult) {
+			fmt.Fprintln(stdout, stageLine(r, len(w.Stages)))
+			if !sc.Output.RecordRequests {
+				os.Remove(filepath.Join(r.Dir, "profile_export.jsonl"))
+			}
+		},
+	})
+	switch {
+	case errors.Is(err, engine.ErrInterrupted):
+		fmt.Fprintf(stdout, "interrupted: the last stage is partial and later stages were skipped; results in %s\n", dir)
+		return &exitError{code: exitInterrupted, err: errors.New("interrupted")}
+	case err != nil:
+		return &exitError{code: exitFailed, err: fmt.Errorf("the run stopped: %w (results so far in %s)", err, dir)}
+	}
+	_ = results
+	fmt.Fprintf(stdout, "done: results in %s\n", dir)
+	return nil
+}
+
+// stageLine is the one-line summary printed as a stage ends.
+func stageLine(r engine.StageResult, stages int) string {
+	state := "done"
+	if r.Partial {
+		state = "PARTIAL (interrupted)"
+	}
+	return fmt.Sprintf("stage %02d/%02d %s: %d requests (%d ok, %d errors of which %d × 429, %d cancelled), %d output tokens, %d sessions, %.1f s",
+		r.Stage, stages, state, r.Records, r.OK, r.Errors, r.RateLimit, r.Cancelled, r.OutTokens, r.Sessions, r.End.Sub(r.Start).Seconds())
+}
+
+// makeRunDir creates base/<name>-<YYYYmmdd-HHMMSS>, adding -2, -3... if that exists already.
+func makeRunDir(base, name string) (string, error) {
+	if err := os.MkdirAll(base, 0o755); err != nil {
+		return "", err
+	}
+	stem := filepath.Join(base, name+"-"+time.Now().Format("20060102-150405"))
+	dir := stem
+	for i := 2; ; i++ {
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, os.ErrExist) || i > 100 {
+			return "", err
+		}
+		dir = fmt.Sprintf("%s-%d", stem, i)
+	}
+}
+
+// startMock starts the bundled mock for a scenario's target.mock settings.
+func startMock(sc *workload.Scenario) (*mock.Running, error) {
+	m := sc.Target.Mock
+	cfg := mock.DefaultConfig()
+	cfg.Model = sc.Target.Model
+	cfg.TTFT, cfg.TPS, cfg.Jitter = m.TTFT.D(), m.TPS, m.Jitter
+	cfg.ErrorRate, cfg.CacheTTFTFactor, cfg.NoUsage, cfg.Seed = m.ErrorRate, m.CacheTTFTFactor, !m.Usage, m.Seed
+	return mock.Start(cfg, "")
+}
+
+// interruptible cancels the returned context on the first SIGINT, SIGTERM or SIGHUP and exits the
+// process at once on the second.
+func interruptible(parent context.Context, stderr io.Writer) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(parent)
+	signals := make(chan os.Signal, 2)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-signals:
+			fmt.Fprintf(stderr, "\n%s: stopping — cancelling requests in flight and writing the partial stage (again to quit at once)\n", sig)
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case <-signals:
+			fmt.Fprintln(stderr, "second signal: exiting now")
+			os.Exit(exitInterrupted)
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(signals)
+		close(done)
+		cancel()
+	}
+}

@@ -1,0 +1,184 @@
+package engine
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/plload/plload/workload"
+)
+
+// newTransport is tuned for load generation: HTTP/1.1 with keep-alive so each in-flight session holds
+// one connection, no compression (it would hide the server's byte timing), and the scenario's TLS.
+func newTransport(sc *workload.Scenario, maxConns int) (*http.Transport, error) {
+	tr := &http.Transport{
+		Proxy:               nil, // a proxy would be measured too; load tests go straight to the target
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        maxConns + 16,
+		MaxIdleConnsPerHost: maxConns + 16,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+		WriteBufferSize:     64 << 10,
+		ReadBufferSize:      32 << 10,
+		TLSHandshakeTimeout: 10 * time.Second,
+	}
+	var protocols http.Protocols
+	protocols.SetHTTP1(true)
+	tr.Protocols = &protocols
+	if strings.HasPrefix(sc.Target.BaseURL, "https://") {
+		cfg := &tls.Config{InsecureSkipVerify: sc.Target.TLS.InsecureSkipVerify} //nolint:gosec // the user asked for it; validate warns
+		if ca := sc.Target.TLS.CAFile; ca != "" {
+			pem, err := os.ReadFile(ca)
+			if err != nil {
+				return nil, fmt.Errorf("target.tls.ca_file: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("target.tls.ca_file %s: no PEM certificates in it", ca)
+			}
+			cfg.RootCAs = pool
+		}
+		tr.TLSClientConfig = cfg
+	}
+	return tr, nil
+}
+
+// bodyBuilder renders request bodies. The parts that never change (model, options, extra_body) are
+// rendered once per stage.
+type bodyBuilder struct {
+	chat      bool
+	prefix    []byte // `{"model":...,`
+	suffix    []byte // `,"stream":true,...}` with extra_body, and the max-tokens key opened
+	maxField  string
+	fixedTail []byte
+}
+
+// reservedKeys are the body keys plload owns; extra_body may not set them.
+var reservedKeys = []string{"model", "messages", "prompt", "stream"}
+
+func newBodyBuilder(sc *workload.Scenario) (*bodyBuilder, error) {
+	t := sc.Target
+	b := &bodyBuilder{chat: t.Endpoint != "completions", maxField: t.MaxTokensField}
+	model, _ := json.Marshal(t.Model)
+	b.prefix = append([]byte(`{"model":`), model...)
+	keys := make([]string, 0, len(t.ExtraBody))
+	for k := range t.ExtraBody {
+		if slices.Contains(reservedKeys, k) {
+			return nil, fmt.Errorf("target.extra_body.%s: plload sets %s itself; remove it from extra_body", k, k)
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var tail bytes.Buffer
+	tail.WriteString(`,"stream":true`)
+	if _, set := t.ExtraBody["stream_options"]; !set {
+		tail.WriteString(`,"stream_options":{"include_usage":true}`)
+	}
+	for _, k := range keys {
+		v, err := json.Marshal(jsonable(t.ExtraBody[k]))
+		if err != nil {
+			return nil, fmt.Errorf("target.extra_body.%s: %w", k, err)
+		}
+		kq, _ := json.Marshal(k)
+		tail.WriteByte(',')
+		tail.Write(kq)
+		tail.WriteByte(':')
+		tail.Write(v)
+	}
+	tail.WriteByte('}')
+	b.fixedTail = tail.Bytes()
+	if _, set := t.ExtraBody[b.maxField]; set {
+		b.maxField = "" // the user's extra_body value wins
+	}
+	return b, nil
+}
+
+// jsonable converts YAML-decoded maps (map[string]any, or map[any]any from nested YAML) to JSON-able ones.
+func jsonable(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, vv := range x {
+			out[k] = jsonable(vv)
+		}
+		return out
+	case map[any]any:
+		out := make(map[string]any, len(x))
+		for k, vv := range x {
+			out[fmt.Sprint(k)] = jsonable(vv)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, vv := range x {
+			out[i] = jsonable(vv)
+		}
+		return out
+	}
+	return v
+}
+
+// message is one chat message of a session's history, with its JSON rendered once: a session re-sends
+// its whole history every turn.
+type message struct {
+	role, content string
+	encoded       []byte // {"role":...,"content":...}
+	tokens        int    // o200k_base tokens of content, for input_sequence_length without usage
+}
+
+func newMessage(role, content string, tokens int) message {
+	enc := append([]byte(`{"role":"`), role...)
+	enc = append(enc, `","content":`...)
+	enc = appendString(enc, content)
+	enc = append(enc, '}')
+	return message{role: role, content: content, encoded: enc, tokens: tokens}
+}
+
+// build renders the request for the history (ending with the new user message).
+func (b *bodyBuilder) build(buf []byte, history []message, maxTokens int) []byte {
+	buf = append(buf[:0], b.prefix...)
+	if b.chat {
+		buf = append(buf, `,"messages":[`...)
+		for i, m := range history {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			buf = append(buf, m.encoded...)
+		}
+		buf = append(buf, ']')
+	} else {
+		// The completions endpoint takes one prompt: the history laid out as a transcript.
+		var sb strings.Builder
+		for _, m := range history {
+			sb.WriteString(m.role)
+			sb.WriteString(": ")
+			sb.WriteString(m.content)
+			sb.WriteString("\n\n")
+		}
+		sb.WriteString("assistant:")
+		buf = append(buf, `,"prompt":`...)
+		buf = appendString(buf, sb.String())
+	}
+	if b.maxField != "" {
+		buf = append(buf, `,"`...)
+		buf = append(buf, b.maxField...)
+		buf = append(buf, `":`...)
+		buf = strconv.AppendInt(buf, int64(maxTokens), 10)
+	}
+	return append(buf, b.fixedTail...)
+}
+
+func appendString(buf []byte, s string) []byte {
+	q, _ := json.Marshal(s)
+	return append(buf, q...)
+}

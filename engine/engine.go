@@ -1,0 +1,226 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/workload"
+)
+
+// ErrInterrupted is returned when the run's context was cancelled (Ctrl+C, SIGTERM, SIGHUP): the
+// current stage was written as partial and the rest were skipped.
+var ErrInterrupted = errors.New("interrupted")
+
+// Config is what a run needs.
+type Config struct {
+	Scenario *workload.Scenario
+	Workload *workload.Workload
+	// BaseURL overrides target.base_url (the in-process mock's address, for base_url: mock).
+	BaseURL string
+	// Dir is the run's results directory; stage_NN folders are created in it.
+	Dir string
+	// Getenv reads the API key and ${ENV} header values; nil means os.Getenv.
+	Getenv func(string) string
+	// Log receives progress and problems (each stage also writes stage_NN/run.log).
+	Log *slog.Logger
+	// OnStage is called as each stage ends, before the next starts.
+	OnStage func(StageResult)
+	// MaxEventBytes bounds one SSE event (0: the sse default).
+	MaxEventBytes int
+}
+
+// StageResult is what the engine knows of a finished stage; the numbers users read come from the
+// records (metrics), these are the engine's own counts.
+type StageResult struct {
+	Stage      int
+	Dir        string
+	Partial    bool // interrupted: the stage did not run its full duration
+	Issued     int  // requests issued; always equals Records
+	Records    int
+	OK         int
+	Errors     int // not counting cancellations
+	RateLimit  int // HTTP 429s, also counted in Errors
+	Cancelled  int
+	OutTokens  int // output_sequence_length of successful requests
+	NoUsage    int // successful requests whose answer carried no usage
+	Sessions   int // session instances started
+	Reused     int // sessions that reused a dataset entry because the pool ran dry
+	NotStarted int // arrival_rate sessions still queued at the end of the stage
+	Start, End time.Time
+	Warmup     time.Duration
+	Duration   time.Duration
+}
+
+// Run executes every stage in order. It stops at the first stage that fails to run (a write error,
+// for instance) and, when ctx is cancelled, writes the current stage as partial and returns
+// ErrInterrupted.
+func Run(ctx context.Context, cfg Config) ([]StageResult, error) {
+	if cfg.Getenv == nil {
+		cfg.Getenv = os.Getenv
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.New(slog.DiscardHandler)
+	}
+	clk := newClock()
+	var results []StageResult
+	for i, pool := range cfg.Workload.Stages {
+		res, err := runStage(ctx, &cfg, clk, i, &pool)
+		results = append(results, res)
+		if cfg.OnStage != nil {
+			cfg.OnStage(res)
+		}
+		if err != nil {
+			return results, err
+		}
+		if res.Partial {
+			return results, ErrInterrupted
+		}
+	}
+	return results, nil
+}
+
+// stageRun is one stage in progress.
+type stageRun struct {
+	cfg     *Config
+	pool    *workload.StagePool
+	index   int
+	clock   clock
+	log     *slog.Logger
+	client  *http.Client
+	url     string
+	host    string
+	headers http.Header
+	secrets []string
+	timeout time.Duration
+	body    *bodyBuilder
+
+	maxEventBytes int
+	records       *metrics.Writer[*metrics.Record]
+	sessions      *metrics.Writer[*metrics.SessionRecord]
+
+	// t0, warmupEnd and end are fixed when the first request is issued.
+	times  stageTimes
+	counts counters
+	reason cancelReason
+}
+
+func stageDir(dir string, stage int) string {
+	return filepath.Join(dir, fmt.Sprintf("stage_%02d", stage))
+}
+
+func runStage(ctx context.Context, cfg *Config, clk clock, i int, pool *workload.StagePool) (StageResult, error) {
+	sc := cfg.Scenario
+	dir := stageDir(cfg.Dir, pool.Stage)
+	res := StageResult{Stage: pool.Stage, Dir: dir, Warmup: pool.Spec.Warmup.D(), Duration: pool.Spec.Duration.D()}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return res, fmt.Errorf("stage %d: %w", pool.Stage, err)
+	}
+	if err := metrics.WriteFileAtomic(filepath.Join(dir, "dataset.jsonl"), pool.Dataset); err != nil {
+		return res, fmt.Errorf("stage %d: %w", pool.Stage, err)
+	}
+	logFile, err := os.Create(filepath.Join(dir, "run.log"))
+	if err != nil {
+		return res, fmt.Errorf("stage %d: %w", pool.Stage, err)
+	}
+	defer logFile.Close()
+	log := slog.New(slog.NewMultiHandler(cfg.Log.Handler(), slog.NewTextHandler(logFile, nil))).With("stage", pool.Stage)
+
+	s := &stageRun{cfg: cfg, pool: pool, index: i, clock: clk, log: log, timeout: sc.Target.Timeout.D(),
+		maxEventBytes: cfg.MaxEventBytes}
+	if err := s.prepareClient(); err != nil {
+		return res, fmt.Errorf("stage %d: %w", pool.Stage, err)
+	}
+	defer s.client.CloseIdleConnections()
+	if s.records, err = metrics.NewWriter[*metrics.Record](filepath.Join(dir, "profile_export.jsonl"), 65536); err != nil {
+		return res, fmt.Errorf("stage %d: %w", pool.Stage, err)
+	}
+	if s.sessions, err = metrics.NewWriter[*metrics.SessionRecord](filepath.Join(dir, "sessions.jsonl"), 4096); err != nil {
+		s.records.Close()
+		return res, fmt.Errorf("stage %d: %w", pool.Stage, err)
+	}
+	log.Info("stage starting", "mode", sc.Load.Mode, "concurrency", pool.Spec.Concurrency,
+		"sessions_per_sec", pool.Spec.SessionsPerSec, "warmup", pool.Spec.Warmup.String(), "duration", pool.Spec.Duration.String(),
+		"pool", len(pool.Sessions), "target", s.url)
+	res.Start = time.Now()
+	interrupted := s.drive(ctx)
+	res.End = time.Now()
+	recErr := s.records.Close()
+	sessErr := s.sessions.Close()
+	s.counts.fill(&res)
+	res.Records = s.records.Written()
+	res.Partial = interrupted
+	if res.Reused > 0 {
+		log.Warn("the session pool ran dry: sessions were reused", "reused", res.Reused, "pool", len(pool.Sessions))
+	}
+	if res.NoUsage > 0 {
+		log.Warn("the server sent no usage for some answers: output tokens were counted from chunks", "requests", res.NoUsage)
+	}
+	log.Info("stage ended", "partial", res.Partial, "requests", res.Records, "ok", res.OK, "errors", res.Errors,
+		"rate_limited", res.RateLimit, "cancelled", res.Cancelled)
+	if err := errors.Join(recErr, sessErr); err != nil {
+		return res, fmt.Errorf("stage %d: %w", pool.Stage, err)
+	}
+	if res.Records != res.Issued {
+		return res, fmt.Errorf("stage %d: %d requests issued but %d records written", pool.Stage, res.Issued, res.Records)
+	}
+	return res, nil
+}
+
+// prepareClient builds the stage's HTTP client, URL and headers. Each stage gets fresh connections.
+func (s *stageRun) prepareClient() error {
+	sc := s.cfg.Scenario
+	base := s.cfg.BaseURL
+	if base == "" {
+		base = workload.Expand(sc.Target.BaseURL, s.cfg.Getenv)
+	}
+	base = strings.TrimRight(base, "/")
+	path := "/chat/completions"
+	if sc.Target.Endpoint == "completions" {
+		path = "/completions"
+	}
+	s.url = base + path
+	s.host = strings.TrimPrefix(strings.TrimPrefix(base, "http://"), "https://")
+	maxConns := s.pool.Spec.Concurrency + s.pool.Spec.MaxConcurrency
+	tr, err := newTransport(sc, maxConns)
+	if err != nil {
+		return err
+	}
+	s.client = &http.Client{Transport: tr}
+	s.headers = http.Header{}
+	s.headers.Set("Content-Type", "application/json")
+	s.headers.Set("Accept", "text/event-stream")
+	s.headers.Set("User-Agent", "plload")
+	if env := sc.Target.APIKeyEnv; env != "" {
+		if key := s.cfg.Getenv(env); key != "" {
+			s.headers.Set("Authorization", "Bearer "+key)
+			s.secrets = append(s.secrets, key)
+		}
+	}
+	for k, v := range sc.Target.Headers {
+		value := workload.Expand(v, s.cfg.Getenv)
+		s.headers.Set(k, value)
+		if workload.IsSecretHeader(k) && value != "" {
+			s.secrets = append(s.secrets, value)
+		}
+	}
+	s.body, err = newBodyBuilder(sc)
+	return err
+}
+
+// scrub replaces every secret with *** in text that goes into a file.
+func (s *stageRun) scrub(text string) string {
+	for _, secret := range s.secrets {
+		if len(secret) >= 4 {
+			text = strings.ReplaceAll(text, secret, workload.Masked)
+		}
+	}
+	return text
+}

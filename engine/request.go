@@ -1,0 +1,274 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/sse"
+)
+
+// exchange is one request: what to send and, afterwards, what came back.
+type exchange struct {
+	rec      metrics.Record
+	answer   strings.Builder // content as streamed, for the history
+	answered int             // content token events
+	hasUsage bool
+}
+
+// send issues one request for history and fills in ex.rec. It never returns an error: every outcome,
+// cancellation included, is a record.
+func (s *stageRun) send(ctx context.Context, ex *exchange, body []byte, islEstimate int) {
+	rec := &ex.rec
+	rec.WorkerID, rec.RecordProcessorID = "plload", "plload"
+	reqCtx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	var start time.Time
+	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { start = time.Now() }}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(reqCtx, trace), http.MethodPost, s.url, bytes.NewReader(body))
+	if err != nil {
+		s.fail(rec, time.Now(), islEstimate, metrics.ErrTypeTransport, fmt.Sprintf("building the request: %v", err))
+		return
+	}
+	h := req.Header
+	for k, v := range s.headers {
+		h[k] = v
+	}
+	h.Set("X-Request-ID", rec.XRequestID)
+	h.Set("X-Correlation-ID", rec.XCorrelationID)
+	resp, err := s.client.Do(req)
+	if start.IsZero() {
+		start = time.Now() // no connection was ever obtained
+	}
+	rec.RequestStartNs = s.clock.ns(start)
+	rec.BenchmarkPhase = s.phase(start)
+	if err != nil {
+		s.transportFailure(ctx, reqCtx, rec, time.Now(), islEstimate, err)
+		return
+	}
+	defer resp.Body.Close()
+	ack := time.Now()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+		end := time.Now()
+		rec.RequestEndNs = metrics.Some(s.clock.ns(end))
+		rec.ErrorISL = metrics.Some(islEstimate)
+		text := http.StatusText(resp.StatusCode)
+		if text == "" {
+			text = fmt.Sprintf("HTTP %d", resp.StatusCode)
+		}
+		rec.Error = &metrics.RecordError{Code: metrics.Some(resp.StatusCode), Type: text,
+			Message: s.scrub(metrics.TruncateMessage(strings.TrimSpace(string(msg))))}
+		return
+	}
+	rec.RequestAckNs = metrics.Some(s.clock.ns(ack))
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
+		peek, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		s.fail(rec, time.Now(), islEstimate, metrics.ErrTypeTransport,
+			fmt.Sprintf("expected a text/event-stream answer to a streaming request, got Content-Type %q: %s",
+				resp.Header.Get("Content-Type"), s.scrub(strings.TrimSpace(string(peek)))))
+		return
+	}
+	s.readStream(ctx, reqCtx, ex, resp.Body, start, islEstimate)
+}
+
+// readStream reads the SSE answer and computes the record's metrics (RECORDS.md).
+func (s *stageRun) readStream(ctx, reqCtx context.Context, ex *exchange, body io.Reader, start time.Time, isl int) {
+	rec := &ex.rec
+	rd := sse.NewReader(body, s.maxEventBytes)
+	var (
+		tokens     []time.Time // every token event
+		firstOut   time.Time   // first non-reasoning content
+		reasoning  int
+		usage      *sse.Usage
+		last       time.Time // last message of any kind
+		done       bool
+		streamErr  *sse.StreamError
+		readFailed error
+	)
+	for !done {
+		ev, err := rd.Next()
+		if err != nil {
+			var malformed *sse.MalformedError
+			if errors.As(err, &malformed) {
+				readFailed = err
+				last = ev.At
+				break
+			}
+			if !errors.Is(err, io.EOF) {
+				readFailed = err
+			}
+			break
+		}
+		last = ev.At
+		if ev.Err != nil {
+			streamErr = ev.Err
+			break
+		}
+		if ev.IsToken() {
+			tokens = append(tokens, ev.At)
+			if ev.Reasoning != "" {
+				reasoning++
+			}
+			if ev.Content != "" {
+				if firstOut.IsZero() {
+					firstOut = ev.At
+				}
+				ex.answer.WriteString(ev.Content)
+				ex.answered++
+			}
+		}
+		if ev.Usage != nil {
+			usage = ev.Usage
+		}
+		done = ev.Done
+	}
+	if last.IsZero() {
+		last = time.Now()
+	}
+	switch {
+	case streamErr != nil:
+		rec.RequestEndNs = metrics.Some(s.clock.ns(last))
+		rec.ErrorISL = metrics.Some(isl)
+		rec.Error = &metrics.RecordError{Code: metrics.Some(metrics.CodeSSEError), Type: metrics.ErrTypeSSE,
+			Message: s.scrub(metrics.TruncateMessage(streamErr.Error()))}
+		return
+	case readFailed != nil:
+		s.transportFailure(ctx, reqCtx, rec, time.Now(), isl, readFailed)
+		return
+	case !done:
+		s.fail(rec, last, isl, metrics.ErrTypeTransport,
+			fmt.Sprintf("the stream ended without data: [DONE] after %d token events (truncated answer?)", len(tokens)))
+		return
+	case len(tokens) == 0:
+		s.fail(rec, last, isl, metrics.ErrTypeInvalidResult, "the answer has no content: no chunk carried content, reasoning or tool-call text")
+		rec.Error.Code = metrics.Opt[int]{}
+		return
+	}
+	rec.RequestEndNs = metrics.Some(s.clock.ns(last))
+	ms := func(d time.Duration) float64 { return metrics.Ms(int64(d)) }
+	rec.TTFT = metrics.Some(ms(tokens[0].Sub(start)))
+	if len(tokens) > 1 {
+		rec.TTST = metrics.Some(ms(tokens[1].Sub(tokens[0])))
+		rec.InterChunkLatency = make([]float64, len(tokens)-1)
+		for i := 1; i < len(tokens); i++ {
+			rec.InterChunkLatency[i-1] = ms(tokens[i].Sub(tokens[i-1]))
+		}
+	}
+	if !firstOut.IsZero() {
+		rec.TTFO = metrics.Some(ms(firstOut.Sub(start)))
+	}
+	latency := tokens[len(tokens)-1].Sub(start)
+	rec.RequestLatency = metrics.Some(ms(latency))
+	osl := len(tokens)
+	if usage != nil && usage.HasCompletion {
+		osl = usage.CompletionTokens
+	}
+	rec.OutputSequenceLength = metrics.Some(osl)
+	if reasoning > 0 {
+		r := reasoning
+		if usage != nil && usage.HasReasoning {
+			r = usage.ReasoningTokens
+		}
+		rec.ReasoningTokenCount = metrics.Some(r)
+		rec.OutputTokenCount = metrics.Some(osl - r)
+	} else {
+		rec.OutputTokenCount = metrics.Some(osl)
+	}
+	if osl >= 2 {
+		itl := (rec.RequestLatency.V - rec.TTFT.V) / float64(osl-1)
+		rec.InterTokenLatency = metrics.Some(itl)
+		if itl > 0 {
+			rec.ThroughputPerUser = metrics.Some(1000 / itl)
+		}
+	}
+	rec.InputSequenceLength = metrics.Some(isl)
+	if usage != nil {
+		ex.hasUsage = true
+		if usage.HasPrompt {
+			rec.InputSequenceLength = metrics.Some(usage.PromptTokens)
+			rec.UsagePromptTokens = metrics.Some(usage.PromptTokens)
+		}
+		if usage.HasCompletion {
+			rec.UsageCompletionTokens = metrics.Some(usage.CompletionTokens)
+		}
+		if usage.HasTotal {
+			rec.UsageTotalTokens = metrics.Some(usage.TotalTokens)
+		}
+		if usage.HasCached {
+			rec.UsageCachedTokens = metrics.Some(usage.CachedTokens)
+		}
+	}
+}
+
+// fail makes rec an error record of the given type, ended at end.
+func (s *stageRun) fail(rec *metrics.Record, end time.Time, isl int, kind, msg string) {
+	rec.RequestEndNs = metrics.Some(s.clock.ns(end))
+	rec.ErrorISL = metrics.Some(isl)
+	rec.Error = &metrics.RecordError{Type: kind, Message: msg}
+}
+
+// transportFailure classifies an error from the HTTP client or the stream: the stage cancelling it,
+// the request timeout, a refused connection, a reset, a cut stream.
+func (s *stageRun) transportFailure(stageCtx, reqCtx context.Context, rec *metrics.Record, at time.Time, isl int, err error) {
+	switch {
+	case stageCtx.Err() != nil:
+		s.cancelled(rec, at, isl)
+	case reqCtx.Err() != nil || isTimeout(err):
+		s.fail(rec, at, isl, metrics.ErrTypeTimeout, fmt.Sprintf("no complete answer within target.timeout %s", s.timeout))
+	case isDialError(err):
+		s.fail(rec, at, isl, metrics.ErrTypeConnect, s.scrub(fmt.Sprintf("cannot connect to %s: %v", s.host, rootCause(err))))
+	case errors.Is(err, syscall.ECONNRESET):
+		s.fail(rec, at, isl, metrics.ErrTypeTransport, "the server reset the connection (TCP RST) mid-answer")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		s.fail(rec, at, isl, metrics.ErrTypeTransport, "the connection closed mid-answer (stream cut)")
+	case errors.Is(err, sse.ErrEventTooLarge):
+		s.fail(rec, at, isl, metrics.ErrTypeTransport, fmt.Sprintf("one SSE event was over the %d-byte limit", s.maxEventBytes))
+	default:
+		var malformed *sse.MalformedError
+		if errors.As(err, &malformed) {
+			s.fail(rec, at, isl, metrics.ErrTypeTransport, s.scrub(metrics.TruncateMessage("bad JSON in the stream: "+malformed.Error())))
+			return
+		}
+		s.fail(rec, at, isl, metrics.ErrTypeTransport, s.scrub(metrics.TruncateMessage(err.Error())))
+	}
+}
+
+// cancelled makes rec a cancellation record: the stage ended it (drain expired or the user stopped).
+func (s *stageRun) cancelled(rec *metrics.Record, at time.Time, isl int) {
+	rec.WasCancelled = true
+	rec.CancellationTimeNs = metrics.Some(s.clock.ns(at))
+	rec.RequestEndNs = metrics.Some(s.clock.ns(at))
+	rec.ErrorISL = metrics.Some(isl)
+	rec.Error = &metrics.RecordError{Code: metrics.Some(metrics.CodeCancelled), Type: metrics.ErrTypeCancelled, Message: s.cancelReason()}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded)
+}
+
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+func rootCause(err error) error {
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			return err
+		}
+		err = next
+	}
+}

@@ -1,0 +1,84 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/plload/plload/metrics"
+)
+
+// runSession plays one session from the pool: each turn waits for its intended send time (the
+// previous answer's end plus think time), sends the whole history with the new user message, and
+// adds the answer exactly as streamed. The session ends at its last turn, at its first failed
+// request (a user whose message failed does not carry on as if answered), or when the stage stops
+// issuing.
+func (s *stageRun) runSession(issueCtx, reqCtx context.Context, scheduled time.Time) {
+	sp, reused := s.nextSession()
+	persona := s.cfg.Workload.Personas[sp.Persona]
+	sr := &metrics.SessionRecord{ConversationID: sp.ID, XCorrelationID: newUUID(), Persona: sp.Persona,
+		ScheduledNs: s.clock.ns(scheduled), PlannedTurns: len(sp.Turns), Reused: reused, Outcome: metrics.SessionCompleted}
+	history := make([]message, 0, 1+2*len(sp.Turns))
+	history = append(history, newMessage("system", persona.SystemPrompt, persona.Tokens))
+	isl := persona.Tokens
+	intended, lastEnd := scheduled, time.Time{}
+	bodyHint := 4096
+	defer func() {
+		if sr.Requests == 0 && sr.Outcome == metrics.SessionStageEnd {
+			return // the stage ended before this slot's next session began: it never existed
+		}
+		if !lastEnd.IsZero() {
+			sr.EndNs = s.clock.ns(lastEnd)
+		}
+		s.sessions.Write(sr)
+	}()
+	for k, turn := range sp.Turns {
+		if k > 0 {
+			intended = lastEnd.Add(turn.ThinkBefore)
+		}
+		if !sleepUntil(issueCtx, intended) {
+			sr.Outcome = metrics.SessionStageEnd
+			return
+		}
+		credit := time.Now()
+		s.markStart(credit)
+		if k == 0 {
+			s.counts.sessions.Add(1)
+			if reused {
+				s.counts.reused.Add(1)
+			}
+			sr.StartNs = s.clock.ns(credit)
+			lag := metrics.Ms(int64(credit.Sub(scheduled)))
+			sr.StartLagMs = &lag
+		}
+		history = append(history, newMessage("user", turn.User, turn.UserTokens))
+		isl += turn.UserTokens
+		ex := &exchange{rec: metrics.Record{
+			SessionNum:      int(s.counts.issued.Add(1) - 1),
+			XRequestID:      newUUID(),
+			XCorrelationID:  sr.XCorrelationID,
+			ConversationID:  sp.ID,
+			TurnIndex:       k,
+			CreditIssuedNs:  s.clock.ns(credit),
+			IntendedStartNs: metrics.Some(s.clock.ns(intended)),
+			Persona:         metrics.Some(sp.Persona),
+		}}
+		// A fresh buffer per request: the transport may still hold the last one.
+		body := s.body.build(make([]byte, 0, bodyHint), history, turn.MaxOutputTokens)
+		bodyHint = len(body) + len(body)/4
+		s.send(reqCtx, ex, body, isl)
+		lastEnd = s.clock.at(ex.rec.RequestEndNs.V)
+		s.counts.count(ex)
+		s.records.Write(&ex.rec)
+		sr.Requests++
+		switch {
+		case ex.rec.WasCancelled:
+			sr.Outcome = metrics.SessionCancelled
+			return
+		case ex.rec.Error != nil:
+			sr.Outcome = metrics.SessionError
+			return
+		}
+		history = append(history, newMessage("assistant", ex.answer.String(), ex.answered))
+		isl += ex.answered
+	}
+}

@@ -1,0 +1,371 @@
+// Package sse reads an OpenAI-style server-sent event stream (chat or completions) into typed events,
+// each stamped with the time the read that completed it returned — before any JSON is parsed, so
+// parsing cost never shows up as latency.
+package sse
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+)
+
+// DefaultMaxEventBytes bounds one event's data. A server that sends more in one event is misbehaving;
+// the reader reports it instead of growing without limit.
+const DefaultMaxEventBytes = 4 << 20
+
+// ErrEventTooLarge is returned when one event's data passes the size limit.
+var ErrEventTooLarge = errors.New("sse: event larger than the size limit")
+
+// Event is one SSE message, decoded. A message can carry several things at once (the last token with
+// its finish reason, say), so the fields are not exclusive.
+type Event struct {
+	// At is when the read that completed this message returned (monotonic clock).
+	At time.Time
+	// Content is visible answer text; Reasoning is reasoning_content (or reasoning); ToolCall is the
+	// text of tool-call names and arguments.
+	Content, Reasoning, ToolCall string
+	// Role is delta.role when present (a role-only first chunk is not a token).
+	Role string
+	// FinishReason is the choice's finish_reason when present.
+	FinishReason string
+	// Usage is the usage object when the message carries a non-empty one.
+	Usage *Usage
+	// Done is set for data: [DONE].
+	Done bool
+	// Err is set for `event: error` or a chunk holding an error object.
+	Err *StreamError
+	// Comment is set for a message that was only comment lines (keep-alives).
+	Comment bool
+}
+
+// IsToken reports whether the message counts as a token event: non-empty content, reasoning or
+// tool-call text.
+func (e *Event) IsToken() bool { return e.Content != "" || e.Reasoning != "" || e.ToolCall != "" }
+
+// Usage is the server's token accounting. Optional values carry OK flags: missing is not zero.
+type Usage struct {
+	PromptTokens, CompletionTokens, TotalTokens int
+	HasPrompt, HasCompletion, HasTotal          bool
+	// CachedTokens comes from prompt_tokens_details.cached_tokens or the top-level synonyms
+	// cached_tokens, cache_read_input_tokens and prompt_cache_hit_tokens.
+	CachedTokens    int
+	HasCached       bool
+	ReasoningTokens int
+	HasReasoning    bool
+}
+
+// StreamError is an error the server reported inside the stream.
+type StreamError struct {
+	Message string
+	Type    string
+	Code    string
+}
+
+func (e *StreamError) Error() string {
+	s := "server error in stream: " + e.Message
+	if e.Type != "" {
+		s += " (" + e.Type + ")"
+	}
+	return s
+}
+
+// MalformedError is a data payload that is not the JSON an OpenAI stream carries.
+type MalformedError struct {
+	Data string // the payload, cut to 200 bytes
+	Err  error
+}
+
+func (e *MalformedError) Error() string {
+	return fmt.Sprintf("malformed JSON chunk (%v): %q", e.Err, e.Data)
+}
+
+func (e *MalformedError) Unwrap() error { return e.Err }
+
+// timedReader remembers when each underlying Read returned data.
+type timedReader struct {
+	r    io.Reader
+	last time.Time
+}
+
+func (t *timedReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	if n > 0 {
+		t.last = time.Now()
+	}
+	return n, err
+}
+
+// Reader reads events from a stream. It is not safe for concurrent use.
+type Reader struct {
+	tr       *timedReader
+	br       *bufio.Reader
+	max      int
+	data     []byte // data lines of the current message, joined by '\n'
+	hasData  bool
+	event    string // the `event:` field of the current message
+	comments bool
+	line     []byte
+}
+
+// NewReader reads from r; maxEventBytes ≤ 0 means DefaultMaxEventBytes.
+func NewReader(r io.Reader, maxEventBytes int) *Reader {
+	if maxEventBytes <= 0 {
+		maxEventBytes = DefaultMaxEventBytes
+	}
+	tr := &timedReader{r: r}
+	return &Reader{tr: tr, br: bufio.NewReaderSize(tr, 16<<10), max: maxEventBytes}
+}
+
+// Next returns the next message. At the end of the stream it returns io.EOF (a message cut off by
+// the end is io.ErrUnexpectedEOF). A payload that is not valid JSON returns the event (with At set)
+// and a *MalformedError; reading may go on after it.
+func (r *Reader) Next() (Event, error) {
+	for {
+		line, err := r.readLine()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				if r.hasData {
+					// The stream ended without the blank line that ends a message. Keep the message
+					// if it is whole (some servers end "data: [DONE]\n" that way); else it was cut.
+					ev, derr := r.dispatch()
+					r.reset()
+					if derr != nil {
+						return Event{}, io.ErrUnexpectedEOF
+					}
+					return ev, nil
+				}
+				return Event{}, io.EOF
+			}
+			return Event{}, err
+		}
+		if len(line) == 0 {
+			if !r.hasData {
+				if r.comments {
+					r.reset()
+					return Event{At: r.tr.last, Comment: true}, nil
+				}
+				r.event = "" // an event name with no data dispatches nothing (as browsers do)
+				continue
+			}
+			ev, err := r.dispatch()
+			r.reset()
+			return ev, err
+		}
+		r.field(line)
+		if len(r.data) > r.max {
+			r.reset()
+			return Event{}, fmt.Errorf("%w (%d bytes)", ErrEventTooLarge, r.max)
+		}
+	}
+}
+
+func (r *Reader) reset() {
+	r.data, r.hasData, r.event, r.comments = r.data[:0], false, "", false
+}
+
+// readLine returns one line without its terminator (\n, \r\n or \r), refusing lines over the limit.
+func (r *Reader) readLine() ([]byte, error) {
+	r.line = r.line[:0]
+	for {
+		chunk, err := r.br.ReadSlice('\n')
+		r.line = append(r.line, chunk...)
+		if len(r.line) > r.max+64 {
+			// Drain the rest of the line without keeping it, so memory stays bounded.
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = r.br.ReadSlice('\n')
+			}
+			return nil, fmt.Errorf("%w (%d bytes)", ErrEventTooLarge, r.max)
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err != nil {
+			if len(r.line) > 0 && errors.Is(err, io.EOF) {
+				return bytes.TrimRight(r.line, "\r"), nil
+			}
+			return nil, err
+		}
+		line := r.line[:len(r.line)-1]
+		return bytes.TrimSuffix(line, []byte("\r")), nil
+	}
+}
+
+func (r *Reader) field(line []byte) {
+	if line[0] == ':' {
+		r.comments = true
+		return
+	}
+	name, value, found := bytes.Cut(line, []byte(":"))
+	if found && len(value) > 0 && value[0] == ' ' {
+		value = value[1:]
+	}
+	switch string(name) {
+	case "data":
+		if r.hasData {
+			r.data = append(r.data, '\n')
+		}
+		r.data = append(r.data, value...)
+		r.hasData = true
+	case "event":
+		r.event = string(value)
+	}
+	// id and retry do not matter to a load generator; unknown fields are ignored, as the SSE spec says.
+}
+
+func (r *Reader) dispatch() (Event, error) {
+	ev := Event{At: r.tr.last}
+	data := bytes.TrimSpace(r.data)
+	if string(data) == "[DONE]" {
+		ev.Done = true
+		return ev, nil
+	}
+	if r.event == "error" {
+		ev.Err = parseErrorPayload(data)
+		return ev, nil
+	}
+	if err := decodeChunk(data, &ev); err != nil {
+		shown := string(data)
+		if len(shown) > 200 {
+			shown = shown[:200]
+		}
+		return ev, &MalformedError{Data: shown, Err: err}
+	}
+	return ev, nil
+}
+
+// chunk is the part of a streamed chat or completions chunk the reader needs.
+type chunk struct {
+	Choices []struct {
+		Delta *struct {
+			Role             string  `json:"role"`
+			Content          *string `json:"content"`
+			ReasoningContent *string `json:"reasoning_content"`
+			Reasoning        *string `json:"reasoning"`
+			ToolCalls        []struct {
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		Text         *string `json:"text"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *usageJSON      `json:"usage"`
+	Error json.RawMessage `json:"error"`
+}
+
+type usageJSON struct {
+	PromptTokens        *float64 `json:"prompt_tokens"`
+	CompletionTokens    *float64 `json:"completion_tokens"`
+	TotalTokens         *float64 `json:"total_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens *float64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails *struct {
+		ReasoningTokens *float64 `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+	CachedTokens         *float64 `json:"cached_tokens"`
+	CacheReadInputTokens *float64 `json:"cache_read_input_tokens"`
+	PromptCacheHitTokens *float64 `json:"prompt_cache_hit_tokens"`
+}
+
+func decodeChunk(data []byte, ev *Event) error {
+	var c chunk
+	if err := json.Unmarshal(data, &c); err != nil {
+		return err
+	}
+	if len(c.Error) > 0 && string(c.Error) != "null" {
+		ev.Err = parseErrorPayload(data)
+	}
+	for _, ch := range c.Choices {
+		if ch.Text != nil {
+			ev.Content += *ch.Text
+		}
+		if d := ch.Delta; d != nil {
+			ev.Role = d.Role
+			if d.Content != nil {
+				ev.Content += *d.Content
+			}
+			if d.ReasoningContent != nil {
+				ev.Reasoning += *d.ReasoningContent
+			}
+			if d.Reasoning != nil {
+				ev.Reasoning += *d.Reasoning
+			}
+			for _, tc := range d.ToolCalls {
+				ev.ToolCall += tc.Function.Name + tc.Function.Arguments
+			}
+		}
+		if ch.FinishReason != nil {
+			ev.FinishReason = *ch.FinishReason
+		}
+	}
+	if u := c.Usage; u != nil {
+		ev.Usage = u.toUsage()
+	}
+	return nil
+}
+
+func (u *usageJSON) toUsage() *Usage {
+	out := &Usage{}
+	set := func(dst *int, ok *bool, v *float64) {
+		if v != nil {
+			*dst, *ok = int(*v), true
+		}
+	}
+	set(&out.PromptTokens, &out.HasPrompt, u.PromptTokens)
+	set(&out.CompletionTokens, &out.HasCompletion, u.CompletionTokens)
+	set(&out.TotalTokens, &out.HasTotal, u.TotalTokens)
+	for _, v := range []*float64{u.CachedTokens, u.CacheReadInputTokens, u.PromptCacheHitTokens} {
+		set(&out.CachedTokens, &out.HasCached, v)
+	}
+	if d := u.PromptTokensDetails; d != nil {
+		set(&out.CachedTokens, &out.HasCached, d.CachedTokens)
+	}
+	if d := u.CompletionTokensDetails; d != nil {
+		set(&out.ReasoningTokens, &out.HasReasoning, d.ReasoningTokens)
+	}
+	if !out.HasPrompt && !out.HasCompletion && !out.HasTotal && !out.HasCached {
+		return nil // an empty usage object says nothing
+	}
+	return out
+}
+
+// parseErrorPayload reads {"error": {...}}, {"error": "text"}, {"message": ...} or plain text.
+func parseErrorPayload(data []byte) *StreamError {
+	var wrapped struct {
+		Error   json.RawMessage `json:"error"`
+		Message string          `json:"message"`
+	}
+	if json.Unmarshal(data, &wrapped) != nil {
+		return &StreamError{Message: strings.TrimSpace(string(data))}
+	}
+	if len(wrapped.Error) > 0 {
+		var obj struct {
+			Message string `json:"message"`
+			Type    string `json:"type"`
+			Code    any    `json:"code"`
+		}
+		if json.Unmarshal(wrapped.Error, &obj) == nil && obj.Message != "" {
+			e := &StreamError{Message: obj.Message, Type: obj.Type}
+			if obj.Code != nil {
+				e.Code = fmt.Sprint(obj.Code)
+			}
+			return e
+		}
+		var text string
+		if json.Unmarshal(wrapped.Error, &text) == nil {
+			return &StreamError{Message: text}
+		}
+	}
+	if wrapped.Message != "" {
+		return &StreamError{Message: wrapped.Message}
+	}
+	return &StreamError{Message: strings.TrimSpace(string(data))}
+}

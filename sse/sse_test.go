@@ -1,0 +1,188 @@
+package sse
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func readAll(t *testing.T, r io.Reader, max int) ([]Event, error) {
+	t.Helper()
+	rd := NewReader(r, max)
+	var out []Event
+	for {
+		ev, err := rd.Next()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			var me *MalformedError
+			if errors.As(err, &me) {
+				out = append(out, Event{Err: &StreamError{Message: "MALFORMED"}})
+				continue
+			}
+			return out, err
+		}
+		out = append(out, ev)
+	}
+}
+
+var ignoreAt = cmpopts.IgnoreFields(Event{}, "At")
+
+func TestReader(t *testing.T) {
+	cases := []struct {
+		name string
+		in   string
+		want []Event
+		err  error
+	}{
+		{"chat stream with role chunk, usage and done",
+			"data: {\"choices\":[{\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}]}\n\n" +
+				"data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"},\"finish_reason\":null}]}\n\n" +
+				"data: {\"choices\":[{\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n" +
+				"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":1,\"total_tokens\":6,\"prompt_tokens_details\":{\"cached_tokens\":4}}}\n\n" +
+				"data: [DONE]\n\n",
+			[]Event{{Role: "assistant"}, {Content: "Hi"}, {FinishReason: "stop"},
+				{Usage: &Usage{PromptTokens: 5, CompletionTokens: 1, TotalTokens: 6, HasPrompt: true, HasCompletion: true, HasTotal: true, CachedTokens: 4, HasCached: true}},
+				{Done: true}}, nil},
+		{"reasoning and tool calls",
+			"data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"hmm\"}}]}\n\n" +
+				"data: {\"choices\":[{\"delta\":{\"reasoning\":\"ok\"}}]}\n\n" +
+				"data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\\\":1}\"}}]}}]}\n\n",
+			[]Event{{Reasoning: "hmm"}, {Reasoning: "ok"}, {ToolCall: `f{"a":1}`}}, nil},
+		{"completions text",
+			"data: {\"choices\":[{\"text\":\" once\",\"finish_reason\":null}]}\n\n",
+			[]Event{{Content: " once"}}, nil},
+		{"comments, CRLF, no space after colon, id and retry",
+			": keep-alive\r\n\r\nid: 7\r\nretry: 10\r\ndata:{\"choices\":[{\"delta\":{\"content\":\"x\"}}]}\r\n\r\n",
+			[]Event{{Comment: true}, {Content: "x"}}, nil},
+		{"multi-line data joined with newlines",
+			"data: {\"choices\":\ndata: [{\"delta\":{\"content\":\"y\"}}]}\n\n",
+			[]Event{{Content: "y"}}, nil},
+		{"event: error",
+			"event: error\ndata: {\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\",\"code\":503}}\n\n",
+			[]Event{{Err: &StreamError{Message: "overloaded", Type: "server_error", Code: "503"}}}, nil},
+		{"error object in a chunk",
+			"data: {\"error\":{\"message\":\"context too long\",\"type\":\"invalid_request_error\"}}\n\n",
+			[]Event{{Err: &StreamError{Message: "context too long", Type: "invalid_request_error"}}}, nil},
+		{"error as text",
+			"event: error\ndata: upstream died\n\n",
+			[]Event{{Err: &StreamError{Message: "upstream died"}}}, nil},
+		{"top-level cache synonym and empty usage",
+			"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":9,\"cache_read_input_tokens\":8}}\n\n" +
+				"data: {\"choices\":[],\"usage\":{}}\n\n",
+			[]Event{{Usage: &Usage{PromptTokens: 9, HasPrompt: true, CachedTokens: 8, HasCached: true}}, {}}, nil},
+		{"malformed JSON, then the stream goes on",
+			"data: {\"choices\":[{\"delta\":{\"content\":\" br\n\ndata: [DONE]\n\n",
+			[]Event{{Err: &StreamError{Message: "MALFORMED"}}, {Done: true}}, nil},
+		{"last message without its blank line",
+			"data: [DONE]\n",
+			[]Event{{Done: true}}, nil},
+		{"cut inside a message",
+			"data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"choi",
+			[]Event{{Content: "a"}}, io.ErrUnexpectedEOF},
+		{"event over the limit",
+			"data: " + strings.Repeat("x", 300) + "\n\n",
+			nil, ErrEventTooLarge},
+		{"many data lines over the limit",
+			strings.Repeat("data: xxxxxxxxxx\n", 40) + "\n",
+			nil, ErrEventTooLarge},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for _, r := range []io.Reader{strings.NewReader(tc.in), iotest.OneByteReader(strings.NewReader(tc.in))} {
+				got, err := readAll(t, r, 256)
+				if !errors.Is(err, tc.err) {
+					t.Fatalf("error %v, want %v", err, tc.err)
+				}
+				if diff := cmp.Diff(tc.want, got, ignoreAt, cmpopts.EquateEmpty()); diff != "" {
+					t.Fatalf("events differ (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
+
+// TestTimestampIsTheCompletingRead: an event is stamped when the read that delivered its last byte
+// returned, even if it sat in the buffer afterwards, and not when it was parsed.
+func TestTimestampIsTheCompletingRead(t *testing.T) {
+	pr, pw := io.Pipe()
+	rd := NewReader(pr, 0)
+	go func() {
+		pw.Write([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\ndata: {\"choices\":[{\"delta\":"))
+		time.Sleep(30 * time.Millisecond) // the second event is completed by a later read
+		pw.Write([]byte("{\"content\":\"b\"}}]}\n\n"))
+		pw.Close()
+	}()
+	first, err := rd.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	parsedAfter := time.Now()
+	second, err := rd.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.At.After(parsedAfter) || second.At.Sub(first.At) < 25*time.Millisecond {
+		t.Fatalf("first at %v, second %v after it", first.At, second.At.Sub(first.At))
+	}
+	if first.Content != "a" || second.Content != "b" {
+		t.Fatalf("contents %q %q", first.Content, second.Content)
+	}
+}
+
+func TestIsToken(t *testing.T) {
+	for ev, want := range map[*Event]bool{{Role: "assistant"}: false, {Content: ""}: false, {Content: " x"}: true,
+		{Reasoning: "r"}: true, {ToolCall: "f"}: true, {Done: true}: false} {
+		if ev.IsToken() != want {
+			t.Errorf("%+v: IsToken %v", ev, !want)
+		}
+	}
+}
+
+// FuzzReader: no input panics or grows past the limit.
+func FuzzReader(f *testing.F) {
+	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\ndata: [DONE]\n\n"))
+	f.Add([]byte("event: error\ndata: {\"error\":\"x\"}\n\n: c\r\n\r\n"))
+	f.Add([]byte("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1e300}}\n\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rd := NewReader(strings.NewReader(string(data)), 512)
+		for range 10000 {
+			ev, err := rd.Next()
+			if err != nil {
+				var me *MalformedError
+				if errors.As(err, &me) {
+					continue
+				}
+				return
+			}
+			if len(ev.Content)+len(ev.Reasoning)+len(ev.ToolCall) > 512 {
+				t.Fatalf("event larger than the limit: %d bytes", len(ev.Content))
+			}
+		}
+	})
+}
+
+// BenchmarkReadChunk: one streamed chat chunk, read and decoded.
+func BenchmarkReadChunk(b *testing.B) {
+	one := "data: {\"id\":\"chatcmpl-1a2b3c\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" word\"},\"finish_reason\":null}]}\n\n"
+	data := strings.Repeat(one, 1000)
+	b.SetBytes(int64(len(one)))
+	b.ReportAllocs()
+	for b.Loop() {
+		b.StopTimer()
+		rd := NewReader(strings.NewReader(data), 0)
+		b.StartTimer()
+		for range 1000 {
+			if _, err := rd.Next(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
