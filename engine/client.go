@@ -28,8 +28,6 @@ func newTransport(sc *workload.Scenario, maxConns int) (*http.Transport, error) 
 		MaxIdleConnsPerHost: maxConns + 16,
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
-		WriteBufferSize:     64 << 10,
-		ReadBufferSize:      32 << 10,
 		TLSHandshakeTimeout: 10 * time.Second,
 	}
 	var protocols http.Protocols

@@ -5,12 +5,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -608,5 +610,32 @@ func TestConnectErrorIsRecorded(t *testing.T) {
 	recs := readRecords(t, filepath.Join(dir, "stage_01", "profile_export.jsonl"))
 	if len(recs) == 0 || res[0].Errors != len(recs) || recs[0]["error"].(map[string]any)["type"] != "ConnectError" {
 		t.Fatalf("%+v %v", res[0], recs[0])
+	}
+}
+
+func TestTLSWithCustomCA(t *testing.T) {
+	srv, err := mock.New(func() mock.Config { c := mock.DefaultConfig(); c.TTFT, c.TPS = time.Millisecond, 1000; return c }())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewTLSServer(srv)
+	defer ts.Close()
+	defer srv.Stop()
+	caFile := filepath.Join(t.TempDir(), "ca.pem")
+	os.WriteFile(caFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ts.Certificate().Raw}), 0o644)
+	load := "  mode: concurrency\n  stages:\n    - {concurrency: 1, duration: 300ms}"
+	with := strings.Replace(scenarioYAML(ts.URL+"/v1", shortSessions, load), "  timeout: 10s", "  timeout: 10s\n  tls: {ca_file: "+caFile+"}", 1)
+	res, _, err := runScenario(t, context.Background(), with)
+	if err != nil || res[0].OK == 0 || res[0].Errors != 0 {
+		t.Fatalf("with the CA: %v %+v", err, res)
+	}
+	res, dir, err := runScenario(t, context.Background(), scenarioYAML(ts.URL+"/v1", shortSessions, load))
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := readRecords(t, filepath.Join(dir, "stage_01", "profile_export.jsonl"))
+	e := recs[0]["error"].(map[string]any)
+	if res[0].OK != 0 || e["type"] != "ConnectError" || !strings.Contains(e["message"].(string), "target.tls.ca_file") {
+		t.Fatalf("without the CA: %+v %v", res[0], e)
 	}
 }

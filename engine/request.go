@@ -3,6 +3,8 @@ package engine
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -226,6 +228,8 @@ func (s *stageRun) transportFailure(stageCtx, reqCtx context.Context, rec *metri
 		s.cancelled(rec, at, isl)
 	case reqCtx.Err() != nil || isTimeout(err):
 		s.fail(rec, at, isl, metrics.ErrTypeTimeout, fmt.Sprintf("no complete answer within target.timeout %s", s.timeout))
+	case isTLSError(err):
+		s.fail(rec, at, isl, metrics.ErrTypeConnect, s.scrub(fmt.Sprintf("TLS with %s failed: %v (a private CA goes in target.tls.ca_file)", s.host, rootCause(err))))
 	case isDialError(err):
 		s.fail(rec, at, isl, metrics.ErrTypeConnect, s.scrub(fmt.Sprintf("cannot connect to %s: %v", s.host, rootCause(err))))
 	case errors.Is(err, syscall.ECONNRESET):
@@ -256,6 +260,14 @@ func (s *stageRun) cancelled(rec *metrics.Record, at time.Time, isl int) {
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, context.DeadlineExceeded)
+}
+
+func isTLSError(err error) bool {
+	var verify *tls.CertificateVerificationError
+	var unknown x509.UnknownAuthorityError
+	var hostname x509.HostnameError
+	var record tls.RecordHeaderError
+	return errors.As(err, &verify) || errors.As(err, &unknown) || errors.As(err, &hostname) || errors.As(err, &record)
 }
 
 func isDialError(err error) bool {

@@ -118,7 +118,7 @@ func NewReader(r io.Reader, maxEventBytes int) *Reader {
 		maxEventBytes = DefaultMaxEventBytes
 	}
 	tr := &timedReader{r: r}
-	return &Reader{tr: tr, br: bufio.NewReaderSize(tr, 16<<10), max: maxEventBytes}
+	return &Reader{tr: tr, br: bufio.NewReaderSize(tr, 4<<10), max: maxEventBytes}
 }
 
 // Next returns the next message. At the end of the stream it returns io.EOF (a message cut off by

@@ -1,0 +1,162 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/plload/plload/mock"
+	"github.com/plload/plload/workload"
+)
+
+// The engine benchmarks load a mock running in a child process (this test binary re-executed with
+// PLLOAD_ENGINE_MOCK_CHILD=1), so this process's CPU time and heap are the client's alone.
+func TestMain(m *testing.M) {
+	if os.Getenv("PLLOAD_ENGINE_MOCK_CHILD") == "1" {
+		cfg := mock.DefaultConfig()
+		cfg.TTFT, cfg.TPS = 200*time.Millisecond, 50
+		r, err := mock.Start(cfg, "")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		fmt.Println(r.BaseURL())
+		io.Copy(io.Discard, os.Stdin)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		r.Close(ctx)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func childMock(tb testing.TB) string {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "PLLOAD_ENGINE_MOCK_CHILD=1")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return strings.TrimSpace(line)
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// loadStage runs one concurrency stage of long chat sessions (TTFT 200 ms, 20 ms between chunks,
+// 1–3 s think time) and reports client CPU per streamed chunk and heap per open session.
+func loadStage(tb testing.TB, base string, concurrency int, duration time.Duration) (StageResult, time.Duration, float64) {
+	session := `  turns: {min: 10, max: 20}
+  user_input_tokens: {min: 20, max: 60}
+  max_output_tokens: {min: 50, max: 100}
+  think_time: {min: 1s, max: 3s}`
+	text := scenarioYAML(base, session, fmt.Sprintf("  mode: concurrency\n  drain_timeout: 10s\n  stages:\n    - {concurrency: %d, duration: %s}", concurrency, workload.Duration(duration)))
+	text = strings.Replace(text, "timeout: 10s", "timeout: 30s", 1)
+	sc, issues := workload.Parse("bench.yaml", []byte(text), workload.LoadOptions{Getenv: testEnv})
+	if err := issues.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	w, err := sc.Build()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	runtime.GC()
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	var peak uint64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() { // sample the heap while the sessions are open
+		defer close(sampled)
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				var m runtime.MemStats
+				runtime.ReadMemStats(&m)
+				peak = max(peak, m.HeapInuse)
+			}
+		}
+	}()
+	cpu0 := cpuTime()
+	res, err := Run(context.Background(), Config{Scenario: sc, Workload: w, Dir: tb.TempDir(), Getenv: testEnv})
+	cpu := cpuTime() - cpu0
+	close(stop)
+	<-sampled
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r := res[0]
+	chunks := r.OutTokens
+	perChunk := time.Duration(0)
+	if chunks > 0 {
+		perChunk = cpu / time.Duration(chunks)
+	}
+	return r, perChunk, float64(peak-min(peak, before.HeapInuse)) / float64(concurrency)
+}
+
+// BenchmarkEngine1000Sessions: 1,000 concurrent sessions for 20 s against a mock in another process.
+//
+//	go test ./engine -run XXX -bench Engine1000 -benchtime 1x
+func BenchmarkEngine1000Sessions(b *testing.B) {
+	base := childMock(b)
+	for b.Loop() {
+		r, perChunk, heapPerSession := loadStage(b, base, 1000, 20*time.Second)
+		b.ReportMetric(float64(perChunk.Nanoseconds())/1000, "µs-CPU/chunk")
+		b.ReportMetric(heapPerSession/1024, "KiB-heap/session")
+		b.ReportMetric(float64(r.OutTokens), "chunks")
+		b.ReportMetric(float64(r.Errors+r.Cancelled), "errors")
+	}
+}
+
+// TestLargestCleanConcurrency runs 60 s stages at rising concurrency and reports the largest with zero
+// client errors. It takes minutes; run it on purpose:
+//
+//	PLLOAD_LONG=1 go test ./engine -run LargestClean -v -timeout 30m
+func TestLargestCleanConcurrency(t *testing.T) {
+	if os.Getenv("PLLOAD_LONG") != "1" {
+		t.Skip("set PLLOAD_LONG=1 to run the 60-second ladder")
+	}
+	base := childMock(t)
+	steps := []int{500, 1000, 2000, 4000, 8000}
+	if s := os.Getenv("PLLOAD_LADDER"); s != "" {
+		steps = nil
+		for _, f := range strings.Split(s, ",") {
+			n, _ := strconv.Atoi(f)
+			steps = append(steps, n)
+		}
+	}
+	best := 0
+	for _, n := range steps {
+		r, perChunk, heap := loadStage(t, base, n, 60*time.Second)
+		t.Logf("%5d sessions for 60 s: %d requests, %d errors, %d cancelled, %d chunks, %.1f µs CPU/chunk, %.1f KiB heap/session",
+			n, r.Records, r.Errors, r.Cancelled, r.OutTokens, float64(perChunk.Nanoseconds())/1000, heap/1024)
+		if r.Errors+r.Cancelled > 0 {
+			break
+		}
+		best = n
+	}
+	t.Logf("largest concurrency with zero client errors over 60 s: %d", best)
+}
