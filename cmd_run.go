@@ -17,6 +17,7 @@ import (
 	"github.com/plload/plload/engine"
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/mock"
+	"github.com/plload/plload/report"
 	"github.com/plload/plload/workload"
 )
 
@@ -90,26 +91,83 @@ func runScenario(ctx context.Context, sc *workload.Scenario, base string, stdout
 
 	ctx, stop := interruptible(ctx, stderr)
 	defer stop()
+	started := time.Now()
 	fmt.Fprintf(stdout, "plload %s: %d stage(s), results in %s\n", sc.Name, len(w.Stages), dir)
-	results, err := engine.Run(ctx, engine.Config{
+	var stages []*report.StageReport
+	var summaryErr error
+	_, err = engine.Run(ctx, engine.Config{
 		Scenario: sc, Workload: w, BaseURL: baseURL, Dir: dir, Log: log,
 		OnStage: func(r engine.StageResult) {
 			fmt.Fprintln(stdout, stageLine(r, len(w.Stages)))
+			st, err := summarizeStage(sc, w, r)
+			if err != nil {
+				summaryErr = errors.Join(summaryErr, err)
+				return
+			}
+			stages = append(stages, st)
 			if !sc.Output.RecordRequests {
 				os.Remove(filepath.Join(r.Dir, "profile_export.jsonl"))
 			}
 		},
 	})
+	interrupted := errors.Is(err, engine.ErrInterrupted)
+	rep := report.New(sc, stages, report.Meta{Tool: toolName(), ScenarioFile: absPath(sc.File),
+		Command: "plload run " + absPath(sc.File) + " --out " + absPath(base), Started: started, Finished: time.Now(), Interrupted: interrupted})
+	if werr := rep.Write(dir, sc); werr != nil {
+		summaryErr = errors.Join(summaryErr, werr)
+	}
+	fmt.Fprintf(stdout, "\n%s\n\n%s", rep.Headline, report.StageTable(stages))
+	for _, w := range rep.Warnings() {
+		fmt.Fprintln(stdout, "warning: "+w)
+	}
 	switch {
-	case errors.Is(err, engine.ErrInterrupted):
+	case interrupted:
 		fmt.Fprintf(stdout, "interrupted: the last stage is partial and later stages were skipped; results in %s\n", dir)
 		return &exitError{code: exitInterrupted, err: errors.New("interrupted")}
 	case err != nil:
 		return &exitError{code: exitFailed, err: fmt.Errorf("the run stopped: %w (results so far in %s)", err, dir)}
+	case summaryErr != nil:
+		return &exitError{code: exitFailed, err: fmt.Errorf("writing the report: %w (results in %s)", summaryErr, dir)}
 	}
-	_ = results
-	fmt.Fprintf(stdout, "done: results in %s\n", dir)
+	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(dir, "report.md"))
 	return nil
+}
+
+// summarizeStage computes a finished stage's numbers from its records and writes stage.json.
+func summarizeStage(sc *workload.Scenario, w *workload.Workload, r engine.StageResult) (*report.StageReport, error) {
+	i := r.Stage - 1
+	in := report.StageInput(sc, i)
+	if r.T0Ns != 0 {
+		in.T0Ns = metrics.Some(r.T0Ns)
+	}
+	if r.InterruptNs != 0 {
+		in.InterruptNs = metrics.Some(r.InterruptNs)
+	}
+	if sc.Load.Mode == workload.ModeArrivalRate {
+		in.NeverStarted = r.NotStarted
+	}
+	if r.Reused > 0 {
+		in.Warnings = append(in.Warnings, fmt.Sprintf("dataset reuse: the pool of %d sessions ran dry and %d sessions were reused (raise load.session_pool_factor or sessions)", len(w.Stages[i].Sessions), r.Reused))
+	}
+	sum, err := metrics.SummarizeFile(filepath.Join(r.Dir, "profile_export.jsonl"), in, sc.Load.Mode == workload.ModeArrivalRate)
+	if err != nil {
+		return nil, fmt.Errorf("stage %d: %w", r.Stage, err)
+	}
+	if r.Partial {
+		sum.Partial = true
+	}
+	st := report.NewStageReport(toolName(), sc, i, w.Stages[i].SHA256, sum,
+		report.EngineCounts{Issued: r.Issued, Sessions: r.Sessions, Reused: r.Reused, NotStarted: r.NotStarted})
+	return st, st.Write(r.Dir)
+}
+
+func toolName() string { return "plload " + version }
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }
 
 // stageLine is the one-line summary printed as a stage ends.

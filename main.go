@@ -79,7 +79,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			validateCommand(),
 			mockserverCommand(),
 			notBuiltCommand("selftest", "[flags]", "check the injector against the mock with an exact schedule"),
-			notBuiltCommand("report", "DIR [DIR...]", "compare finished runs from their stage_NN/stage.json"),
+			reportCommand(),
 			versionCommand(),
 		},
 	}

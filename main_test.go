@@ -78,7 +78,9 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"mockserver", "--error-rate", "0.7", "--cut-rate", "0.5"}, 2, "add up to 1.2"},
 		{[]string{"mockserver", "extra"}, 2, "takes no arguments"},
 		{[]string{"selftest"}, 2, "not built yet"},
-		{[]string{"report", "results/x"}, 2, "not built yet"},
+		{[]string{"report", "results/x"}, 2, "no stage_NN/stage.json"},
+		{[]string{"report"}, 2, "expected one or more results directories"},
+		{[]string{"report", "--records", "no/such.jsonl"}, 2, "no such file"},
 		{[]string{"run", "no/such.yaml"}, 2, "cannot read the scenario file"},
 		{[]string{"version"}, 0, ""},
 	}
@@ -168,13 +170,25 @@ func TestRunWritesResults(t *testing.T) {
 	if len(dirs) != 1 {
 		t.Fatalf("results dirs: %v", dirs)
 	}
-	for _, f := range []string{"scenario.resolved.yaml", "stage_01/dataset.jsonl", "stage_01/profile_export.jsonl", "stage_01/sessions.jsonl", "stage_01/run.log"} {
+	for _, f := range []string{"scenario.resolved.yaml", "report.json", "report.md", "stage_01/stage.json", "stage_01/dataset.jsonl", "stage_01/profile_export.jsonl", "stage_01/sessions.jsonl", "stage_01/run.log"} {
 		if _, err := os.Stat(filepath.Join(dirs[0], f)); err != nil {
 			t.Errorf("missing %s", f)
 		}
 	}
 	if !strings.Contains(stdout, "stage 01/01 done:") || !strings.Contains(stdout, "0 errors") {
 		t.Errorf("no stage summary line:\n%s", stdout)
+	}
+	if !strings.Contains(stdout, "**Headline**: stage 01:") || !strings.Contains(stdout, "| stage | load | active sess |") {
+		t.Errorf("no headline and table at the end:\n%s", stdout)
+	}
+	// plload report reads stage.json alone: it works after the records are gone.
+	os.Remove(filepath.Join(dirs[0], "stage_01", "profile_export.jsonl"))
+	code, out2, errOut := plload(t, "report", dirs[0], dirs[0], "--handoff", filepath.Join(out, "handoff.md"))
+	if code != 0 || !strings.Contains(out2, "| run | stage |") || strings.Contains(out2, "workload differs") {
+		t.Fatalf("report: exit %d\n%s%s", code, out2, errOut)
+	}
+	if data, err := os.ReadFile(filepath.Join(out, "handoff.md")); err != nil || !strings.Contains(string(data), "## Re-measure") {
+		t.Fatalf("handoff: %v\n%s", err, data)
 	}
 	filepath.WalkDir(dirs[0], func(path string, d os.DirEntry, err error) error {
 		if err == nil && !d.IsDir() {

@@ -57,6 +57,10 @@ type StageResult struct {
 	Start, End time.Time
 	Warmup     time.Duration
 	Duration   time.Duration
+	// T0Ns is the stage's t0 in epoch ns (the first request's issue time, or for arrival_rate the
+	// schedule's origin); 0 when nothing was issued. InterruptNs is when a signal stopped it (0: none).
+	T0Ns        int64
+	InterruptNs int64
 }
 
 // Run executes every stage in order. It stops at the first stage that fails to run (a write error,
@@ -107,9 +111,10 @@ type stageRun struct {
 	sessions      *metrics.Writer[*metrics.SessionRecord]
 
 	// t0, warmupEnd and end are fixed when the first request is issued.
-	times  stageTimes
-	counts counters
-	reason cancelReason
+	times         stageTimes
+	counts        counters
+	reason        cancelReason
+	interruptedAt time.Time
 }
 
 func stageDir(dir string, stage int) string {
@@ -157,6 +162,12 @@ func runStage(ctx context.Context, cfg *Config, clk clock, i int, pool *workload
 	s.counts.fill(&res)
 	res.Records = s.records.Written()
 	res.Partial = interrupted
+	if !s.times.t0.IsZero() {
+		res.T0Ns = clk.ns(s.times.t0)
+	}
+	if interrupted {
+		res.InterruptNs = clk.ns(s.interruptedAt)
+	}
 	if res.Reused > 0 {
 		log.Warn("the session pool ran dry: sessions were reused", "reused", res.Reused, "pool", len(pool.Sessions))
 	}

@@ -126,6 +126,9 @@ func (s *stageRun) drive(ctx context.Context) bool {
 		}
 	}
 	<-issueCtx.Done()
+	if ctx.Err() != nil {
+		s.interruptedAt = time.Now()
+	}
 	drained := make(chan struct{})
 	go func() { wg.Wait(); close(drained) }()
 	drain := time.NewTimer(sc.Load.DrainTimeout.D())
@@ -136,12 +139,14 @@ func (s *stageRun) drive(ctx context.Context) bool {
 		cancelRequests()
 		<-drained
 	case <-ctx.Done():
+		s.interruptedAt = time.Now()
 		<-drained
 	}
 	return ctx.Err() != nil
 }
 
-// arrivals starts sessions at Poisson arrival times drawn from the stage's seed. At most
+// arrivals starts sessions at Poisson arrival times drawn from the stage's seed, the first at the
+// stage's origin (so the schedule's offsets, and t0, can be read back from the records). At most
 // max_concurrency run at once; later arrivals wait for a slot (never dropped) and their start lag is
 // recorded. Arrivals still waiting when the stage ends never start.
 func (s *stageRun) arrivals(issueCtx, reqCtx context.Context, wg *sync.WaitGroup, origin time.Time) {
@@ -150,8 +155,10 @@ func (s *stageRun) arrivals(issueCtx, reqCtx context.Context, wg *sync.WaitGroup
 	rate := s.pool.Spec.SessionsPerSec
 	slots := make(chan struct{}, s.pool.Spec.MaxConcurrency)
 	at := origin
-	for {
-		at = at.Add(time.Duration(rng.ExpFloat64() / rate * float64(time.Second)))
+	for first := true; ; first = false {
+		if !first {
+			at = at.Add(time.Duration(rng.ExpFloat64() / rate * float64(time.Second)))
+		}
 		if !at.Before(s.times.end) || !sleepUntil(issueCtx, at) {
 			return
 		}

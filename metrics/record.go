@@ -3,6 +3,7 @@
 package metrics
 
 import (
+	"encoding/json"
 	"math"
 	"strconv"
 )
@@ -15,6 +16,24 @@ type Opt[T any] struct {
 
 // Some returns a present value.
 func Some[T any](v T) Opt[T] { return Opt[T]{V: v, OK: true} }
+
+// MarshalJSON writes the value, or null when absent.
+func (o Opt[T]) MarshalJSON() ([]byte, error) {
+	if !o.OK {
+		return []byte("null"), nil
+	}
+	return json.Marshal(o.V)
+}
+
+// UnmarshalJSON reads a value; null leaves it absent.
+func (o *Opt[T]) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*o = Opt[T]{}
+		return nil
+	}
+	o.OK = true
+	return json.Unmarshal(b, &o.V)
+}
 
 // Record is one request, as AIPerf ≥ 0.4 writes it (RECORDS.md), plus plload's intended_start_ns and
 // persona. Times in *Ns are wall-clock epoch nanoseconds derived from one monotonic anchor; the metric

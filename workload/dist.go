@@ -318,3 +318,29 @@ func (d Dist) MarshalYAML() (any, error) {
 	put("sigma", d.HasSigma, d.Sigma)
 	return out, nil
 }
+
+// String describes the distribution in a line: "uniform 2–4", "lognormal mean 60, σ 0.6, in [10, 300]".
+func (d Dist) String() string {
+	switch d.Kind {
+	case DistConstant:
+		return "constant " + d.format(d.Value)
+	case DistUniform:
+		return "uniform " + d.format(d.Min) + "–" + d.format(d.Max)
+	}
+	s := d.Kind + " mean " + d.format(d.Mean)
+	if d.Kind == DistLognormal {
+		s += ", σ " + strconv.FormatFloat(d.Sigma, 'g', -1, 64)
+	}
+	if d.HasMin || d.HasMax {
+		floor := 1.0
+		if d.Seconds {
+			floor = 0
+		}
+		lo, hi := d.format(d.lower(floor)), "∞"
+		if d.HasMax {
+			hi = d.format(d.Max)
+		}
+		s += ", in [" + lo + ", " + hi + "]"
+	}
+	return s
+}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/report"
+	"github.com/plload/plload/workload"
+)
+
+func reportCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "report",
+		Usage:     "compare finished runs from their stage_NN/stage.json, or summarize any AIPerf records file",
+		ArgsUsage: "DIR [DIR...]",
+		Description: "With results directories: prints each run's headline and one table of all their stages, read from\n" +
+			"stage_NN/stage.json alone (so it works when the request records were deleted), and warns\n" +
+			"\"workload differs\" when the same stage number ran a different dataset. --handoff FILE also writes\n" +
+			"a work order from the last directory: each problem with its evidence numbers, likely causes,\n" +
+			"what to change, a done condition, and the commands to re-measure.\n\n" +
+			"With --records FILE: computes a stage from any profile_export.jsonl (plload's or AIPerf's) with\n" +
+			"the window, SLO and cost given by flags, or by --scenario and --stage.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "handoff", Usage: "write a work order (Markdown) from the last run to `FILE`"},
+			&cli.StringFlag{Name: "records", Usage: "summarize this profile_export.jsonl instead of results directories"},
+			&cli.StringFlag{Name: "scenario", Usage: "with --records: take warmup, duration, SLO and cost from this scenario"},
+			&cli.IntFlag{Name: "stage", Value: 1, Usage: "with --scenario: which stage's warmup and duration"},
+			&cli.DurationFlag{Name: "warmup", Usage: "with --records: warmup excluded from the window"},
+			&cli.DurationFlag{Name: "duration", Usage: "with --records: measurement window (default: to the last request)"},
+			&cli.BoolFlag{Name: "arrival-rate", Usage: "with --records: t0 by the arrival_rate rule (issue time − scheduled offset)"},
+			&cli.DurationFlag{Name: "ttft-p95", Usage: "with --records: SLO limit on TTFT p95"},
+			&cli.DurationFlag{Name: "itl-p95", Usage: "with --records: SLO limit on ITL p95"},
+			&cli.Float64Flag{Name: "error-rate-max", Value: 1, Usage: "with --records: SLO limit on the error rate (0–1)"},
+			&cli.Float64Flag{Name: "gpu-hourly-usd", Usage: "with --records: price of one GPU hour"},
+			&cli.IntFlag{Name: "gpu-count", Value: 1, Usage: "with --records: GPUs"},
+			&cli.Float64Flag{Name: "expected-turns", Value: 1, Usage: "with --records: E[turns] for $/session"},
+		},
+		Action: func(_ context.Context, cmd *cli.Command) error {
+			out := cmd.Root().Writer
+			if path := cmd.String("records"); path != "" {
+				if cmd.Args().Len() > 0 {
+					return badInput("report: give --records FILE or results directories, not both")
+				}
+				return reportRecords(cmd, path)
+			}
+			if cmd.Args().Len() == 0 {
+				return badInput("report: expected one or more results directories; usage: plload report DIR [DIR...]")
+			}
+			runs, err := report.LoadRuns(cmd.Args().Slice())
+			if err != nil {
+				return badInput("report: %v", err)
+			}
+			fmt.Fprint(out, report.Comparison(runs))
+			if file := cmd.String("handoff"); file != "" {
+				text := report.Handoff(runs, scenarioFileOf(runs[len(runs)-1].Dir))
+				if err := metrics.WriteFileAtomic(file, []byte(text)); err != nil {
+					return badInput("report --handoff: %v", err)
+				}
+				fmt.Fprintf(out, "\nwork order written to %s\n", absPath(file))
+			}
+			return nil
+		},
+	}
+}
+
+// scenarioFileOf reads the scenario path a run recorded in its report.json, if it still exists.
+func scenarioFileOf(dir string) string {
+	data, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		return ""
+	}
+	var r struct {
+		ScenarioFile string `json:"scenario_file"`
+	}
+	if json.Unmarshal(data, &r) != nil || r.ScenarioFile == "" {
+		return ""
+	}
+	if _, err := os.Stat(r.ScenarioFile); err != nil {
+		return ""
+	}
+	return r.ScenarioFile
+}
+
+// reportRecords summarizes one records file as a stage.
+func reportRecords(cmd *cli.Command, path string) error {
+	in := metrics.StageInput{NeverStarted: -1,
+		SLO: metrics.SLOLimits{TTFTP95Ms: msOf(cmd.Duration("ttft-p95")), ITLP95Ms: msOf(cmd.Duration("itl-p95")),
+			ErrorRateMax: cmd.Float64("error-rate-max")},
+		Cost: metrics.CostInputs{GPUHourlyUSD: cmd.Float64("gpu-hourly-usd"), GPUCount: cmd.Int("gpu-count"),
+			ExpectedTurns: cmd.Float64("expected-turns")},
+		Warmup: cmd.Duration("warmup"), Duration: cmd.Duration("duration"),
+	}
+	arrival := cmd.Bool("arrival-rate")
+	if file := cmd.String("scenario"); file != "" {
+		sc, issues := workload.Load(file, workload.LoadOptions{})
+		if err := issues.Err(); err != nil {
+			return badInput("report --scenario: %v", err)
+		}
+		i := cmd.Int("stage") - 1
+		if i < 0 || i >= len(sc.Load.Stages) {
+			return badInput("report --stage %d: the scenario has stages 1–%d", i+1, len(sc.Load.Stages))
+		}
+		in = report.StageInput(sc, i)
+		arrival = sc.Load.Mode == workload.ModeArrivalRate
+	}
+	if _, err := os.Stat(path); err != nil {
+		return badInput("report --records: %v", err)
+	}
+	sum, err := metrics.SummarizeFile(path, in, arrival)
+	if err != nil {
+		return badInput("report --records: %v", err)
+	}
+	st := &report.StageReport{SchemaVersion: report.SchemaVersion, Tool: toolName(), Run: filepath.Base(path), Stage: 1, Stages: 1,
+		Mode: map[bool]string{true: "arrival_rate", false: "concurrency"}[arrival], SLO: in.SLO,
+		Cost: report.CostInputs{CostInputs: in.Cost}, Summary: sum}
+	out := cmd.Root().Writer
+	fmt.Fprintf(out, "%s\n\n%s", report.HeadlineLine([]*report.StageReport{st}), report.StageTable([]*report.StageReport{st}))
+	for _, w := range sum.Warnings {
+		fmt.Fprintln(out, "warning: "+w)
+	}
+	return nil
+}
+
+func msOf(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }

@@ -1,0 +1,92 @@
+package metrics
+
+// SLO verdicts.
+const (
+	SLOPass = "PASS"
+	SLOFail = "FAIL"
+	SLONA   = "N/A"
+)
+
+// SLOCheck is one limit of the SLO against its measured value.
+type SLOCheck struct {
+	Name  string   `json:"name"`
+	Limit float64  `json:"limit"`
+	Value *float64 `json:"value"` // null when unknown
+	Pass  *bool    `json:"pass"`  // null when unknown
+}
+
+// SLOResult: any known value over its limit ⇒ FAIL; else any unknown ⇒ N/A; else PASS.
+type SLOResult struct {
+	Verdict string     `json:"verdict"`
+	Checks  []SLOCheck `json:"checks"`
+}
+
+func judge(l SLOLimits, s *StageSummary) SLOResult {
+	var r SLOResult
+	check := func(name string, limit float64, known bool, value float64) {
+		c := SLOCheck{Name: name, Limit: limit}
+		if known {
+			v, pass := value, value <= limit
+			c.Value, c.Pass = &v, &pass
+		}
+		r.Checks = append(r.Checks, c)
+	}
+	check("ttft_p95_ms", l.TTFTP95Ms, s.TTFT.Known(), s.TTFT.P95)
+	check("itl_p95_ms", l.ITLP95Ms, s.ITL.Known(), s.ITL.P95)
+	check("error_rate", l.ErrorRateMax, s.ErrorRate.OK, s.ErrorRate.V)
+	r.Verdict = SLOPass
+	for _, c := range r.Checks {
+		if c.Pass != nil && !*c.Pass {
+			r.Verdict = SLOFail
+			return r
+		}
+	}
+	for _, c := range r.Checks {
+		if c.Pass == nil {
+			r.Verdict = SLONA
+		}
+	}
+	return r
+}
+
+// CostResult is the stage's cost at its measured throughput; absent when the throughput is 0.
+type CostResult struct {
+	USDPer1MOut   *float64 `json:"usd_per_1m_out"`
+	USDPer1KTurns *float64 `json:"usd_per_1k_turns"`
+	USDPerSession *float64 `json:"usd_per_session"`
+}
+
+// cost: $/1M out = price × GPUs ÷ (out tok/s × 3600) × 10⁶; $/1K turns = price × GPUs ÷ (req/s × 3600)
+// × 10³; $/session = $/1K turns ÷ 10³ × E[turns].
+func cost(in CostInputs, s *StageSummary) CostResult {
+	var c CostResult
+	hourly := in.GPUHourlyUSD * float64(max(in.GPUCount, 1))
+	if tps := s.Throughput.OutTokPerSec; tps > 0 {
+		v := hourly / (tps * 3600) * 1e6
+		c.USDPer1MOut = &v
+	}
+	if rps := s.Throughput.ReqPerSec; rps > 0 {
+		v := hourly / (rps * 3600) * 1e3
+		c.USDPer1KTurns = &v
+		if in.ExpectedTurns > 0 {
+			ps := v / 1e3 * in.ExpectedTurns
+			c.USDPerSession = &ps
+		}
+	}
+	return c
+}
+
+// Headline picks the complete, SLO-passing stage with the highest out tok/s (ties: the lower stage
+// number, i.e. the earlier index). It returns −1 when no stage qualifies.
+func Headline(stages []*StageSummary) int {
+	best := -1
+	for i, s := range stages {
+		if s == nil || s.Partial || s.SLO.Verdict != SLOPass {
+			continue
+		}
+		if best < 0 || s.Throughput.OutTokPerSec > stages[best].Throughput.OutTokPerSec {
+			best = i
+		}
+	}
+	return best
+}

@@ -1,0 +1,53 @@
+package metrics
+
+import (
+	"math"
+	"sort"
+)
+
+// Dist is a distribution's summary. Percentiles use linear interpolation between closest ranks (as
+// numpy's default): the p-th percentile of sorted x is x[h] interpolated at h = (n−1)·p/100.
+type Dist struct {
+	N    int     `json:"n"`
+	Mean float64 `json:"mean"`
+	Min  float64 `json:"min"`
+	Max  float64 `json:"max"`
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P95  float64 `json:"p95"`
+	P99  float64 `json:"p99"`
+}
+
+// Known reports whether the distribution has any value.
+func (d Dist) Known() bool { return d.N > 0 }
+
+// Percentile returns the p-th percentile (0–100) of sorted values, interpolated linearly.
+func Percentile(sorted []float64, p float64) float64 {
+	n := len(sorted)
+	switch {
+	case n == 0:
+		return math.NaN()
+	case n == 1:
+		return sorted[0]
+	}
+	h := float64(n-1) * p / 100
+	lo := int(math.Floor(h))
+	if lo >= n-1 {
+		return sorted[n-1]
+	}
+	return sorted[lo] + (h-float64(lo))*(sorted[lo+1]-sorted[lo])
+}
+
+// summarize sorts values in place and returns their summary (N = 0 for none).
+func summarize(values []float64) Dist {
+	if len(values) == 0 {
+		return Dist{}
+	}
+	sort.Float64s(values)
+	sum := 0.0
+	for _, v := range values {
+		sum += v
+	}
+	return Dist{N: len(values), Mean: sum / float64(len(values)), Min: values[0], Max: values[len(values)-1],
+		P50: Percentile(values, 50), P90: Percentile(values, 90), P95: Percentile(values, 95), P99: Percentile(values, 99)}
+}

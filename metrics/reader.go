@@ -1,0 +1,239 @@
+package metrics
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+)
+
+// maxRecordLine bounds one line of a records file (a record with ~500k inter-chunk gaps).
+const maxRecordLine = 64 << 20
+
+// rawRecord accepts both AIPerf styles: null values written (≤ 0.3) or left out (≥ 0.4), numbers
+// that should be integers written as floats, and keys it does not know.
+type rawRecord struct {
+	Metadata struct {
+		SessionNum         json.Number `json:"session_num"`
+		XRequestID         *string     `json:"x_request_id"`
+		XCorrelationID     *string     `json:"x_correlation_id"`
+		ConversationID     *string     `json:"conversation_id"`
+		TurnIndex          json.Number `json:"turn_index"`
+		CreditIssuedNs     json.Number `json:"credit_issued_ns"`
+		RequestStartNs     json.Number `json:"request_start_ns"`
+		RequestAckNs       json.Number `json:"request_ack_ns"`
+		RequestEndNs       json.Number `json:"request_end_ns"`
+		WorkerID           *string     `json:"worker_id"`
+		RecordProcessorID  *string     `json:"record_processor_id"`
+		BenchmarkPhase     *string     `json:"benchmark_phase"`
+		WasCancelled       *bool       `json:"was_cancelled"`
+		CancellationTimeNs json.Number `json:"cancellation_time_ns"`
+		IntendedStartNs    json.Number `json:"intended_start_ns"`
+		Persona            json.Number `json:"persona"`
+	} `json:"metadata"`
+	Metrics map[string]*struct {
+		Value json.RawMessage `json:"value"`
+		Unit  string          `json:"unit"`
+	} `json:"metrics"`
+	Error *struct {
+		Code    json.Number `json:"code"`
+		Type    *string     `json:"type"`
+		Message *string     `json:"message"`
+	} `json:"error"`
+}
+
+// ReadRecords calls fn for each record of a profile_export.jsonl, in file order. A line that is not a
+// record is an error naming its line number; blank lines are skipped.
+func ReadRecords(r io.Reader, fn func(*Record) error) error {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 256<<10), maxRecordLine)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := bytes.TrimSpace(sc.Bytes())
+		if len(text) == 0 {
+			continue
+		}
+		rec, err := ParseRecord(text)
+		if err != nil {
+			return fmt.Errorf("line %d: %w", line, err)
+		}
+		if err := fn(rec); err != nil {
+			return err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		if errors.Is(err, bufio.ErrTooLong) {
+			return fmt.Errorf("line %d: longer than %d bytes", line+1, maxRecordLine)
+		}
+		return fmt.Errorf("line %d: %w", line+1, err)
+	}
+	return nil
+}
+
+// ParseRecord reads one record line.
+func ParseRecord(line []byte) (*Record, error) {
+	var raw rawRecord
+	if err := json.Unmarshal(line, &raw); err != nil {
+		return nil, fmt.Errorf("not a JSON record: %v", err)
+	}
+	md := &raw.Metadata
+	rec := &Record{
+		XRequestID: deref(md.XRequestID), XCorrelationID: deref(md.XCorrelationID), ConversationID: deref(md.ConversationID),
+		WorkerID: deref(md.WorkerID), RecordProcessorID: deref(md.RecordProcessorID), BenchmarkPhase: deref(md.BenchmarkPhase),
+	}
+	var err error
+	num := func(key string, n json.Number) Opt[int64] {
+		if n == "" || err != nil {
+			return Opt[int64]{}
+		}
+		v, e := parseInt(string(n))
+		if e != nil {
+			err = fmt.Errorf("metadata.%s: %v", key, e)
+		}
+		return Opt[int64]{V: v, OK: e == nil}
+	}
+	rec.SessionNum = int(num("session_num", md.SessionNum).V)
+	rec.TurnIndex = int(num("turn_index", md.TurnIndex).V)
+	rec.CreditIssuedNs = num("credit_issued_ns", md.CreditIssuedNs).V
+	start := num("request_start_ns", md.RequestStartNs)
+	if !start.OK && err == nil {
+		return nil, errors.New("metadata.request_start_ns is missing")
+	}
+	rec.RequestStartNs = start.V
+	rec.RequestAckNs = num("request_ack_ns", md.RequestAckNs)
+	rec.RequestEndNs = num("request_end_ns", md.RequestEndNs)
+	rec.CancellationTimeNs = num("cancellation_time_ns", md.CancellationTimeNs)
+	rec.IntendedStartNs = num("intended_start_ns", md.IntendedStartNs)
+	if p := num("persona", md.Persona); p.OK {
+		rec.Persona = Some(int(p.V))
+	}
+	if md.WasCancelled != nil {
+		rec.WasCancelled = *md.WasCancelled
+	}
+	if err != nil {
+		return nil, err
+	}
+	for tag, m := range raw.Metrics {
+		if m == nil || len(m.Value) == 0 || string(m.Value) == "null" {
+			continue
+		}
+		if err := rec.setMetric(tag, m.Value); err != nil {
+			return nil, fmt.Errorf("metrics.%s: %v", tag, err)
+		}
+	}
+	if e := raw.Error; e != nil {
+		rec.Error = &RecordError{Type: deref(e.Type), Message: deref(e.Message)}
+		if e.Code != "" {
+			if c, err := parseInt(string(e.Code)); err == nil {
+				rec.Error.Code = Some(int(c))
+			}
+		}
+	}
+	return rec, nil
+}
+
+func (r *Record) setMetric(tag string, raw json.RawMessage) error {
+	if tag == "inter_chunk_latency" {
+		gaps, err := parseFloatArray(raw)
+		r.InterChunkLatency = gaps
+		return err
+	}
+	f, err := strconv.ParseFloat(string(raw), 64)
+	if err != nil {
+		return err
+	}
+	ms := Some(f)
+	tokens := Some(int(math.Round(f)))
+	switch tag {
+	case "time_to_first_token":
+		r.TTFT = ms
+	case "time_to_second_token":
+		r.TTST = ms
+	case "time_to_first_output_token":
+		r.TTFO = ms
+	case "request_latency":
+		r.RequestLatency = ms
+	case "inter_token_latency":
+		r.InterTokenLatency = ms
+	case "output_token_throughput_per_user":
+		r.ThroughputPerUser = ms
+	case "input_sequence_length":
+		r.InputSequenceLength = tokens
+	case "output_token_count":
+		r.OutputTokenCount = tokens
+	case "reasoning_token_count":
+		r.ReasoningTokenCount = tokens
+	case "output_sequence_length":
+		r.OutputSequenceLength = tokens
+	case "usage_prompt_tokens":
+		r.UsagePromptTokens = tokens
+	case "usage_completion_tokens":
+		r.UsageCompletionTokens = tokens
+	case "usage_total_tokens":
+		r.UsageTotalTokens = tokens
+	case "usage_prompt_cache_read_tokens":
+		r.UsageCachedTokens = tokens
+	case "error_isl":
+		r.ErrorISL = tokens
+	}
+	// Other tags (AIPerf's prefill_throughput and friends) are not needed: they are ignored.
+	return nil
+}
+
+// parseFloatArray reads a JSON array of numbers without encoding/json's reflection: the gaps are most
+// of a record's bytes.
+func parseFloatArray(raw []byte) ([]float64, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) < 2 || raw[0] != '[' || raw[len(raw)-1] != ']' {
+		f, err := strconv.ParseFloat(string(raw), 64) // a scalar where a list was expected
+		if err != nil {
+			return nil, fmt.Errorf("not a list of numbers")
+		}
+		return []float64{f}, nil
+	}
+	body := raw[1 : len(raw)-1]
+	out := make([]float64, 0, bytes.Count(body, []byte{','})+1)
+	for len(body) > 0 {
+		i := bytes.IndexByte(body, ',')
+		item := body
+		if i >= 0 {
+			item, body = body[:i], body[i+1:]
+		} else {
+			body = nil
+		}
+		item = bytes.TrimSpace(item)
+		if len(item) == 0 {
+			continue
+		}
+		f, err := strconv.ParseFloat(string(item), 64)
+		if err != nil {
+			return nil, fmt.Errorf("list item %q is not a number", item)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// parseInt reads an integer that may be written as a float (1.762e18, 3.0).
+func parseInt(s string) (int64, error) {
+	if v, err := strconv.ParseInt(s, 10, 64); err == nil {
+		return v, nil
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0, fmt.Errorf("%q is not a number", s)
+	}
+	return int64(f), nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}

@@ -1,0 +1,96 @@
+package metrics
+
+import (
+	"bytes"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestRoundTrip(t *testing.T) {
+	recs := []*Record{sampleRecord()}
+	cancelled := sampleRecord()
+	cancelled.TTFT, cancelled.TTST, cancelled.RequestLatency, cancelled.InterChunkLatency = Opt[float64]{}, Opt[float64]{}, Opt[float64]{}, nil
+	cancelled.OutputSequenceLength, cancelled.InputSequenceLength = Opt[int]{}, Opt[int]{}
+	cancelled.WasCancelled, cancelled.CancellationTimeNs, cancelled.ErrorISL = true, Some(int64(7)), Some(3)
+	cancelled.Error = &RecordError{Code: Some(499), Type: ErrTypeCancelled, Message: "x"}
+	recs = append(recs, cancelled)
+	var buf bytes.Buffer
+	for _, r := range recs {
+		buf.Write(r.AppendJSON(nil))
+		buf.WriteByte('\n')
+	}
+	var got []*Record
+	if err := ReadRecords(&buf, func(r *Record) error { got = append(got, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(recs, got); diff != "" {
+		t.Fatalf("round trip (-wrote +read):\n%s", diff)
+	}
+}
+
+// TestReadsAIPerfFixtures: the real AIPerf files in testdata (copied from the AIPerf repository,
+// Apache-2.0; see testdata/README.md) read, and each record's TTFT, latency and ITL follow from its own
+// timestamps and gaps.
+func TestReadsAIPerfFixtures(t *testing.T) {
+	f, err := os.Open("testdata/aiperf_profile_export.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	n := 0
+	err = ReadRecords(f, func(r *Record) error {
+		n++
+		if r.RequestLatency.V <= 0 || !r.TTFT.OK || len(r.InterChunkLatency) == 0 || r.OutputSequenceLength.V != 200 {
+			t.Errorf("record %d: %+v", n, r)
+			return nil
+		}
+		sum := r.TTFT.V
+		for _, g := range r.InterChunkLatency {
+			sum += g
+		}
+		if d := sum - r.RequestLatency.V; d > 1e-6 || d < -1e-6 {
+			t.Errorf("record %d: TTFT + gaps = %v, latency %v", n, sum, r.RequestLatency.V)
+		}
+		// AIPerf's per-request ITL is (latency − TTFT) ÷ (OSL − 1).
+		itl := (r.RequestLatency.V - r.TTFT.V) / float64(r.OutputSequenceLength.V-1)
+		if d := itl - r.InterTokenLatency.V; d > 1e-9 || d < -1e-9 {
+			t.Errorf("record %d: ITL %v, from its own numbers %v", n, r.InterTokenLatency.V, itl)
+		}
+		if r.RequestEndNs.V-r.RequestStartNs <= 0 || r.BenchmarkPhase != PhaseProfiling {
+			t.Errorf("record %d: times %+v", n, r)
+		}
+		return nil
+	})
+	if err != nil || n != 10 {
+		t.Fatalf("%d records: %v", n, err)
+	}
+	docs, _ := os.ReadFile("testdata/aiperf_docs_examples.jsonl")
+	var got []*Record
+	if err := ReadRecords(bytes.NewReader(docs), func(r *Record) error { got = append(got, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || !got[1].WasCancelled || got[1].Error == nil || got[1].Error.Code.V != 499 || !got[0].TTFT.OK {
+		t.Fatalf("docs examples: %+v %+v", got[0], got[1])
+	}
+}
+
+func TestReadErrorsNameTheLine(t *testing.T) {
+	in := sampleLine() + "\n\nnot json\n"
+	err := ReadRecords(strings.NewReader(in), func(*Record) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "line 3") {
+		t.Fatalf("%v", err)
+	}
+}
+
+func sampleLine() string { return string(sampleRecord().AppendJSON(nil)) }
+
+func FuzzParseRecord(f *testing.F) {
+	f.Add([]byte(sampleLine()))
+	f.Add([]byte(`{"metadata":{"request_start_ns":1.5e18,"x_request_id":null},"metrics":{"inter_chunk_latency":{"value":[1,2,"x"]}}}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		_, _ = ParseRecord(line)
+	})
+}

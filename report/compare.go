@@ -1,0 +1,71 @@
+package report
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// Run is one results directory's stages, for comparison.
+type Run struct {
+	Dir    string
+	Name   string // the directory's base name
+	Stages []*StageReport
+}
+
+// LoadRuns reads stage.json of every stage of each directory.
+func LoadRuns(dirs []string) ([]Run, error) {
+	var runs []Run
+	for _, d := range dirs {
+		stages, err := ReadRun(d)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, Run{Dir: d, Name: filepath.Base(filepath.Clean(d)), Stages: stages})
+	}
+	return runs, nil
+}
+
+// WorkloadWarnings says where the same stage number ran a different dataset in different runs: then
+// the runs did not measure the same workload, and their numbers do not compare directly.
+func WorkloadWarnings(runs []Run) []string {
+	var out []string
+	first := map[int]struct{ run, sha string }{}
+	for _, r := range runs {
+		for _, s := range r.Stages {
+			f, seen := first[s.Stage]
+			switch {
+			case !seen:
+				first[s.Stage] = struct{ run, sha string }{r.Name, s.DatasetSHA256}
+			case f.sha != s.DatasetSHA256:
+				out = append(out, fmt.Sprintf("workload differs: stage %02d of %s ran dataset %.12s…, of %s %.12s…", s.Stage, f.run, f.sha, r.Name, s.DatasetSHA256))
+			}
+		}
+	}
+	return out
+}
+
+// Comparison is the text `plload report` prints: warnings, each run's headline, one table of all stages.
+func Comparison(runs []Run) string {
+	var b strings.Builder
+	for _, w := range WorkloadWarnings(runs) {
+		b.WriteString("warning: " + w + "\n")
+	}
+	if b.Len() > 0 {
+		b.WriteString("\n")
+	}
+	var all []*StageReport
+	for _, r := range runs {
+		fmt.Fprintf(&b, "%s: %s\n", r.Name, HeadlineLine(r.Stages))
+		all = append(all, r.Stages...)
+	}
+	c := columnsFor(all, len(runs) > 1)
+	var rows [][]string
+	for _, r := range runs {
+		for _, s := range r.Stages {
+			rows = append(rows, c.row(s, r.Name))
+		}
+	}
+	b.WriteString("\n" + markdownTable(c.header(), rows))
+	return b.String()
+}

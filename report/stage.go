@@ -1,0 +1,133 @@
+// Package report turns stage summaries into the files people read and compare: stage_NN/stage.json,
+// report.json and report.md, the cross-run table of `plload report`, and the handoff work order.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/workload"
+)
+
+// SchemaVersion is the version of stage.json and report.json. It changes when a field changes meaning
+// or goes away; new fields do not change it.
+const SchemaVersion = 1
+
+// StageReport is stage_NN/stage.json: everything `plload report` needs about one stage, so it works
+// when the request records were deleted (output.record_requests: false).
+type StageReport struct {
+	SchemaVersion  int                   `json:"schema_version"`
+	Tool           string                `json:"tool"`
+	Run            string                `json:"run"` // the scenario's name
+	Stage          int                   `json:"stage"`
+	Stages         int                   `json:"stages"`
+	Mode           string                `json:"mode"`
+	Concurrency    int                   `json:"concurrency,omitempty"`
+	SessionsPerSec float64               `json:"sessions_per_sec,omitempty"`
+	MaxConcurrency int                   `json:"max_concurrency,omitempty"`
+	Warmup         string                `json:"warmup"`
+	Duration       string                `json:"duration"`
+	DatasetSHA256  string                `json:"dataset_sha256"`
+	Target         Target                `json:"target"`
+	SLO            metrics.SLOLimits     `json:"slo"`
+	Cost           CostInputs            `json:"cost"`
+	Partial        bool                  `json:"partial"`
+	RecordsKept    bool                  `json:"records_kept"`
+	Engine         EngineCounts          `json:"engine"`
+	Summary        *metrics.StageSummary `json:"summary"`
+}
+
+// Target is the server a stage ran against (no secrets).
+type Target struct {
+	BaseURL        string `json:"base_url"`
+	Model          string `json:"model"`
+	Endpoint       string `json:"endpoint"`
+	MaxTokensField string `json:"max_tokens_field"`
+}
+
+// CostInputs are the cost inputs as the scenario gave them.
+type CostInputs struct {
+	metrics.CostInputs
+	Label string `json:"label,omitempty"`
+}
+
+// EngineCounts are the load generator's own tallies for the stage.
+type EngineCounts struct {
+	Issued     int `json:"issued"`
+	Sessions   int `json:"sessions"`
+	Reused     int `json:"reused_sessions"`
+	NotStarted int `json:"never_started"`
+}
+
+// StageInput is the metrics input for stage i (0-based) of a scenario.
+func StageInput(sc *workload.Scenario, i int) metrics.StageInput {
+	st := sc.Load.Stages[i]
+	return metrics.StageInput{
+		Warmup: st.Warmup.D(), Duration: st.Duration.D(), NeverStarted: -1,
+		SLO: metrics.SLOLimits{TTFTP95Ms: ms(sc.SLO.TTFTP95), ITLP95Ms: ms(sc.SLO.ITLP95), ErrorRateMax: sc.SLO.ErrorRateMax},
+		Cost: metrics.CostInputs{GPUHourlyUSD: sc.Cost.GPUHourlyUSD, GPUCount: sc.Cost.GPUCount,
+			ExpectedTurns: sc.Session.Turns.MeanInt()},
+	}
+}
+
+func ms(d workload.Duration) float64 { return float64(d.D().Nanoseconds()) / 1e6 }
+
+// NewStageReport wraps a summary with the stage's context from the scenario.
+func NewStageReport(tool string, sc *workload.Scenario, i int, sha string, sum *metrics.StageSummary, eng EngineCounts) *StageReport {
+	st := sc.Load.Stages[i]
+	in := StageInput(sc, i)
+	return &StageReport{
+		SchemaVersion: SchemaVersion, Tool: tool, Run: sc.Name, Stage: i + 1, Stages: len(sc.Load.Stages),
+		Mode: sc.Load.Mode, Concurrency: st.Concurrency, SessionsPerSec: st.SessionsPerSec, MaxConcurrency: st.MaxConcurrency,
+		Warmup: st.Warmup.String(), Duration: st.Duration.String(), DatasetSHA256: sha,
+		Target: Target{BaseURL: sc.Masked().Target.BaseURL, Model: sc.Target.Model, Endpoint: sc.Target.Endpoint,
+			MaxTokensField: sc.Target.MaxTokensField},
+		SLO: in.SLO, Cost: CostInputs{CostInputs: in.Cost, Label: sc.Cost.Label},
+		Partial: sum.Partial, RecordsKept: sc.Output.RecordRequests, Engine: eng, Summary: sum,
+	}
+}
+
+// Write writes stage.json into dir (atomically).
+func (r *StageReport) Write(dir string) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return metrics.WriteFileAtomic(filepath.Join(dir, "stage.json"), append(data, '\n'))
+}
+
+// ReadStage reads a stage.json, refusing a schema it does not know.
+func ReadStage(path string) (*StageReport, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r StageReport
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("%s: not a stage.json: %v", path, err)
+	}
+	if r.SchemaVersion != SchemaVersion || r.Summary == nil {
+		return nil, fmt.Errorf("%s: schema_version %d; this plload reads %d", path, r.SchemaVersion, SchemaVersion)
+	}
+	return &r, nil
+}
+
+// ReadRun reads every stage_NN/stage.json of a results directory, in stage order.
+func ReadRun(dir string) ([]*StageReport, error) {
+	paths, _ := filepath.Glob(filepath.Join(dir, "stage_*", "stage.json"))
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("%s: no stage_NN/stage.json (is it a plload results directory?)", dir)
+	}
+	var out []*StageReport
+	for _, p := range paths {
+		r, err := ReadStage(p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
