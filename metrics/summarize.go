@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"time"
@@ -13,7 +14,7 @@ import (
 func SummarizeFile(path string, in StageInput, arrivalRate bool) (*StageSummary, error) {
 	if !in.T0Ns.OK || in.Duration == 0 {
 		f := T0Finder{ArrivalRate: arrivalRate}
-		if err := eachRecord(path, func(r *Record) error { f.Add(r); return nil }); err != nil {
+		if err := scanFile(path, &f); err != nil {
 			return nil, err
 		}
 		if !in.T0Ns.OK {
@@ -24,19 +25,33 @@ func SummarizeFile(path string, in StageInput, arrivalRate bool) (*StageSummary,
 		}
 	}
 	s := NewStage(in)
-	if err := eachRecord(path, func(r *Record) error { s.Add(r); return nil }); err != nil {
+	f, err := os.Open(path)
+	if err != nil {
 		return nil, err
+	}
+	defer f.Close()
+	if err := readRecordsParallel(f, s.Add); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return s.Summary(), nil
 }
 
-func eachRecord(path string, fn func(*Record) error) error {
-	f, err := os.Open(path)
+// scanFile is the cheap first pass: t0 and the last end time, from a few fields of each line. A line
+// it cannot read is left to the full pass, which names it.
+func scanFile(path string, f *T0Finder) error {
+	file, err := os.Open(path)
 	if err != nil {
 		return err
 	}
-	defer f.Close()
-	if err := ReadRecords(f, fn); err != nil {
+	defer file.Close()
+	sc := bufio.NewScanner(file)
+	sc.Buffer(make([]byte, 0, 256<<10), maxRecordLine)
+	for sc.Scan() {
+		if r, ok := scanTimes(sc.Bytes()); ok {
+			f.Add(&r)
+		}
+	}
+	if err := sc.Err(); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
