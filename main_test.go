@@ -83,6 +83,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"report", "--records", "no/such.jsonl"}, 2, "no such file"},
 		{[]string{"run", "no/such.yaml"}, 2, "cannot read the scenario file"},
 		{[]string{"version"}, 0, ""},
+		{[]string{"report", "--records", "metrics/testdata/aiperf_profile_export.jsonl", "--ttft-p95", "100ms", "--itl-p95", "30ms", "--gpu-hourly-usd", "2"}, 0, "**Headline**: stage 01:"},
 	}
 	for _, tc := range cases {
 		code, out, errOut := plload(t, tc.args...)
