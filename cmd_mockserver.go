@@ -37,6 +37,7 @@ func mockserverCommand() *cli.Command {
 			&cli.Float64Flag{Name: "jitter", Usage: "scale each TTFT and gap by 1 + jitter·u, u uniform in [−1, 1]"},
 			&cli.DurationFlag{Name: "prefill-per-token", Usage: "extra TTFT per prompt token not in the prefix cache"},
 			&cli.IntFlag{Name: "max-concurrency", Usage: "request slots; beyond them requests queue (0 = unlimited)"},
+			&cli.BoolFlag{Name: "send-times", Usage: "put a `: sent_ns=<epoch ns>` comment line before every token chunk (the self-test uses it)"},
 			&cli.BoolFlag{Name: "busy-poll", Usage: "keep a core busy while streaming so chunks leave within microseconds of schedule, not up to ~1 ms late"},
 			&cli.IntFlag{Name: "cache-capacity", Value: d.CacheCapacity, Usage: "prefix cache size in tokens (0 = off)"},
 			&cli.IntFlag{Name: "cache-block", Value: d.CacheBlock, Usage: "prefix cache block size in tokens"},
@@ -68,6 +69,7 @@ func mockserverCommand() *cli.Command {
 			cfg.PrefillPerToken = cmd.Duration("prefill-per-token")
 			cfg.MaxConcurrency = cmd.Int("max-concurrency")
 			cfg.BusyPoll = cmd.Bool("busy-poll")
+			cfg.SendTimes = cmd.Bool("send-times")
 			cfg.CacheCapacity = cmd.Int("cache-capacity")
 			cfg.CacheBlock = cmd.Int("cache-block")
 			cfg.CacheTTFTFactor = cmd.Float64("cache-ttft-factor")

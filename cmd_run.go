@@ -146,6 +146,7 @@ func summarizeStage(sc *workload.Scenario, w *workload.Workload, r engine.StageR
 	if sc.Load.Mode == workload.ModeArrivalRate {
 		in.NeverStarted = r.NotStarted
 	}
+	in.Warnings = append(in.Warnings, r.Injector.Warnings()...)
 	if r.Reused > 0 {
 		in.Warnings = append(in.Warnings, fmt.Sprintf("dataset reuse: the pool of %d sessions ran dry and %d sessions were reused (raise load.session_pool_factor or sessions)", len(w.Stages[i].Sessions), r.Reused))
 	}
@@ -158,6 +159,7 @@ func summarizeStage(sc *workload.Scenario, w *workload.Workload, r engine.StageR
 	}
 	st := report.NewStageReport(toolName(), sc, i, w.Stages[i].SHA256, sum,
 		report.EngineCounts{Issued: r.Issued, Sessions: r.Sessions, Reused: r.Reused, NotStarted: r.NotStarted})
+	st.Injector = r.Injector
 	return st, st.Write(r.Dir)
 }
 

@@ -78,23 +78,9 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			runCommand(),
 			validateCommand(),
 			mockserverCommand(),
-			notBuiltCommand("selftest", "[flags]", "check the injector against the mock with an exact schedule"),
+			selftestCommand(),
 			reportCommand(),
 			versionCommand(),
-		},
-	}
-}
-
-// notBuiltCommand stands for a command of the command tree that this build does not have yet.
-func notBuiltCommand(name, args, usage string) *cli.Command {
-	return &cli.Command{
-		Name:      name,
-		Usage:     usage + " (not built yet)",
-		ArgsUsage: args,
-		Description: "This command is part of plload's command tree but is not built in this version.\n" +
-			"It exits with code 2 and sends no traffic.",
-		Action: func(context.Context, *cli.Command) error {
-			return badInput("%s is not built yet in this version of plload", name)
 		},
 	}
 }

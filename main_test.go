@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -77,7 +78,8 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"mockserver", "--tps", "0"}, 2, "--tps 0: accepted: tokens per second"},
 		{[]string{"mockserver", "--error-rate", "0.7", "--cut-rate", "0.5"}, 2, "add up to 1.2"},
 		{[]string{"mockserver", "extra"}, 2, "takes no arguments"},
-		{[]string{"selftest"}, 2, "not built yet"},
+		{[]string{"selftest", "--ladder", "1,x"}, 2, "accepted: positive whole numbers"},
+		{[]string{"selftest", "--tokens", "1"}, 2, "--tokens ≥ 2"},
 		{[]string{"report", "results/x"}, 2, "no stage_NN/stage.json"},
 		{[]string{"report"}, 2, "expected one or more results directories"},
 		{[]string{"report", "--records", "no/such.jsonl"}, 2, "no such file"},
@@ -266,6 +268,30 @@ func TestInterruptExits130(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(filepath.Dir(filepath.Dir(dirs[0])), "stage_02")); !os.IsNotExist(err) {
 		t.Fatal("stage 2 ran after the interrupt")
+	}
+}
+
+func TestSelftestCommand(t *testing.T) {
+	code, out, errOut := plload(t, "selftest", "--in-process", "--ladder", "2", "--ttft", "20ms", "--itl", "10ms", "--tokens", "5",
+		"--warmup", "100ms", "--duration", "600ms", "--bound", "1s", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	var res struct {
+		Steps []struct {
+			Concurrency int  `json:"concurrency"`
+			Pass        bool `json:"pass"`
+		} `json:"steps"`
+		Conclusion string `json:"conclusion"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Steps) != 1 || !res.Steps[0].Pass ||
+		!strings.Contains(res.Conclusion, "up to 2 concurrent streams") {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	code, _, errOut = plload(t, "selftest", "--in-process", "--ladder", "1", "--ttft", "20ms", "--itl", "10ms", "--tokens", "5",
+		"--warmup", "100ms", "--duration", "400ms", "--bound", "1ns")
+	if code != 1 || !strings.Contains(errOut, "broke the ±1ns bound") {
+		t.Fatalf("a broken bound must exit 1: %d %s", code, errOut)
 	}
 }
 

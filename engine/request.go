@@ -118,6 +118,9 @@ func (s *stageRun) readStream(ctx, reqCtx context.Context, ex *exchange, body io
 			break
 		}
 		if ev.IsToken() {
+			if s.cfg.OnTokenEvent != nil {
+				s.cfg.OnTokenEvent(&ev)
+			}
 			tokens = append(tokens, ev.At)
 			if ev.Reasoning != "" {
 				reasoning++

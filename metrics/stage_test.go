@@ -263,3 +263,38 @@ func TestITLSwitchesToHDR(t *testing.T) {
 		}
 	}
 }
+
+func TestInjectorWarnings(t *testing.T) {
+	calm := InjectorHealth{CPUPercent: 50, Cores: 2, SchedLatencyP99Ms: 0.2, GCPauseTotalMs: 3}
+	if w := calm.Warnings(); len(w) != 0 {
+		t.Fatalf("a calm injector warned: %v", w)
+	}
+	busy := InjectorHealth{CPUPercent: 170, Cores: 2, SchedLatencyP99Ms: 4, GCPauseTotalMs: 250}
+	w := strings.Join(busy.Warnings(), "\n")
+	for _, want := range []string{"injector CPU 170% of 2 core(s) (> 160%)", "scheduler latency p99 4.00 ms", "GC paused 250 ms"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warnings lack %q:\n%s", want, w)
+		}
+	}
+}
+
+// BenchmarkStageAdd: the stage computation's cost per record (64 chunks), summary included.
+func BenchmarkStageAdd(b *testing.B) {
+	gaps := make([]float64, 63)
+	for i := range gaps {
+		gaps[i] = 20 + float64(i%7)
+	}
+	recs := make([]*Record, 1000)
+	for i := range recs {
+		recs[i] = ok(2+float64(i)/200, 100+float64(i%50), gaps, 64)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		s := NewStage(input())
+		for _, r := range recs {
+			s.Add(r)
+		}
+		s.Summary()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(recs)), "ns/record")
+}

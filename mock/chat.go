@@ -47,6 +47,7 @@ type exchange struct {
 	req       request
 	plan      plan
 	arrival   time.Time
+	admitted  time.Time // when prefill may begin: the arrival, or the end of a wait for a slot
 	maxTokens int
 	prompt    int // prompt tokens
 	cached    int // of which found in the prefix cache
@@ -101,7 +102,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind endpoint) {
 	s.metrics.cacheQueries.Add(float64(x.prompt))
 	s.metrics.cacheHits.Add(float64(x.cached))
 
-	if !s.admit(r) {
+	var ok bool
+	if x.admitted, ok = s.admit(r, x.arrival); !ok {
 		return
 	}
 	defer s.release()
@@ -153,24 +155,32 @@ func (x *exchange) promptTokens() ([]uint, error) {
 	return ids, nil
 }
 
-// admit waits for a slot (with --max-concurrency) and counts the request as running. False: the client
-// left or the server is stopping.
-func (s *Server) admit(r *http.Request) bool {
+// admit takes a slot (with --max-concurrency) and counts the request as running. It returns when
+// prefill may begin: the request's arrival when a slot was free — so parsing and tokenizing the
+// request never add to its TTFT — or the moment a queued request got its slot. False: the client left
+// or the server is stopping.
+func (s *Server) admit(r *http.Request, arrival time.Time) (time.Time, bool) {
+	start := arrival
 	if s.slots != nil {
-		s.metrics.waiting.Inc()
 		select {
 		case s.slots <- struct{}{}:
-			s.metrics.waiting.Dec()
-		case <-r.Context().Done():
-			s.metrics.waiting.Dec()
-			return false
-		case <-s.stop:
-			s.metrics.waiting.Dec()
-			return false
+		default:
+			s.metrics.waiting.Inc()
+			select {
+			case s.slots <- struct{}{}:
+				start = time.Now()
+				s.metrics.waiting.Dec()
+			case <-r.Context().Done():
+				s.metrics.waiting.Dec()
+				return start, false
+			case <-s.stop:
+				s.metrics.waiting.Dec()
+				return start, false
+			}
 		}
 	}
 	s.metrics.running.Inc()
-	return true
+	return start, true
 }
 
 func (s *Server) release() {
@@ -243,8 +253,8 @@ func (x *exchange) usageJSON() string {
 }
 
 // stream answers with server-sent events, one token per chunk, each sent at its scheduled time:
-// first token at admission + TTFT, then one every 1/TPS, all computed from the admission time so
-// lateness never accumulates.
+// first token at admission + TTFT, then one every 1/TPS, all computed from the admission time (the
+// request's arrival when a slot was free) so lateness never accumulates.
 func (x *exchange) stream() {
 	s, p := x.s, &x.plan
 	rc := http.NewResponseController(x.w)
@@ -252,7 +262,7 @@ func (x *exchange) stream() {
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-cache")
 	x.w.WriteHeader(http.StatusOK)
-	start := time.Now()
+	start := x.admitted
 
 	object, open := `"chat.completion.chunk"`, `"delta":`
 	if x.kind == completionsEndpoint {
@@ -261,7 +271,13 @@ func (x *exchange) stream() {
 	prefix := `data: {"id":"chatcmpl-` + x.id + `","object":` + object + `,"created":` + x.created + `,"model":` + x.model + `,"choices":[{"index":0,`
 	buf := make([]byte, 0, 256)
 	send := func(parts ...string) bool {
-		buf = append(buf[:0], prefix...)
+		buf = buf[:0]
+		if s.cfg.SendTimes {
+			buf = append(buf, ": sent_ns="...)
+			buf = strconv.AppendInt(buf, time.Now().UnixNano(), 10)
+			buf = append(buf, '\n')
+		}
+		buf = append(buf, prefix...)
 		for _, part := range parts {
 			buf = append(buf, part...)
 		}
@@ -346,7 +362,7 @@ func (x *exchange) complete() {
 	result := string(p.outcome)
 	defer func() { s.metrics.requests.WithLabelValues(result).Inc() }()
 	total := p.reasoning + p.content
-	done := time.Now().Add(x.firstTokenDelay())
+	done := x.admitted.Add(x.firstTokenDelay())
 	for i := 1; i < total; i++ {
 		done = done.Add(time.Duration(p.jittered(float64(s.cfg.Gap()), s.cfg.Jitter)))
 	}

@@ -28,6 +28,10 @@ type Config struct {
 	// are whole milliseconds on Linux. It cuts send lateness from about 1 ms to microseconds at the
 	// price of one busy core; use it when the mock has a core of its own (the self-test does).
 	BusyPoll bool
+	// SendTimes puts a comment line `: sent_ns=<epoch ns>` before every token chunk: the wall-clock
+	// time of the write. The self-test subtracts it from the client's receive time, which isolates the
+	// client's own delay from the server's lateness (both clocks are this machine's CLOCK_REALTIME).
+	SendTimes bool
 
 	// CacheCapacity is the prefix cache's size in tokens (0 turns the cache off).
 	CacheCapacity int

@@ -143,3 +143,15 @@ func (c *latenessCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstSummary(c.desc, count, sum, q)
 	ch <- prometheus.MustNewConstMetric(c.maxDesc, prometheus.GaugeValue, maxV)
 }
+
+// LatenessSince returns the send lateness since the last reset, and starts a new window when reset.
+func (s *Server) LatenessSince(reset bool) LatenessStats {
+	l := s.metrics.lateness
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := statsOf(l.since)
+	if reset {
+		l.since.Reset()
+	}
+	return st
+}

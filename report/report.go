@@ -92,6 +92,7 @@ func (r *Report) Markdown(sc *workload.Scenario) string {
 		}
 	}
 	b.WriteString(errorsSection(r.Stages))
+	b.WriteString(injectorSection(r.Stages))
 	b.WriteString(methodSection(r, sc))
 	return b.String()
 }
@@ -117,6 +118,28 @@ func errorsSection(stages []*StageReport) string {
 		return ""
 	}
 	return "\n## Errors by kind\n\n" + b.String()
+}
+
+// injectorSection shows how hard plload itself worked, stage by stage: the evidence that the client
+// was not the bottleneck (thresholds: metrics.InjectorCPUWarnShare, InjectorSchedWarnMs).
+func injectorSection(stages []*StageReport) string {
+	var b strings.Builder
+	b.WriteString("\n## Injector health\n\n| stage | client CPU | scheduler latency p99 | GC pauses | think lag p99 | start lag p99 |\n| --- | --- | --- | --- | --- | --- |\n")
+	for _, s := range stages {
+		h := s.Injector
+		fmt.Fprintf(&b, "| %02d | %.0f%% of %d core(s) | %.2f ms | %.1f ms | %s | %s |\n", s.Stage, h.CPUPercent, h.Cores,
+			h.SchedLatencyP99Ms, h.GCPauseTotalMs, lagText(s.Summary.ThinkLag), lagText(s.Summary.StartLag))
+	}
+	fmt.Fprintf(&b, "\nA warning is raised when the client's CPU passes %.0f%% of its cores or its scheduler latency p99 passes %.0f ms: then its own timestamps may be late. With the bundled mock in-process, the CPU figure includes the mock's.\n",
+		100*metrics.InjectorCPUWarnShare, metrics.InjectorSchedWarnMs)
+	return b.String()
+}
+
+func lagText(d metrics.Dist) string {
+	if !d.Known() {
+		return "N/A"
+	}
+	return fmt.Sprintf("%.2f ms", d.P99)
 }
 
 func methodSection(r *Report, sc *workload.Scenario) string {

@@ -74,7 +74,9 @@ func goldenStages(t *testing.T) (*workload.Scenario, []*StageReport) {
 				CancellationTimeNs: metrics.Some(t0 + 12e9), Error: &metrics.RecordError{Code: metrics.Some(499), Type: metrics.ErrTypeCancelled, Message: "cancelled"}})
 		}
 		sha := strings.Repeat(string(rune('a'+i)), 64)
-		out = append(out, NewStageReport("plload test", sc, i, sha, st.Summary(), EngineCounts{Issued: 4 + 2*i, Sessions: 2}))
+		rep := NewStageReport("plload test", sc, i, sha, st.Summary(), EngineCounts{Issued: 4 + 2*i, Sessions: 2})
+		rep.Injector = metrics.InjectorHealth{CPUPercent: 35 + 10*float64(i), Cores: 2, SchedLatencyP99Ms: 0.26, GCPauseTotalMs: 1.5}
+		out = append(out, rep)
 	}
 	return sc, out
 }

@@ -19,25 +19,26 @@ const SchemaVersion = 1
 // StageReport is stage_NN/stage.json: everything `plload report` needs about one stage, so it works
 // when the request records were deleted (output.record_requests: false).
 type StageReport struct {
-	SchemaVersion  int                   `json:"schema_version"`
-	Tool           string                `json:"tool"`
-	Run            string                `json:"run"` // the scenario's name
-	Stage          int                   `json:"stage"`
-	Stages         int                   `json:"stages"`
-	Mode           string                `json:"mode"`
-	Concurrency    int                   `json:"concurrency,omitempty"`
-	SessionsPerSec float64               `json:"sessions_per_sec,omitempty"`
-	MaxConcurrency int                   `json:"max_concurrency,omitempty"`
-	Warmup         string                `json:"warmup"`
-	Duration       string                `json:"duration"`
-	DatasetSHA256  string                `json:"dataset_sha256"`
-	Target         Target                `json:"target"`
-	SLO            metrics.SLOLimits     `json:"slo"`
-	Cost           CostInputs            `json:"cost"`
-	Partial        bool                  `json:"partial"`
-	RecordsKept    bool                  `json:"records_kept"`
-	Engine         EngineCounts          `json:"engine"`
-	Summary        *metrics.StageSummary `json:"summary"`
+	SchemaVersion  int                    `json:"schema_version"`
+	Tool           string                 `json:"tool"`
+	Run            string                 `json:"run"` // the scenario's name
+	Stage          int                    `json:"stage"`
+	Stages         int                    `json:"stages"`
+	Mode           string                 `json:"mode"`
+	Concurrency    int                    `json:"concurrency,omitempty"`
+	SessionsPerSec float64                `json:"sessions_per_sec,omitempty"`
+	MaxConcurrency int                    `json:"max_concurrency,omitempty"`
+	Warmup         string                 `json:"warmup"`
+	Duration       string                 `json:"duration"`
+	DatasetSHA256  string                 `json:"dataset_sha256"`
+	Target         Target                 `json:"target"`
+	SLO            metrics.SLOLimits      `json:"slo"`
+	Cost           CostInputs             `json:"cost"`
+	Partial        bool                   `json:"partial"`
+	RecordsKept    bool                   `json:"records_kept"`
+	Engine         EngineCounts           `json:"engine"`
+	Injector       metrics.InjectorHealth `json:"injector"`
+	Summary        *metrics.StageSummary  `json:"summary"`
 }
 
 // Target is the server a stage ran against (no secrets).

@@ -41,6 +41,9 @@ type Event struct {
 	Err *StreamError
 	// Comment is set for a message that was only comment lines (keep-alives).
 	Comment bool
+	// CommentText is the last comment line of the message, without its ':' (servers may annotate
+	// chunks; the bundled mock's send times arrive this way).
+	CommentText string
 }
 
 // IsToken reports whether the message counts as a token event: non-empty content, reasoning or
@@ -109,6 +112,7 @@ type Reader struct {
 	hasData  bool
 	event    string // the `event:` field of the current message
 	comments bool
+	comment  []byte // the last comment line
 	line     []byte
 }
 
@@ -146,8 +150,9 @@ func (r *Reader) Next() (Event, error) {
 		if len(line) == 0 {
 			if !r.hasData {
 				if r.comments {
+					ev := Event{At: r.tr.last, Comment: true, CommentText: string(r.comment)}
 					r.reset()
-					return Event{At: r.tr.last, Comment: true}, nil
+					return ev, nil
 				}
 				r.event = "" // an event name with no data dispatches nothing (as browsers do)
 				continue
@@ -165,7 +170,7 @@ func (r *Reader) Next() (Event, error) {
 }
 
 func (r *Reader) reset() {
-	r.data, r.hasData, r.event, r.comments = r.data[:0], false, "", false
+	r.data, r.hasData, r.event, r.comments, r.comment = r.data[:0], false, "", false, r.comment[:0]
 }
 
 // readLine returns one line without its terminator (\n, \r\n or \r), refusing lines over the limit.
@@ -198,6 +203,7 @@ func (r *Reader) readLine() ([]byte, error) {
 func (r *Reader) field(line []byte) {
 	if line[0] == ':' {
 		r.comments = true
+		r.comment = append(r.comment[:0], bytes.TrimPrefix(line[1:], []byte(" "))...)
 		return
 	}
 	name, value, found := bytes.Cut(line, []byte(":"))
@@ -219,6 +225,9 @@ func (r *Reader) field(line []byte) {
 
 func (r *Reader) dispatch() (Event, error) {
 	ev := Event{At: r.tr.last}
+	if r.comments {
+		ev.CommentText = string(r.comment)
+	}
 	data := bytes.TrimSpace(r.data)
 	if string(data) == "[DONE]" {
 		ev.Done = true

@@ -1,0 +1,370 @@
+// Package bench proves the injector: the self-test runs the real engine against a server whose timing
+// is known exactly and reports how far the measurement is off, step by step up a concurrency ladder.
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/plload/plload/engine"
+	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/mock"
+	"github.com/plload/plload/sse"
+	"github.com/plload/plload/workload"
+)
+
+// Config is a self-test: an exact schedule (fixed TTFT, fixed gap, fixed token count, no jitter) and
+// the concurrency ladder to climb.
+type Config struct {
+	Ladder   []int
+	TTFT     time.Duration
+	ITL      time.Duration // the gap between chunks
+	Tokens   int
+	Warmup   time.Duration
+	Duration time.Duration
+	Bound    time.Duration
+	// InProcess runs the mock inside this process; Target uses an external known-delay server. By
+	// default the mock runs as `Executable mockserver` in its own process.
+	InProcess  bool
+	Target     string
+	Executable string
+	// BusyPoll asks the mock for microsecond sends (it keeps one core busy).
+	BusyPoll bool
+	// Progress receives one line per step as it ends (may be nil).
+	Progress io.Writer
+}
+
+// Errors of one quantity: measured − configured, in ms.
+type Errors struct {
+	ConfiguredMs float64 `json:"configured_ms"`
+	P50Ms        float64 `json:"measured_p50_ms"`
+	P99Ms        float64 `json:"measured_p99_ms"`
+	AbsErrP50Ms  float64 `json:"abs_error_p50_ms"`
+	AbsErrP99Ms  float64 `json:"abs_error_p99_ms"`
+	AbsErrMaxMs  float64 `json:"abs_error_max_ms"`
+	N            int     `json:"n"`
+}
+
+// Step is one rung of the ladder.
+type Step struct {
+	Concurrency  int                 `json:"concurrency"`
+	Requests     int                 `json:"requests"`
+	Errors       int                 `json:"errors"`
+	TTFT         Errors              `json:"ttft"`
+	Gap          Errors              `json:"chunk_gap"`
+	MockLateness *mock.LatenessStats `json:"mock_send_lateness,omitempty"`
+	// ClientDelay is, per token chunk, the client's receive time minus the mock's send time (both this
+	// machine's wall clock): the injector's own error, free of the server's lateness. It is what the
+	// verdict judges when the mock reports send times.
+	ClientDelay   *Errors                `json:"client_delay,omitempty"`
+	StartLagP99Ms float64                `json:"start_lag_p99_ms"`
+	ThinkLagP99Ms float64                `json:"think_lag_p99_ms"`
+	Injector      metrics.InjectorHealth `json:"injector"`
+	Pass          bool                   `json:"pass"`
+	Verdict       string                 `json:"verdict"`
+}
+
+// Run climbs the ladder and returns every step it ran.
+func Run(ctx context.Context, cfg Config) ([]Step, error) {
+	var steps []Step
+	for _, n := range cfg.Ladder {
+		st, err := runStep(ctx, cfg, n)
+		if err != nil {
+			return steps, fmt.Errorf("step %d streams: %w", n, err)
+		}
+		steps = append(steps, st)
+		if cfg.Progress != nil {
+			fmt.Fprintln(cfg.Progress, StepLine(st))
+		}
+		if ctx.Err() != nil {
+			return steps, ctx.Err()
+		}
+	}
+	return steps, nil
+}
+
+// server is the known-delay server of one step.
+type server struct {
+	url      string
+	lateness func(reset bool) (*mock.LatenessStats, error)
+	stop     func()
+}
+
+func startServer(ctx context.Context, cfg Config) (*server, error) {
+	mc := mock.DefaultConfig()
+	mc.Model, mc.TTFT, mc.TPS, mc.BusyPoll = "selftest", cfg.TTFT, float64(time.Second)/float64(cfg.ITL), cfg.BusyPoll
+	mc.SendTimes = true
+	switch {
+	case cfg.Target != "":
+		return &server{url: strings.TrimRight(cfg.Target, "/"), lateness: func(bool) (*mock.LatenessStats, error) { return nil, nil }, stop: func() {}}, nil
+	case cfg.InProcess:
+		m, err := mock.Start(mc, "")
+		if err != nil {
+			return nil, err
+		}
+		return &server{url: m.BaseURL(),
+			lateness: func(reset bool) (*mock.LatenessStats, error) { st := m.LatenessSince(reset); return &st, nil },
+			stop: func() {
+				c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				m.Close(c)
+			}}, nil
+	}
+	args := []string{"mockserver", "--addr", "127.0.0.1:0", "--model", mc.Model, "--ttft", cfg.TTFT.String(),
+		"--tps", fmt.Sprint(mc.TPS), "--send-times"}
+	if cfg.BusyPoll {
+		args = append(args, "--busy-poll")
+	}
+	cmd := exec.CommandContext(ctx, cfg.Executable, args...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("starting %s mockserver: %w", cfg.Executable, err)
+	}
+	stop := func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }
+	line, err := bufio.NewReader(out).ReadString('\n')
+	_, rest, found := strings.Cut(line, "listening on ")
+	if err != nil || !found {
+		stop()
+		return nil, fmt.Errorf("the mock process did not say where it listens: %q %v", line, err)
+	}
+	url, _, _ := strings.Cut(rest, " ")
+	statsURL := strings.TrimSuffix(url, "/v1") + "/mock/stats"
+	return &server{url: url, stop: stop, lateness: func(reset bool) (*mock.LatenessStats, error) {
+		u := statsURL
+		if reset {
+			u += "?reset=1"
+		}
+		resp, err := http.Get(u)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		var st mock.LatenessStats
+		return &st, json.NewDecoder(resp.Body).Decode(&st)
+	}}, nil
+}
+
+// scenario is the step's workload: one persona, turns asking for exactly Tokens tokens (ignore_eos),
+// enough turns to last the stage. The think time is drawn uniformly up to one turn's length so the
+// streams do not move in lockstep (all first tokens in the same millisecond would measure a burst,
+// not the injector); the mock's schedule itself has no jitter.
+func scenario(cfg Config, url string, n int) string {
+	perTurn := cfg.TTFT + time.Duration(cfg.Tokens)*cfg.ITL
+	turns := int((cfg.Warmup+cfg.Duration)/perTurn) + 2
+	return fmt.Sprintf(`name: selftest
+seed: 1
+target: {base_url: %q, model: selftest, timeout: 60s, max_tokens_field: max_tokens, extra_body: {ignore_eos: true}}
+personas: {count: 1, system_prompt_tokens: 20}
+session: {turns: %d, user_input_tokens: 10, max_output_tokens: %d, think_time: {min: 0s, max: %s}}
+load:
+  mode: concurrency
+  drain_timeout: 30s
+  session_pool_factor: 2
+  stages: [{concurrency: %d, warmup: %s, duration: %s}]
+slo: {ttft_p95: 1h, itl_p95: 1h, error_rate_max: 1}
+cost: {gpu_hourly_usd: 0}
+`, url, min(turns, 10000), cfg.Tokens, workload.Duration(perTurn), n, workload.Duration(cfg.Warmup), workload.Duration(cfg.Duration))
+}
+
+func runStep(ctx context.Context, cfg Config, n int) (Step, error) {
+	st := Step{Concurrency: n}
+	srv, err := startServer(ctx, cfg)
+	if err != nil {
+		return st, err
+	}
+	defer srv.stop()
+	sc, issues := workload.Parse("selftest.yaml", []byte(scenario(cfg, srv.url, n)), workload.LoadOptions{Getenv: func(string) string { return "" }})
+	if err := issues.Err(); err != nil {
+		return st, err
+	}
+	w, err := sc.Build()
+	if err != nil {
+		return st, err
+	}
+	dir, err := os.MkdirTemp("", "plload-selftest-")
+	if err != nil {
+		return st, err
+	}
+	defer os.RemoveAll(dir)
+	if _, err := srv.lateness(true); err != nil {
+		return st, fmt.Errorf("reading the mock's lateness: %w", err)
+	}
+	delays := &delayLog{}
+	results, err := engine.Run(ctx, engine.Config{Scenario: sc, Workload: w, Dir: dir, OnTokenEvent: delays.add})
+	if err != nil && !errors.Is(err, engine.ErrInterrupted) {
+		return st, err
+	}
+	if len(results) == 0 {
+		return st, errors.New("the stage did not run")
+	}
+	res := results[0]
+	st.Injector = res.Injector
+	if st.MockLateness, err = srv.lateness(false); err != nil {
+		return st, err
+	}
+	records := filepath.Join(res.Dir, "profile_export.jsonl")
+	in := metrics.StageInput{Warmup: cfg.Warmup, Duration: cfg.Duration, T0Ns: metrics.Some(res.T0Ns), NeverStarted: -1}
+	sum, err := metrics.SummarizeFile(records, in, false)
+	if err != nil {
+		return st, err
+	}
+	st.Requests, st.Errors = sum.Requests.InWindow, sum.Requests.Errors+sum.Requests.Cancelled
+	st.StartLagP99Ms, st.ThinkLagP99Ms = sum.StartLag.P99, sum.ThinkLag.P99
+	if err := measureErrors(records, sum, cfg, &st); err != nil {
+		return st, err
+	}
+	st.ClientDelay = delays.summary(sum.Window.WNs, sum.Window.EEffNs)
+	bound := float64(cfg.Bound) / 1e6
+	if st.ClientDelay != nil {
+		// The mock said when it sent each chunk: judge the client's own delay.
+		st.Pass = st.Errors == 0 && st.ClientDelay.N > 0 && st.ClientDelay.AbsErrP99Ms <= bound
+	} else {
+		st.Pass = st.Errors == 0 && st.TTFT.N > 0 && st.TTFT.AbsErrP99Ms <= bound && st.Gap.AbsErrP99Ms <= bound
+	}
+	switch {
+	case st.Pass:
+		st.Verdict = "PASS"
+	case st.Errors > 0:
+		st.Verdict = fmt.Sprintf("FAIL: %d errors", st.Errors)
+	default:
+		st.Verdict = fmt.Sprintf("FAIL: error p99 over ±%s", cfg.Bound)
+	}
+	return st, nil
+}
+
+// delayLog collects (receive time, client delay) of every token chunk that carried the mock's send time.
+type delayLog struct {
+	mu   sync.Mutex
+	at   []int64
+	late []float64 // ms
+}
+
+func (d *delayLog) add(ev *sse.Event) {
+	v, ok := strings.CutPrefix(ev.CommentText, "sent_ns=")
+	if !ok {
+		return
+	}
+	sent, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return
+	}
+	recv := ev.At.UnixNano()
+	d.mu.Lock()
+	d.at = append(d.at, recv)
+	d.late = append(d.late, float64(recv-sent)/1e6)
+	d.mu.Unlock()
+}
+
+// summary is the client delay of chunks received in [from, to); nil when no chunk carried a send time.
+func (d *delayLog) summary(from, to int64) *Errors {
+	var in []float64
+	for i, at := range d.at {
+		if at >= from && at < to {
+			in = append(in, d.late[i])
+		}
+	}
+	if len(in) == 0 {
+		return nil
+	}
+	abs := make([]float64, len(in))
+	for i, v := range in {
+		abs[i] = math.Abs(v)
+	}
+	e := errorsOf(0, in, abs)
+	return &e
+}
+
+// measureErrors reads the in-window successful records and compares each TTFT and each chunk gap with
+// the configured schedule.
+func measureErrors(path string, sum *metrics.StageSummary, cfg Config, st *Step) error {
+	ttftMs, gapMs := float64(cfg.TTFT)/1e6, float64(cfg.ITL)/1e6
+	var ttfts, ttftErr, gaps, gapErr []float64
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	err = metrics.ReadRecords(f, func(r *metrics.Record) error {
+		if !r.OK() || r.RequestStartNs < sum.Window.WNs || r.RequestStartNs >= sum.Window.EEffNs || !r.TTFT.OK {
+			return nil
+		}
+		ttfts = append(ttfts, r.TTFT.V)
+		ttftErr = append(ttftErr, math.Abs(r.TTFT.V-ttftMs))
+		for _, g := range r.InterChunkLatency {
+			gaps = append(gaps, g)
+			gapErr = append(gapErr, math.Abs(g-gapMs))
+		}
+		return nil
+	})
+	st.TTFT = errorsOf(ttftMs, ttfts, ttftErr)
+	st.Gap = errorsOf(gapMs, gaps, gapErr)
+	return err
+}
+
+func errorsOf(configured float64, measured, absErr []float64) Errors {
+	e := Errors{ConfiguredMs: configured, N: len(measured)}
+	if len(measured) == 0 {
+		return e
+	}
+	sort.Float64s(measured)
+	sort.Float64s(absErr)
+	e.P50Ms, e.P99Ms = metrics.Percentile(measured, 50), metrics.Percentile(measured, 99)
+	e.AbsErrP50Ms, e.AbsErrP99Ms, e.AbsErrMaxMs = metrics.Percentile(absErr, 50), metrics.Percentile(absErr, 99), absErr[len(absErr)-1]
+	return e
+}
+
+// StepLine is one step in a line of text.
+func StepLine(s Step) string {
+	late := "mock lateness n/a"
+	if s.MockLateness != nil {
+		late = fmt.Sprintf("mock lateness p50/p99 %.3f/%.3f ms", s.MockLateness.P50Ms, s.MockLateness.P99Ms)
+	}
+	client := "client delay n/a"
+	if d := s.ClientDelay; d != nil {
+		client = fmt.Sprintf("client delay p50/p99/max %.3f/%.3f/%.3f ms", d.P50Ms, d.P99Ms, d.AbsErrMaxMs)
+	}
+	return fmt.Sprintf("%5d streams: %6d requests, %d errors | TTFT %.0f ms: p50 %.3f p99 %.3f, |error| p99 %.3f | gap %.0f ms: p50 %.3f p99 %.3f, |error| p99 %.3f | %s | %s | start/think lag p99 %.2f/%.2f ms | client CPU %.0f%% of %d cores, sched p99 %.3f ms | %s",
+		s.Concurrency, s.Requests, s.Errors, s.TTFT.ConfiguredMs, s.TTFT.P50Ms, s.TTFT.P99Ms, s.TTFT.AbsErrP99Ms,
+		s.Gap.ConfiguredMs, s.Gap.P50Ms, s.Gap.P99Ms, s.Gap.AbsErrP99Ms, late, client,
+		s.StartLagP99Ms, s.ThinkLagP99Ms, s.Injector.CPUPercent, s.Injector.Cores, s.Injector.SchedLatencyP99Ms, s.Verdict)
+}
+
+// Conclusion is the self-test's last line: the largest concurrency of the unbroken run of passing
+// steps from the bottom of the ladder, and the worst error p99 among them.
+func Conclusion(steps []Step, bound time.Duration) string {
+	best, worst := 0, 0.0
+	for _, s := range steps {
+		if !s.Pass {
+			break
+		}
+		best = s.Concurrency
+		if s.ClientDelay != nil {
+			worst = math.Max(worst, s.ClientDelay.AbsErrP99Ms)
+		} else {
+			worst = math.Max(worst, math.Max(s.TTFT.AbsErrP99Ms, s.Gap.AbsErrP99Ms))
+		}
+	}
+	if best == 0 {
+		return fmt.Sprintf("this machine does not measure within ±%s at any concurrency tried", bound)
+	}
+	return fmt.Sprintf("this machine measures within ±%.3f ms up to %d concurrent streams", worst, best)
+}

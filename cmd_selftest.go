@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/plload/plload/bench"
+)
+
+func selftestCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "selftest",
+		Usage: "prove the injector: measure a known delay over a concurrency ladder",
+		Description: "Runs the real engine against the bundled mock with an exact schedule — fixed TTFT, fixed gap\n" +
+			"between chunks, a fixed token count, no jitter — at each concurrency of the ladder, and compares\n" +
+			"every measured TTFT and chunk gap with the schedule. Per step it prints the measured p50/p99 and\n" +
+			"the |error| p99 and max, the mock's own send lateness (so server lateness is not blamed on the\n" +
+			"client), start and think lag, the client's CPU and Go scheduler latency, and a verdict. It ends\n" +
+			"with \"this machine measures within ±X ms up to N concurrent streams\".\n\n" +
+			"By default the mock runs as a separate `plload mockserver` process, so the two do not share a Go\n" +
+			"runtime. Exit 1 when a step breaks --bound; 2 for bad flags; 130 when interrupted.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "ladder", Value: "1,10,100,500,1000,2000", Usage: "concurrent streams per step, comma-separated"},
+			&cli.DurationFlag{Name: "ttft", Value: 200 * time.Millisecond, Usage: "the mock's time to first token"},
+			&cli.DurationFlag{Name: "itl", Value: 20 * time.Millisecond, Usage: "the mock's gap between chunks"},
+			&cli.IntFlag{Name: "tokens", Value: 50, Usage: "tokens per answer"},
+			&cli.DurationFlag{Name: "warmup", Value: 2 * time.Second, Usage: "warmup per step (not measured)"},
+			&cli.DurationFlag{Name: "duration", Value: 10 * time.Second, Usage: "measured time per step"},
+			&cli.DurationFlag{Name: "bound", Value: time.Millisecond, Usage: "largest acceptable |error| p99 of TTFT and chunk gap"},
+			&cli.BoolFlag{Name: "in-process", Usage: "run the mock inside this process instead of its own"},
+			&cli.StringFlag{Name: "target", Usage: "an external known-delay server (OpenAI base URL, .../v1) with the same --ttft and --itl"},
+			&cli.BoolFlag{Name: "busy-poll", Usage: "ask the mock for microsecond send times; it keeps a core busy, which on a 2-core machine starves the client"},
+			&cli.BoolFlag{Name: "json", Usage: "print the steps as JSON"},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			out := cmd.Root().Writer
+			ladder, err := parseLadder(cmd.String("ladder"))
+			if err != nil {
+				return badInput("selftest --ladder: %v", err)
+			}
+			cfg := bench.Config{Ladder: ladder, TTFT: cmd.Duration("ttft"), ITL: cmd.Duration("itl"), Tokens: cmd.Int("tokens"),
+				Warmup: cmd.Duration("warmup"), Duration: cmd.Duration("duration"), Bound: cmd.Duration("bound"),
+				InProcess: cmd.Bool("in-process"), Target: cmd.String("target"), BusyPoll: cmd.Bool("busy-poll")}
+			switch {
+			case cfg.TTFT < 0 || cfg.ITL <= 0 || cfg.Tokens < 2 || cfg.Duration <= 0 || cfg.Warmup < 0 || cfg.Bound <= 0:
+				return badInput("selftest: --ttft ≥ 0, --itl > 0, --tokens ≥ 2, --duration > 0, --warmup ≥ 0 and --bound > 0 are required")
+			}
+			if cfg.Executable, err = os.Executable(); err != nil && !cfg.InProcess && cfg.Target == "" {
+				return fmt.Errorf("selftest: finding plload's own binary for the mock process: %w (use --in-process)", err)
+			}
+			if !cmd.Bool("json") {
+				cfg.Progress = out
+				fmt.Fprintf(out, "plload selftest: TTFT %s, a chunk every %s, %d tokens, %s per step (+%s warmup), bound ±%s\n",
+					cfg.TTFT, cfg.ITL, cfg.Tokens, cfg.Duration, cfg.Warmup, cfg.Bound)
+			}
+			ctx, stop := interruptible(ctx, cmd.Root().ErrWriter)
+			defer stop()
+			steps, err := bench.Run(ctx, cfg)
+			if ctx.Err() != nil {
+				return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted")}
+			}
+			if err != nil {
+				return &exitError{code: exitFailed, err: fmt.Errorf("selftest: %w", err)}
+			}
+			conclusion := bench.Conclusion(steps, cfg.Bound)
+			if cmd.Bool("json") {
+				data, _ := json.MarshalIndent(struct {
+					Steps      []bench.Step `json:"steps"`
+					Conclusion string       `json:"conclusion"`
+				}{steps, conclusion}, "", "  ")
+				fmt.Fprintln(out, string(data))
+			} else {
+				fmt.Fprintln(out, conclusion)
+			}
+			for _, s := range steps {
+				if !s.Pass {
+					return &exitError{code: exitFailed, err: fmt.Errorf("selftest: the step at %d streams broke the ±%s bound (%s)", s.Concurrency, cfg.Bound, s.Verdict)}
+				}
+			}
+			return nil
+		},
+	}
+}
+
+func parseLadder(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q: accepted: positive whole numbers separated by commas, such as 1,10,100", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

@@ -1,0 +1,79 @@
+package engine
+
+import (
+	"runtime"
+	"runtime/metrics"
+	"syscall"
+	"time"
+
+	plmetrics "github.com/plload/plload/metrics"
+)
+
+// healthProbe measures the process over a stage: CPU time, scheduler latency and GC pauses.
+type healthProbe struct {
+	wall    time.Time
+	cpu     time.Duration
+	sched   []uint64
+	buckets []float64
+	pauseNs uint64
+}
+
+const schedMetric = "/sched/latencies:seconds"
+
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+func readSched() ([]uint64, []float64) {
+	s := []metrics.Sample{{Name: schedMetric}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return nil, nil
+	}
+	h := s[0].Value.Float64Histogram()
+	return append([]uint64(nil), h.Counts...), h.Buckets
+}
+
+func startProbe() *healthProbe {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	p := &healthProbe{wall: time.Now(), cpu: processCPU(), pauseNs: ms.PauseTotalNs}
+	p.sched, p.buckets = readSched()
+	return p
+}
+
+// finish returns the health over the time since startProbe.
+func (p *healthProbe) finish() plmetrics.InjectorHealth {
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	h := plmetrics.InjectorHealth{Cores: runtime.GOMAXPROCS(0), GCPauseTotalMs: float64(ms.PauseTotalNs-p.pauseNs) / 1e6}
+	if wall := time.Since(p.wall); wall > 0 {
+		h.CPUPercent = 100 * float64(processCPU()-p.cpu) / float64(wall)
+	}
+	after, buckets := readSched()
+	if len(after) == len(p.sched) && len(after) > 0 {
+		var total uint64
+		delta := make([]uint64, len(after))
+		for i := range after {
+			delta[i] = after[i] - p.sched[i]
+			total += delta[i]
+		}
+		if total > 0 {
+			want := uint64(float64(total)*0.99 + 0.5)
+			var seen uint64
+			for i, c := range delta {
+				seen += c
+				if seen >= want {
+					// The bucket's upper bound: a conservative p99.
+					h.SchedLatencyP99Ms = buckets[min(i+1, len(buckets)-1)] * 1000
+					break
+				}
+			}
+		}
+	}
+	return h
+}

@@ -1,0 +1,40 @@
+package metrics
+
+import "fmt"
+
+// InjectorHealth is how hard the load generator itself worked during a stage. A client that is short
+// of CPU or whose goroutines wait to be scheduled delays its own timestamps and sends: then it
+// measures itself, not the server.
+type InjectorHealth struct {
+	// CPUPercent is the process's CPU time ÷ wall time × 100 (200 = two cores busy).
+	CPUPercent float64 `json:"cpu_percent"`
+	// Cores is GOMAXPROCS, the cores the process could use.
+	Cores int `json:"cores"`
+	// SchedLatencyP99Ms is the 99th percentile of the time goroutines waited to run after becoming
+	// runnable (runtime/metrics /sched/latencies:seconds), over the stage.
+	SchedLatencyP99Ms float64 `json:"sched_latency_p99_ms"`
+	// GCPauseTotalMs is the stop-the-world GC pause time during the stage.
+	GCPauseTotalMs float64 `json:"gc_pause_total_ms"`
+}
+
+// Thresholds of the injector warnings.
+const (
+	InjectorCPUWarnShare  = 0.8 // of the cores the process may use
+	InjectorSchedWarnMs   = 1.0 // scheduler latency p99
+	InjectorGCPauseWarnMs = 100 // total stop-the-world pause per stage
+)
+
+// Warnings says when the injector may have been the bottleneck.
+func (h InjectorHealth) Warnings() []string {
+	var out []string
+	if h.Cores > 0 && h.CPUPercent > InjectorCPUWarnShare*100*float64(h.Cores) {
+		out = append(out, fmt.Sprintf("injector CPU %.0f%% of %d core(s) (> %.0f%%): the client may be the bottleneck; its timestamps can be late", h.CPUPercent, h.Cores, InjectorCPUWarnShare*100*float64(h.Cores)))
+	}
+	if h.SchedLatencyP99Ms > InjectorSchedWarnMs {
+		out = append(out, fmt.Sprintf("injector scheduler latency p99 %.2f ms (> %.0f ms): goroutines waited to run, so chunk timestamps may be late by about that much", h.SchedLatencyP99Ms, InjectorSchedWarnMs))
+	}
+	if h.GCPauseTotalMs > InjectorGCPauseWarnMs {
+		out = append(out, fmt.Sprintf("injector GC paused %.0f ms in total (> %d ms)", h.GCPauseTotalMs, InjectorGCPauseWarnMs))
+	}
+	return out
+}
