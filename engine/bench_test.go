@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/mock"
 	"github.com/plload/plload/workload"
 )
@@ -101,7 +103,8 @@ func loadStage(tb testing.TB, base string, concurrency int, duration time.Durati
 		}
 	}()
 	cpu0 := cpuTime()
-	res, err := Run(context.Background(), Config{Scenario: sc, Workload: w, Dir: tb.TempDir(), Getenv: testEnv})
+	dir := tb.TempDir()
+	res, err := Run(context.Background(), Config{Scenario: sc, Workload: w, Dir: dir, Getenv: testEnv})
 	cpu := cpuTime() - cpu0
 	close(stop)
 	<-sampled
@@ -109,6 +112,18 @@ func loadStage(tb testing.TB, base string, concurrency int, duration time.Durati
 		tb.Fatal(err)
 	}
 	r := res[0]
+	if r.Errors+r.Cancelled > 0 { // say what went wrong
+		kinds := map[string]int{}
+		f, _ := os.Open(filepath.Join(r.Dir, "profile_export.jsonl"))
+		metrics.ReadRecords(f, func(rec *metrics.Record) error {
+			if rec.Error != nil {
+				kinds[rec.Error.Type+": "+rec.Error.Message]++
+			}
+			return nil
+		})
+		f.Close()
+		tb.Logf("errors by kind: %v", kinds)
+	}
 	chunks := r.OutTokens
 	perChunk := time.Duration(0)
 	if chunks > 0 {

@@ -102,17 +102,3 @@ func TestWriterIsAtomic(t *testing.T) {
 		t.Fatal("writing into a missing folder succeeded")
 	}
 }
-
-// BenchmarkRecordEncode: one typical record (60 inter-chunk gaps) to a JSON line.
-func BenchmarkRecordEncode(b *testing.B) {
-	r := sampleRecord()
-	r.InterChunkLatency = make([]float64, 60)
-	for i := range r.InterChunkLatency {
-		r.InterChunkLatency[i] = 24.5 + float64(i)/7
-	}
-	buf := make([]byte, 0, 4096)
-	b.ReportAllocs()
-	for b.Loop() {
-		buf = r.AppendJSON(buf[:0])
-	}
-}

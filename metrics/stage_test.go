@@ -277,24 +277,3 @@ func TestInjectorWarnings(t *testing.T) {
 		}
 	}
 }
-
-// BenchmarkStageAdd: the stage computation's cost per record (64 chunks), summary included.
-func BenchmarkStageAdd(b *testing.B) {
-	gaps := make([]float64, 63)
-	for i := range gaps {
-		gaps[i] = 20 + float64(i%7)
-	}
-	recs := make([]*Record, 1000)
-	for i := range recs {
-		recs[i] = ok(2+float64(i)/200, 100+float64(i%50), gaps, 64)
-	}
-	b.ReportAllocs()
-	for b.Loop() {
-		s := NewStage(input())
-		for _, r := range recs {
-			s.Add(r)
-		}
-		s.Summary()
-	}
-	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(recs)), "ns/record")
-}

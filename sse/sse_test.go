@@ -171,33 +171,3 @@ func FuzzReader(f *testing.F) {
 		}
 	})
 }
-
-// repeating serves one chunk over and over, as a server streaming forever would.
-type repeating struct {
-	chunk []byte
-	off   int
-}
-
-func (r *repeating) Read(p []byte) (int, error) {
-	n := 0
-	for n < len(p) {
-		c := copy(p[n:], r.chunk[r.off:])
-		n += c
-		r.off = (r.off + c) % len(r.chunk)
-	}
-	return n, nil
-}
-
-// BenchmarkReadChunk: reading and decoding one streamed chat chunk (ns and allocations per event).
-func BenchmarkReadChunk(b *testing.B) {
-	one := "data: {\"id\":\"chatcmpl-1a2b3c\",\"object\":\"chat.completion.chunk\",\"created\":1700000000,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" word\"},\"finish_reason\":null}]}\n\n"
-	rd := NewReader(&repeating{chunk: []byte(one)}, 0)
-	b.SetBytes(int64(len(one)))
-	b.ReportAllocs()
-	for b.Loop() {
-		ev, err := rd.Next()
-		if err != nil || ev.Content != " word" {
-			b.Fatal(err, ev)
-		}
-	}
-}
