@@ -72,7 +72,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind endpoint) {
 		s.apiError(w, http.StatusBadRequest, "invalid_request_error", err.Error(), "bad_request")
 		return
 	}
-	if x.maxTokens, err = x.req.maxTokens(s.cfg.DefaultMaxTokens); err != nil {
+	if x.maxTokens, err = x.req.maxTokens(s.cfg.DefaultMaxTokens, s.cfg.MaxTokensLimit); err != nil {
 		s.apiError(w, http.StatusBadRequest, "invalid_request_error", err.Error(), "bad_request")
 		return
 	}

@@ -45,6 +45,9 @@ type Config struct {
 
 	// DefaultMaxTokens is the output length when a request gives no max_tokens.
 	DefaultMaxTokens int
+	// MaxTokensLimit is the largest max_tokens a request may ask for; more is a 400, as a real
+	// server refuses more than its context.
+	MaxTokensLimit int
 	// EOSMinFraction: without ignore_eos, a request stops at a length drawn per request uniformly
 	// from [EOSMinFraction × max_tokens, max_tokens] (1 = always max_tokens).
 	EOSMinFraction float64
@@ -85,7 +88,7 @@ func DefaultConfig() Config {
 	return Config{
 		Model: "plload-mock", TTFT: 200 * time.Millisecond, TPS: 40,
 		CacheCapacity: 500_000, CacheBlock: 16, CacheTTFTFactor: 1,
-		DefaultMaxTokens: 256, EOSMinFraction: 1, RetryAfter: time.Second,
+		DefaultMaxTokens: 256, MaxTokensLimit: 1_000_000, EOSMinFraction: 1, RetryAfter: time.Second,
 	}
 }
 
@@ -117,6 +120,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--cache-ttft-factor %g: accepted: ≥ 0", c.CacheTTFTFactor)
 	case c.DefaultMaxTokens < 1:
 		return fmt.Errorf("--default-max-tokens %d: accepted: ≥ 1", c.DefaultMaxTokens)
+	case c.MaxTokensLimit < c.DefaultMaxTokens:
+		return fmt.Errorf("max tokens limit %d: accepted: ≥ --default-max-tokens (%d)", c.MaxTokensLimit, c.DefaultMaxTokens)
 	case c.ReasoningTokens < 0:
 		return fmt.Errorf("--reasoning-tokens %d: accepted: ≥ 0", c.ReasoningTokens)
 	case c.RetryAfter < 0:

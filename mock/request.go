@@ -53,7 +53,7 @@ func (m message) text() (string, error) {
 }
 
 // maxTokens is the request's output limit: max_completion_tokens, else max_tokens, else the default.
-func (r *request) maxTokens(def int) (int, error) {
+func (r *request) maxTokens(def, limit int) (int, error) {
 	n := def
 	if r.MaxTokens != nil {
 		n = *r.MaxTokens
@@ -61,8 +61,8 @@ func (r *request) maxTokens(def int) (int, error) {
 	if r.MaxCompletionTokens != nil {
 		n = *r.MaxCompletionTokens
 	}
-	if n < 1 {
-		return 0, fmt.Errorf("max_tokens must be ≥ 1, got %d", n)
+	if n < 1 || n > limit {
+		return 0, fmt.Errorf("max_tokens must be from 1 to %d, got %d", limit, n)
 	}
 	return n, nil
 }
