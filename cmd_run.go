@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -58,9 +60,17 @@ func runCommand() *cli.Command {
 // runScenario builds the workload, prepares the results directory, starts the mock when asked, and
 // runs the stages. Everything that can be refused is refused before the first request.
 func runScenario(ctx context.Context, sc *workload.Scenario, base string, stdout, stderr io.Writer) error {
+	ctx, stop := interruptible(ctx, stderr)
+	defer stop()
+	if err := checkTarget(ctx, sc); err != nil {
+		return err
+	}
 	w, err := sc.Build()
 	if err != nil {
 		return badInput("building the workload: %v", err)
+	}
+	if ctx.Err() != nil {
+		return &exitError{code: exitInterrupted, err: errors.New("interrupted before the first request; nothing was written")}
 	}
 	dir, err := makeRunDir(base, sc.Name)
 	if err != nil {
@@ -89,8 +99,6 @@ func runScenario(ctx context.Context, sc *workload.Scenario, base string, stdout
 		log.Info("started the bundled mock in-process", "url", baseURL)
 	}
 
-	ctx, stop := interruptible(ctx, stderr)
-	defer stop()
 	started := time.Now()
 	fmt.Fprintf(stdout, "plload %s: %d stage(s), results in %s\n", sc.Name, len(w.Stages), dir)
 	var stages []*report.StageReport
@@ -170,6 +178,28 @@ func absPath(p string) string {
 		return a
 	}
 	return p
+}
+
+// checkTarget refuses, before anything is written or sent, a target whose host does not resolve.
+func checkTarget(ctx context.Context, sc *workload.Scenario) error {
+	if sc.UsesMock() {
+		return nil
+	}
+	raw := workload.Expand(sc.Target.BaseURL, os.Getenv)
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" {
+		return badInput("%s: target.base_url %q is not a URL with a host; nothing was sent", sc.File, raw)
+	}
+	host := u.Hostname()
+	if net.ParseIP(host) != nil {
+		return nil
+	}
+	lookup, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := net.DefaultResolver.LookupHost(lookup, host); err != nil {
+		return badInput("%s: target.base_url: cannot resolve host %q (%v); check the name or your DNS; nothing was sent", sc.File, host, err)
+	}
+	return nil
 }
 
 // stageLine is the one-line summary printed as a stage ends.

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"io"
 	"net/http"
 	"os"
@@ -231,10 +233,7 @@ func TestInterruptExits130(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	bin := filepath.Join(t.TempDir(), "plload")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildBinary(t)
 	scenario := filepath.Join(t.TempDir(), "long.yaml")
 	data, _ := os.ReadFile("testdata/tiny.yaml")
 	long := strings.Replace(string(data), "duration: 800ms}", "duration: 60s}\n    - {concurrency: 2, duration: 60s}", 1)
@@ -295,6 +294,23 @@ func TestSelftestCommand(t *testing.T) {
 	}
 }
 
+func TestRunRefusesAnUnresolvableTarget(t *testing.T) {
+	data, _ := os.ReadFile("testdata/tiny.yaml")
+	text := strings.Replace(string(data), "base_url: mock\n  mock: {ttft: 5ms, tps: 500}", "base_url: http://no-such-host.invalid:8000/v1\n  model: m", 1)
+	path := filepath.Join(t.TempDir(), "unresolvable.yaml")
+	os.WriteFile(path, []byte(text), 0o644)
+	t.Setenv("PLLOAD_TINY_KEY", "k")
+	t.Setenv("PLLOAD_TINY_SECRET", "s")
+	out := t.TempDir()
+	code, _, stderr := plload(t, "run", path, "--out", out)
+	if code != 2 || !strings.Contains(stderr, `cannot resolve host "no-such-host.invalid"`) {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 0 {
+		t.Fatalf("files left behind: %v", entries)
+	}
+}
+
 func TestHelpOnEveryCommand(t *testing.T) {
 	for _, cmd := range newApp(nil, nil).Commands {
 		code, out, _ := plload(t, cmd.Name, "--help")
@@ -306,6 +322,141 @@ func TestHelpOnEveryCommand(t *testing.T) {
 	for _, name := range []string{"run", "validate", "mockserver", "selftest", "report", "version"} {
 		if code != 0 || !strings.Contains(out, name) {
 			t.Errorf("top-level help lacks %s", name)
+		}
+	}
+}
+
+// TestBadScenarioCorpus: every file of testdata/bad is refused by validate and by run with exit 2, at
+// the position and with the message its header names, and run leaves nothing behind.
+func TestBadScenarioCorpus(t *testing.T) {
+	files, _ := filepath.Glob("testdata/bad/*.yaml")
+	if len(files) < 15 {
+		t.Fatalf("corpus has %d files", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			data, _ := os.ReadFile(f)
+			lines := strings.SplitN(string(data), "\n", 3)
+			want := strings.TrimPrefix(lines[0], "# want: ")
+			at := strings.TrimPrefix(lines[1], "# at: ")
+			where := f + ":"
+			switch {
+			case strings.HasPrefix(at, "="): // a position in the file as it is
+				where = f + ":" + at[1:] + ":"
+			case at != "": // a position in the scenario below the two header lines
+				var line, col int
+				fmt.Sscanf(at, "%d:%d", &line, &col)
+				where = fmt.Sprintf("%s:%d:%d:", f, line+2, col)
+			}
+			for _, args := range [][]string{{"validate", f}, {"run", f, "--out", t.TempDir()}} {
+				code, out, stderr := plload(t, args...)
+				if code != 2 || !strings.Contains(stderr, want) || !strings.Contains(stderr, where) {
+					t.Fatalf("plload %s: exit %d, want 2 with %q at %q:\n%s", args[0], code, want, where, stderr)
+				}
+				if args[0] == "run" {
+					if entries, _ := os.ReadDir(args[3]); len(entries) != 0 || out != "" {
+						t.Fatalf("run left %v behind and printed %q", entries, out)
+					}
+				}
+			}
+		})
+	}
+}
+
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+// buildBinary builds plload once per test run, for tests that need a child process.
+func buildBinary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "plload-bin-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "plload")
+		if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("%v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatalf("build: %v", binErr)
+	}
+	return binPath
+}
+
+// TestInterruptAtRandomMoments sends SIGINT to `plload run` at 20 seeded random moments — in warmup,
+// mid-stage, in the drain, between stages, in the second stage — and checks each time: exit 130, a
+// partial results directory whose records account for every request, and a report `plload report`
+// reads.
+func TestInterruptAtRandomMoments(t *testing.T) {
+	if testing.Short() {
+		t.Skip("20 child runs")
+	}
+	bin := buildBinary(t)
+	data, _ := os.ReadFile("testdata/tiny.yaml")
+	text := strings.Replace(string(data), "mock: {ttft: 5ms, tps: 500}", "mock: {ttft: 20ms, tps: 100}", 1)
+	text = strings.Replace(text, "drain_timeout: 5s", "drain_timeout: 300ms", 1)
+	text = strings.Replace(text, "    - {concurrency: 2, warmup: 200ms, duration: 800ms}",
+		"    - {concurrency: 4, warmup: 200ms, duration: 800ms}\n    - {concurrency: 4, duration: 5s}", 1)
+	scenario := filepath.Join(t.TempDir(), "interrupt.yaml")
+	os.WriteFile(scenario, []byte(text), 0o644)
+	rng := rand.New(rand.NewPCG(20, 26))
+	for i := range 20 {
+		at := time.Duration(rng.IntN(2500)) * time.Millisecond
+		out := t.TempDir()
+		cmd := exec.Command(bin, "run", scenario, "--out", out)
+		cmd.Env = append(os.Environ(), "PLLOAD_TINY_KEY=k", "PLLOAD_TINY_SECRET=s")
+		var buf syncBuffer
+		cmd.Stdout, cmd.Stderr = &buf, &buf
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		for !strings.Contains(buf.String(), "stage starting") {
+			if time.Now().After(deadline) {
+				cmd.Process.Kill()
+				t.Fatalf("run %d did not start: %s", i, buf.String())
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		time.Sleep(at)
+		cmd.Process.Signal(syscall.SIGINT)
+		err := cmd.Wait()
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+			t.Fatalf("run %d, SIGINT %s after the first stage started: %v\n%s", i, at, err, buf.String())
+		}
+		dirs, _ := filepath.Glob(filepath.Join(out, "tiny-*"))
+		if len(dirs) != 1 {
+			t.Fatalf("run %d: results %v", i, dirs)
+		}
+		for _, f := range []string{"report.md", "report.json", "stage_01/stage.json"} {
+			if _, err := os.Stat(filepath.Join(dirs[0], f)); err != nil {
+				t.Fatalf("run %d (SIGINT at %s): %v\n%s", i, at, err, buf.String())
+			}
+		}
+		stages, _ := filepath.Glob(filepath.Join(dirs[0], "stage_*", "stage.json"))
+		for _, sj := range stages {
+			var st struct {
+				Partial bool `json:"partial"`
+				Engine  struct {
+					Issued int `json:"issued"`
+				} `json:"engine"`
+			}
+			raw, _ := os.ReadFile(sj)
+			json.Unmarshal(raw, &st)
+			recs, _ := os.ReadFile(filepath.Join(filepath.Dir(sj), "profile_export.jsonl"))
+			if n := bytes.Count(recs, []byte("\n")); n != st.Engine.Issued {
+				t.Fatalf("run %d: %s: %d records for %d issued", i, sj, n, st.Engine.Issued)
+			}
+		}
+		if code, _, e := plload(t, "report", dirs[0]); code != 0 {
+			t.Fatalf("run %d: plload report: %d %s", i, code, e)
 		}
 	}
 }

@@ -144,6 +144,11 @@ func startMock(t *testing.T, mutate func(*mock.Config)) (string, *captured) {
 // runScenario loads and runs a scenario text, returning the results and the run directory.
 func runScenario(t *testing.T, ctx context.Context, text string) ([]StageResult, string, error) {
 	t.Helper()
+	return runScenarioWith(t, ctx, text, 0)
+}
+
+func runScenarioWith(t *testing.T, ctx context.Context, text string, maxEventBytes int) ([]StageResult, string, error) {
+	t.Helper()
 	sc, issues := workload.Parse("t.yaml", []byte(text), workload.LoadOptions{ForRun: true, Getenv: testEnv})
 	if err := issues.Err(); err != nil {
 		t.Fatal(err)
@@ -153,7 +158,7 @@ func runScenario(t *testing.T, ctx context.Context, text string) ([]StageResult,
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	res, err := Run(ctx, Config{Scenario: sc, Workload: w, Dir: dir, Getenv: testEnv})
+	res, err := Run(ctx, Config{Scenario: sc, Workload: w, Dir: dir, Getenv: testEnv, MaxEventBytes: maxEventBytes})
 	return res, dir, err
 }
 

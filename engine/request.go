@@ -69,8 +69,12 @@ func (s *stageRun) send(ctx context.Context, ex *exchange, body []byte, islEstim
 		if text == "" {
 			text = fmt.Sprintf("HTTP %d", resp.StatusCode)
 		}
+		message := strings.TrimSpace(string(msg))
+		if ra := resp.Header.Get("Retry-After"); ra != "" {
+			message = "Retry-After: " + ra + "; " + message
+		}
 		rec.Error = &metrics.RecordError{Code: metrics.Some(resp.StatusCode), Type: text,
-			Message: s.scrub(metrics.TruncateMessage(strings.TrimSpace(string(msg))))}
+			Message: s.scrub(metrics.TruncateMessage(message))}
 		return
 	}
 	rec.RequestAckNs = metrics.Some(s.clock.ns(ack))

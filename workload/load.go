@@ -197,6 +197,11 @@ func (c *checker) rules() {
 	}
 	c.oneOf("target.max_tokens_field", t.MaxTokensField, "max_completion_tokens", "max_tokens")
 	c.oneOf("target.endpoint", t.Endpoint, "chat", "completions")
+	for _, k := range []string{"model", "messages", "prompt", "stream"} {
+		if _, set := t.ExtraBody[k]; set {
+			c.errorf("target.extra_body."+k, "plload sets %s itself; accepted in extra_body: any other key (engine-specific parameters)", k)
+		}
+	}
 	if t.TLS.CAFile != "" {
 		if _, err := os.Stat(s.resolvePath(t.TLS.CAFile)); err != nil {
 			c.errorf("target.tls.ca_file", "cannot read %q: %v; accepted: a PEM file of CA certificates", t.TLS.CAFile, err)
