@@ -108,4 +108,3 @@ func BenchmarkStageSummaryPerRecord(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(recs)), "ns/record")
 }
-
