@@ -23,6 +23,7 @@ type position struct{ line, column int }
 type decoder struct {
 	file    string
 	issues  Issues
+	depth   int                 // nesting of value calls: a recursive alias must not recurse forever
 	pos     map[string]position // where each path's value starts
 	keyPos  map[string]position // where each path's key starts (mapping entries only)
 	anchors map[string]ast.Node
@@ -136,10 +137,23 @@ var (
 	distType     = reflect.TypeFor[Dist]()
 )
 
+// maxDepth bounds how deep a scenario nests; only a recursive alias gets near it.
+const maxDepth = 64
+
+// maxExtraBodyNodes bounds extra_body after aliases are expanded (a "billion laughs" file is tiny on
+// disk and enormous in memory).
+const maxExtraBodyNodes = 100_000
+
 // value decodes node n into v. tag is the struct tag of the field v came from.
 func (d *decoder) value(n ast.Node, path string, v reflect.Value, tag reflect.StructTag) {
 	n = d.resolve(n)
 	at := posOf(n)
+	d.depth++
+	defer func() { d.depth-- }()
+	if d.depth > maxDepth {
+		d.add(SeverityError, at, path, "nested more than %d levels deep (a recursive alias?); accepted: a scenario mapping", maxDepth)
+		return
+	}
 	if _, isNull := n.(*ast.NullNode); isNull {
 		if v.Kind() == reflect.Pointer && v.Type().Elem().Kind() == reflect.Struct && v.Type().Elem() != distType {
 			// `mock:` with nothing after it still asks for the mock, with its defaults.
@@ -289,6 +303,10 @@ func (d *decoder) mapping(n ast.Node, path string, v reflect.Value) {
 		elem := reflect.New(v.Type().Elem()).Elem()
 		if elem.Kind() == reflect.Interface {
 			// extra_body is free-form: any YAML value, sent as JSON.
+			if budget := maxExtraBodyNodes; !d.fits(e.Value, &budget, 0) {
+				d.add(SeverityError, posOf(e.Value), kp, "expands to more than %d values or %d levels (aliases?); accepted: a plain value", maxExtraBodyNodes, maxDepth)
+				continue
+			}
 			var anyV any
 			if err := yaml.NodeToValue(d.resolve(e.Value), &anyV); err != nil {
 				d.add(SeverityError, posOf(e.Value), kp, "cannot read this value: %v", err)
@@ -302,6 +320,32 @@ func (d *decoder) mapping(n ast.Node, path string, v reflect.Value) {
 		m.SetMapIndex(reflect.ValueOf(key), elem)
 	}
 	v.Set(m)
+}
+
+// fits walks n with aliases expanded and reports whether it stays within budget nodes and maxDepth.
+func (d *decoder) fits(n ast.Node, budget *int, depth int) bool {
+	*budget--
+	if *budget < 0 || depth > maxDepth {
+		return false
+	}
+	n = d.resolve(n)
+	switch v := n.(type) {
+	case *ast.MappingNode:
+		for _, e := range v.Values {
+			if !d.fits(e.Value, budget, depth+1) {
+				return false
+			}
+		}
+	case *ast.MappingValueNode:
+		return d.fits(v.Value, budget, depth+1)
+	case *ast.SequenceNode:
+		for _, item := range v.Values {
+			if !d.fits(item, budget, depth+1) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 var distKeys = []string{"dist", "min", "max", "mean", "sigma", "value"}

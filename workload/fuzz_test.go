@@ -19,6 +19,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("name: [\n"))
 	f.Add([]byte("a: &x {b: *x}\n"))
 	f.Add([]byte("session: {turns: {dist: lognormal, mean: 1e308, sigma: 1e308}}\n"))
+	f.Add([]byte("load: {stages: &x [*x]}\n"))
+	f.Add([]byte("target: {extra_body: {a: &a [1,1,1,1,1,1,1,1,1,1], b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a], c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b], d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c], e: [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]}}\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, issues := Parse("fuzz.yaml", data, LoadOptions{Getenv: noEnv})
 		for _, is := range issues {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // baseScenario is a valid scenario; each case below changes or deletes lines of it. Line numbers in
@@ -278,5 +279,23 @@ func TestPersonaFileLoads(t *testing.T) {
 	}
 	if len(w.Personas) != 2 || w.Personas[1].Name != "Bo" || w.Personas[0].Tokens != CountTokens("You are Ada, a careful tutor.") {
 		t.Fatalf("personas = %+v", w.Personas)
+	}
+}
+
+func TestRecursiveAliasesAndAliasBombsAreRefused(t *testing.T) {
+	for _, text := range []string{
+		"load: {stages: &x [*x]}\n",
+		"target: {extra_body: {a: &a [1,1,1,1,1,1,1,1,1,1], b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a], c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b], d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c], e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d], f: [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]}}\n",
+	} {
+		done := make(chan Issues, 1)
+		go func() { _, is := Parse("t.yaml", []byte(text), LoadOptions{Getenv: noEnv}); done <- is }()
+		select {
+		case is := <-done:
+			if is.Err() == nil {
+				t.Fatalf("accepted %q", text)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("parsing %q did not finish", text)
+		}
 	}
 }
