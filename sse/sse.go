@@ -285,6 +285,14 @@ type usageJSON struct {
 }
 
 func decodeChunk(data []byte, ev *Event) error {
+	if fastDecode(data, ev) {
+		return nil
+	}
+	return decodeSlow(data, ev)
+}
+
+// decodeSlow decodes any chunk with encoding/json.
+func decodeSlow(data []byte, ev *Event) error {
 	var c chunk
 	if err := json.Unmarshal(data, &c); err != nil {
 		return err
@@ -297,7 +305,9 @@ func decodeChunk(data []byte, ev *Event) error {
 			ev.Content += *ch.Text
 		}
 		if d := ch.Delta; d != nil {
-			ev.Role = d.Role
+			if d.Role != "" {
+				ev.Role = d.Role
+			}
 			if d.Content != nil {
 				ev.Content += *d.Content
 			}

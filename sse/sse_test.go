@@ -1,6 +1,7 @@
 package sse
 
 import (
+	"encoding/json"
 	"errors"
 	"io"
 	"strings"
@@ -170,4 +171,46 @@ func FuzzReader(f *testing.F) {
 			}
 		}
 	})
+}
+
+// FuzzFastDecode: wherever the fast decoder answers, it answers as encoding/json does.
+func FuzzFastDecode(f *testing.F) {
+	f.Add([]byte(`{"id":"c","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":" w\u00e9\n"},"logprobs":null,"finish_reason":null}]}`))
+	f.Add([]byte(`{"choices":[{"delta":{"role":"assistant","content":""},"finish_reason":"stop"},{"delta":{"reasoning":"r"}}],"x":[1,{"a":[true,false,null,-1.5e3]}]}`))
+	f.Add([]byte(`{"choices":[{"text":" t","finish_reason":null}]}`))
+	f.Add([]byte(`{"choices":[{"delta":{"content":"a"},"delta":{"content":"b"}}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var fast Event
+		if !fastDecode(data, &fast) {
+			return
+		}
+		var slow Event
+		var c chunk
+		if err := json.Unmarshal(data, &c); err != nil {
+			t.Fatalf("fast path accepted what encoding/json refuses (%v): %q", err, data)
+		}
+		if err := decodeSlow(data, &slow); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(slow, fast); diff != "" {
+			t.Fatalf("fast and slow decoders differ on %q (-slow +fast):\n%s", data, diff)
+		}
+	})
+}
+
+func TestFastDecodeLeavesOddKeysToEncodingJSON(t *testing.T) {
+	for _, data := range []string{
+		`{"ChoiCes":[{"delta":{"content":"a"}}]}`,
+		"{\"choice\u017f\":[{\"delta\":{\"content\":\"a\"}}]}", // ſ folds to s
+		`{"choices":[{"delta":{"content":"a","content":"b"}}]}`,
+	} {
+		var ev Event
+		if fastDecode([]byte(data), &ev) {
+			t.Errorf("fast path took %q", data)
+		}
+		var slow Event
+		if err := decodeChunk([]byte(data), &slow); err != nil || slow.Content == "" {
+			t.Errorf("%q: %v %+v", data, err, slow)
+		}
+	}
 }

@@ -1,0 +1,256 @@
+package sse
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"unicode/utf8"
+)
+
+// fastDecode decodes the common chunk — choices with a delta (or completions text) and a finish
+// reason, no usage, no error — without reflection. It returns false for anything else, and the
+// caller falls back to encoding/json; a differential fuzz test holds the two to the same answers.
+func fastDecode(data []byte, ev *Event) bool {
+	s := scanner{b: data}
+	var out Event
+	ok := s.object(func(key []byte) bool {
+		switch string(key) {
+		case "choices":
+			return s.array(func() bool { return s.object(func(k []byte) bool { return s.choice(k, &out) }) })
+		case "usage", "error":
+			return false // rare: the slow path handles them
+		default:
+			return s.skip()
+		}
+	})
+	if !ok || !s.end() {
+		return false
+	}
+	ev.Content, ev.Reasoning, ev.ToolCall, ev.Role, ev.FinishReason = out.Content, out.Reasoning, out.ToolCall, out.Role, out.FinishReason
+	return true
+}
+
+func (s *scanner) choice(key []byte, out *Event) bool {
+	switch string(key) {
+	case "delta":
+		if s.null() {
+			return true
+		}
+		return s.object(func(k []byte) bool {
+			switch string(k) {
+			case "content":
+				return s.text(&out.Content)
+			case "reasoning_content", "reasoning":
+				return s.text(&out.Reasoning)
+			case "role":
+				var role string
+				ok := s.text(&role)
+				if role != "" {
+					out.Role = role
+				}
+				return ok
+			case "tool_calls":
+				return false
+			default:
+				return s.skip()
+			}
+		})
+	case "text":
+		return s.text(&out.Content)
+	case "finish_reason":
+		if s.null() {
+			return true
+		}
+		var reason string
+		ok := s.text(&reason)
+		out.FinishReason = reason
+		return ok
+	default:
+		return s.skip()
+	}
+}
+
+func repeated(seen [][]byte, key []byte) bool {
+	for _, k := range seen {
+		if bytes.Equal(k, key) {
+			return true
+		}
+	}
+	return false
+}
+
+// knownKeys are the keys the decoders read. encoding/json matches keys without regard to case, so a
+// key equal to one of them only up to case (rare and odd) goes to the slow path.
+var knownKeys = []string{"choices", "usage", "error", "delta", "text", "finish_reason", "content",
+	"reasoning_content", "reasoning", "role", "tool_calls", "function", "name", "arguments"}
+
+func caseVariant(key []byte) bool {
+	for _, k := range knownKeys {
+		if s := string(key); s != k && strings.EqualFold(s, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// scanner walks JSON bytes; every method returns false on anything it does not fully understand.
+type scanner struct {
+	b []byte
+	i int
+}
+
+func (s *scanner) ws() {
+	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t' || s.b[s.i] == '\n' || s.b[s.i] == '\r') {
+		s.i++
+	}
+}
+
+func (s *scanner) end() bool { s.ws(); return s.i == len(s.b) }
+
+func (s *scanner) eat(c byte) bool {
+	s.ws()
+	if s.i < len(s.b) && s.b[s.i] == c {
+		s.i++
+		return true
+	}
+	return false
+}
+
+func (s *scanner) null() bool {
+	s.ws()
+	if bytes.HasPrefix(s.b[s.i:], []byte("null")) {
+		s.i += 4
+		return true
+	}
+	return false
+}
+
+func (s *scanner) object(field func(key []byte) bool) bool {
+	if !s.eat('{') {
+		return false
+	}
+	if s.eat('}') {
+		return true
+	}
+	var seenBuf [8][]byte
+	seen := seenBuf[:0]
+	for {
+		key, ok := s.rawString()
+		if !ok || bytes.IndexByte(key, '\\') >= 0 || repeated(seen, key) || caseVariant(key) || !s.eat(':') {
+			return false // escaped, repeated or case-folded keys: leave them to encoding/json's rules
+		}
+		seen = append(seen, key)
+		if !field(key) {
+			return false
+		}
+		if s.eat(',') {
+			continue
+		}
+		return s.eat('}')
+	}
+}
+
+func (s *scanner) array(item func() bool) bool {
+	if !s.eat('[') {
+		return false
+	}
+	if s.eat(']') {
+		return true
+	}
+	for {
+		if !item() {
+			return false
+		}
+		if s.eat(',') {
+			continue
+		}
+		return s.eat(']')
+	}
+}
+
+// rawString returns a string's bytes without its quotes (escapes left as written).
+func (s *scanner) rawString() ([]byte, bool) {
+	s.ws()
+	if s.i >= len(s.b) || s.b[s.i] != '"' {
+		return nil, false
+	}
+	start := s.i + 1
+	for j := start; j < len(s.b); j++ {
+		switch c := s.b[j]; {
+		case c == '\\':
+			if j+1 >= len(s.b) {
+				return nil, false
+			}
+			switch s.b[j+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				j++
+			case 'u':
+				if j+5 >= len(s.b) {
+					return nil, false
+				}
+				for _, h := range s.b[j+2 : j+6] {
+					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
+						return nil, false
+					}
+				}
+				j += 5
+			default:
+				return nil, false
+			}
+		case c == '"':
+			s.i = j + 1
+			return s.b[start:j], true
+		case c < 0x20:
+			return nil, false
+		}
+	}
+	return nil, false
+}
+
+// text reads a string (or null, leaving dst alone) and appends it to dst, as the slow path does.
+func (s *scanner) text(dst *string) bool {
+	if s.null() {
+		return true
+	}
+	raw, ok := s.rawString()
+	if !ok {
+		return false
+	}
+	if bytes.IndexByte(raw, '\\') < 0 {
+		if !utf8.Valid(raw) {
+			return false
+		}
+		*dst += string(raw)
+		return true
+	}
+	var v string
+	if json.Unmarshal(s.b[s.i-len(raw)-2:s.i], &v) != nil {
+		return false
+	}
+	*dst += v
+	return true
+}
+
+// skip passes over any value: a string, a number or literal, or a nested object or array.
+func (s *scanner) skip() bool {
+	s.ws()
+	if s.i >= len(s.b) {
+		return false
+	}
+	switch c := s.b[s.i]; c {
+	case '"':
+		_, ok := s.rawString()
+		return ok
+	case '{':
+		return s.object(func([]byte) bool { return s.skip() })
+	case '[':
+		return s.array(s.skip)
+	default:
+		start := s.i
+		for s.i < len(s.b) && bytes.IndexByte([]byte(",}] \t\r\n"), s.b[s.i]) < 0 {
+			s.i++
+		}
+		var v any
+		return s.i > start && json.Unmarshal(s.b[start:s.i], &v) == nil
+	}
+}
