@@ -167,7 +167,7 @@ func summarizeStage(sc *workload.Scenario, w *workload.Workload, r engine.StageR
 	}
 	st := report.NewStageReport(toolName(), sc, i, w.Stages[i].SHA256, sum,
 		report.EngineCounts{Issued: r.Issued, Sessions: r.Sessions, Reused: r.Reused, NotStarted: r.NotStarted})
-	st.Injector = r.Injector
+	st.Injector, st.NetworkRTT = r.Injector, r.RTT
 	return st, st.Write(r.Dir)
 }
 

@@ -68,6 +68,8 @@ type StageResult struct {
 	InterruptNs int64
 	// Injector is how hard plload itself worked during the stage.
 	Injector metrics.InjectorHealth
+	// RTT is the network round trip measured before the stage (GET /v1/models on a warm connection).
+	RTT metrics.Dist
 }
 
 // Run executes every stage in order. It stops at the first stage that fails to run (a write error,
@@ -164,7 +166,9 @@ func runStage(ctx context.Context, cfg *Config, clk clock, i int, pool *workload
 		s.records.Close()
 		return res, fmt.Errorf("stage %d: %w", pool.Stage, err)
 	}
-	log.Info("stage starting", "mode", sc.Load.Mode, "concurrency", pool.Spec.Concurrency,
+	res.RTT = s.measureRTT(ctx)
+	s.client.CloseIdleConnections() // the stage starts from fresh connections
+	log.Info("stage starting", "rtt_p50_ms", res.RTT.P50, "mode", sc.Load.Mode, "concurrency", pool.Spec.Concurrency,
 		"sessions_per_sec", pool.Spec.SessionsPerSec, "warmup", pool.Spec.Warmup.String(), "duration", pool.Spec.Duration.String(),
 		"pool", len(pool.Sessions), "target", s.url)
 	res.Start = time.Now()

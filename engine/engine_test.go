@@ -358,6 +358,9 @@ func TestConcurrencyRunHistoryAndRecords(t *testing.T) {
 	if r.Issued != r.Records || r.Records == 0 || r.OK != r.Records || r.Partial {
 		t.Fatalf("stage result %+v", r)
 	}
+	if r.RTT.N != rttProbes || r.RTT.P50 <= 0 || r.RTT.P50 > 100 {
+		t.Fatalf("network RTT %+v", r.RTT)
+	}
 	recs := readRecords(t, filepath.Join(dir, "stage_01", "profile_export.jsonl"))
 	if len(recs) != r.Records {
 		t.Fatalf("%d records in the file, %d issued", len(recs), r.Issued)

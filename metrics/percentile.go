@@ -51,3 +51,6 @@ func summarize(values []float64) Dist {
 	return Dist{N: len(values), Mean: sum / float64(len(values)), Min: values[0], Max: values[len(values)-1],
 		P50: Percentile(values, 50), P90: Percentile(values, 90), P95: Percentile(values, 95), P99: Percentile(values, 99)}
 }
+
+// SummarizeSorted is the summary of values already sorted ascending.
+func SummarizeSorted(sorted []float64) Dist { return summarize(sorted) }

@@ -83,7 +83,7 @@ func (r *Report) Markdown(sc *workload.Scenario) string {
 	b.WriteString(StageTable(r.Stages))
 	b.WriteString("\nColumns: load is the concurrency (or arrival rate and its cap); active sess is the time-weighted mean (min–max) of open sessions; " +
 		"req/s, out tok/s and goodput/s count successful requests that ended in the measurement window (goodput: those that also met the TTFT and ITL limits); " +
-		"latencies are in ms; ITL is the pooled distribution of gaps between streamed tokens; err% counts cancellations as errors (†: some requests were cancelled, so latency percentiles are lower bounds); " +
+		"latencies are in ms; RTT is the network round trip (GET /v1/models on a warm connection, measured before the stage): the part of TTFT no server can remove; ITL is the pooled distribution of gaps between streamed tokens; err% counts cancellations as errors (†: some requests were cancelled, so latency percentiles are lower bounds); " +
 		"cache hit% is cached ÷ prompt tokens over successful requests that reported usage.\n")
 	if w := r.Warnings(); len(w) > 0 {
 		b.WriteString("\n## Warnings\n\n")

@@ -38,7 +38,9 @@ type StageReport struct {
 	RecordsKept    bool                   `json:"records_kept"`
 	Engine         EngineCounts           `json:"engine"`
 	Injector       metrics.InjectorHealth `json:"injector"`
-	Summary        *metrics.StageSummary  `json:"summary"`
+	// NetworkRTT is GET /v1/models timed before the stage on a warm connection.
+	NetworkRTT metrics.Dist          `json:"network_rtt_ms"`
+	Summary    *metrics.StageSummary `json:"summary"`
 }
 
 // Target is the server a stage ran against (no secrets).

@@ -45,6 +45,14 @@ func lats(d metrics.Dist, ps ...float64) string {
 	return strings.Join(parts, "/")
 }
 
+// rtt formats the network round trip to two decimals: on loopback it is a fraction of a millisecond.
+func rtt(d metrics.Dist) string {
+	if !d.Known() {
+		return "N/A"
+	}
+	return fmt.Sprintf("%.2f/%.2f", d.P50, d.P95)
+}
+
 func money(v *float64, digits int) string {
 	if v == nil {
 		return "N/A"
@@ -79,7 +87,7 @@ func (c columns) header() []string {
 	if c.run {
 		h = append(h, "run")
 	}
-	h = append(h, "stage", "load", "active sess", "req/s", "out tok/s", "goodput/s", "TTFT p50/p95/p99")
+	h = append(h, "stage", "load", "active sess", "req/s", "out tok/s", "goodput/s", "TTFT p50/p95/p99", "RTT p50/p95")
 	if c.ttfo {
 		h = append(h, "TTFO p50/p95")
 	}
@@ -116,7 +124,7 @@ func (c columns) row(r *StageReport, runName string) []string {
 	cells = append(cells, stage, loadOf(r),
 		fmt.Sprintf("%.1f (%d–%d)", s.Active.Mean, s.Active.Min, s.Active.Max),
 		num(s.Throughput.ReqPerSec, 2), num(s.Throughput.OutTokPerSec, 1), num(s.Throughput.GoodputPerSec, 2),
-		lats(s.TTFT, 50, 95, 99))
+		lats(s.TTFT, 50, 95, 99), rtt(r.NetworkRTT))
 	if c.ttfo {
 		cells = append(cells, lats(s.TTFO, 50, 95))
 	}

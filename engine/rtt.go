@@ -1,0 +1,52 @@
+package engine
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/plload/plload/metrics"
+)
+
+// rttProbes is how many timed GET /v1/models measure the network round trip before a stage.
+const rttProbes = 20
+
+// measureRTT times rttProbes requests for {base}/models on one warm keep-alive connection: the part
+// of every TTFT that no server can remove. Absent (N = 0) when the target does not answer.
+func (s *stageRun) measureRTT(ctx context.Context) metrics.Dist {
+	url := strings.TrimSuffix(s.url, "/chat/completions")
+	url = strings.TrimSuffix(url, "/completions") + "/models"
+	get := func() (time.Duration, bool) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return 0, false
+		}
+		for k, v := range s.headers {
+			req.Header[k] = v
+		}
+		start := time.Now()
+		resp, err := s.client.Do(req)
+		if err != nil {
+			return 0, false
+		}
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		return time.Since(start), true
+	}
+	if _, ok := get(); !ok { // warm the connection (and give up on a target that does not answer)
+		return metrics.Dist{}
+	}
+	var ms []float64
+	for range rttProbes {
+		d, ok := get()
+		if !ok {
+			break
+		}
+		ms = append(ms, metrics.Ms(int64(d)))
+	}
+	sort.Float64s(ms)
+	return metrics.SummarizeSorted(ms)
+}
