@@ -38,6 +38,7 @@ func runCommand() *cli.Command {
 			"partial, skip the rest, exit 130. A second signal exits at once.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "out", Usage: "results base directory (overrides output.dir)"},
+			&cli.BoolFlag{Name: "quiet", Usage: "no progress display (stage lines and the final table still print)"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
@@ -52,14 +53,14 @@ func runCommand() *cli.Command {
 			if cmd.IsSet("out") {
 				base = cmd.String("out")
 			}
-			return runScenario(ctx, sc, base, stdout, stderr)
+			return runScenario(ctx, sc, base, cmd.Bool("quiet"), stdout, stderr)
 		},
 	}
 }
 
 // runScenario builds the workload, prepares the results directory, starts the mock when asked, and
 // runs the stages. Everything that can be refused is refused before the first request.
-func runScenario(ctx context.Context, sc *workload.Scenario, base string, stdout, stderr io.Writer) error {
+func runScenario(ctx context.Context, sc *workload.Scenario, base string, quiet bool, stdout, stderr io.Writer) error {
 	ctx, stop := interruptible(ctx, stderr)
 	defer stop()
 	if err := checkTarget(ctx, sc); err != nil {
@@ -71,6 +72,14 @@ func runScenario(ctx context.Context, sc *workload.Scenario, base string, stdout
 	}
 	if ctx.Err() != nil {
 		return &exitError{code: exitInterrupted, err: errors.New("interrupted before the first request; nothing was written")}
+	}
+	live := metrics.NewLive(len(w.Stages))
+	if port := sc.Output.PrometheusPort; port != 0 {
+		stopProm, err := servePrometheus(sc.Output.PrometheusHost, port, live, stderr)
+		if err != nil {
+			return badInput("%s: %v; nothing was sent", sc.File, err)
+		}
+		defer stopProm()
 	}
 	dir, err := makeRunDir(base, sc.Name)
 	if err != nil {
@@ -103,10 +112,11 @@ func runScenario(ctx context.Context, sc *workload.Scenario, base string, stdout
 	fmt.Fprintf(stdout, "plload %s: %d stage(s), results in %s\n", sc.Name, len(w.Stages), dir)
 	var stages []*report.StageReport
 	var summaryErr error
+	prog := startProgress(stdout, stderr, live, quiet)
 	_, err = engine.Run(ctx, engine.Config{
-		Scenario: sc, Workload: w, BaseURL: baseURL, Dir: dir, Log: log,
+		Scenario: sc, Workload: w, BaseURL: baseURL, Dir: dir, Log: log, Live: live,
 		OnStage: func(r engine.StageResult) {
-			fmt.Fprintln(stdout, stageLine(r, len(w.Stages)))
+			prog.Println(stdout, stageLine(r, len(w.Stages)))
 			st, err := summarizeStage(sc, w, r)
 			if err != nil {
 				summaryErr = errors.Join(summaryErr, err)
@@ -118,6 +128,7 @@ func runScenario(ctx context.Context, sc *workload.Scenario, base string, stdout
 			}
 		},
 	})
+	prog.Stop()
 	interrupted := errors.Is(err, engine.ErrInterrupted)
 	rep := report.New(sc, stages, report.Meta{Tool: toolName(), ScenarioFile: absPath(sc.File),
 		Command: "plload run " + absPath(sc.File) + " --out " + absPath(base), Started: started, Finished: time.Now(), Interrupted: interrupted})

@@ -40,6 +40,9 @@ type Config struct {
 	// OnTokenEvent, when set, sees every token event as it is read (the self-test uses it). It runs on
 	// the request path: keep it short.
 	OnTokenEvent func(*sse.Event)
+	// Live, when set, receives the run's progress: stages, open sessions, and every record (from the
+	// records writer goroutine, off the request path).
+	Live *metrics.Live
 }
 
 // StageResult is what the engine knows of a finished stage; the numbers users read come from the
@@ -159,7 +162,11 @@ func runStage(ctx context.Context, cfg *Config, clk clock, i int, pool *workload
 		return res, fmt.Errorf("stage %d: %w", pool.Stage, err)
 	}
 	defer s.client.CloseIdleConnections()
-	if s.records, err = metrics.NewWriter[*metrics.Record](filepath.Join(dir, "profile_export.jsonl"), 65536); err != nil {
+	var after func(*metrics.Record)
+	if cfg.Live != nil {
+		after = cfg.Live.Record
+	}
+	if s.records, err = metrics.NewWriterThen(filepath.Join(dir, "profile_export.jsonl"), 65536, after); err != nil {
 		return res, fmt.Errorf("stage %d: %w", pool.Stage, err)
 	}
 	if s.sessions, err = metrics.NewWriter[*metrics.SessionRecord](filepath.Join(dir, "sessions.jsonl"), 4096); err != nil {
@@ -172,6 +179,9 @@ func runStage(ctx context.Context, cfg *Config, clk clock, i int, pool *workload
 		"sessions_per_sec", pool.Spec.SessionsPerSec, "warmup", pool.Spec.Warmup.String(), "duration", pool.Spec.Duration.String(),
 		"pool", len(pool.Sessions), "target", s.url)
 	res.Start = time.Now()
+	if cfg.Live != nil {
+		cfg.Live.StageStarted(pool.Stage)
+	}
 	probe := startProbe()
 	interrupted := s.drive(ctx)
 	res.Injector = probe.finish()

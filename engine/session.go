@@ -42,6 +42,10 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, scheduled time.T
 		credit := time.Now()
 		s.markStart(credit)
 		if k == 0 {
+			if live := s.cfg.Live; live != nil {
+				live.SessionOpened()
+				defer live.SessionClosed()
+			}
 			s.counts.sessions.Add(1)
 			if reused {
 				s.counts.reused.Add(1)

@@ -25,6 +25,9 @@ func (s *stageRun) markStart(t time.Time) {
 		s.times.warmupEnd = t.Add(s.times.warmup)
 		s.times.end = s.times.warmupEnd.Add(s.times.duration)
 		close(s.times.started)
+		if s.cfg.Live != nil {
+			s.cfg.Live.Window(s.times.warmupEnd, s.times.end)
+		}
 	})
 }
 
@@ -128,6 +131,9 @@ func (s *stageRun) drive(ctx context.Context) bool {
 	<-issueCtx.Done()
 	if ctx.Err() != nil {
 		s.interruptedAt = time.Now()
+	}
+	if s.cfg.Live != nil {
+		s.cfg.Live.Draining()
 	}
 	drained := make(chan struct{})
 	go func() { wg.Wait(); close(drained) }()

@@ -20,15 +20,22 @@ type Writer[T JSONAppender] struct {
 	ch      chan T
 	done    chan error
 	written int
+	after   func(T)
 }
 
 // NewWriter starts the writer goroutine for path with a channel of the given capacity.
 func NewWriter[T JSONAppender](path string, capacity int) (*Writer[T], error) {
+	return NewWriterThen[T](path, capacity, nil)
+}
+
+// NewWriterThen is NewWriter that also hands each value to after, on the writer goroutine, once it
+// is written (the live display reads records there, off the request path).
+func NewWriterThen[T JSONAppender](path string, capacity int, after func(T)) (*Writer[T], error) {
 	f, err := os.OpenFile(path+".tmp", os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer[T]{path: path, ch: make(chan T, capacity), done: make(chan error, 1)}
+	w := &Writer[T]{path: path, ch: make(chan T, capacity), done: make(chan error, 1), after: after}
 	go w.loop(f)
 	return w, nil
 }
@@ -44,6 +51,9 @@ func (w *Writer[T]) loop(f *os.File) {
 			firstErr = err
 		}
 		w.written++
+		if w.after != nil {
+			w.after(rec)
+		}
 	}
 	if err := bw.Flush(); err != nil && firstErr == nil {
 		firstErr = err
