@@ -58,7 +58,9 @@ func TestLivePrometheusDuringARun(t *testing.T) {
 	path := promScenario(t, port)
 	code := make(chan int, 1)
 	var out, errOut syncBuffer
-	go func() { code <- run(context.Background(), []string{"plload", "run", path, "--out", t.TempDir()}, &out, &errOut) }()
+	go func() {
+		code <- run(context.Background(), []string{"plload", "run", path, "--out", t.TempDir()}, &out, &errOut)
+	}()
 	url := fmt.Sprintf("http://127.0.0.1:%d/metrics", port)
 	var families map[string]int
 	deadline := time.Now().Add(20 * time.Second)
