@@ -219,6 +219,14 @@ func (r *Reader) field(line []byte) {
 		r.hasData = true
 	case "event":
 		r.event = string(value)
+	case "error":
+		// Older llama.cpp servers report a mid-stream failure as an `error:` line, not as data.
+		r.event = "error"
+		if r.hasData {
+			r.data = append(r.data, '\n')
+		}
+		r.data = append(r.data, value...)
+		r.hasData = true
 	}
 	// id and retry do not matter to a load generator; unknown fields are ignored, as the SSE spec says.
 }
@@ -361,6 +369,7 @@ func parseErrorPayload(data []byte) *StreamError {
 	var wrapped struct {
 		Error   json.RawMessage `json:"error"`
 		Message string          `json:"message"`
+		Type    string          `json:"type"`
 	}
 	if json.Unmarshal(data, &wrapped) != nil {
 		return &StreamError{Message: strings.TrimSpace(string(data))}
@@ -384,7 +393,7 @@ func parseErrorPayload(data []byte) *StreamError {
 		}
 	}
 	if wrapped.Message != "" {
-		return &StreamError{Message: wrapped.Message}
+		return &StreamError{Message: wrapped.Message, Type: wrapped.Type}
 	}
 	return &StreamError{Message: strings.TrimSpace(string(data))}
 }
