@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -115,6 +117,7 @@ func runScenario(ctx context.Context, sc *workload.Scenario, base string, quiet 
 	prog := startProgress(stdout, stderr, live, quiet)
 	_, err = engine.Run(ctx, engine.Config{
 		Scenario: sc, Workload: w, BaseURL: baseURL, Dir: dir, Log: log, Live: live,
+		ServerMetricsURL: serverMetricsURL(sc, baseURL),
 		OnStage: func(r engine.StageResult) {
 			prog.Println(stdout, stageLine(r, len(w.Stages)))
 			st, err := summarizeStage(sc, w, r)
@@ -179,7 +182,44 @@ func summarizeStage(sc *workload.Scenario, w *workload.Workload, r engine.StageR
 	st := report.NewStageReport(toolName(), sc, i, w.Stages[i].SHA256, sum,
 		report.EngineCounts{Issued: r.Issued, Sessions: r.Sessions, Reused: r.Reused, NotStarted: r.NotStarted})
 	st.Injector, st.NetworkRTT = r.Injector, r.RTT
+	st.Server = serverSummary(r, sum)
 	return st, st.Write(r.Dir)
+}
+
+// serverMetricsURL is where the target's Prometheus metrics are: target.server_metrics_url, or the
+// base URL without /v1 plus /metrics ("" when off).
+func serverMetricsURL(sc *workload.Scenario, baseURL string) string {
+	switch u := sc.Target.ServerMetricsURL; u {
+	case "off":
+		return ""
+	case "":
+		if baseURL == "" {
+			baseURL = workload.Expand(sc.Target.BaseURL, os.Getenv)
+		}
+		return strings.TrimSuffix(strings.TrimRight(baseURL, "/"), "/v1") + "/metrics"
+	default:
+		return workload.Expand(u, os.Getenv)
+	}
+}
+
+// serverSummary reduces a stage's server_metrics.jsonl to its window.
+func serverSummary(r engine.StageResult, sum *metrics.StageSummary) *metrics.ServerSummary {
+	data, err := os.ReadFile(filepath.Join(r.Dir, "server_metrics.jsonl"))
+	if err != nil && r.ServerMetricsNote == "" {
+		return nil // scraping was off
+	}
+	var samples []metrics.ServerSample
+	for _, line := range strings.Split(string(data), "\n") {
+		var s metrics.ServerSample
+		if json.Unmarshal([]byte(line), &s) == nil {
+			samples = append(samples, s)
+		}
+	}
+	out := metrics.SummarizeServer(samples, sum.Window.WNs, sum.Window.EEffNs)
+	if r.ServerMetricsNote != "" {
+		out.Note = r.ServerMetricsNote
+	}
+	return &out
 }
 
 func toolName() string { return "plload " + version }

@@ -40,6 +40,9 @@ type Config struct {
 	// OnTokenEvent, when set, sees every token event as it is read (the self-test uses it). It runs on
 	// the request path: keep it short.
 	OnTokenEvent func(*sse.Event)
+	// ServerMetricsURL is the target's Prometheus endpoint, scraped every second during each stage
+	// ("" = off).
+	ServerMetricsURL string
 	// Live, when set, receives the run's progress: stages, open sessions, and every record (from the
 	// records writer goroutine, off the request path).
 	Live *metrics.Live
@@ -73,6 +76,8 @@ type StageResult struct {
 	Injector metrics.InjectorHealth
 	// RTT is the network round trip measured before the stage (GET /v1/models on a warm connection).
 	RTT metrics.Dist
+	// ServerMetricsNote says why server metrics were not scraped ("" when they were, or were off).
+	ServerMetricsNote string
 }
 
 // Run executes every stage in order. It stops at the first stage that fails to run (a write error,
@@ -183,7 +188,19 @@ func runStage(ctx context.Context, cfg *Config, clk clock, i int, pool *workload
 		cfg.Live.StageStarted(pool.Stage)
 	}
 	probe := startProbe()
+	scrapeCtx, stopScrape := context.WithCancel(ctx)
+	scraped := make(chan string, 1)
+	if cfg.ServerMetricsURL != "" {
+		go func() { scraped <- s.scrapeServer(scrapeCtx, cfg.ServerMetricsURL, dir) }()
+	} else {
+		scraped <- ""
+	}
 	interrupted := s.drive(ctx)
+	stopScrape()
+	res.ServerMetricsNote = <-scraped
+	if res.ServerMetricsNote != "" {
+		log.Info(res.ServerMetricsNote)
+	}
 	res.Injector = probe.finish()
 	res.End = time.Now()
 	recErr := s.records.Close()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/mock"
+	"github.com/plload/plload/workload"
 )
 
 // faultServer answers every chat request with fault, for faults the mock does not make.
@@ -149,3 +151,30 @@ func TestAccountingUnderMixedFaults(t *testing.T) {
 }
 
 func stageName(i int) string { return filepath.Base(stageDir("", i)) }
+
+func TestServerMetricsAreScraped(t *testing.T) {
+	base, _ := startMock(t, nil)
+	text := scenarioYAML(base, shortSessions, "  mode: concurrency\n  stages:\n    - {concurrency: 2, duration: 1500ms}")
+	sc, issues := workload.Parse("t.yaml", []byte(text), workload.LoadOptions{Getenv: testEnv})
+	if err := issues.Err(); err != nil {
+		t.Fatal(err)
+	}
+	w, _ := sc.Build()
+	for _, tc := range []struct {
+		url, note string
+	}{{strings.TrimSuffix(base, "/v1") + "/metrics", ""}, {strings.TrimSuffix(base, "/v1") + "/nope", "HTTP 404"}} {
+		dir := t.TempDir()
+		res, err := Run(context.Background(), Config{Scenario: sc, Workload: w, Dir: dir, Getenv: testEnv, ServerMetricsURL: tc.url})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(res[0].ServerMetricsNote, tc.note) || (tc.note == "") != (res[0].ServerMetricsNote == "") {
+			t.Fatalf("%s: note %q", tc.url, res[0].ServerMetricsNote)
+		}
+		data, _ := os.ReadFile(filepath.Join(dir, "stage_01", "server_metrics.jsonl"))
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+		if tc.note == "" && (len(lines) < 2 || !strings.Contains(lines[0], `"engine":"plload-mock"`) || !strings.Contains(lines[len(lines)-1], `"running"`)) {
+			t.Fatalf("server_metrics.jsonl: %q", data)
+		}
+	}
+}

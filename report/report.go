@@ -92,6 +92,7 @@ func (r *Report) Markdown(sc *workload.Scenario) string {
 		}
 	}
 	b.WriteString(errorsSection(r.Stages))
+	b.WriteString(serverSection(r.Stages))
 	b.WriteString(injectorSection(r.Stages))
 	b.WriteString(methodSection(r, sc))
 	return b.String()
@@ -118,6 +119,44 @@ func errorsSection(stages []*StageReport) string {
 		return ""
 	}
 	return "\n## Errors by kind\n\n" + b.String()
+}
+
+// serverSection puts the server's own view next to the client's: queueing, KV-cache use, its TTFT
+// and its cache hit rate, from its Prometheus endpoint.
+func serverSection(stages []*StageReport) string {
+	var b strings.Builder
+	for _, s := range stages {
+		sv := s.Server
+		if sv == nil {
+			continue
+		}
+		if sv.Samples == 0 {
+			fmt.Fprintf(&b, "| %02d | %s | | | | | |\n", s.Stage, sv.Note)
+			continue
+		}
+		opt := func(o metrics.Opt[float64], f string) string {
+			if !o.OK {
+				return "N/A"
+			}
+			return fmt.Sprintf(f, o.V)
+		}
+		fmt.Fprintf(&b, "| %02d | %s (%d scrapes) | %s / %s | %s / %s | %s / %s | %s (client %s) | %s (client %s) |\n", s.Stage,
+			metrics.ServerEngineOf(sv.Engine)+orNote(sv), sv.Samples, opt(sv.RunningMean, "%.1f"), opt(sv.RunningMax, "%.0f"),
+			opt(sv.WaitingMean, "%.1f"), opt(sv.WaitingMax, "%.0f"), opt(sv.KVUsageMean, "%.2f"), opt(sv.KVUsageMax, "%.2f"),
+			serverTTFT(sv), lats(s.Summary.TTFT, 50, 95), opt(sv.CacheHitRate, "%.3f"), pct(s.Summary.CacheHit.V, s.Summary.CacheHit.OK))
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return "\n## Server view\n\n| stage | server | running mean / max | waiting mean / max | KV cache use mean / max | TTFT p50/p95 ms | cache hit |\n| --- | --- | --- | --- | --- | --- | --- |\n" + b.String() +
+		"\nFrom the target's Prometheus endpoint, scraped every second; server TTFT comes from its histogram's increase over the window, so it is only as fine as the server's buckets (vLLM's jump from 100 ms to 250 ms).\n"
+}
+
+func orNote(s *metrics.ServerSummary) string {
+	if s.Engine == "unknown" {
+		return "unknown server"
+	}
+	return ""
 }
 
 // injectorSection shows how hard plload itself worked, stage by stage: the evidence that the client

@@ -76,6 +76,14 @@ func goldenStages(t *testing.T) (*workload.Scenario, []*StageReport) {
 		sha := strings.Repeat(string(rune('a'+i)), 64)
 		rep := NewStageReport("plload test", sc, i, sha, st.Summary(), EngineCounts{Issued: 4 + 2*i, Sessions: 2})
 		rep.Injector = metrics.InjectorHealth{CPUPercent: 35 + 10*float64(i), Cores: 2, SchedLatencyP99Ms: 0.26, GCPauseTotalMs: 1.5}
+		rep.NetworkRTT = metrics.Dist{N: 20, P50: 0.12, P95: 0.31}
+		if i == 0 {
+			rep.Server = &metrics.ServerSummary{Engine: "vllm", Samples: 10, RunningMean: metrics.Some(1.5), RunningMax: metrics.Some(2.0),
+				WaitingMean: metrics.Some(0.0), WaitingMax: metrics.Some(0.0), KVUsageMean: metrics.Some(0.12), KVUsageMax: metrics.Some(0.2),
+				TTFTP50Ms: metrics.Some(118.0), TTFTP95Ms: metrics.Some(150.0), CacheHitRate: metrics.Some(0.61)}
+		} else {
+			rep.Server = &metrics.ServerSummary{Note: "server metrics off: http://127.0.0.1:8000/metrics answered HTTP 404"}
+		}
 		out = append(out, rep)
 	}
 	return sc, out

@@ -39,8 +39,10 @@ type StageReport struct {
 	Engine         EngineCounts           `json:"engine"`
 	Injector       metrics.InjectorHealth `json:"injector"`
 	// NetworkRTT is GET /v1/models timed before the stage on a warm connection.
-	NetworkRTT metrics.Dist          `json:"network_rtt_ms"`
-	Summary    *metrics.StageSummary `json:"summary"`
+	NetworkRTT metrics.Dist `json:"network_rtt_ms"`
+	// Server is the target's own view from its Prometheus endpoint (nil when scraping was off).
+	Server  *metrics.ServerSummary `json:"server,omitempty"`
+	Summary *metrics.StageSummary  `json:"summary"`
 }
 
 // Target is the server a stage ran against (no secrets).

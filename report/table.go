@@ -45,6 +45,17 @@ func lats(d metrics.Dist, ps ...float64) string {
 	return strings.Join(parts, "/")
 }
 
+func serverTTFT(s *metrics.ServerSummary) string {
+	if s == nil || !s.TTFTP50Ms.OK {
+		return "N/A"
+	}
+	p95 := "N/A"
+	if s.TTFTP95Ms.OK {
+		p95 = lat(s.TTFTP95Ms.V)
+	}
+	return lat(s.TTFTP50Ms.V) + "/" + p95
+}
+
 // rtt formats the network round trip to two decimals: on loopback it is a fraction of a millisecond.
 func rtt(d metrics.Dist) string {
 	if !d.Known() {
@@ -71,13 +82,14 @@ func loadOf(r *StageReport) string {
 }
 
 // columns decides the optional columns from the stages shown together.
-type columns struct{ ttfo, startLag, run bool }
+type columns struct{ ttfo, startLag, run, server bool }
 
 func columnsFor(rows []*StageReport, withRun bool) columns {
 	c := columns{run: withRun}
 	for _, r := range rows {
 		c.ttfo = c.ttfo || r.Summary.ReasoningSeen
 		c.startLag = c.startLag || r.Mode == "arrival_rate"
+		c.server = c.server || (r.Server != nil && r.Server.Samples > 0)
 	}
 	return c
 }
@@ -87,7 +99,11 @@ func (c columns) header() []string {
 	if c.run {
 		h = append(h, "run")
 	}
-	h = append(h, "stage", "load", "active sess", "req/s", "out tok/s", "goodput/s", "TTFT p50/p95/p99", "RTT p50/p95")
+	h = append(h, "stage", "load", "active sess", "req/s", "out tok/s", "goodput/s", "TTFT p50/p95/p99")
+	if c.server {
+		h = append(h, "server TTFT p50/p95")
+	}
+	h = append(h, "RTT p50/p95")
 	if c.ttfo {
 		h = append(h, "TTFO p50/p95")
 	}
@@ -124,7 +140,11 @@ func (c columns) row(r *StageReport, runName string) []string {
 	cells = append(cells, stage, loadOf(r),
 		fmt.Sprintf("%.1f (%d–%d)", s.Active.Mean, s.Active.Min, s.Active.Max),
 		num(s.Throughput.ReqPerSec, 2), num(s.Throughput.OutTokPerSec, 1), num(s.Throughput.GoodputPerSec, 2),
-		lats(s.TTFT, 50, 95, 99), rtt(r.NetworkRTT))
+		lats(s.TTFT, 50, 95, 99))
+	if c.server {
+		cells = append(cells, serverTTFT(r.Server))
+	}
+	cells = append(cells, rtt(r.NetworkRTT))
 	if c.ttfo {
 		cells = append(cells, lats(s.TTFO, 50, 95))
 	}

@@ -202,6 +202,9 @@ func (c *checker) rules() {
 			c.errorf("target.extra_body."+k, "plload sets %s itself; accepted in extra_body: any other key (engine-specific parameters)", k)
 		}
 	}
+	if u := t.ServerMetricsURL; u != "" && u != "off" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
+		c.errorf("target.server_metrics_url", "found %q; accepted: an http:// or https:// URL of a Prometheus endpoint, or off", u)
+	}
 	if t.TLS.CAFile != "" {
 		if _, err := os.Stat(s.resolvePath(t.TLS.CAFile)); err != nil {
 			c.errorf("target.tls.ca_file", "cannot read %q: %v; accepted: a PEM file of CA certificates", t.TLS.CAFile, err)

@@ -40,7 +40,10 @@ type Target struct {
 	Headers        map[string]string `yaml:"headers,omitempty"`
 	TLS            TLS               `yaml:"tls,omitempty"`
 	Endpoint       string            `yaml:"endpoint"`
-	Mock           *MockTarget       `yaml:"mock,omitempty"`
+	// ServerMetricsURL is the target's Prometheus endpoint; empty means <base_url without /v1>/metrics,
+	// "off" turns scraping off.
+	ServerMetricsURL string      `yaml:"server_metrics_url,omitempty"`
+	Mock             *MockTarget `yaml:"mock,omitempty"`
 }
 
 // MockTarget asks `plload run` to start the bundled mock in-process instead of reaching a real server.

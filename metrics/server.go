@@ -1,0 +1,246 @@
+package metrics
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// ServerSample is one scrape of the target's own Prometheus endpoint, reduced to what plload reads.
+// Gauges are summed over series (one per model); counters are cumulative, as the server reports them.
+type ServerSample struct {
+	TNs           int64          `json:"t_ns"`
+	Engine        string         `json:"engine"` // vllm, sglang, llamacpp, plload-mock or unknown
+	Running       *float64       `json:"running,omitempty"`
+	Waiting       *float64       `json:"waiting,omitempty"`
+	KVUsage       *float64       `json:"kv_usage,omitempty"`       // 0–1
+	CacheHitRate  *float64       `json:"cache_hit_rate,omitempty"` // 0–1, when the server reports a rate
+	PrefixHits    *float64       `json:"prefix_hits,omitempty"`    // cumulative tokens
+	PrefixQueries *float64       `json:"prefix_queries,omitempty"` // cumulative tokens
+	TTFTBuckets   []ServerBucket `json:"ttft_buckets,omitempty"`   // cumulative, seconds; +Inf left out
+	TTFTCount     float64        `json:"ttft_count,omitempty"`     // all observations (the +Inf bucket)
+}
+
+// ServerBucket is one cumulative histogram bucket.
+type ServerBucket struct {
+	LE    float64 `json:"le"`
+	Count float64 `json:"count"`
+}
+
+// AppendJSON writes the sample as one JSON object.
+func (s *ServerSample) AppendJSON(b []byte) []byte {
+	out, err := json.Marshal(s)
+	if err != nil {
+		return append(b, "{}"...)
+	}
+	return append(b, out...)
+}
+
+// serverNames maps each engine's metric names to what they mean.
+var serverNames = []struct {
+	engine, marker                            string
+	running, waiting, kv, rate, hits, queries []string
+	ttft                                      string
+}{
+	{engine: "vllm", marker: "vllm:num_requests_running",
+		running: []string{"vllm:num_requests_running"}, waiting: []string{"vllm:num_requests_waiting"},
+		kv:   []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"},
+		hits: []string{"vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"}, queries: []string{"vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"},
+		ttft: "vllm:time_to_first_token_seconds"},
+	{engine: "sglang", marker: "sglang:num_running_reqs",
+		running: []string{"sglang:num_running_reqs"}, waiting: []string{"sglang:num_queue_reqs"},
+		kv: []string{"sglang:token_usage"}, rate: []string{"sglang:cache_hit_rate"},
+		ttft: "sglang:time_to_first_token_seconds"},
+	{engine: "llamacpp", marker: "llamacpp:requests_processing",
+		running: []string{"llamacpp:requests_processing"}, waiting: []string{"llamacpp:requests_deferred"},
+		kv:   []string{"llamacpp:kv_cache_usage_ratio"},
+		hits: []string{"llamacpp:prompt_tokens_cached_total"}, queries: []string{"llamacpp:prompt_tokens_total"}},
+}
+
+// ParseServerMetrics reads Prometheus text (with prometheus/common's parser) and picks out the
+// engine's running and waiting requests, KV-cache use, prefix-cache counters and TTFT histogram.
+func ParseServerMetrics(r io.Reader, tNs int64) (ServerSample, error) {
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(r)
+	if err != nil {
+		return ServerSample{}, fmt.Errorf("not Prometheus text: %v", err)
+	}
+	s := ServerSample{TNs: tNs, Engine: "unknown"}
+	for _, n := range serverNames {
+		if _, ok := families[n.marker]; !ok {
+			continue
+		}
+		s.Engine = n.engine
+		if _, mock := families["plload_mock_send_lateness_seconds"]; mock {
+			s.Engine = "plload-mock"
+		}
+		s.Running, s.Waiting = sum(families, n.running), sum(families, n.waiting)
+		s.KVUsage, s.CacheHitRate = sum(families, n.kv), sum(families, n.rate)
+		s.PrefixHits, s.PrefixQueries = sum(families, n.hits), sum(families, n.queries)
+		if f, ok := families[n.ttft]; ok {
+			s.TTFTBuckets, s.TTFTCount = buckets(f)
+		}
+		break
+	}
+	return s, nil
+}
+
+// sum adds the values of every series of the first name present.
+func sum(families map[string]*dto.MetricFamily, names []string) *float64 {
+	for _, name := range names {
+		f, ok := families[name]
+		if !ok {
+			continue
+		}
+		total := 0.0
+		for _, m := range f.GetMetric() {
+			switch {
+			case m.Gauge != nil:
+				total += m.GetGauge().GetValue()
+			case m.Counter != nil:
+				total += m.GetCounter().GetValue()
+			case m.Untyped != nil:
+				total += m.GetUntyped().GetValue()
+			}
+		}
+		return &total
+	}
+	return nil
+}
+
+// buckets adds the finite cumulative buckets of every series of a histogram family (JSON has no +Inf),
+// and returns the total count apart.
+func buckets(f *dto.MetricFamily) ([]ServerBucket, float64) {
+	byLE := map[float64]float64{}
+	total := 0.0
+	for _, m := range f.GetMetric() {
+		for _, b := range m.GetHistogram().GetBucket() {
+			if !math.IsInf(b.GetUpperBound(), 1) {
+				byLE[b.GetUpperBound()] += float64(b.GetCumulativeCount())
+			}
+		}
+		total += float64(m.GetHistogram().GetSampleCount())
+	}
+	out := make([]ServerBucket, 0, len(byLE))
+	for le, c := range byLE {
+		out = append(out, ServerBucket{LE: le, Count: c})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].LE < out[j].LE })
+	return out, total
+}
+
+// ServerSummary is a stage's server-side view, from the scrapes inside its window.
+type ServerSummary struct {
+	Engine       string       `json:"engine"`
+	Samples      int          `json:"samples"`
+	RunningMean  Opt[float64] `json:"running_mean"`
+	RunningMax   Opt[float64] `json:"running_max"`
+	WaitingMean  Opt[float64] `json:"waiting_mean"`
+	WaitingMax   Opt[float64] `json:"waiting_max"`
+	KVUsageMean  Opt[float64] `json:"kv_usage_mean"`
+	KVUsageMax   Opt[float64] `json:"kv_usage_max"`
+	TTFTP50Ms    Opt[float64] `json:"ttft_p50_ms"` // from the histogram's increase over the window
+	TTFTP95Ms    Opt[float64] `json:"ttft_p95_ms"`
+	CacheHitRate Opt[float64] `json:"cache_hit_rate"` // Δhits ÷ Δqueries, or the server's own rate
+	Note         string       `json:"note,omitempty"`
+}
+
+// SummarizeServer reduces the scrapes taken in [wNs, eNs).
+func SummarizeServer(samples []ServerSample, wNs, eNs int64) ServerSummary {
+	var in []ServerSample
+	for _, s := range samples {
+		if s.TNs >= wNs && s.TNs < eNs {
+			in = append(in, s)
+		}
+	}
+	out := ServerSummary{Samples: len(in)}
+	if len(in) == 0 {
+		out.Note = "no server metrics were scraped in the measurement window"
+		return out
+	}
+	out.Engine = in[0].Engine
+	meanMax := func(get func(ServerSample) *float64) (Opt[float64], Opt[float64]) {
+		var total, top float64
+		n := 0
+		for _, s := range in {
+			if v := get(s); v != nil {
+				total += *v
+				top = math.Max(top, *v)
+				n++
+			}
+		}
+		if n == 0 {
+			return Opt[float64]{}, Opt[float64]{}
+		}
+		return Some(total / float64(n)), Some(top)
+	}
+	out.RunningMean, out.RunningMax = meanMax(func(s ServerSample) *float64 { return s.Running })
+	out.WaitingMean, out.WaitingMax = meanMax(func(s ServerSample) *float64 { return s.Waiting })
+	out.KVUsageMean, out.KVUsageMax = meanMax(func(s ServerSample) *float64 { return s.KVUsage })
+	first, last := in[0], in[len(in)-1]
+	if first.PrefixQueries != nil && last.PrefixQueries != nil && first.PrefixHits != nil && last.PrefixHits != nil {
+		if dq := *last.PrefixQueries - *first.PrefixQueries; dq > 0 {
+			out.CacheHitRate = Some((*last.PrefixHits - *first.PrefixHits) / dq)
+		}
+	} else if rate, _ := meanMax(func(s ServerSample) *float64 { return s.CacheHitRate }); rate.OK {
+		out.CacheHitRate = rate
+	}
+	if delta := bucketDelta(first.TTFTBuckets, last.TTFTBuckets); delta != nil {
+		total := last.TTFTCount - first.TTFTCount
+		out.TTFTP50Ms = histogramQuantile(delta, total, 0.50)
+		out.TTFTP95Ms = histogramQuantile(delta, total, 0.95)
+	}
+	if out.Engine == "unknown" {
+		out.Note = "the server's metrics are not vLLM's, SGLang's, llama.cpp's or the plload mock's"
+	}
+	return out
+}
+
+func bucketDelta(a, b []ServerBucket) []ServerBucket {
+	if len(a) == 0 || len(a) != len(b) {
+		return nil
+	}
+	out := make([]ServerBucket, len(b))
+	for i := range b {
+		if a[i].LE != b[i].LE {
+			return nil
+		}
+		out[i] = ServerBucket{LE: b[i].LE, Count: b[i].Count - a[i].Count}
+	}
+	return out
+}
+
+// histogramQuantile is Prometheus's histogram_quantile: linear interpolation inside the bucket that
+// holds the quantile, in ms. Absent when the window saw no observations or the quantile falls past the
+// last finite bucket.
+func histogramQuantile(b []ServerBucket, total, q float64) Opt[float64] {
+	if total <= 0 {
+		return Opt[float64]{}
+	}
+	rank := q * total
+	prevLE, prevCount := 0.0, 0.0
+	for _, bk := range b {
+		if bk.Count >= rank {
+			width := bk.Count - prevCount
+			frac := 1.0
+			if width > 0 {
+				frac = (rank - prevCount) / width
+			}
+			return Some(1000 * (prevLE + frac*(bk.LE-prevLE)))
+		}
+		prevLE, prevCount = bk.LE, bk.Count
+	}
+	return Opt[float64]{}
+}
+
+// ServerEngineOf names the engine for a note ("vllm" → "vLLM").
+func ServerEngineOf(name string) string {
+	return map[string]string{"vllm": "vLLM", "sglang": "SGLang", "llamacpp": "llama.cpp", "plload-mock": "plload mock"}[strings.ToLower(name)]
+}

@@ -1,0 +1,88 @@
+package metrics
+
+import (
+	"os"
+	"strings"
+	"testing"
+)
+
+func f(v float64) *float64 { return &v }
+
+func TestParseLlamaCppMetrics(t *testing.T) {
+	file, err := os.Open("testdata/llamacpp_metrics.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer file.Close()
+	s, err := ParseServerMetrics(file, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Engine != "llamacpp" || s.TNs != 7 || *s.Running != 0 || *s.Waiting != 0 || *s.PrefixHits != 627 || *s.PrefixQueries != 629 {
+		t.Fatalf("%+v", s)
+	}
+}
+
+func TestParseVLLMStyleAndUnknown(t *testing.T) {
+	text := `# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{model_name="a"} 3
+vllm:num_requests_running{model_name="b"} 2
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting{model_name="a"} 4
+# TYPE vllm:gpu_cache_usage_perc gauge
+vllm:gpu_cache_usage_perc{model_name="a"} 0.5
+# TYPE vllm:time_to_first_token_seconds histogram
+vllm:time_to_first_token_seconds_bucket{le="0.1"} 10
+vllm:time_to_first_token_seconds_bucket{le="0.25"} 30
+vllm:time_to_first_token_seconds_bucket{le="+Inf"} 40
+vllm:time_to_first_token_seconds_sum 9
+vllm:time_to_first_token_seconds_count 40
+`
+	s, err := ParseServerMetrics(strings.NewReader(text), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Engine != "vllm" || *s.Running != 5 || *s.Waiting != 4 || *s.KVUsage != 0.5 || len(s.TTFTBuckets) != 2 || s.TTFTCount != 40 {
+		t.Fatalf("%+v", s)
+	}
+	u, err := ParseServerMetrics(strings.NewReader("# TYPE x gauge\nx 1\n"), 1)
+	if err != nil || u.Engine != "unknown" || u.Running != nil {
+		t.Fatalf("%+v %v", u, err)
+	}
+	if _, err := ParseServerMetrics(strings.NewReader("<html>not metrics</html>"), 1); err == nil {
+		t.Fatal("HTML accepted as metrics")
+	}
+}
+
+// TestSummarizeServer checks the window, the means and maxima, the counter-delta cache hit rate and
+// the histogram quantile against hand-computed values.
+func TestSummarizeServer(t *testing.T) {
+	b := func(c1, c2 float64) []ServerBucket {
+		return []ServerBucket{{LE: 0.1, Count: c1}, {LE: 0.25, Count: c2}}
+	}
+	samples := []ServerSample{
+		{TNs: 5, Engine: "vllm", Running: f(100), TTFTBuckets: b(0, 0)},                                                                                         // before the window
+		{TNs: 10, Engine: "vllm", Running: f(2), Waiting: f(0), KVUsage: f(0.2), PrefixHits: f(100), PrefixQueries: f(200), TTFTBuckets: b(5, 5), TTFTCount: 5}, // first in window
+		{TNs: 20, Engine: "vllm", Running: f(4), Waiting: f(2), KVUsage: f(0.4), PrefixHits: f(160), PrefixQueries: f(300), TTFTBuckets: b(15, 45), TTFTCount: 45},
+		{TNs: 30, Engine: "vllm", Running: f(9)}, // after the window
+	}
+	s := SummarizeServer(samples, 10, 30)
+	if s.Samples != 2 || s.RunningMean.V != 3 || s.RunningMax.V != 4 || s.WaitingMax.V != 2 || s.KVUsageMean.V != 0.30000000000000004 && s.KVUsageMean.V != 0.3 {
+		t.Fatalf("%+v", s)
+	}
+	// Hits 60 of 100 queries in the window.
+	if s.CacheHitRate.V != 0.6 {
+		t.Fatalf("cache hit %v", s.CacheHitRate)
+	}
+	// Window increase: 10 observations ≤ 0.1 s, 30 more ≤ 0.25 s, 40 in all. p50 = rank 20: in the
+	// (0.1, 0.25] bucket, 10 of its 30 → 0.1 + 10/30 × 0.15 = 0.15 s; p95 = rank 38 → 0.1 + 28/30 × 0.15.
+	if d := s.TTFTP50Ms.V - 150; d > 1e-9 || d < -1e-9 {
+		t.Fatalf("p50 %v", s.TTFTP50Ms)
+	}
+	if d := s.TTFTP95Ms.V - 1000*(0.1+28.0/30*0.15); d > 1e-9 || d < -1e-9 {
+		t.Fatalf("p95 %v", s.TTFTP95Ms)
+	}
+	if none := SummarizeServer(samples, 100, 200); none.Samples != 0 || none.Note == "" {
+		t.Fatalf("%+v", none)
+	}
+}
