@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -125,5 +126,19 @@ func TestPrometheusPortInUseIsBadInput(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(out); len(entries) != 0 {
 		t.Fatalf("files left behind: %v", entries)
+	}
+}
+
+func TestProgressLinesClearTheStatusLine(t *testing.T) {
+	var buf bytes.Buffer
+	p := &progress{out: &buf, terminal: true, stop: make(chan struct{}), done: make(chan struct{})}
+	close(p.done)
+	p.draw("stage 1/1 warmup")
+	p.Println(&buf, "stage 01/01 done")
+	p.draw("stage 1/1 measuring")
+	p.Stop()
+	want := "\r\033[Kstage 1/1 warmup\r\033[Kstage 01/01 done\n\r\033[Kstage 1/1 measuring\r\033[K"
+	if buf.String() != want {
+		t.Fatalf("\ngot  %q\nwant %q", buf.String(), want)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -66,7 +67,7 @@ func cpuTime() time.Duration {
 
 // loadStage runs one concurrency stage of long chat sessions (TTFT 200 ms, 20 ms between chunks,
 // 1–3 s think time) and reports client CPU per streamed chunk and heap per open session.
-func loadStage(tb testing.TB, base string, concurrency int, duration time.Duration) (StageResult, time.Duration, float64) {
+func loadStage(tb testing.TB, base string, concurrency int, duration time.Duration, watched ...bool) (StageResult, time.Duration, float64) {
 	session := `  turns: {min: 10, max: 20}
   user_input_tokens: {min: 20, max: 60}
   max_output_tokens: {min: 50, max: 100}
@@ -104,7 +105,27 @@ func loadStage(tb testing.TB, base string, concurrency int, duration time.Durati
 	}()
 	cpu0 := cpuTime()
 	dir := tb.TempDir()
-	res, err := Run(context.Background(), Config{Scenario: sc, Workload: w, Dir: dir, Getenv: testEnv})
+	cfg := Config{Scenario: sc, Workload: w, Dir: dir, Getenv: testEnv}
+	if len(watched) > 0 && watched[0] { // everything on: live progress state and server scraping
+		cfg.Live = metrics.NewLive(1)
+		cfg.ServerMetricsURL = strings.TrimSuffix(base, "/v1") + "/metrics"
+		stopDraw := make(chan struct{})
+		defer close(stopDraw)
+		go func() { // what the progress display and a Prometheus scrape do, 4 times a second
+			t := time.NewTicker(250 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-stopDraw:
+					return
+				case <-t.C:
+					cfg.Live.Snapshot()
+					cfg.Live.Snapshots()
+				}
+			}
+		}()
+	}
+	res, err := Run(context.Background(), cfg)
 	cpu := cpuTime() - cpu0
 	close(stop)
 	<-sampled
@@ -112,6 +133,21 @@ func loadStage(tb testing.TB, base string, concurrency int, duration time.Durati
 		tb.Fatal(err)
 	}
 	r := res[0]
+	var ttft, gaps []float64
+	if f, err := os.Open(filepath.Join(r.Dir, "profile_export.jsonl")); err == nil {
+		metrics.ReadRecords(f, func(rec *metrics.Record) error {
+			if rec.OK() {
+				ttft = append(ttft, rec.TTFT.V)
+				gaps = append(gaps, rec.InterChunkLatency...)
+			}
+			return nil
+		})
+		f.Close()
+	}
+	sort.Float64s(ttft)
+	sort.Float64s(gaps)
+	tb.Logf("TTFT p50/p99 %.3f/%.3f ms, chunk gap p50/p99 %.3f/%.3f ms", metrics.Percentile(ttft, 50), metrics.Percentile(ttft, 99),
+		metrics.Percentile(gaps, 50), metrics.Percentile(gaps, 99))
 	if r.Errors+r.Cancelled > 0 { // say what went wrong
 		kinds := map[string]int{}
 		f, _ := os.Open(filepath.Join(r.Dir, "profile_export.jsonl"))
@@ -132,13 +168,20 @@ func loadStage(tb testing.TB, base string, concurrency int, duration time.Durati
 	return r, perChunk, float64(peak-min(peak, before.HeapInuse)) / float64(concurrency)
 }
 
-// BenchmarkEngine1000Sessions: 1,000 concurrent sessions for 20 s against a mock in another process.
+// BenchmarkEngine1000Sessions: 1,000 concurrent sessions for 20 s against a mock in another process,
+// plain and with everything watching the run (live state read 4×/s, server metrics scraped each
+// second). Compare the two: watching must not slow the request path.
 //
 //	go test ./engine -run XXX -bench Engine1000 -benchtime 1x
 func BenchmarkEngine1000Sessions(b *testing.B) {
 	base := childMock(b)
+	b.Run("plain", func(b *testing.B) { engineBench(b, base, false) })
+	b.Run("watched", func(b *testing.B) { engineBench(b, base, true) })
+}
+
+func engineBench(b *testing.B, base string, watched bool) {
 	for b.Loop() {
-		r, perChunk, heapPerSession := loadStage(b, base, 1000, 20*time.Second)
+		r, perChunk, heapPerSession := loadStage(b, base, 1000, 20*time.Second, watched)
 		b.ReportMetric(float64(perChunk.Nanoseconds())/1000, "µs-CPU/chunk")
 		b.ReportMetric(heapPerSession/1024, "KiB-heap/session")
 		b.ReportMetric(float64(r.OutTokens), "chunks")
