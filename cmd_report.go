@@ -29,6 +29,8 @@ func reportCommand() *cli.Command {
 			"the window, SLO and cost given by flags, or by --scenario and --stage.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "handoff", Usage: "write a work order (Markdown) from the last run to `FILE`"},
+			&cli.StringFlag{Name: "html", Usage: "write the comparison as one self-contained HTML page to `FILE` (chart overlaid per run)"},
+			&cli.BoolFlag{Name: "charts", Usage: "redraw charts/latency_throughput.svg and .png in each results directory from its stage.json"},
 			&cli.StringFlag{Name: "records", Usage: "summarize this profile_export.jsonl instead of results directories"},
 			&cli.StringFlag{Name: "scenario", Usage: "with --records: take warmup, duration, SLO and cost from this scenario"},
 			&cli.IntFlag{Name: "stage", Value: 1, Usage: "with --scenario: which stage's warmup and duration"},
@@ -58,6 +60,24 @@ func reportCommand() *cli.Command {
 				return badInput("report: %v", err)
 			}
 			fmt.Fprint(out, report.Comparison(runs))
+			if cmd.Bool("charts") {
+				for _, r := range runs {
+					if err := report.WriteCharts(r.Dir, []report.Run{r}); err != nil {
+						return fmt.Errorf("report --charts: %s: %w", r.Dir, err)
+					}
+					fmt.Fprintf(out, "charts written to %s\n", filepath.Join(absPath(r.Dir), "charts"))
+				}
+			}
+			if file := cmd.String("html"); file != "" {
+				page, err := report.HTML(runs, toolName(), "")
+				if err != nil {
+					return fmt.Errorf("report --html: %w", err)
+				}
+				if err := metrics.WriteFileAtomic(file, page); err != nil {
+					return badInput("report --html: %v", err)
+				}
+				fmt.Fprintf(out, "HTML report written to %s\n", absPath(file))
+			}
 			if file := cmd.String("handoff"); file != "" {
 				text := report.Handoff(runs, scenarioFileOf(runs[len(runs)-1].Dir))
 				if err := metrics.WriteFileAtomic(file, []byte(text)); err != nil {

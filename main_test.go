@@ -175,7 +175,7 @@ func TestRunWritesResults(t *testing.T) {
 	if len(dirs) != 1 {
 		t.Fatalf("results dirs: %v", dirs)
 	}
-	for _, f := range []string{"scenario.resolved.yaml", "report.json", "report.md", "stage_01/stage.json", "stage_01/dataset.jsonl", "stage_01/profile_export.jsonl", "stage_01/sessions.jsonl", "stage_01/run.log"} {
+	for _, f := range []string{"scenario.resolved.yaml", "report.json", "report.md", "report.html", "charts/latency_throughput.svg", "charts/latency_throughput.png", "stage_01/stage.json", "stage_01/dataset.jsonl", "stage_01/profile_export.jsonl", "stage_01/sessions.jsonl", "stage_01/run.log"} {
 		if _, err := os.Stat(filepath.Join(dirs[0], f)); err != nil {
 			t.Errorf("missing %s", f)
 		}

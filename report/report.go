@@ -59,7 +59,21 @@ func (r *Report) Write(dir string, sc *workload.Scenario) error {
 	if err := metrics.WriteFileAtomic(filepath.Join(dir, "report.json"), append(data, '\n')); err != nil {
 		return err
 	}
-	return metrics.WriteFileAtomic(filepath.Join(dir, "report.md"), []byte(r.Markdown(sc)))
+	if err := metrics.WriteFileAtomic(filepath.Join(dir, "report.md"), []byte(r.Markdown(sc))); err != nil {
+		return err
+	}
+	if len(r.Stages) == 0 {
+		return nil
+	}
+	runs := []Run{{Dir: dir, Name: r.Run, Stages: r.Stages}}
+	if err := WriteCharts(dir, runs); err != nil {
+		return fmt.Errorf("charts: %w", err)
+	}
+	page, err := HTML(runs, r.Tool, strings.TrimPrefix(methodSection(r, sc), "\n"))
+	if err != nil {
+		return fmt.Errorf("report.html: %w", err)
+	}
+	return metrics.WriteFileAtomic(filepath.Join(dir, "report.html"), page)
 }
 
 // Warnings lists every stage's warnings, prefixed with the stage.
