@@ -65,6 +65,11 @@ func reportCommand() *cli.Command {
 					if err := report.WriteCharts(r.Dir, []report.Run{r}); err != nil {
 						return fmt.Errorf("report --charts: %s: %w", r.Dir, err)
 					}
+					for _, st := range r.Stages {
+						if err := report.StageChartsFromRecords(r.Dir, st); err != nil {
+							return fmt.Errorf("report --charts: %s stage %d: %w", r.Dir, st.Stage, err)
+						}
+					}
 					fmt.Fprintf(out, "charts written to %s\n", filepath.Join(absPath(r.Dir), "charts"))
 				}
 			}

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/plload/plload/metrics"
 )
 
 func TestCurveModel(t *testing.T) {
@@ -80,6 +82,31 @@ func TestHTMLIsSelfContained(t *testing.T) {
 	for _, banned := range []string{"<script", "src=", `href="http`, "@import", "url("} {
 		if strings.Contains(s, banned) {
 			t.Errorf("report.html must not fetch anything, found %q", banned)
+		}
+	}
+}
+
+func TestStageSeriesAndCharts(t *testing.T) {
+	_, stages := goldenStages(t)
+	st := stages[0]
+	// Two successes started at 1.5 s and 2.5 s after t0 (see goldenStages' rec), one session each.
+	recs := []*metrics.Record{rec(1.5, 100, 10, "a"), rec(2.5, 120, 10, "b")}
+	s := metrics.Series(recs, st.Summary)
+	if len(s.Seconds) < 3 || s.ReqPerSec[1] != 1 || s.ReqPerSec[2] != 1 || s.OutTokPerSec[1] != 10 || s.TTFTP95Ms[1] != 100 ||
+		!math.IsNaN(s.TTFTP95Ms[0]) || s.ActiveSessions[1] != 1 || len(s.TTFT) != 2 || len(s.ITL) != 18 {
+		t.Fatalf("series %+v", s)
+	}
+	dir := t.TempDir()
+	if err := WriteStageCharts(dir, st, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"stage_01_cdf.svg", "stage_01_cdf.png", "stage_01_timeseries.svg", "stage_01_timeseries.png"} {
+		data, err := os.ReadFile(filepath.Join(dir, "charts", f))
+		if err != nil || len(data) < 1000 {
+			t.Fatalf("%s: %v", f, err)
+		}
+		if strings.HasSuffix(f, ".svg") && !bytes.Contains(data, []byte("stage 01")) {
+			t.Fatalf("%s lacks its title", f)
 		}
 	}
 }

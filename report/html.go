@@ -29,6 +29,8 @@ ul{padding-left:1.2rem}@media print{body{margin:0;max-width:none}.headline{break
 <h2>Latency and throughput</h2>
 <div class="chart">{{.Chart}}</div>
 <p class="note">Each point is a stage at its achieved output tokens/s. Solid lines are p95, dashed p99; the dashed gray line is the SLO; the ringed point is the headline stage; red crosses are stages that failed the SLO or were interrupted.</p>
+{{if .StageCharts}}<h2>Stage by stage</h2>{{range .StageCharts}}<div class="chart">{{.}}</div>{{end}}
+<p class="note">Distributions are of the requests in the measurement window. Time series are one-second buckets from t0: warmup shaded, the window's start and end dashed.</p>{{end}}
 <h2>Stages</h2>
 <div class="scroll">{{.Table}}</div>
 {{if .Warnings}}<h2>Warnings</h2><ul>{{range .Warnings}}<li>{{.}}</li>{{end}}</ul>{{end}}
@@ -41,19 +43,28 @@ type htmlData struct {
 	Title, Verdict, Tool string
 	Headlines, Warnings  []string
 	Chart, Table, Method template.HTML
+	StageCharts          []template.HTML
+}
+
+// inlineSVG prepares an SVG file's bytes to sit inside HTML (no XML prolog).
+func inlineSVG(svg []byte) template.HTML {
+	if i := bytes.Index(svg, []byte("<svg")); i > 0 {
+		svg = svg[i:]
+	}
+	return template.HTML(svg)
 }
 
 // HTML renders runs (one or several) as report.html. method is the report's Method section in
-// Markdown (may be empty); it is shown as preformatted text.
-func HTML(runs []Run, tool, method string) ([]byte, error) {
+// Markdown (may be empty), shown as preformatted text; stageSVGs are per-stage charts to include.
+func HTML(runs []Run, tool, method string, stageSVGs ...[]byte) ([]byte, error) {
 	svg, err := Curve(runs).Render("svg")
 	if err != nil {
 		return nil, err
 	}
-	if i := bytes.Index(svg, []byte("<svg")); i > 0 {
-		svg = svg[i:] // drop the XML prolog: inline SVG in HTML has none
+	d := htmlData{Tool: tool, Chart: inlineSVG(svg)}
+	for _, s := range stageSVGs {
+		d.StageCharts = append(d.StageCharts, inlineSVG(s))
 	}
-	d := htmlData{Tool: tool, Chart: template.HTML(svg)}
 	var names []string
 	var all []*StageReport
 	for _, r := range runs {

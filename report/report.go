@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -69,7 +70,20 @@ func (r *Report) Write(dir string, sc *workload.Scenario) error {
 	if err := WriteCharts(dir, runs); err != nil {
 		return fmt.Errorf("charts: %w", err)
 	}
-	page, err := HTML(runs, r.Tool, strings.TrimPrefix(methodSection(r, sc), "\n"))
+	for _, st := range r.Stages {
+		if err := StageChartsFromRecords(dir, st); err != nil {
+			return fmt.Errorf("charts of stage %d: %w", st.Stage, err)
+		}
+	}
+	var stageSVGs [][]byte
+	for _, st := range r.Stages {
+		for _, kind := range []string{"cdf", "timeseries"} {
+			if svg, err := os.ReadFile(filepath.Join(dir, "charts", fmt.Sprintf("stage_%02d_%s.svg", st.Stage, kind))); err == nil {
+				stageSVGs = append(stageSVGs, svg)
+			}
+		}
+	}
+	page, err := HTML(runs, r.Tool, strings.TrimPrefix(methodSection(r, sc), "\n"), stageSVGs...)
 	if err != nil {
 		return fmt.Errorf("report.html: %w", err)
 	}

@@ -1,0 +1,103 @@
+package metrics
+
+import (
+	"math"
+	"sort"
+)
+
+// StageSeries is a stage's time line in one-second buckets from t0, and its TTFT and ITL samples, for
+// the per-stage charts.
+type StageSeries struct {
+	T0Ns, WNs, EEffNs int64
+	Seconds           []float64 // bucket start, seconds after t0
+	ReqPerSec         []float64 // successful requests that ended in the bucket
+	OutTokPerSec      []float64
+	TTFTP95Ms         []float64 // of successful requests that started in the bucket; NaN when none
+	ActiveSessions    []float64 // open at the bucket's middle
+	TTFT, ITL         []float64 // in-window successes, sorted (ITL thinned to at most maxCDFPoints)
+}
+
+const maxCDFPoints = 5000
+
+// Series builds the per-second view of records already summarized (sum gives the window).
+func Series(recs []*Record, sum *StageSummary) StageSeries {
+	s := StageSeries{T0Ns: sum.Window.T0Ns, WNs: sum.Window.WNs, EEffNs: sum.Window.EEffNs}
+	last := s.EEffNs
+	sessions := map[string]*interval{}
+	for _, r := range recs {
+		if r.RequestEndNs.OK {
+			last = max(last, r.RequestEndNs.V)
+		}
+		key := r.XCorrelationID
+		if key == "" {
+			key = r.ConversationID
+		}
+		if key != "" {
+			end := r.RequestStartNs
+			if r.RequestEndNs.OK {
+				end = r.RequestEndNs.V
+			}
+			if iv, ok := sessions[key]; ok {
+				iv.start, iv.end = min(iv.start, issueNs(r)), max(iv.end, end)
+			} else {
+				sessions[key] = &interval{issueNs(r), end}
+			}
+		}
+	}
+	n := int(math.Ceil(float64(last-s.T0Ns)/1e9)) + 1
+	if n <= 0 || n > 1_000_000 {
+		return s
+	}
+	s.Seconds = make([]float64, n)
+	s.ReqPerSec, s.OutTokPerSec, s.TTFTP95Ms, s.ActiveSessions = make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	ttftBy := make([][]float64, n)
+	bucket := func(ns int64) int {
+		b := int((ns - s.T0Ns) / 1e9)
+		if b < 0 || b >= n {
+			return -1
+		}
+		return b
+	}
+	for _, r := range recs {
+		if !r.OK() {
+			continue
+		}
+		if b := bucket(r.RequestEndNs.V); b >= 0 {
+			s.ReqPerSec[b]++
+			s.OutTokPerSec[b] += float64(r.OutputSequenceLength.V)
+		}
+		if b := bucket(r.RequestStartNs); b >= 0 && r.TTFT.OK {
+			ttftBy[b] = append(ttftBy[b], r.TTFT.V)
+		}
+		if r.RequestStartNs >= s.WNs && r.RequestStartNs < s.EEffNs {
+			if r.TTFT.OK {
+				s.TTFT = append(s.TTFT, r.TTFT.V)
+			}
+			s.ITL = append(s.ITL, r.InterChunkLatency...)
+		}
+	}
+	for b := range n {
+		s.Seconds[b] = float64(b)
+		s.TTFTP95Ms[b] = math.NaN()
+		if len(ttftBy[b]) > 0 {
+			sort.Float64s(ttftBy[b])
+			s.TTFTP95Ms[b] = Percentile(ttftBy[b], 95)
+		}
+		mid := s.T0Ns + int64(b)*1e9 + 5e8
+		for _, iv := range sessions {
+			if iv.start <= mid && mid < iv.end {
+				s.ActiveSessions[b]++
+			}
+		}
+	}
+	sort.Float64s(s.TTFT)
+	sort.Float64s(s.ITL)
+	if len(s.ITL) > maxCDFPoints { // evenly spaced order statistics keep the CDF's shape
+		thin := make([]float64, maxCDFPoints)
+		for i := range thin {
+			thin[i] = s.ITL[i*(len(s.ITL)-1)/(maxCDFPoints-1)]
+		}
+		s.ITL = thin
+	}
+	return s
+}

@@ -1,0 +1,199 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+
+	"github.com/plload/plload/metrics"
+)
+
+// cdfPlot is the empirical CDF of sorted values (ms).
+func cdfPlot(title string, sorted []float64, slo float64) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "ms"
+	p.Y.Label.Text = "share of values ≤ x"
+	p.Y.Min, p.Y.Max = 0, 1
+	if len(sorted) > 0 {
+		xy := make(plotter.XYs, len(sorted))
+		for i, v := range sorted {
+			xy[i] = plotter.XY{X: v, Y: float64(i+1) / float64(len(sorted))}
+		}
+		l, err := plotter.NewLine(xy)
+		if err != nil {
+			return nil, err
+		}
+		l.Color = palette[0]
+		p.Add(l)
+	}
+	v := plotter.NewFunction(func(float64) float64 { return 0.95 })
+	v.Color, v.Dashes = sloGray, []vg.Length{vg.Points(2), vg.Points(2)}
+	p.Add(v)
+	p.Legend.Add("p95", v)
+	p.Legend.Top, p.Legend.Left = false, false
+	lo, hi := 0.0, 1.0
+	if len(sorted) > 0 {
+		lo, hi = sorted[0], sorted[len(sorted)-1]
+		pad := math.Max((hi-lo)*0.1, hi*0.02)
+		lo, hi = math.Max(0, lo-pad), hi+pad
+	}
+	switch {
+	case slo <= 0:
+	case slo <= hi*2: // near the data: draw it
+		sloLine, _ := plotter.NewLine(plotter.XYs{{X: slo, Y: 0}, {X: slo, Y: 1}})
+		sloLine.Color, sloLine.Dashes = failRed, []vg.Length{vg.Points(4), vg.Points(2)}
+		p.Add(sloLine)
+		p.Legend.Add(fmt.Sprintf("SLO %s ms", lat(slo)), sloLine)
+		hi = math.Max(hi, slo*1.05)
+	default: // far beyond the data: say so rather than squash the curve against the axis
+		p.Legend.Add(fmt.Sprintf("SLO %s ms (off the chart, right)", lat(slo)))
+	}
+	p.X.Min, p.X.Max = lo, hi
+	p.Add(plotter.NewGrid())
+	return p, nil
+}
+
+// seriesPlot is one time-series panel with warmup shaded and the window's ends marked.
+func seriesPlot(title, ylabel string, s metrics.StageSeries, ys []float64) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "seconds since t0"
+	p.Y.Label.Text = ylabel
+	var xy plotter.XYs
+	maxY := 0.0
+	for i, y := range ys {
+		if !math.IsNaN(y) {
+			xy = append(xy, plotter.XY{X: s.Seconds[i] + 0.5, Y: y})
+			maxY = math.Max(maxY, y)
+		}
+	}
+	maxY = math.Max(maxY*1.15, 1)
+	w := float64(s.WNs-s.T0Ns) / 1e9
+	e := float64(s.EEffNs-s.T0Ns) / 1e9
+	if w > 0 {
+		shade, err := plotter.NewPolygon(plotter.XYs{{X: 0, Y: 0}, {X: w, Y: 0}, {X: w, Y: maxY}, {X: 0, Y: maxY}})
+		if err == nil {
+			shade.Color, shade.LineStyle.Width = color.RGBA{230, 230, 230, 255}, 0
+			p.Add(shade)
+			p.Legend.Add("warmup", shade)
+		}
+	}
+	for _, at := range []float64{w, e} {
+		l, _ := plotter.NewLine(plotter.XYs{{X: at, Y: 0}, {X: at, Y: maxY}})
+		l.Color, l.Dashes = sloGray, []vg.Length{vg.Points(3), vg.Points(2)}
+		p.Add(l)
+	}
+	if len(xy) > 0 {
+		l, pts, err := plotter.NewLinePoints(xy)
+		if err != nil {
+			return nil, err
+		}
+		l.Color, pts.Color, pts.Radius = palette[0], palette[0], vg.Points(1.5)
+		p.Add(l, pts)
+	}
+	p.Y.Min, p.Y.Max, p.X.Min, p.X.Max = 0, maxY, 0, math.Max(float64(len(s.Seconds)), e)
+	p.Legend.Top, p.Legend.Left = true, false
+	p.Add(plotter.NewGrid())
+	return p, nil
+}
+
+// render lays out plots in rows × cols and encodes them as "svg" or "png".
+func render(format string, grid [][]*plot.Plot, w, h vg.Length) ([]byte, error) {
+	tiles := draw.Tiles{Rows: len(grid), Cols: len(grid[0]), PadX: vg.Millimeter * 6, PadY: vg.Millimeter * 6,
+		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
+	var buf bytes.Buffer
+	draws := func(dc draw.Canvas) {
+		canvases := plot.Align(grid, tiles, dc)
+		for i, row := range grid {
+			for j, p := range row {
+				p.Draw(canvases[i][j])
+			}
+		}
+	}
+	var err error
+	switch format {
+	case "svg":
+		c := vgsvg.New(w, h)
+		draws(draw.New(c))
+		_, err = c.WriteTo(&buf)
+	case "png":
+		c := vgimg.New(w, h)
+		draws(draw.New(c))
+		_, err = vgimg.PngCanvas{Canvas: c}.WriteTo(&buf)
+	default:
+		err = fmt.Errorf("chart format %q: accepted: svg, png", format)
+	}
+	return buf.Bytes(), err
+}
+
+// WriteStageCharts writes charts/stage_NN_cdf.{svg,png} (TTFT and ITL distributions) and
+// charts/stage_NN_timeseries.{svg,png} (req/s, out tok/s, TTFT p95, active sessions per second).
+func WriteStageCharts(dir string, st *StageReport, s metrics.StageSeries) error {
+	if err := os.MkdirAll(filepath.Join(dir, "charts"), 0o755); err != nil {
+		return err
+	}
+	ttft, err := cdfPlot(fmt.Sprintf("stage %02d: TTFT distribution", st.Stage), s.TTFT, st.SLO.TTFTP95Ms)
+	if err != nil {
+		return err
+	}
+	itl, err := cdfPlot(fmt.Sprintf("stage %02d: ITL distribution (chunk gaps)", st.Stage), s.ITL, st.SLO.ITLP95Ms)
+	if err != nil {
+		return err
+	}
+	var panels []*plot.Plot
+	for _, p := range []struct {
+		title, ylabel string
+		ys            []float64
+	}{{"requests/s", "req/s", s.ReqPerSec}, {"output tokens/s", "tok/s", s.OutTokPerSec},
+		{"TTFT p95 of requests started each second", "ms", s.TTFTP95Ms}, {"active sessions", "sessions", s.ActiveSessions}} {
+		pl, err := seriesPlot(fmt.Sprintf("stage %02d: %s", st.Stage, p.title), p.ylabel, s, p.ys)
+		if err != nil {
+			return err
+		}
+		panels = append(panels, pl)
+	}
+	for _, format := range []string{"svg", "png"} {
+		cdf, err := render(format, [][]*plot.Plot{{ttft, itl}}, 11*vg.Inch, 4*vg.Inch)
+		if err != nil {
+			return err
+		}
+		ts, err := render(format, [][]*plot.Plot{{panels[0], panels[1]}, {panels[2], panels[3]}}, 11*vg.Inch, 7*vg.Inch)
+		if err != nil {
+			return err
+		}
+		base := filepath.Join(dir, "charts", fmt.Sprintf("stage_%02d_", st.Stage))
+		if err := metrics.WriteFileAtomic(base+"cdf."+format, cdf); err != nil {
+			return err
+		}
+		if err := metrics.WriteFileAtomic(base+"timeseries."+format, ts); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StageChartsFromRecords reads a stage's records (when they were kept) and writes its charts.
+func StageChartsFromRecords(runDir string, st *StageReport) error {
+	path := filepath.Join(runDir, fmt.Sprintf("stage_%02d", st.Stage), "profile_export.jsonl")
+	f, err := os.Open(path)
+	if err != nil {
+		return nil // records deleted (record_requests: false): the curve is all there is
+	}
+	defer f.Close()
+	var recs []*metrics.Record
+	if err := metrics.ReadRecords(f, func(r *metrics.Record) error { recs = append(recs, r); return nil }); err != nil {
+		return err
+	}
+	return WriteStageCharts(runDir, st, metrics.Series(recs, st.Summary))
+}
