@@ -38,10 +38,11 @@ func runCommand() *cli.Command {
 			"in-process on a free loopback port.\n\n" +
 			"Ctrl+C, SIGTERM or SIGHUP once: stop issuing, cancel what is in flight, write the stage as\n" +
 			"partial, skip the rest, exit 130. A second signal exits at once.",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "out", Usage: "results base directory (overrides output.dir)"},
 			&cli.BoolFlag{Name: "quiet", Usage: "no progress display (stage lines and the final table still print)"},
-		},
+			&cli.StringFlag{Name: "baseline", Usage: "after the run, gate it against this results directory (see plload gate)"},
+		}, gateFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
 			sc, warnings, err := loadScenario(cmd, workload.LoadOptions{ForRun: true})
@@ -55,51 +56,64 @@ func runCommand() *cli.Command {
 			if cmd.IsSet("out") {
 				base = cmd.String("out")
 			}
-			return runScenario(ctx, sc, base, cmd.Bool("quiet"), stdout, stderr)
+			for i, rule := range sc.Gate {
+				if _, err := report.ParseRule(rule); err != nil {
+					return badInput("%s: gate[%d]: %v", sc.File, i, err)
+				}
+			}
+			dir, err := runScenario(ctx, sc, base, cmd.Bool("quiet"), stdout, stderr)
+			if err != nil {
+				return err
+			}
+			if len(sc.Gate) == 0 && len(cmd.StringSlice("check")) == 0 && cmd.String("baseline") == "" {
+				return nil
+			}
+			fmt.Fprintln(stdout)
+			return gate(cmd, dir, cmd.String("baseline"), sc.Gate)
 		},
 	}
 }
 
 // runScenario builds the workload, prepares the results directory, starts the mock when asked, and
 // runs the stages. Everything that can be refused is refused before the first request.
-func runScenario(ctx context.Context, sc *workload.Scenario, base string, quiet bool, stdout, stderr io.Writer) error {
+func runScenario(ctx context.Context, sc *workload.Scenario, base string, quiet bool, stdout, stderr io.Writer) (string, error) {
 	ctx, stop := interruptible(ctx, stderr)
 	defer stop()
 	if err := checkTarget(ctx, sc); err != nil {
-		return err
+		return "", err
 	}
 	w, err := sc.Build()
 	if err != nil {
-		return badInput("building the workload: %v", err)
+		return "", badInput("building the workload: %v", err)
 	}
 	if ctx.Err() != nil {
-		return &exitError{code: exitInterrupted, err: errors.New("interrupted before the first request; nothing was written")}
+		return "", &exitError{code: exitInterrupted, err: errors.New("interrupted before the first request; nothing was written")}
 	}
 	live := metrics.NewLive(len(w.Stages))
 	if port := sc.Output.PrometheusPort; port != 0 {
 		stopProm, err := servePrometheus(sc.Output.PrometheusHost, port, live, stderr)
 		if err != nil {
-			return badInput("%s: %v; nothing was sent", sc.File, err)
+			return "", badInput("%s: %v; nothing was sent", sc.File, err)
 		}
 		defer stopProm()
 	}
 	dir, err := makeRunDir(base, sc.Name)
 	if err != nil {
-		return badInput("results directory: %v; choose another with --out or output.dir", err)
+		return "", badInput("results directory: %v; choose another with --out or output.dir", err)
 	}
 	resolved, err := sc.ResolvedYAML()
 	if err != nil {
-		return fmt.Errorf("resolving the scenario: %w", err)
+		return "", fmt.Errorf("resolving the scenario: %w", err)
 	}
 	if err := metrics.WriteFileAtomic(filepath.Join(dir, "scenario.resolved.yaml"), resolved); err != nil {
-		return badInput("results directory: %v", err)
+		return "", badInput("results directory: %v", err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	baseURL := ""
 	if sc.UsesMock() {
 		m, err := startMock(sc)
 		if err != nil {
-			return badInput("starting the in-process mock: %v", err)
+			return "", badInput("starting the in-process mock: %v", err)
 		}
 		defer func() {
 			closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -145,14 +159,14 @@ func runScenario(ctx context.Context, sc *workload.Scenario, base string, quiet 
 	switch {
 	case interrupted:
 		fmt.Fprintf(stdout, "interrupted: the last stage is partial and later stages were skipped; results in %s\n", dir)
-		return &exitError{code: exitInterrupted, err: errors.New("interrupted")}
+		return "", &exitError{code: exitInterrupted, err: errors.New("interrupted")}
 	case err != nil:
-		return &exitError{code: exitFailed, err: fmt.Errorf("the run stopped: %w (results so far in %s)", err, dir)}
+		return "", &exitError{code: exitFailed, err: fmt.Errorf("the run stopped: %w (results so far in %s)", err, dir)}
 	case summaryErr != nil:
-		return &exitError{code: exitFailed, err: fmt.Errorf("writing the report: %w (results in %s)", summaryErr, dir)}
+		return "", &exitError{code: exitFailed, err: fmt.Errorf("writing the report: %w (results in %s)", summaryErr, dir)}
 	}
 	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(dir, "report.md"))
-	return nil
+	return dir, nil
 }
 
 // summarizeStage computes a finished stage's numbers from its records and writes stage.json.

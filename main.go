@@ -80,6 +80,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			mockserverCommand(),
 			selftestCommand(),
 			reportCommand(),
+			gateCommand(),
 			versionCommand(),
 		},
 	}

@@ -15,6 +15,7 @@ type StageSeries struct {
 	TTFTP95Ms         []float64 // of successful requests that started in the bucket; NaN when none
 	ActiveSessions    []float64 // open at the bucket's middle
 	TTFT, ITL         []float64 // in-window successes, sorted (ITL thinned to at most maxCDFPoints)
+	E2E               []float64 // request latency of in-window successes
 }
 
 const maxCDFPoints = 5000
@@ -72,6 +73,9 @@ func Series(recs []*Record, sum *StageSummary) StageSeries {
 		if r.RequestStartNs >= s.WNs && r.RequestStartNs < s.EEffNs {
 			if r.TTFT.OK {
 				s.TTFT = append(s.TTFT, r.TTFT.V)
+			}
+			if r.RequestLatency.OK {
+				s.E2E = append(s.E2E, r.RequestLatency.V)
 			}
 			s.ITL = append(s.ITL, r.InterChunkLatency...)
 		}

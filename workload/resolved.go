@@ -57,7 +57,8 @@ func (s *Scenario) ResolvedYAML() ([]byte, error) {
 		SLO      SLO      `yaml:"slo"`
 		Cost     Cost     `yaml:"cost"`
 		Output   Output   `yaml:"output"`
+		Gate     []string `yaml:"gate,omitempty"`
 	}
-	r := resolved{m.Name, m.Seed, m.Target, m.Personas, m.Session, m.Load, m.SLO, m.Cost, m.Output}
+	r := resolved{m.Name, m.Seed, m.Target, m.Personas, m.Session, m.Load, m.SLO, m.Cost, m.Output, m.Gate}
 	return yaml.MarshalWithOptions(r, yaml.IndentSequence(true))
 }

@@ -18,6 +18,8 @@ type Scenario struct {
 	SLO      SLO      `yaml:"slo"`
 	Cost     Cost     `yaml:"cost"`
 	Output   Output   `yaml:"output"`
+	// Gate holds threshold rules checked after the run, such as "ttft_p95 < 500ms" (plload gate).
+	Gate []string `yaml:"gate,omitempty"`
 
 	// File is the path the scenario was read from; relative paths inside it are resolved against its folder.
 	File string `yaml:"-"`

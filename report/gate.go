@@ -1,0 +1,387 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/plload/plload/metrics"
+)
+
+// Rule is one threshold: `[stage N:|headline:|all:] METRIC OP VALUE`, such as `ttft_p95 < 500ms`,
+// `stage 2: error_rate < 1%`, `slo == PASS`, `goodput > 10/s`. Without a scope it applies to the
+// headline stage (the best SLO-passing one).
+type Rule struct {
+	Text   string
+	Scope  string // "headline", "all" or "stage"
+	Stage  int
+	Metric string
+	Op     string
+	Value  float64
+	Word   string // for slo
+}
+
+// gateMetrics are the metrics a rule may name, with how to read them from a stage.
+var gateMetrics = map[string]func(*StageReport) (float64, bool){
+	"ttft_p50": dist(func(s *metrics.StageSummary) metrics.Dist { return s.TTFT }, 50),
+	"ttft_p90": dist(func(s *metrics.StageSummary) metrics.Dist { return s.TTFT }, 90),
+	"ttft_p95": dist(func(s *metrics.StageSummary) metrics.Dist { return s.TTFT }, 95),
+	"ttft_p99": dist(func(s *metrics.StageSummary) metrics.Dist { return s.TTFT }, 99),
+	"itl_p50":  dist(func(s *metrics.StageSummary) metrics.Dist { return s.ITL }, 50),
+	"itl_p95":  dist(func(s *metrics.StageSummary) metrics.Dist { return s.ITL }, 95),
+	"itl_p99":  dist(func(s *metrics.StageSummary) metrics.Dist { return s.ITL }, 99),
+	"e2e_p50":  dist(func(s *metrics.StageSummary) metrics.Dist { return s.E2E }, 50),
+	"e2e_p95":  dist(func(s *metrics.StageSummary) metrics.Dist { return s.E2E }, 95),
+	"e2e_p99":  dist(func(s *metrics.StageSummary) metrics.Dist { return s.E2E }, 99),
+	"error_rate": func(r *StageReport) (float64, bool) {
+		return r.Summary.ErrorRate.V, r.Summary.ErrorRate.OK
+	},
+	"cache_hit": func(r *StageReport) (float64, bool) { return r.Summary.CacheHit.V, r.Summary.CacheHit.OK },
+	"out_tok_s": func(r *StageReport) (float64, bool) { return r.Summary.Throughput.OutTokPerSec, true },
+	"req_s":     func(r *StageReport) (float64, bool) { return r.Summary.Throughput.ReqPerSec, true },
+	"goodput":   func(r *StageReport) (float64, bool) { return r.Summary.Throughput.GoodputPerSec, true },
+	"usd_per_1m_out": func(r *StageReport) (float64, bool) {
+		return deref64(r.Summary.Cost.USDPer1MOut)
+	},
+	"usd_per_1k_turns": func(r *StageReport) (float64, bool) { return deref64(r.Summary.Cost.USDPer1KTurns) },
+	"usd_per_session":  func(r *StageReport) (float64, bool) { return deref64(r.Summary.Cost.USDPerSession) },
+}
+
+func deref64(v *float64) (float64, bool) {
+	if v == nil {
+		return 0, false
+	}
+	return *v, true
+}
+
+func dist(get func(*metrics.StageSummary) metrics.Dist, p float64) func(*StageReport) (float64, bool) {
+	return func(r *StageReport) (float64, bool) {
+		d := get(r.Summary)
+		if !d.Known() {
+			return 0, false
+		}
+		return map[float64]float64{50: d.P50, 90: d.P90, 95: d.P95, 99: d.P99}[p], true
+	}
+}
+
+// GateMetricNames lists what a rule may name.
+func GateMetricNames() []string {
+	names := []string{"slo"}
+	for n := range gateMetrics {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+var ruleRe = regexp.MustCompile(`^\s*(?:(headline|all|stage\s+(\d+))\s*:\s*)?([a-z0-9_]+)\s*(<=|>=|==|!=|<|>)\s*(\S+)\s*$`)
+
+// ParseRule reads one rule, saying exactly what is wrong with a bad one.
+func ParseRule(text string) (Rule, error) {
+	m := ruleRe.FindStringSubmatch(text)
+	if m == nil {
+		return Rule{}, fmt.Errorf("rule %q: accepted: [stage N:|headline:|all:] METRIC OP VALUE, such as \"ttft_p95 < 500ms\" or \"stage 2: error_rate < 1%%\"", text)
+	}
+	r := Rule{Text: strings.TrimSpace(text), Scope: "headline", Metric: m[3], Op: m[4]}
+	switch {
+	case m[1] == "all":
+		r.Scope = "all"
+	case m[2] != "":
+		r.Scope, r.Stage = "stage", atoi(m[2])
+	}
+	if r.Metric == "slo" {
+		w := strings.ToUpper(m[5])
+		if (w != metrics.SLOPass && w != metrics.SLOFail && w != metrics.SLONA) || (r.Op != "==" && r.Op != "!=") {
+			return Rule{}, fmt.Errorf("rule %q: slo takes == or != and PASS, FAIL or N/A", text)
+		}
+		r.Word = w
+		return r, nil
+	}
+	if _, ok := gateMetrics[r.Metric]; !ok {
+		return Rule{}, fmt.Errorf("rule %q: unknown metric %q; accepted: %s", text, r.Metric, strings.Join(GateMetricNames(), ", "))
+	}
+	v, err := parseGateValue(r.Metric, m[5])
+	if err != nil {
+		return Rule{}, fmt.Errorf("rule %q: %v", text, err)
+	}
+	r.Value = v
+	return r, nil
+}
+
+func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
+
+// parseGateValue reads 500ms, 2s (latencies, in ms), 1% or 0.01 (rates), 10/s, $0.40 or plain numbers.
+func parseGateValue(metric, s string) (float64, error) {
+	switch {
+	case strings.HasPrefix(metric, "ttft") || strings.HasPrefix(metric, "itl") || strings.HasPrefix(metric, "e2e"):
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			return 0, fmt.Errorf("value %q: accepted: a duration such as 500ms or 2s", s)
+		}
+		return float64(d) / 1e6, nil
+	case metric == "error_rate" || metric == "cache_hit":
+		if p, ok := strings.CutSuffix(s, "%"); ok {
+			v, err := strconv.ParseFloat(p, 64)
+			return v / 100, err
+		}
+		return strconv.ParseFloat(s, 64)
+	}
+	s = strings.TrimPrefix(strings.TrimSuffix(s, "/s"), "$")
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil {
+		return 0, fmt.Errorf("value %q: accepted: a number (10, 10/s, $0.40)", s)
+	}
+	return v, nil
+}
+
+// Check is one evaluated check: a threshold or a baseline comparison.
+type Check struct {
+	Name      string   `json:"name"`
+	Kind      string   `json:"kind"` // threshold or regression
+	Stage     int      `json:"stage,omitempty"`
+	Candidate *float64 `json:"candidate,omitempty"`
+	Baseline  *float64 `json:"baseline,omitempty"`
+	Limit     string   `json:"limit"`
+	// Interval is the bootstrap 95 % interval of the relative change (regression checks on latency).
+	Interval *[2]float64 `json:"interval,omitempty"`
+	Status   string      `json:"status"` // pass, fail, inconclusive
+	Message  string      `json:"message"`
+}
+
+func ptr(v float64) *float64 { return &v }
+
+func compare(v float64, op string, limit float64) bool {
+	switch op {
+	case "<":
+		return v < limit
+	case "<=":
+		return v <= limit
+	case ">":
+		return v > limit
+	case ">=":
+		return v >= limit
+	case "==":
+		return v == limit
+	}
+	return v != limit
+}
+
+// Evaluate applies threshold rules to a run's stages.
+func Evaluate(rules []Rule, stages []*StageReport) []Check {
+	var out []Check
+	sums := make([]*metrics.StageSummary, len(stages))
+	for i, s := range stages {
+		sums[i] = s.Summary
+	}
+	head := metrics.Headline(sums)
+	for _, r := range rules {
+		var targets []*StageReport
+		switch r.Scope {
+		case "all":
+			targets = stages
+		case "stage":
+			for _, s := range stages {
+				if s.Stage == r.Stage {
+					targets = append(targets, s)
+				}
+			}
+		default:
+			if head >= 0 {
+				targets = append(targets, stages[head])
+			}
+		}
+		if len(targets) == 0 {
+			out = append(out, Check{Name: r.Text, Kind: "threshold", Limit: r.Text, Status: "fail",
+				Message: map[bool]string{true: "no stage passed the SLO, so there is no headline stage", false: fmt.Sprintf("the run has no stage %d", r.Stage)}[r.Scope == "headline"]})
+			continue
+		}
+		for _, s := range targets {
+			c := Check{Name: r.Text, Kind: "threshold", Stage: s.Stage, Limit: r.Text}
+			if r.Metric == "slo" {
+				ok := (s.Summary.SLO.Verdict == r.Word) == (r.Op == "==")
+				c.Status, c.Message = status(ok), fmt.Sprintf("stage %02d SLO is %s", s.Stage, s.Summary.SLO.Verdict)
+				out = append(out, c)
+				continue
+			}
+			v, known := gateMetrics[r.Metric](s)
+			if !known {
+				c.Status, c.Message = "fail", fmt.Sprintf("stage %02d: %s is unknown (no data)", s.Stage, r.Metric)
+			} else {
+				c.Candidate = ptr(v)
+				c.Status = status(compare(v, r.Op, r.Value))
+				c.Message = fmt.Sprintf("stage %02d: %s = %s (limit %s %s)", s.Stage, r.Metric, fmtG(v), r.Op, fmtG(r.Value))
+			}
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func status(ok bool) string {
+	if ok {
+		return "pass"
+	}
+	return "fail"
+}
+
+func fmtG(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+
+// Tolerances are the largest accepted relative regressions, by metric.
+type Tolerances map[string]float64
+
+// DefaultTolerances are used for every metric a --max-regression list does not name.
+func DefaultTolerances() Tolerances {
+	return Tolerances{"ttft_p95": 0.10, "itl_p95": 0.10, "e2e_p95": 0.10, "out_tok_s": 0.05}
+}
+
+// ParseTolerances reads "ttft_p95=10%,out_tok_s=5%" on top of the defaults.
+func ParseTolerances(s string) (Tolerances, error) {
+	t := DefaultTolerances()
+	if strings.TrimSpace(s) == "" {
+		return t, nil
+	}
+	for _, item := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(strings.TrimSpace(item), "=")
+		pctV, isPct := strings.CutSuffix(v, "%")
+		f, err := strconv.ParseFloat(pctV, 64)
+		if !ok || err != nil || f < 0 {
+			return nil, fmt.Errorf("--max-regression %q: accepted: METRIC=PERCENT, such as ttft_p95=10%%", item)
+		}
+		if _, known := regressionMetrics[k]; !known {
+			return nil, fmt.Errorf("--max-regression %q: accepted metrics: ttft_p50, ttft_p95, ttft_p99, itl_p95, itl_p99, e2e_p95, out_tok_s, req_s, goodput", item)
+		}
+		if isPct {
+			f /= 100
+		}
+		t[k] = f
+	}
+	return t, nil
+}
+
+// regressionMetrics: for latencies, the samples and percentile (bootstrap; higher is worse); for
+// throughputs (lower is worse) only stage.json's numbers and request counts exist.
+var regressionMetrics = map[string]struct {
+	samples func(metrics.StageSeries) []float64 // nil: a throughput, lower is worse
+	p       float64
+}{
+	"ttft_p50":  {func(s metrics.StageSeries) []float64 { return s.TTFT }, 50},
+	"ttft_p95":  {func(s metrics.StageSeries) []float64 { return s.TTFT }, 95},
+	"ttft_p99":  {func(s metrics.StageSeries) []float64 { return s.TTFT }, 99},
+	"itl_p95":   {func(s metrics.StageSeries) []float64 { return s.ITL }, 95},
+	"itl_p99":   {func(s metrics.StageSeries) []float64 { return s.ITL }, 99},
+	"e2e_p95":   {func(s metrics.StageSeries) []float64 { return s.E2E }, 95},
+	"out_tok_s": {nil, 0},
+	"req_s":     {nil, 0},
+	"goodput":   {nil, 0},
+}
+
+// minSamples is the fewest latency samples per side a bootstrap decision rests on.
+const minSamples = 30
+
+// Regressions compares a candidate run with a baseline, stage by stage number. samples returns a
+// stage's latency samples (nil when its records are gone).
+func Regressions(base, cand []*StageReport, tol Tolerances, samples func(run string, st *StageReport) *metrics.StageSeries) []Check {
+	var out []Check
+	byStage := map[int]*StageReport{}
+	for _, s := range base {
+		byStage[s.Stage] = s
+	}
+	names := make([]string, 0, len(tol))
+	for n := range tol {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, c := range cand {
+		b, ok := byStage[c.Stage]
+		if !ok {
+			continue
+		}
+		for _, name := range names {
+			limit := tol[name]
+			m := regressionMetrics[name]
+			bv, bok := gateMetrics[name](b)
+			cv, cok := gateMetrics[name](c)
+			ch := Check{Name: fmt.Sprintf("stage %02d %s regression", c.Stage, name), Kind: "regression", Stage: c.Stage,
+				Limit: fmt.Sprintf("≤ %.0f%% worse", 100*limit)}
+			if !bok || !cok {
+				ch.Status, ch.Message = "inconclusive", fmt.Sprintf("%s is unknown in one of the runs", name)
+				out = append(out, ch)
+				continue
+			}
+			ch.Baseline, ch.Candidate = ptr(bv), ptr(cv)
+			var bs, cs []float64
+			if m.samples != nil {
+				if s := samples("baseline", b); s != nil {
+					bs = m.samples(*s)
+				}
+				if s := samples("candidate", c); s != nil {
+					cs = m.samples(*s)
+				}
+			}
+			switch {
+			case m.samples != nil && len(bs) >= minSamples && len(cs) >= minSamples:
+				iv := metrics.BootstrapRelDiff(bs, cs, m.p, 1000, uint64(c.Stage))
+				ch.Interval = &[2]float64{iv.Lo, iv.Hi}
+				switch {
+				case iv.Lo > limit:
+					ch.Status = "fail"
+				case iv.Hi <= limit:
+					ch.Status = "pass"
+				default:
+					ch.Status = "inconclusive"
+				}
+				ch.Message = fmt.Sprintf("%s %s → %s ms (%+.1f%%, 95%% interval %+.1f%% … %+.1f%%, tolerance %.0f%%; %d vs %d samples)",
+					name, fmtG(bv), fmtG(cv), 100*iv.Point, 100*iv.Lo, 100*iv.Hi, 100*limit, len(bs), len(cs))
+				if ch.Status == "inconclusive" {
+					ch.Message += ": the evidence is too thin to decide"
+				}
+			case m.samples != nil:
+				ch.Status = "inconclusive"
+				ch.Message = fmt.Sprintf("%s %s → %s: fewer than %d samples per run (or no records), too thin to decide", name, fmtG(bv), fmtG(cv), minSamples)
+			default:
+				// Throughput: one number per run, counted over N requests. Its relative noise is about
+				// 1/√N (a Poisson count), so the 95 % interval of the change is ±1.96·√(1/Nb + 1/Nc).
+				nb, nc := float64(b.Summary.Throughput.Requests), float64(c.Summary.Throughput.Requests)
+				change := 0.0
+				if bv > 0 {
+					change = cv/bv - 1
+				}
+				half := math.Inf(1)
+				if nb > 0 && nc > 0 {
+					half = 1.96 * math.Sqrt(1/nb+1/nc)
+				}
+				worse := -change // lower is worse
+				ch.Interval = &[2]float64{change - half, change + half}
+				switch {
+				case worse-half > limit:
+					ch.Status = "fail"
+				case worse+half <= limit:
+					ch.Status = "pass"
+				default:
+					ch.Status = "inconclusive"
+				}
+				ch.Message = fmt.Sprintf("%s %s → %s (%+.1f%%, 95%% interval ±%.1f%% from %.0f and %.0f requests, tolerance %.0f%%)",
+					name, fmtG(bv), fmtG(cv), 100*change, 100*half, nb, nc, 100*limit)
+				if ch.Status == "inconclusive" {
+					ch.Message += ": too thin to decide"
+				}
+			}
+			out = append(out, ch)
+		}
+	}
+	return out
+}
+
+// GatePassed is true when no check failed (inconclusive checks do not fail a gate).
+func GatePassed(checks []Check) bool {
+	for _, c := range checks {
+		if c.Status == "fail" {
+			return false
+		}
+	}
+	return true
+}

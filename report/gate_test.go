@@ -1,0 +1,158 @@
+package report
+
+import (
+	"encoding/xml"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/plload/plload/metrics"
+)
+
+func TestParseRule(t *testing.T) {
+	good := map[string]Rule{
+		"ttft_p95 < 500ms":         {Scope: "headline", Metric: "ttft_p95", Op: "<", Value: 500},
+		"stage 2: error_rate < 1%": {Scope: "stage", Stage: 2, Metric: "error_rate", Op: "<", Value: 0.01},
+		"all: itl_p95 <= 50ms":     {Scope: "all", Metric: "itl_p95", Op: "<=", Value: 50},
+		"slo == PASS":              {Scope: "headline", Metric: "slo", Op: "==", Word: "PASS"},
+		"usd_per_1m_out < 0.40":    {Scope: "headline", Metric: "usd_per_1m_out", Op: "<", Value: 0.4},
+		"goodput > 10/s":           {Scope: "headline", Metric: "goodput", Op: ">", Value: 10},
+	}
+	for text, want := range good {
+		got, err := ParseRule(text)
+		want.Text = text
+		if err != nil || got != want {
+			t.Errorf("%q: %+v %v, want %+v", text, got, err, want)
+		}
+	}
+	bad := map[string]string{
+		"ttft_p96 < 500ms":     `unknown metric "ttft_p96"`,
+		"ttft_p95 500ms":       "accepted: [stage N:|headline:|all:] METRIC OP VALUE",
+		"ttft_p95 < fast":      "accepted: a duration such as 500ms",
+		"slo < PASS":           "slo takes == or != and PASS, FAIL or N/A",
+		"goodput > lots":       "accepted: a number",
+		"stage x: slo == PASS": "accepted: [stage N:|headline:|all:]",
+	}
+	for text, want := range bad {
+		if _, err := ParseRule(text); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", text, err, want)
+		}
+	}
+}
+
+func TestEvaluateThresholds(t *testing.T) {
+	_, stages := goldenStages(t)
+	rules := func(texts ...string) []Rule {
+		var out []Rule
+		for _, s := range texts {
+			r, err := ParseRule(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, r)
+		}
+		return out
+	}
+	// The headline is stage 1: TTFT p95 157 ms, SLO PASS, $138.9 per 1M out.
+	checks := Evaluate(rules("ttft_p95 < 200ms", "slo == PASS", "stage 2: error_rate < 1%", "all: itl_p95 < 50ms", "usd_per_1m_out < 100", "stage 9: slo == PASS"), stages)
+	want := []string{"pass", "pass", "fail", "pass", "pass", "fail", "fail"}
+	if len(checks) != len(want) {
+		t.Fatalf("%d checks: %+v", len(checks), checks)
+	}
+	for i, c := range checks {
+		if c.Status != want[i] {
+			t.Errorf("check %d %s: %s (%s), want %s", i, c.Name, c.Status, c.Message, want[i])
+		}
+	}
+	if GatePassed(checks) {
+		t.Fatal("a failing check must fail the gate")
+	}
+}
+
+func samplesOf(n int, scale float64, seed uint64) []float64 {
+	r := rand.New(rand.NewPCG(seed, 1))
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = scale * (50 + 10*r.NormFloat64())
+	}
+	return out
+}
+
+func TestRegressionsAreNoiseAware(t *testing.T) {
+	_, base := goldenStages(t)
+	_, cand := goldenStages(t)
+	tol := Tolerances{"ttft_p95": 0.10}
+	run := func(b, c []float64) Check {
+		checks := Regressions(base[:1], cand[:1], tol, func(run string, _ *StageReport) *metrics.StageSeries {
+			if run == "baseline" {
+				return &metrics.StageSeries{TTFT: b}
+			}
+			return &metrics.StageSeries{TTFT: c}
+		})
+		if len(checks) != 1 {
+			t.Fatalf("%+v", checks)
+		}
+		return checks[0]
+	}
+	if c := run(samplesOf(500, 1, 1), samplesOf(500, 1, 2)); c.Status != "pass" || c.Interval == nil {
+		t.Fatalf("same distribution: %+v", c)
+	}
+	if c := run(samplesOf(500, 1, 1), samplesOf(500, 1.3, 2)); c.Status != "fail" || c.Interval[0] <= 0.10 {
+		t.Fatalf("30%% slower: %+v", c)
+	}
+	if c := run(samplesOf(500, 1, 1), samplesOf(500, 1.1, 2)); c.Status != "inconclusive" || !strings.Contains(c.Message, "too thin") {
+		t.Fatalf("right at the tolerance: %+v", c)
+	}
+	if c := run(samplesOf(10, 1, 1), samplesOf(10, 2, 2)); c.Status != "inconclusive" {
+		t.Fatalf("10 samples: %+v", c)
+	}
+}
+
+func TestJUnitAndGitHubOutputs(t *testing.T) {
+	g := GateResult{Candidate: "/r/c", Checks: []Check{
+		{Name: "ttft_p95 < 200ms", Kind: "threshold", Status: "pass", Message: "ok"},
+		{Name: "stage 01 ttft_p95 regression", Kind: "regression", Status: "fail", Message: "120 → 150 ms (+25%)"},
+		{Name: "stage 01 itl_p95 regression", Kind: "regression", Status: "inconclusive", Message: "too thin to decide"},
+	}}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "junit.xml")
+	if err := WriteJUnit(path, g); err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(path)
+	var doc struct {
+		XMLName xml.Name `xml:"testsuites"`
+		Suites  []struct {
+			Tests    int `xml:"tests,attr"`
+			Failures int `xml:"failures,attr"`
+			Skipped  int `xml:"skipped,attr"`
+			Cases    []struct {
+				Name    string    `xml:"name,attr"`
+				Failure *struct{} `xml:"failure"`
+				Skipped *struct{} `xml:"skipped"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	if err := xml.Unmarshal(data, &doc); err != nil {
+		t.Fatalf("JUnit does not parse: %v\n%s", err, data)
+	}
+	s := doc.Suites[0]
+	if s.Tests != 3 || s.Failures != 1 || s.Skipped != 1 || s.Cases[1].Failure == nil || s.Cases[2].Skipped == nil || s.Cases[0].Failure != nil {
+		t.Fatalf("%+v", doc)
+	}
+	var ann strings.Builder
+	summary := filepath.Join(dir, "summary.md")
+	if err := GitHub(&ann, summary, g); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(ann.String(), "::error title=plload gate: stage 01 ttft_p95 regression::120 → 150 ms (+25%25)") ||
+		!strings.Contains(ann.String(), "::warning title=") {
+		t.Fatalf("annotations:\n%s", ann.String())
+	}
+	md, _ := os.ReadFile(summary)
+	if !strings.Contains(string(md), "| fail | stage 01 ttft_p95 regression |") {
+		t.Fatalf("summary:\n%s", md)
+	}
+}
