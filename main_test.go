@@ -460,3 +460,103 @@ func TestInterruptAtRandomMoments(t *testing.T) {
 		}
 	}
 }
+
+// gateScenario is a short mock run: TTFT ttft with ±20 % jitter drawn from mockSeed.
+func gateScenario(t *testing.T, ttft string, mockSeed int) string {
+	t.Helper()
+	text := fmt.Sprintf(`name: gate
+seed: 4
+target: {base_url: mock, mock: {ttft: %s, tps: 400, jitter: 0.2, seed: %d}, timeout: 10s}
+personas: {count: 2, system_prompt_tokens: {min: 20, max: 40}}
+session: {turns: {min: 3, max: 5}, user_input_tokens: {min: 5, max: 15}, max_output_tokens: 8, think_time: {min: 5ms, max: 20ms}}
+load:
+  mode: concurrency
+  drain_timeout: 5s
+  session_pool_factor: 40
+  stages: [{concurrency: 8, duration: 1200ms}]
+slo: {ttft_p95: 1s, itl_p95: 100ms, error_rate_max: 0.01}
+cost: {gpu_hourly_usd: 1}
+`, ttft, mockSeed)
+	path := filepath.Join(t.TempDir(), "gate.yaml")
+	os.WriteFile(path, []byte(text), 0o644)
+	return path
+}
+
+func runInto(t *testing.T, scenario string) string {
+	t.Helper()
+	out := t.TempDir()
+	if code, stdout, stderr := plload(t, "run", scenario, "--out", out, "--quiet"); code != 0 {
+		t.Fatalf("run: %d\n%s%s", code, stdout, stderr)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(out, "gate-*"))
+	return dirs[0]
+}
+
+func TestGateCommand(t *testing.T) {
+	base := runInto(t, gateScenario(t, "50ms", 1))
+	cand := runInto(t, gateScenario(t, "50ms", 2))
+	junit := filepath.Join(t.TempDir(), "junit.xml")
+	code, out, errOut := plload(t, "gate", "--candidate", cand, "--baseline", base, "--check", "slo == PASS", "--check", "ttft_p95 < 80ms", "--junit", junit)
+	if code != 0 || !strings.Contains(out, "gate PASSED") {
+		t.Fatalf("identical settings: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(cand, "gate.json")); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(junit); !bytes.Contains(data, []byte("<testsuites>")) {
+		t.Fatalf("junit: %s", data)
+	}
+	code, out, _ = plload(t, "gate", "--candidate", cand, "--check", "ttft_p95 < 30ms")
+	if code != 1 || !strings.Contains(out, "FAIL") || !strings.Contains(out, "limit < 30") {
+		t.Fatalf("a broken threshold: exit %d\n%s", code, out)
+	}
+	for _, args := range [][]string{
+		{"gate", "--candidate", cand, "--check", "ttft_p96 < 1s"},
+		{"gate", "--candidate", cand, "--baseline", base, "--max-regression", "ttft_p95=ten"},
+		{"gate", "--candidate", t.TempDir(), "--check", "slo == PASS"},
+		{"gate", "--candidate", cand},
+	} {
+		if code, _, e := plload(t, args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2: %s", args, code, e)
+		}
+	}
+	// A different workload is refused unless asked for.
+	other := strings.Replace(gateScenario(t, "50ms", 1), "", "", 1)
+	data, _ := os.ReadFile(other)
+	os.WriteFile(other, bytes.Replace(data, []byte("seed: 4"), []byte("seed: 5"), 1), 0o644)
+	diff := runInto(t, other)
+	if code, _, e := plload(t, "gate", "--candidate", diff, "--baseline", base); code != 2 || !strings.Contains(e, "did not measure the same workload") {
+		t.Fatalf("different workload: exit %d %s", code, e)
+	}
+	if code, _, _ := plload(t, "gate", "--candidate", diff, "--baseline", base, "--allow-different-workload"); code == 2 {
+		t.Fatal("--allow-different-workload still refused")
+	}
+}
+
+// TestGateHasNoFalseAlarms: 20 pairs of runs with identical settings (only the mock's jitter seed
+// differs) raise no regression at the default tolerances, and a 20 % slower TTFT is flagged every time.
+func TestGateHasNoFalseAlarms(t *testing.T) {
+	if testing.Short() {
+		t.Skip("60 runs")
+	}
+	falsePositives, truePositives := 0, 0
+	for i := range 20 {
+		base := runInto(t, gateScenario(t, "50ms", 100+i))
+		same := runInto(t, gateScenario(t, "50ms", 200+i))
+		slow := runInto(t, gateScenario(t, "60ms", 300+i))
+		if code, out, _ := plload(t, "gate", "--candidate", same, "--baseline", base); code != 0 {
+			falsePositives++
+			t.Logf("pair %d: a false alarm:\n%s", i, out)
+		}
+		code, out, _ := plload(t, "gate", "--candidate", slow, "--baseline", base)
+		if code == 1 && strings.Contains(out, "FAIL         stage 01 ttft_p95 regression") {
+			truePositives++
+		} else {
+			t.Logf("pair %d: the 20%% slower TTFT was not flagged:\n%s", i, out)
+		}
+	}
+	t.Logf("false positives %d/20, true positives %d/20", falsePositives, truePositives)
+	if falsePositives != 0 || truePositives != 20 {
+		t.Fatalf("false positives %d/20, true positives %d/20", falsePositives, truePositives)
+	}
+}
