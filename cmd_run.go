@@ -56,10 +56,8 @@ func runCommand() *cli.Command {
 			if cmd.IsSet("out") {
 				base = cmd.String("out")
 			}
-			for i, rule := range sc.Gate {
-				if _, err := report.ParseRule(rule); err != nil {
-					return badInput("%s: gate[%d]: %v", sc.File, i, err)
-				}
+			if err := checkGateRules(sc); err != nil {
+				return err
 			}
 			dir, err := runScenario(ctx, sc, base, cmd.Bool("quiet"), stdout, stderr)
 			if err != nil {

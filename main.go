@@ -14,6 +14,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/plload/plload/report"
 	"github.com/plload/plload/workload"
 )
 
@@ -138,6 +139,9 @@ func validateCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
+			if err := checkGateRules(sc); err != nil {
+				return err
+			}
 			return printValidation(cmd.Root().Writer, sc, warnings)
 		},
 	}
@@ -182,4 +186,14 @@ func humanBytes(n int) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+// checkGateRules refuses a scenario whose gate: list has a rule plload cannot read.
+func checkGateRules(sc *workload.Scenario) error {
+	for i, rule := range sc.Gate {
+		if _, err := report.ParseRule(rule); err != nil {
+			return badInput("%s: gate[%d]: %v", sc.File, i, err)
+		}
+	}
+	return nil
 }
