@@ -10,10 +10,10 @@ import (
 
 // The hot paths of a run, one benchmark each (figures in bench/README.md):
 //
-//	go test ./bench -run XXX -bench . -benchmem
+//	go test ./bench -run '^$' -bench . -benchmem
 //
 // The engine's CPU per streamed chunk is measured against a mock in another process:
-// go test ./engine -run XXX -bench Engine1000 -benchtime 1x.
+// go test ./engine -run '^$' -bench Engine1000 -benchtime 1x.
 
 // repeating serves one chunk over and over, as a server streaming forever would.
 type repeating struct {

@@ -59,6 +59,12 @@ func childMock(tb testing.TB) string {
 	return strings.TrimSpace(line)
 }
 
+// chatSessions are the long chat sessions of the benchmarks and the soak: 10–20 turns, 1–3 s think.
+const chatSessions = `  turns: {min: 10, max: 20}
+  user_input_tokens: {min: 20, max: 60}
+  max_output_tokens: {min: 50, max: 100}
+  think_time: {min: 1s, max: 3s}`
+
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
@@ -68,11 +74,7 @@ func cpuTime() time.Duration {
 // loadStage runs one concurrency stage of long chat sessions (TTFT 200 ms, 20 ms between chunks,
 // 1–3 s think time) and reports client CPU per streamed chunk and heap per open session.
 func loadStage(tb testing.TB, base string, concurrency int, duration time.Duration, watched ...bool) (StageResult, time.Duration, float64) {
-	session := `  turns: {min: 10, max: 20}
-  user_input_tokens: {min: 20, max: 60}
-  max_output_tokens: {min: 50, max: 100}
-  think_time: {min: 1s, max: 3s}`
-	text := scenarioYAML(base, session, fmt.Sprintf("  mode: concurrency\n  drain_timeout: 10s\n  stages:\n    - {concurrency: %d, duration: %s}", concurrency, workload.Duration(duration)))
+	text := scenarioYAML(base, chatSessions, fmt.Sprintf("  mode: concurrency\n  drain_timeout: 10s\n  stages:\n    - {concurrency: %d, duration: %s}", concurrency, workload.Duration(duration)))
 	text = strings.Replace(text, "timeout: 10s", "timeout: 30s", 1)
 	sc, issues := workload.Parse("bench.yaml", []byte(text), workload.LoadOptions{Getenv: testEnv})
 	if err := issues.Err(); err != nil {
@@ -172,7 +174,7 @@ func loadStage(tb testing.TB, base string, concurrency int, duration time.Durati
 // plain and with everything watching the run (live state read 4×/s, server metrics scraped each
 // second). Compare the two: watching must not slow the request path.
 //
-//	go test ./engine -run XXX -bench Engine1000 -benchtime 1x
+//	go test ./engine -run '^$' -bench Engine1000 -benchtime 1x
 func BenchmarkEngine1000Sessions(b *testing.B) {
 	base := childMock(b)
 	b.Run("plain", func(b *testing.B) { engineBench(b, base, false) })

@@ -27,12 +27,8 @@ func TestSoak(t *testing.T) {
 		minutes, _ = strconv.ParseFloat(s, 64)
 	}
 	base := childMock(t)
-	session := `  turns: {min: 10, max: 20}
-  user_input_tokens: {min: 20, max: 60}
-  max_output_tokens: {min: 50, max: 100}
-  think_time: {min: 1s, max: 3s}`
 	duration := time.Duration(minutes * float64(time.Minute))
-	text := scenarioYAML(base, session, fmt.Sprintf("  mode: concurrency\n  drain_timeout: 10s\n  stages:\n    - {concurrency: 500, warmup: 30s, duration: %s}", workload.Duration(duration-30*time.Second)))
+	text := scenarioYAML(base, chatSessions, fmt.Sprintf("  mode: concurrency\n  drain_timeout: 10s\n  stages:\n    - {concurrency: 500, warmup: 30s, duration: %s}", workload.Duration(duration-30*time.Second)))
 	sc, issues := workload.Parse("soak.yaml", []byte(text), workload.LoadOptions{Getenv: testEnv})
 	if err := issues.Err(); err != nil {
 		t.Fatal(err)

@@ -70,7 +70,7 @@ func writeRecords(tb testing.TB, path string, n int) {
 // BenchmarkSummarize1M: the whole stage computation over 1,000,000 records of 64 chunks (two passes:
 // t0 is read from the file), in a child process. Run it on purpose:
 //
-//	go test ./metrics -run XXX -bench Summarize1M -benchtime 1x
+//	go test ./metrics -run '^$' -bench Summarize1M -benchtime 1x
 func BenchmarkSummarize1M(b *testing.B) {
 	path := filepath.Join(b.TempDir(), "profile_export.jsonl")
 	writeRecords(b, path, 1_000_000)

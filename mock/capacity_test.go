@@ -113,7 +113,7 @@ func capacityStep(b *testing.B, n int, busyPoll bool) LatenessStats {
 // BenchmarkMockCapacity finds the most concurrent streams a one-core mock serves at TTFT 200 ms and
 // 20 ms between chunks with send lateness p99 ≤ 2 ms, with plain timers and with BusyPoll. Run it once:
 //
-//	go test ./mock -run XXX -bench MockCapacity -benchtime 1x
+//	go test ./mock -run '^$' -bench MockCapacity -benchtime 1x
 func BenchmarkMockCapacity(b *testing.B) {
 	b.Run("timers", func(b *testing.B) { capacityLadder(b, false) })
 	b.Run("busy-poll", func(b *testing.B) { capacityLadder(b, true) })
