@@ -65,6 +65,25 @@ const chatSessions = `  turns: {min: 10, max: 20}
   max_output_tokens: {min: 50, max: 100}
   think_time: {min: 1s, max: 3s}`
 
+// every calls fn every d on its own goroutine until the returned stop is called (stop waits for it).
+func every(d time.Duration, fn func()) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(d)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+				fn()
+			}
+		}
+	}()
+	return func() { close(quit); <-done }
+}
+
 func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
@@ -88,49 +107,23 @@ func loadStage(tb testing.TB, base string, concurrency int, duration time.Durati
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
 	var peak uint64
-	stop := make(chan struct{})
-	sampled := make(chan struct{})
-	go func() { // sample the heap while the sessions are open
-		defer close(sampled)
-		tick := time.NewTicker(500 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				var m runtime.MemStats
-				runtime.ReadMemStats(&m)
-				peak = max(peak, m.HeapInuse)
-			}
-		}
-	}()
+	stopSampling := every(500*time.Millisecond, func() { // the heap while the sessions are open
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		peak = max(peak, m.HeapInuse)
+	})
 	cpu0 := cpuTime()
 	dir := tb.TempDir()
 	cfg := Config{Scenario: sc, Workload: w, Dir: dir, Getenv: testEnv}
 	if len(watched) > 0 && watched[0] { // everything on: live progress state and server scraping
 		cfg.Live = metrics.NewLive(1)
 		cfg.ServerMetricsURL = strings.TrimSuffix(base, "/v1") + "/metrics"
-		stopDraw := make(chan struct{})
-		defer close(stopDraw)
-		go func() { // what the progress display and a Prometheus scrape do, 4 times a second
-			t := time.NewTicker(250 * time.Millisecond)
-			defer t.Stop()
-			for {
-				select {
-				case <-stopDraw:
-					return
-				case <-t.C:
-					cfg.Live.Snapshot()
-					cfg.Live.Snapshots()
-				}
-			}
-		}()
+		// What the progress display and a Prometheus scrape do, 4 times a second.
+		defer every(250*time.Millisecond, func() { cfg.Live.Snapshot(); cfg.Live.Snapshots() })()
 	}
 	res, err := Run(context.Background(), cfg)
 	cpu := cpuTime() - cpu0
-	close(stop)
-	<-sampled
+	stopSampling()
 	if err != nil {
 		tb.Fatal(err)
 	}

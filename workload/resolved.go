@@ -44,21 +44,8 @@ func (s *Scenario) Masked() *Scenario {
 }
 
 // ResolvedYAML is the scenario with every default filled and secrets masked: scenario.resolved.yaml.
-// It is a valid scenario file itself.
+// It is a valid scenario file itself (the Scenario's bookkeeping fields are unexported or yaml:"-").
 func (s *Scenario) ResolvedYAML() ([]byte, error) {
 	m := s.Masked()
-	type resolved struct {
-		Name     string   `yaml:"name"`
-		Seed     uint64   `yaml:"seed"`
-		Target   Target   `yaml:"target"`
-		Personas Personas `yaml:"personas"`
-		Session  Session  `yaml:"session"`
-		Load     LoadPlan `yaml:"load"`
-		SLO      SLO      `yaml:"slo"`
-		Cost     Cost     `yaml:"cost"`
-		Output   Output   `yaml:"output"`
-		Gate     []string `yaml:"gate,omitempty"`
-	}
-	r := resolved{m.Name, m.Seed, m.Target, m.Personas, m.Session, m.Load, m.SLO, m.Cost, m.Output, m.Gate}
-	return yaml.MarshalWithOptions(r, yaml.IndentSequence(true))
+	return yaml.MarshalWithOptions(m, yaml.IndentSequence(true))
 }
