@@ -29,10 +29,13 @@ func gateCommand() *cli.Command {
 		Usage: "pass or fail a finished run: thresholds, and regressions against a baseline run",
 		Description: "Checks a candidate results directory against threshold rules (--check and the scenario's gate:\n" +
 			"list) and, with --baseline, against a baseline run stage by stage. Latency percentiles are compared\n" +
-			"on the per-request samples of both runs: a bootstrap 95% interval of the relative change, and a\n" +
-			"regression only when the whole interval is past the tolerance; an interval that straddles it is\n" +
-			"\"inconclusive\" (too thin to decide) and does not fail the gate. Throughputs are compared as\n" +
-			"numbers. Runs whose workloads differ (dataset sha256) are refused unless --allow-different-workload.\n\n" +
+			"on both runs' records by resampling whole requests (a request's chunk gaps are not independent):\n" +
+			"a bootstrap 95% interval of the relative change, and a regression only when the whole interval is\n" +
+			"past the tolerance; an interval that straddles it is \"inconclusive\" (too thin to decide) and does\n" +
+			"not fail the gate. Throughputs are compared with their counting noise. When plload itself was\n" +
+			"strained in either run of a stage (an injector warning in stage.json), that stage's comparisons are\n" +
+			"inconclusive and say why. Runs whose workloads differ (dataset sha256) are refused unless\n" +
+			"--allow-different-workload.\n\n" +
 			"Writes gate.json into the candidate directory, --junit FILE, GitHub Actions annotations when\n" +
 			"GITHUB_ACTIONS=true and a summary to $GITHUB_STEP_SUMMARY when set.\n" +
 			"Exit 0 pass, 1 fail, 2 bad input.",

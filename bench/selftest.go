@@ -342,10 +342,14 @@ func StepLine(s Step) string {
 	if d := s.ClientDelay; d != nil {
 		client = fmt.Sprintf("client delay p50/p99/max %.3f/%.3f/%.3f ms", d.P50Ms, d.P99Ms, d.AbsErrMaxMs)
 	}
-	return fmt.Sprintf("%5d streams: %6d requests, %d errors | TTFT %.0f ms: p50 %.3f p99 %.3f, |error| p99 %.3f | gap %.0f ms: p50 %.3f p99 %.3f, |error| p99 %.3f | %s | %s | start/think lag p99 %.2f/%.2f ms | client CPU %.0f%% of %d cores, sched p99 %.3f ms | %s",
+	wait := ""
+	if w := s.Injector.RunQueueWaitPercent; w.OK {
+		wait = fmt.Sprintf(", waiting for a CPU %.0f%%", w.V)
+	}
+	return fmt.Sprintf("%5d streams: %6d requests, %d errors | TTFT %.0f ms: p50 %.3f p99 %.3f, |error| p99 %.3f | gap %.0f ms: p50 %.3f p99 %.3f, |error| p99 %.3f | %s | %s | start/think lag p99 %.2f/%.2f ms | client CPU %.0f%% of %d cores%s, sched p99 %.3f ms | %s",
 		s.Concurrency, s.Requests, s.Errors, s.TTFT.ConfiguredMs, s.TTFT.P50Ms, s.TTFT.P99Ms, s.TTFT.AbsErrP99Ms,
 		s.Gap.ConfiguredMs, s.Gap.P50Ms, s.Gap.P99Ms, s.Gap.AbsErrP99Ms, late, client,
-		s.StartLagP99Ms, s.ThinkLagP99Ms, s.Injector.CPUPercent, s.Injector.Cores, s.Injector.SchedLatencyP99Ms, s.Verdict)
+		s.StartLagP99Ms, s.ThinkLagP99Ms, s.Injector.CPUPercent, s.Injector.Cores, wait, s.Injector.SchedLatencyP99Ms, s.Verdict)
 }
 
 // Conclusion is the self-test's last line: the largest concurrency of the unbroken run of passing

@@ -16,6 +16,7 @@ type healthProbe struct {
 	sched   []uint64
 	buckets []float64
 	pauseNs uint64
+	waits   map[string]uint64 // run-queue wait per thread at the start
 }
 
 const schedMetric = "/sched/latencies:seconds"
@@ -43,6 +44,7 @@ func startProbe() *healthProbe {
 	runtime.ReadMemStats(&ms)
 	p := &healthProbe{wall: time.Now(), cpu: processCPU(), pauseNs: ms.PauseTotalNs}
 	p.sched, p.buckets = readSched()
+	p.waits = runQueueWait()
 	return p
 }
 
@@ -53,6 +55,9 @@ func (p *healthProbe) finish() plmetrics.InjectorHealth {
 	h := plmetrics.InjectorHealth{Cores: runtime.GOMAXPROCS(0), GCPauseTotalMs: float64(ms.PauseTotalNs-p.pauseNs) / 1e6}
 	if wall := time.Since(p.wall); wall > 0 {
 		h.CPUPercent = 100 * float64(processCPU()-p.cpu) / float64(wall)
+		if ns, ok := runQueueWaitSince(p.waits); ok {
+			h.RunQueueWaitPercent = plmetrics.Some(100 * float64(ns) / float64(wall))
+		}
 	}
 	after, buckets := readSched()
 	if len(after) == len(p.sched) && len(after) > 0 {

@@ -15,6 +15,10 @@ type InjectorHealth struct {
 	SchedLatencyP99Ms float64 `json:"sched_latency_p99_ms"`
 	// GCPauseTotalMs is the stop-the-world GC pause time during the stage.
 	GCPauseTotalMs float64 `json:"gc_pause_total_ms"`
+	// RunQueueWaitPercent is the time the process's threads spent runnable but waiting for a CPU
+	// (Linux schedstat, summed over threads) ÷ wall time × 100. It sees what SchedLatencyP99Ms
+	// cannot: other processes taking the cores. Absent where the kernel does not report it.
+	RunQueueWaitPercent Opt[float64] `json:"run_queue_wait_percent,omitzero"`
 }
 
 // Thresholds of the injector warnings.
@@ -22,6 +26,9 @@ const (
 	InjectorCPUWarnShare  = 0.8 // of the cores the process may use
 	InjectorSchedWarnMs   = 1.0 // scheduler latency p99
 	InjectorGCPauseWarnMs = 100 // total stop-the-world pause per stage
+	// InjectorRunQueueWarnPercent: measured on a 2-core VM, a calm client waited 7–14 % of the wall
+	// time (up to both cores busy with its own work); with three busy loops beside it, 20–27 %.
+	InjectorRunQueueWarnPercent = 15
 )
 
 // Warnings says when the injector may have been the bottleneck.
@@ -32,6 +39,9 @@ func (h InjectorHealth) Warnings() []string {
 	}
 	if h.SchedLatencyP99Ms > InjectorSchedWarnMs {
 		out = append(out, fmt.Sprintf("injector scheduler latency p99 %.2f ms (> %.0f ms): goroutines waited to run, so chunk timestamps may be late by about that much", h.SchedLatencyP99Ms, InjectorSchedWarnMs))
+	}
+	if h.RunQueueWaitPercent.OK && h.RunQueueWaitPercent.V > InjectorRunQueueWarnPercent {
+		out = append(out, fmt.Sprintf("injector threads waited for a CPU %.0f%% of the time (> %d%%): other processes were taking the cores, so timestamps may be late; run the client on a quieter machine", h.RunQueueWaitPercent.V, InjectorRunQueueWarnPercent))
 	}
 	if h.GCPauseTotalMs > InjectorGCPauseWarnMs {
 		out = append(out, fmt.Sprintf("injector GC paused %.0f ms in total (> %d ms)", h.GCPauseTotalMs, InjectorGCPauseWarnMs))

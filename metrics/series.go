@@ -16,6 +16,9 @@ type StageSeries struct {
 	ActiveSessions    []float64 // open at the bucket's middle
 	TTFT, ITL         []float64 // in-window successes, sorted (ITL thinned to at most maxCDFPoints)
 	E2E               []float64 // request latency of in-window successes
+	// ITLByRequest holds each in-window success's chunk gaps (not thinned; it shares the records'
+	// memory), for statistics that must know which gaps came from the same request.
+	ITLByRequest [][]float64
 }
 
 const maxCDFPoints = 5000
@@ -78,6 +81,9 @@ func Series(recs []*Record, sum *StageSummary) StageSeries {
 				s.E2E = append(s.E2E, r.RequestLatency.V)
 			}
 			s.ITL = append(s.ITL, r.InterChunkLatency...)
+			if len(r.InterChunkLatency) > 0 {
+				s.ITLByRequest = append(s.ITLByRequest, r.InterChunkLatency)
+			}
 		}
 	}
 	for b := range n {

@@ -265,13 +265,13 @@ func TestITLSwitchesToHDR(t *testing.T) {
 }
 
 func TestInjectorWarnings(t *testing.T) {
-	calm := InjectorHealth{CPUPercent: 50, Cores: 2, SchedLatencyP99Ms: 0.2, GCPauseTotalMs: 3}
+	calm := InjectorHealth{CPUPercent: 50, Cores: 2, SchedLatencyP99Ms: 0.2, GCPauseTotalMs: 3, RunQueueWaitPercent: Some(8.0)}
 	if w := calm.Warnings(); len(w) != 0 {
 		t.Fatalf("a calm injector warned: %v", w)
 	}
-	busy := InjectorHealth{CPUPercent: 170, Cores: 2, SchedLatencyP99Ms: 4, GCPauseTotalMs: 250}
+	busy := InjectorHealth{CPUPercent: 170, Cores: 2, SchedLatencyP99Ms: 4, GCPauseTotalMs: 250, RunQueueWaitPercent: Some(25.0)}
 	w := strings.Join(busy.Warnings(), "\n")
-	for _, want := range []string{"injector CPU 170% of 2 core(s) (> 160%)", "scheduler latency p99 4.00 ms", "GC paused 250 ms"} {
+	for _, want := range []string{"injector CPU 170% of 2 core(s) (> 160%)", "scheduler latency p99 4.00 ms", "GC paused 250 ms", "waited for a CPU 25% of the time (> 15%)"} {
 		if !strings.Contains(w, want) {
 			t.Errorf("warnings lack %q:\n%s", want, w)
 		}

@@ -262,24 +262,29 @@ func ParseTolerances(s string) (Tolerances, error) {
 	return t, nil
 }
 
-// regressionMetrics: for latencies, the samples and percentile (bootstrap; higher is worse); for
-// throughputs (lower is worse) only stage.json's numbers and request counts exist.
+// regressionMetrics: for latencies, the samples grouped by request and the percentile (a cluster
+// bootstrap; higher is worse); for throughputs (lower is worse) only stage.json's numbers and request
+// counts exist.
 var regressionMetrics = map[string]struct {
-	samples func(metrics.StageSeries) []float64 // nil: a throughput, lower is worse
+	samples func(metrics.StageSeries) [][]float64 // nil: a throughput, lower is worse
 	p       float64
 }{
-	"ttft_p50":  {func(s metrics.StageSeries) []float64 { return s.TTFT }, 50},
-	"ttft_p95":  {func(s metrics.StageSeries) []float64 { return s.TTFT }, 95},
-	"ttft_p99":  {func(s metrics.StageSeries) []float64 { return s.TTFT }, 99},
-	"itl_p95":   {func(s metrics.StageSeries) []float64 { return s.ITL }, 95},
-	"itl_p99":   {func(s metrics.StageSeries) []float64 { return s.ITL }, 99},
-	"e2e_p95":   {func(s metrics.StageSeries) []float64 { return s.E2E }, 95},
+	"ttft_p50":  {ttftSamples, 50},
+	"ttft_p95":  {ttftSamples, 95},
+	"ttft_p99":  {ttftSamples, 99},
+	"itl_p95":   {itlSamples, 95},
+	"itl_p99":   {itlSamples, 99},
+	"e2e_p95":   {func(s metrics.StageSeries) [][]float64 { return metrics.Singletons(s.E2E) }, 95},
 	"out_tok_s": {nil, 0},
 	"req_s":     {nil, 0},
 	"goodput":   {nil, 0},
 }
 
-// minSamples is the fewest latency samples per side a bootstrap decision rests on.
+func ttftSamples(s metrics.StageSeries) [][]float64 { return metrics.Singletons(s.TTFT) }
+
+func itlSamples(s metrics.StageSeries) [][]float64 { return s.ITLByRequest }
+
+// minSamples is the fewest requests with a latency sample per side a bootstrap decision rests on.
 const minSamples = 30
 
 // Regressions compares a candidate run with a baseline, stage by stage number. samples returns a
@@ -313,7 +318,7 @@ func Regressions(base, cand []*StageReport, tol Tolerances, samples func(run str
 				continue
 			}
 			ch.Baseline, ch.Candidate = ptr(bv), ptr(cv)
-			var bs, cs []float64
+			var bs, cs [][]float64
 			if m.samples != nil {
 				if s := samples("baseline", b); s != nil {
 					bs = m.samples(*s)
@@ -334,8 +339,8 @@ func Regressions(base, cand []*StageReport, tol Tolerances, samples func(run str
 				default:
 					ch.Status = "inconclusive"
 				}
-				ch.Message = fmt.Sprintf("%s %s → %s ms (%+.1f%%, 95%% interval %+.1f%% … %+.1f%%, tolerance %.0f%%; %d vs %d samples)",
-					name, fmtG(bv), fmtG(cv), 100*iv.Point, 100*iv.Lo, 100*iv.Hi, 100*limit, len(bs), len(cs))
+				ch.Message = fmt.Sprintf("%s %s → %s ms (%+.1f%%, 95%% interval %+.1f%% … %+.1f%%, tolerance %.0f%%; %s vs %s)",
+					name, fmtG(bv), fmtG(cv), 100*iv.Point, 100*iv.Lo, 100*iv.Hi, 100*limit, sampleCount(bs), sampleCount(cs))
 				if ch.Status == "inconclusive" {
 					ch.Message += ": the evidence is too thin to decide"
 				}
@@ -370,10 +375,42 @@ func Regressions(base, cand []*StageReport, tol Tolerances, samples func(run str
 					ch.Message += ": too thin to decide"
 				}
 			}
+			if why := strainedInjector(b, c); why != "" && ch.Status != "inconclusive" {
+				ch.Status = "inconclusive"
+				ch.Message += "; not decided: " + why
+			}
 			out = append(out, ch)
 		}
 	}
 	return out
+}
+
+// sampleCount names what a bootstrap rested on: "124 requests", or "868 gaps from 124 requests".
+func sampleCount(groups [][]float64) string {
+	values := 0
+	for _, g := range groups {
+		values += len(g)
+	}
+	if values == len(groups) {
+		return fmt.Sprintf("%d requests", values)
+	}
+	return fmt.Sprintf("%d gaps from %d requests", values, len(groups))
+}
+
+// strainedInjector says why a comparison of two stages cannot be trusted to either side when plload
+// itself was short of CPU in one of them: a loaded client inflates the latencies it measures (a false
+// alarm in the candidate, a masked regression in the baseline) and can cap throughput. "" when both
+// injectors were healthy.
+func strainedInjector(base, cand *StageReport) string {
+	for _, side := range []struct {
+		name string
+		st   *StageReport
+	}{{"baseline", base}, {"candidate", cand}} {
+		if w := side.st.Injector.Warnings(); len(w) > 0 {
+			return fmt.Sprintf("the client was strained in the %s run (%s)", side.name, w[0])
+		}
+	}
+	return ""
 }
 
 // GatePassed is true when no check failed (inconclusive checks do not fail a gate).

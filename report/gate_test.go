@@ -2,6 +2,7 @@ package report
 
 import (
 	"encoding/xml"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -107,6 +108,55 @@ func TestRegressionsAreNoiseAware(t *testing.T) {
 	}
 	if c := run(samplesOf(10, 1, 1), samplesOf(10, 2, 2)); c.Status != "inconclusive" {
 		t.Fatalf("10 samples: %+v", c)
+	}
+	// A client short of CPU in either run decides nothing, either way.
+	cand[0].Injector.RunQueueWaitPercent = metrics.Some(30.0)
+	if c := run(samplesOf(500, 1, 1), samplesOf(500, 1.3, 2)); c.Status != "inconclusive" || !strings.Contains(c.Message, "client was strained in the candidate run (injector threads waited for a CPU 30%") {
+		t.Fatalf("strained candidate: %+v", c)
+	}
+	cand[0].Injector.RunQueueWaitPercent = metrics.Opt[float64]{}
+	base[0].Injector.CPUPercent, base[0].Injector.Cores = 190, 2
+	if c := run(samplesOf(500, 1, 1), samplesOf(500, 1, 2)); c.Status != "inconclusive" || !strings.Contains(c.Message, "strained in the baseline run") {
+		t.Fatalf("strained baseline: %+v", c)
+	}
+}
+
+// TestRegressionFalseAlarmRate: over 30 seeded pairs of right-skewed latency samples (lognormal,
+// 500 requests a side), the same distribution never fails the gate and one 30 % slower nearly always
+// does. Seeded, so it cannot flake; the real-run version is TestGateHasNoFalseAlarms (PLLOAD_LONG).
+func TestRegressionFalseAlarmRate(t *testing.T) {
+	_, base := goldenStages(t)
+	_, cand := goldenStages(t)
+	lognormal := func(n int, scale float64, seed uint64) []float64 {
+		r := rand.New(rand.NewPCG(seed, 7))
+		out := make([]float64, n)
+		for i := range out {
+			out[i] = scale * 50 * math.Exp(0.4*r.NormFloat64())
+		}
+		return out
+	}
+	falseAlarms, caught := 0, 0
+	for i := range uint64(30) {
+		for _, scale := range []float64{1, 1.3} {
+			bs, cs := lognormal(500, 1, 2*i), lognormal(500, scale, 2*i+1)
+			checks := Regressions(base[:1], cand[:1], Tolerances{"ttft_p95": 0.10}, func(run string, _ *StageReport) *metrics.StageSeries {
+				if run == "baseline" {
+					return &metrics.StageSeries{TTFT: bs}
+				}
+				return &metrics.StageSeries{TTFT: cs}
+			})
+			failed := checks[0].Status == "fail"
+			if scale == 1 && failed {
+				falseAlarms++
+			}
+			if scale > 1 && failed {
+				caught++
+			}
+		}
+	}
+	t.Logf("same distribution: %d/30 false alarms; 30%% slower: %d/30 caught", falseAlarms, caught)
+	if falseAlarms != 0 || caught < 25 {
+		t.Fatalf("false alarms %d/30 (want 0), 30%% slower caught %d/30 (want ≥ 25)", falseAlarms, caught)
 	}
 }
 

@@ -188,17 +188,22 @@ func orNote(s *metrics.ServerSummary) string {
 }
 
 // injectorSection shows how hard plload itself worked, stage by stage: the evidence that the client
-// was not the bottleneck (thresholds: metrics.InjectorCPUWarnShare, InjectorSchedWarnMs).
+// was not the bottleneck (thresholds: metrics.InjectorCPUWarnShare, InjectorSchedWarnMs,
+// InjectorRunQueueWarnPercent).
 func injectorSection(stages []*StageReport) string {
 	var b strings.Builder
-	b.WriteString("\n## Injector health\n\n| stage | client CPU | scheduler latency p99 | GC pauses | think lag p99 | start lag p99 |\n| --- | --- | --- | --- | --- | --- |\n")
+	b.WriteString("\n## Injector health\n\n| stage | client CPU | waiting for a CPU | scheduler latency p99 | GC pauses | think lag p99 | start lag p99 |\n| --- | --- | --- | --- | --- | --- | --- |\n")
 	for _, s := range stages {
 		h := s.Injector
-		fmt.Fprintf(&b, "| %02d | %.0f%% of %d core(s) | %.2f ms | %.1f ms | %s | %s |\n", s.Stage, h.CPUPercent, h.Cores,
+		wait := "N/A"
+		if h.RunQueueWaitPercent.OK {
+			wait = fmt.Sprintf("%.0f%% of the time", h.RunQueueWaitPercent.V)
+		}
+		fmt.Fprintf(&b, "| %02d | %.0f%% of %d core(s) | %s | %.2f ms | %.1f ms | %s | %s |\n", s.Stage, h.CPUPercent, h.Cores, wait,
 			h.SchedLatencyP99Ms, h.GCPauseTotalMs, lagText(s.Summary.ThinkLag), lagText(s.Summary.StartLag))
 	}
-	fmt.Fprintf(&b, "\nA warning is raised when the client's CPU passes %.0f%% of its cores or its scheduler latency p99 passes %.0f ms: then its own timestamps may be late. With the bundled mock in-process, the CPU figure includes the mock's.\n",
-		100*metrics.InjectorCPUWarnShare, metrics.InjectorSchedWarnMs)
+	fmt.Fprintf(&b, "\nA warning is raised when the client's CPU passes %.0f%% of its cores, its threads wait for a CPU more than %d%% of the time (other processes taking the cores; Linux only), or its scheduler latency p99 passes %.0f ms: then its own timestamps may be late. With the bundled mock in-process, the CPU figure includes the mock's.\n",
+		100*metrics.InjectorCPUWarnShare, metrics.InjectorRunQueueWarnPercent, metrics.InjectorSchedWarnMs)
 	return b.String()
 }
 
