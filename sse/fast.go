@@ -18,7 +18,7 @@ func fastDecode(data []byte, ev *Event) bool {
 		case "choices":
 			return s.array(func() bool { return s.object(func(k []byte) bool { return s.choice(k, &out) }) })
 		case "usage", "error":
-			return false // rare: the slow path handles them
+			return s.null() // OpenAI sends "usage":null in every chunk; a real value takes the slow path
 		default:
 			return s.skip()
 		}
@@ -85,6 +85,18 @@ var knownKeys = []string{"choices", "usage", "error", "delta", "text", "finish_r
 	"reasoning_content", "reasoning", "role", "tool_calls", "function", "name", "arguments"}
 
 func caseVariant(key []byte) bool {
+	// Only an upper-case ASCII letter or a non-ASCII byte (Unicode folds 'ſ' to 's' and the Kelvin
+	// sign to 'k') can make a key fold to another; most keys have neither.
+	plain := true
+	for _, c := range key {
+		if 'A' <= c && c <= 'Z' || c >= utf8.RuneSelf {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		return false
+	}
 	for _, k := range knownKeys {
 		if s := string(key); s != k && strings.EqualFold(s, k) {
 			return true
@@ -245,12 +257,60 @@ func (s *scanner) skip() bool {
 		return s.object(func([]byte) bool { return s.skip() })
 	case '[':
 		return s.array(s.skip)
+	case 't':
+		return s.literal("true")
+	case 'f':
+		return s.literal("false")
+	case 'n':
+		return s.null()
 	default:
-		start := s.i
-		for s.i < len(s.b) && bytes.IndexByte([]byte(",}] \t\r\n"), s.b[s.i]) < 0 {
+		return s.number()
+	}
+}
+
+func (s *scanner) literal(word string) bool {
+	if !bytes.HasPrefix(s.b[s.i:], []byte(word)) {
+		return false
+	}
+	s.i += len(word)
+	return true
+}
+
+// number passes over a JSON number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?. Its value is
+// never needed (only skipped fields are numbers here), so magnitude does not matter, as it does not
+// to encoding/json for a field the struct lacks.
+func (s *scanner) number() bool {
+	digits := func() int {
+		n := 0
+		for s.i < len(s.b) && '0' <= s.b[s.i] && s.b[s.i] <= '9' {
+			s.i++
+			n++
+		}
+		return n
+	}
+	if s.i < len(s.b) && s.b[s.i] == '-' {
+		s.i++
+	}
+	switch {
+	case s.i < len(s.b) && s.b[s.i] == '0':
+		s.i++
+	case digits() == 0:
+		return false
+	}
+	if s.i < len(s.b) && s.b[s.i] == '.' {
+		s.i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if s.i < len(s.b) && (s.b[s.i] == 'e' || s.b[s.i] == 'E') {
+		s.i++
+		if s.i < len(s.b) && (s.b[s.i] == '+' || s.b[s.i] == '-') {
 			s.i++
 		}
-		var v any
-		return s.i > start && json.Unmarshal(s.b[start:s.i], &v) == nil
+		if digits() == 0 {
+			return false
+		}
 	}
+	return true
 }

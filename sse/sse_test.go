@@ -182,6 +182,7 @@ func FuzzFastDecode(f *testing.F) {
 	f.Add([]byte(`{"choices":[{"delta":{"role":"assistant","content":""},"finish_reason":"stop"},{"delta":{"reasoning":"r"}}],"x":[1,{"a":[true,false,null,-1.5e3]}]}`))
 	f.Add([]byte(`{"choices":[{"text":" t","finish_reason":null}]}`))
 	f.Add([]byte(`{"choices":[{"delta":{"content":"a"},"delta":{"content":"b"}}]}`))
+	f.Add([]byte(`{"choices":[{"delta":{"content":"a"}}],"usage":null,"error":null,"n":[-0,0.5e-7,1E+400,12]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var fast Event
 		if !fastDecode(data, &fast) {
@@ -214,6 +215,35 @@ func TestFastDecodeLeavesOddKeysToEncodingJSON(t *testing.T) {
 		var slow Event
 		if err := decodeChunk([]byte(data), &slow); err != nil || slow.Content == "" {
 			t.Errorf("%q: %v %+v", data, err, slow)
+		}
+	}
+}
+
+// TestFastDecodeTakesCommonChunks: the chunks real servers send on every token take the fast path
+// (no reflection) and decode as encoding/json would; bad literals never do.
+func TestFastDecodeTakesCommonChunks(t *testing.T) {
+	for _, data := range []string{
+		// OpenAI with stream_options.include_usage: usage is null on every chunk.
+		`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1732000000,"model":"gpt-4o","system_fingerprint":"fp_1","choices":[{"index":0,"delta":{"content":"Hi"},"logprobs":null,"finish_reason":null}],"usage":null}`,
+		// vLLM: no usage key, token ids and stop_reason.
+		`{"id":"cmpl-2","object":"chat.completion.chunk","created":1732000000,"model":"m","choices":[{"index":0,"delta":{"content":" there"},"logprobs":null,"finish_reason":null,"stop_reason":null,"token_ids":[1,-2,3.5e-3,0]}]}`,
+		// llama.cpp: timings with fractions and exponents, an error that is null.
+		`{"choices":[{"finish_reason":null,"index":0,"delta":{"content":"x"}}],"created":1,"timings":{"predicted_ms":12.25,"predicted_per_second":8.1E+1},"error":null}`,
+	} {
+		var fast, slow Event
+		if !fastDecode([]byte(data), &fast) {
+			t.Errorf("slow path for a common chunk: %s", data)
+			continue
+		}
+		if err := decodeSlow([]byte(data), &slow); err != nil || cmp.Diff(slow, fast) != "" {
+			t.Errorf("%s: %v %s", data, err, cmp.Diff(slow, fast))
+		}
+	}
+	for _, lit := range []string{"01", "1.", ".5", "-", "1e", "1e+", "tru", "nul", "+1", "0x1", "--1"} {
+		data := `{"choices":[],"x":` + lit + `}`
+		var ev Event
+		if fastDecode([]byte(data), &ev) {
+			t.Errorf("fast path accepted the literal %s", lit)
 		}
 	}
 }
