@@ -1,11 +1,16 @@
 package report
 
 import (
+	"bytes"
 	"encoding/xml"
+	"fmt"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -188,6 +193,13 @@ func TestJUnitAndGitHubOutputs(t *testing.T) {
 	if err := xml.Unmarshal(data, &doc); err != nil {
 		t.Fatalf("JUnit does not parse: %v\n%s", err, data)
 	}
+	if p := junitProblems(data); len(p) > 0 {
+		t.Fatalf("not the JUnit schema:\n%s\n%s", strings.Join(p, "\n"), data)
+	}
+	bad := `<testsuites><testsuite name="x"><testcase><failure/></testcase><case name="y"/></testsuite></testsuites>`
+	if p := junitProblems([]byte(bad)); len(p) != 4 {
+		t.Fatalf("the schema check missed problems in %s: %q", bad, p)
+	}
 	s := doc.Suites[0]
 	if s.Tests != 3 || s.Failures != 1 || s.Skipped != 1 || s.Cases[1].Failure == nil || s.Cases[2].Skipped == nil || s.Cases[0].Failure != nil {
 		t.Fatalf("%+v", doc)
@@ -205,4 +217,71 @@ func TestJUnitAndGitHubOutputs(t *testing.T) {
 	if !strings.Contains(string(md), "| fail | stage 01 ttft_p95 regression |") {
 		t.Fatalf("summary:\n%s", md)
 	}
+}
+
+// junitShape is the common JUnit schema (the one Jenkins' xUnit plugin and GitLab read): where each
+// element may appear, the attributes it may carry and those it must.
+var junitShape = map[string]struct{ parents, attrs, required []string }{
+	"testsuites": {[]string{""}, []string{"name", "time", "tests", "failures", "disabled", "errors"}, nil},
+	"testsuite": {[]string{"testsuites", "testsuite", ""}, []string{"name", "tests", "failures", "errors", "time", "disabled",
+		"skipped", "skips", "timestamp", "hostname", "id", "package", "assertions", "file", "skip", "log", "url"}, []string{"tests"}},
+	"properties": {[]string{"testsuite"}, nil, nil},
+	"property":   {[]string{"properties"}, []string{"name", "value"}, []string{"name", "value"}},
+	"testcase": {[]string{"testsuite"}, []string{"name", "assertions", "time", "timestamp", "classname", "status", "class",
+		"file", "line", "log", "group", "url"}, []string{"name"}},
+	"failure":    {[]string{"testcase"}, []string{"type", "message"}, nil},
+	"error":      {[]string{"testcase"}, []string{"type", "message"}, nil},
+	"skipped":    {[]string{"testcase"}, []string{"type", "message"}, nil},
+	"system-out": {[]string{"testcase", "testsuite"}, nil, nil},
+	"system-err": {[]string{"testcase", "testsuite"}, nil, nil},
+}
+
+// junitProblems walks the document and returns every element, attribute or count that the schema
+// does not allow.
+func junitProblems(data []byte) []string {
+	var out []string
+	dec := xml.NewDecoder(bytes.NewReader(data))
+	stack := []string{""}
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return append(out, fmt.Sprintf("not well-formed XML: %v", err))
+		}
+		switch el := tok.(type) {
+		case xml.StartElement:
+			name, parent := el.Name.Local, stack[len(stack)-1]
+			shape, known := junitShape[name]
+			if !known || !slices.Contains(shape.parents, parent) {
+				out = append(out, fmt.Sprintf("<%s> inside <%s> is not in the JUnit schema", name, parent))
+			}
+			have := map[string]bool{}
+			for _, a := range el.Attr {
+				have[a.Name.Local] = true
+				if !slices.Contains(shape.attrs, a.Name.Local) {
+					out = append(out, fmt.Sprintf("<%s %s=…> is not in the JUnit schema", name, a.Name.Local))
+				}
+				if slices.Contains([]string{"tests", "failures", "errors", "skipped", "disabled"}, a.Name.Local) {
+					if _, err := strconv.Atoi(a.Value); err != nil {
+						out = append(out, fmt.Sprintf("<%s %s=%q>: a count must be a whole number", name, a.Name.Local, a.Value))
+					}
+				}
+			}
+			for _, r := range shape.required {
+				if !have[r] {
+					out = append(out, fmt.Sprintf("<%s> lacks its required %s attribute", name, r))
+				}
+			}
+			stack = append(stack, name)
+		case xml.EndElement:
+			stack = stack[:len(stack)-1]
+		case xml.CharData:
+			if p := stack[len(stack)-1]; len(bytes.TrimSpace(el)) > 0 && !slices.Contains([]string{"failure", "error", "skipped", "system-out", "system-err"}, p) {
+				out = append(out, fmt.Sprintf("text inside <%s>, which holds none in the JUnit schema", p))
+			}
+		}
+	}
+	return out
 }
