@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	rtmetrics "runtime/metrics"
 	"sort"
 	"strconv"
 	"strings"
@@ -92,7 +93,10 @@ func cpuTime() time.Duration {
 
 // loadStage runs one concurrency stage of long chat sessions (TTFT 200 ms, 20 ms between chunks,
 // 1–3 s think time) and reports client CPU per streamed chunk and heap per open session.
-func loadStage(tb testing.TB, base string, concurrency int, duration time.Duration, watched ...bool) (StageResult, time.Duration, float64) {
+// loadStage runs one stage and returns its result, the client CPU per streamed chunk, and per open
+// session the peak heap in use (garbage included: the engine runs at GOGC 400), the peak live heap
+// (what the last collection found reachable) and the peak goroutine stack memory.
+func loadStage(tb testing.TB, base string, concurrency int, duration time.Duration, watched ...bool) (r StageResult, perChunk time.Duration, heapPerSession, livePerSession, stackPerSession float64) {
 	text := scenarioYAML(base, chatSessions, fmt.Sprintf("  mode: concurrency\n  drain_timeout: 10s\n  stages:\n    - {concurrency: %d, duration: %s}", concurrency, workload.Duration(duration)))
 	text = strings.Replace(text, "timeout: 10s", "timeout: 30s", 1)
 	sc, issues := workload.Parse("bench.yaml", []byte(text), workload.LoadOptions{Getenv: testEnv})
@@ -106,11 +110,16 @@ func loadStage(tb testing.TB, base string, concurrency int, duration time.Durati
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
+	live := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
+	rtmetrics.Read(live)
+	liveBefore, stacksBefore, peakLive, peakStacks := live[0].Value.Uint64(), live[1].Value.Uint64(), uint64(0), uint64(0)
 	var peak uint64
 	stopSampling := every(500*time.Millisecond, func() { // the heap while the sessions are open
 		var m runtime.MemStats
 		runtime.ReadMemStats(&m)
 		peak = max(peak, m.HeapInuse)
+		rtmetrics.Read(live)
+		peakLive, peakStacks = max(peakLive, live[0].Value.Uint64()), max(peakStacks, live[1].Value.Uint64())
 	})
 	cpu0 := cpuTime()
 	dir := tb.TempDir()
@@ -127,7 +136,7 @@ func loadStage(tb testing.TB, base string, concurrency int, duration time.Durati
 	if err != nil {
 		tb.Fatal(err)
 	}
-	r := res[0]
+	r = res[0]
 	var ttft, gaps []float64
 	if f, err := os.Open(filepath.Join(r.Dir, "profile_export.jsonl")); err == nil {
 		metrics.ReadRecords(f, func(rec *metrics.Record) error {
@@ -155,12 +164,11 @@ func loadStage(tb testing.TB, base string, concurrency int, duration time.Durati
 		f.Close()
 		tb.Logf("errors by kind: %v", kinds)
 	}
-	chunks := r.OutTokens
-	perChunk := time.Duration(0)
-	if chunks > 0 {
+	if chunks := r.OutTokens; chunks > 0 {
 		perChunk = cpu / time.Duration(chunks)
 	}
-	return r, perChunk, float64(peak-min(peak, before.HeapInuse)) / float64(concurrency)
+	per := func(peak, before uint64) float64 { return float64(peak-min(peak, before)) / float64(concurrency) }
+	return r, perChunk, per(peak, before.HeapInuse), per(peakLive, liveBefore), per(peakStacks, stacksBefore)
 }
 
 // BenchmarkEngine1000Sessions: 1,000 concurrent sessions for 20 s against a mock in another process,
@@ -176,9 +184,11 @@ func BenchmarkEngine1000Sessions(b *testing.B) {
 
 func engineBench(b *testing.B, base string, watched bool) {
 	for b.Loop() {
-		r, perChunk, heapPerSession := loadStage(b, base, 1000, 20*time.Second, watched)
+		r, perChunk, heapPerSession, livePerSession, stackPerSession := loadStage(b, base, 1000, 20*time.Second, watched)
 		b.ReportMetric(float64(perChunk.Nanoseconds())/1000, "µs-CPU/chunk")
 		b.ReportMetric(heapPerSession/1024, "KiB-heap/session")
+		b.ReportMetric(livePerSession/1024, "KiB-live/session")
+		b.ReportMetric(stackPerSession/1024, "KiB-stacks/session")
 		b.ReportMetric(float64(r.OutTokens), "chunks")
 		b.ReportMetric(float64(r.Errors+r.Cancelled), "errors")
 	}
@@ -203,9 +213,9 @@ func TestLargestCleanConcurrency(t *testing.T) {
 	}
 	best := 0
 	for _, n := range steps {
-		r, perChunk, heap := loadStage(t, base, n, 60*time.Second)
-		t.Logf("%5d sessions for 60 s: %d requests, %d errors, %d cancelled, %d chunks, %.1f µs CPU/chunk, %.1f KiB heap/session",
-			n, r.Records, r.Errors, r.Cancelled, r.OutTokens, float64(perChunk.Nanoseconds())/1000, heap/1024)
+		r, perChunk, heap, live, stacks := loadStage(t, base, n, 60*time.Second)
+		t.Logf("%5d sessions for 60 s: %d requests, %d errors, %d cancelled, %d chunks, %.1f µs CPU/chunk, %.1f KiB heap/session (%.1f KiB live, %.1f KiB stacks)",
+			n, r.Records, r.Errors, r.Cancelled, r.OutTokens, float64(perChunk.Nanoseconds())/1000, heap/1024, live/1024, stacks/1024)
 		if r.Errors+r.Cancelled > 0 {
 			break
 		}
