@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -43,7 +44,10 @@ func (s *ServerSample) AppendJSON(b []byte) []byte {
 	return append(b, out...)
 }
 
-// serverNames maps each engine's metric names to what they mean.
+// serverNames maps each engine's metric names to what they mean. A name may carry a label selector,
+// `name{label=a|b}`, to take only the series whose label is one of the values. Counts (running,
+// waiting, token counters) are summed over series — one per model, data-parallel rank or engine —
+// and fractions (KV use, a hit rate) averaged: two ranks at 50 % are a server at 50 %, not 100 %.
 var serverNames = []struct {
 	engine, marker                            string
 	running, waiting, kv, rate, hits, queries []string
@@ -54,10 +58,15 @@ var serverNames = []struct {
 		kv:   []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"},
 		hits: []string{"vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"}, queries: []string{"vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"},
 		ttft: "vllm:time_to_first_token_seconds"},
+	// SGLang: names from sglang/srt/metrics (num_running_reqs, num_queue_reqs, token_usage, the
+	// cache_hit_rate gauge; newer versions count prefill tokens by mode in realtime_tokens_total,
+	// which gives the window's hit rate from counters, as for vLLM).
 	{engine: "sglang", marker: "sglang:num_running_reqs",
 		running: []string{"sglang:num_running_reqs"}, waiting: []string{"sglang:num_queue_reqs"},
 		kv: []string{"sglang:token_usage"}, rate: []string{"sglang:cache_hit_rate"},
-		ttft: "sglang:time_to_first_token_seconds"},
+		hits:    []string{"sglang:realtime_tokens_total{mode=prefill_cache}"},
+		queries: []string{"sglang:realtime_tokens_total{mode=prefill_cache|prefill_compute}"},
+		ttft:    "sglang:time_to_first_token_seconds"},
 	{engine: "llamacpp", marker: "llamacpp:requests_processing",
 		running: []string{"llamacpp:requests_processing"}, waiting: []string{"llamacpp:requests_deferred"},
 		kv:   []string{"llamacpp:kv_cache_usage_ratio"},
@@ -81,9 +90,9 @@ func ParseServerMetrics(r io.Reader, tNs int64) (ServerSample, error) {
 		if _, mock := families["plload_mock_send_lateness_seconds"]; mock {
 			s.Engine = "plload-mock"
 		}
-		s.Running, s.Waiting = sum(families, n.running), sum(families, n.waiting)
-		s.KVUsage, s.CacheHitRate = sum(families, n.kv), sum(families, n.rate)
-		s.PrefixHits, s.PrefixQueries = sum(families, n.hits), sum(families, n.queries)
+		s.Running, s.Waiting = total(families, n.running, false), total(families, n.waiting, false)
+		s.KVUsage, s.CacheHitRate = total(families, n.kv, true), total(families, n.rate, true)
+		s.PrefixHits, s.PrefixQueries = total(families, n.hits, false), total(families, n.queries, false)
 		if f, ok := families[n.ttft]; ok {
 			s.TTFTBuckets, s.TTFTCount = buckets(f)
 		}
@@ -92,27 +101,56 @@ func ParseServerMetrics(r io.Reader, tNs int64) (ServerSample, error) {
 	return s, nil
 }
 
-// sum adds the values of every series of the first name present.
-func sum(families map[string]*dto.MetricFamily, names []string) *float64 {
-	for _, name := range names {
+// total adds (or, for a fraction, averages) the values of the selected series of the first name
+// present; nil when none is.
+func total(families map[string]*dto.MetricFamily, names []string, fraction bool) *float64 {
+	for _, spec := range names {
+		name, label, values := spec, "", []string(nil)
+		if i := strings.IndexByte(spec, '{'); i >= 0 {
+			var list string
+			name = spec[:i]
+			label, list, _ = strings.Cut(strings.TrimSuffix(spec[i+1:], "}"), "=")
+			values = strings.Split(list, "|")
+		}
 		f, ok := families[name]
 		if !ok {
 			continue
 		}
-		total := 0.0
+		sum, n := 0.0, 0
 		for _, m := range f.GetMetric() {
+			if label != "" && !slices.Contains(values, labelValue(m, label)) {
+				continue
+			}
 			switch {
 			case m.Gauge != nil:
-				total += m.GetGauge().GetValue()
+				sum += m.GetGauge().GetValue()
 			case m.Counter != nil:
-				total += m.GetCounter().GetValue()
+				sum += m.GetCounter().GetValue()
 			case m.Untyped != nil:
-				total += m.GetUntyped().GetValue()
+				sum += m.GetUntyped().GetValue()
+			default:
+				continue
 			}
+			n++
 		}
-		return &total
+		if n == 0 {
+			continue
+		}
+		if fraction {
+			sum /= float64(n)
+		}
+		return &sum
 	}
 	return nil
+}
+
+func labelValue(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
 }
 
 // buckets adds the finite cumulative buckets of every series of a histogram family (JSON has no +Inf),

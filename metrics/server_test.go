@@ -31,6 +31,7 @@ vllm:num_requests_running{model_name="b"} 2
 vllm:num_requests_waiting{model_name="a"} 4
 # TYPE vllm:gpu_cache_usage_perc gauge
 vllm:gpu_cache_usage_perc{model_name="a"} 0.5
+vllm:gpu_cache_usage_perc{model_name="b"} 0.25
 # TYPE vllm:time_to_first_token_seconds histogram
 vllm:time_to_first_token_seconds_bucket{le="0.1"} 10
 vllm:time_to_first_token_seconds_bucket{le="0.25"} 30
@@ -42,7 +43,7 @@ vllm:time_to_first_token_seconds_count 40
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Engine != "vllm" || *s.Running != 5 || *s.Waiting != 4 || *s.KVUsage != 0.5 || len(s.TTFTBuckets) != 2 || s.TTFTCount != 40 {
+	if s.Engine != "vllm" || *s.Running != 5 || *s.Waiting != 4 || *s.KVUsage != 0.375 || len(s.TTFTBuckets) != 2 || s.TTFTCount != 40 {
 		t.Fatalf("%+v", s)
 	}
 	u, err := ParseServerMetrics(strings.NewReader("# TYPE x gauge\nx 1\n"), 1)
@@ -84,5 +85,49 @@ func TestSummarizeServer(t *testing.T) {
 	}
 	if none := SummarizeServer(samples, 100, 200); none.Samples != 0 || none.Note == "" {
 		t.Fatalf("%+v", none)
+	}
+}
+
+// TestParseSGLangDataParallel: SGLang's scheduler gauges come one series per data-parallel rank
+// (labels as in sglang/srt/metrics). Requests add up across ranks; KV use and the hit-rate gauge are
+// averaged; the prefix-cache counters come from realtime_tokens_total by mode.
+func TestParseSGLangDataParallel(t *testing.T) {
+	text := `# TYPE sglang:num_running_reqs gauge
+sglang:num_running_reqs{model_name="m",tp_rank="0",dp_rank="0",moe_ep_rank="0"} 12
+sglang:num_running_reqs{model_name="m",tp_rank="0",dp_rank="1",moe_ep_rank="0"} 8
+# TYPE sglang:num_queue_reqs gauge
+sglang:num_queue_reqs{model_name="m",tp_rank="0",dp_rank="0",moe_ep_rank="0"} 3
+sglang:num_queue_reqs{model_name="m",tp_rank="0",dp_rank="1",moe_ep_rank="0"} 1
+# TYPE sglang:token_usage gauge
+sglang:token_usage{model_name="m",tp_rank="0",dp_rank="0",moe_ep_rank="0"} 0.6
+sglang:token_usage{model_name="m",tp_rank="0",dp_rank="1",moe_ep_rank="0"} 0.4
+# TYPE sglang:cache_hit_rate gauge
+sglang:cache_hit_rate{model_name="m",tp_rank="0",dp_rank="0",moe_ep_rank="0"} 0.9
+sglang:cache_hit_rate{model_name="m",tp_rank="0",dp_rank="1",moe_ep_rank="0"} 0.7
+# TYPE sglang:realtime_tokens_total counter
+sglang:realtime_tokens_total{model_name="m",tp_rank="0",dp_rank="0",moe_ep_rank="0",mode="prefill_compute"} 100
+sglang:realtime_tokens_total{model_name="m",tp_rank="0",dp_rank="0",moe_ep_rank="0",mode="prefill_cache"} 300
+sglang:realtime_tokens_total{model_name="m",tp_rank="0",dp_rank="0",moe_ep_rank="0",mode="decode"} 5000
+sglang:realtime_tokens_total{model_name="m",tp_rank="0",dp_rank="1",moe_ep_rank="0",mode="prefill_compute"} 50
+sglang:realtime_tokens_total{model_name="m",tp_rank="0",dp_rank="1",moe_ep_rank="0",mode="prefill_cache"} 50
+# TYPE sglang:time_to_first_token_seconds histogram
+sglang:time_to_first_token_seconds_bucket{le="0.1",model_name="m"} 4
+sglang:time_to_first_token_seconds_bucket{le="0.5",model_name="m"} 9
+sglang:time_to_first_token_seconds_bucket{le="+Inf",model_name="m"} 10
+sglang:time_to_first_token_seconds_sum{model_name="m"} 2.5
+sglang:time_to_first_token_seconds_count{model_name="m"} 10
+`
+	s, err := ParseServerMetrics(strings.NewReader(text), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Engine != "sglang" || *s.Running != 20 || *s.Waiting != 4 || *s.KVUsage != 0.5 || *s.CacheHitRate != 0.8 ||
+		*s.PrefixHits != 350 || *s.PrefixQueries != 500 || len(s.TTFTBuckets) != 2 || s.TTFTCount != 10 {
+		t.Fatalf("%+v", s)
+	}
+	// An older SGLang without realtime_tokens_total: no counters, the gauge stands.
+	old := strings.Split(text, "# TYPE sglang:realtime_tokens_total")[0]
+	if s, err := ParseServerMetrics(strings.NewReader(old), 1); err != nil || s.PrefixHits != nil || *s.CacheHitRate != 0.8 {
+		t.Fatalf("%+v %v", s, err)
 	}
 }
