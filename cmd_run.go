@@ -192,7 +192,7 @@ func summarizeStage(sc *workload.Scenario, w *workload.Workload, r engine.StageR
 		sum.Partial = true
 	}
 	st := report.NewStageReport(toolName(), sc, i, w.Stages[i].SHA256, sum,
-		report.EngineCounts{Issued: r.Issued, Sessions: r.Sessions, Reused: r.Reused, NotStarted: r.NotStarted})
+		report.EngineCounts{Issued: r.Issued, Sessions: r.Sessions, Reused: r.Reused, NotStarted: r.NotStarted, StaleRetries: r.StaleRetries})
 	st.Injector, st.NetworkRTT = r.Injector, r.RTT
 	st.Server = serverSummary(r, sum)
 	return st, st.Write(r.Dir)

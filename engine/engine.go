@@ -65,9 +65,12 @@ type StageResult struct {
 	Sessions   int // session instances started
 	Reused     int // sessions that reused a dataset entry because the pool ran dry
 	NotStarted int // arrival_rate sessions still queued at the end of the stage
-	Start, End time.Time
-	Warmup     time.Duration
-	Duration   time.Duration
+	// StaleRetries counts requests sent a second time because the server had closed the kept-alive
+	// connection the first went out on (see staleKeepAlive); each is still one request, one record.
+	StaleRetries int
+	Start, End   time.Time
+	Warmup       time.Duration
+	Duration     time.Duration
 	// T0Ns is the stage's t0 in epoch ns (the first request's issue time, or for arrival_rate the
 	// schedule's origin); 0 when nothing was issued. InterruptNs is when a signal stopped it (0: none).
 	T0Ns        int64
@@ -221,7 +224,7 @@ func runStage(ctx context.Context, cfg *Config, clk clock, i int, pool *workload
 		log.Warn("the server sent no usage for some answers: output tokens were counted from chunks", "requests", res.NoUsage)
 	}
 	log.Info("stage ended", "partial", res.Partial, "requests", res.Records, "ok", res.OK, "errors", res.Errors,
-		"rate_limited", res.RateLimit, "cancelled", res.Cancelled)
+		"rate_limited", res.RateLimit, "cancelled", res.Cancelled, "stale_connection_retries", res.StaleRetries)
 	if err := errors.Join(recErr, sessErr); err != nil {
 		return res, fmt.Errorf("stage %d: %w", pool.Stage, err)
 	}

@@ -36,19 +36,36 @@ func (s *stageRun) send(ctx context.Context, ex *exchange, body []byte, islEstim
 	reqCtx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	var start time.Time
-	trace := &httptrace.ClientTrace{GotConn: func(httptrace.GotConnInfo) { start = time.Now() }}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(reqCtx, trace), http.MethodPost, s.url, bytes.NewReader(body))
-	if err != nil {
-		s.fail(rec, time.Now(), islEstimate, metrics.ErrTypeTransport, fmt.Sprintf("building the request: %v", err))
-		return
+	var conn httptrace.GotConnInfo
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+		if start.IsZero() { // a retry keeps the first attempt's start: its time is part of the answer's
+			start = time.Now()
+		}
+		conn = info
+	}}
+	var resp *http.Response
+	var err error
+	for attempt := 0; ; attempt++ {
+		var req *http.Request
+		req, err = http.NewRequestWithContext(httptrace.WithClientTrace(reqCtx, trace), http.MethodPost, s.url, bytes.NewReader(body))
+		if err != nil {
+			s.fail(rec, time.Now(), islEstimate, metrics.ErrTypeTransport, fmt.Sprintf("building the request: %v", err))
+			return
+		}
+		h := req.Header
+		for k, v := range s.headers {
+			h[k] = v
+		}
+		h.Set("X-Request-ID", rec.XRequestID)
+		h.Set("X-Correlation-ID", rec.XCorrelationID)
+		resp, err = s.client.Do(req)
+		if err == nil || attempt > 0 || !staleKeepAlive(conn, err, ctx, reqCtx) {
+			break
+		}
+		s.counts.staleRetries.Add(1)
+		s.log.Warn("retried a request once: the server closed its kept-alive connection as the request went out",
+			"idle_s", conn.IdleTime.Seconds(), "error", s.scrub(err.Error()), "x_request_id", rec.XRequestID)
 	}
-	h := req.Header
-	for k, v := range s.headers {
-		h[k] = v
-	}
-	h.Set("X-Request-ID", rec.XRequestID)
-	h.Set("X-Correlation-ID", rec.XCorrelationID)
-	resp, err := s.client.Do(req)
 	if start.IsZero() {
 		start = time.Now() // no connection was ever obtained
 	}
@@ -262,6 +279,23 @@ func (s *stageRun) cancelled(rec *metrics.Record, at time.Time, isl int) {
 	rec.RequestEndNs = metrics.Some(s.clock.ns(at))
 	rec.ErrorISL = metrics.Some(isl)
 	rec.Error = &metrics.RecordError{Code: metrics.Some(metrics.CodeCancelled), Type: metrics.ErrTypeCancelled, Message: s.cancelReason()}
+}
+
+// staleKeepAliveIdle is how long a kept-alive connection must have sat idle before a failure on it
+// is taken for the server closing it: servers drop idle connections after seconds (uvicorn, which
+// serves vLLM and SGLang, and llama.cpp after 5 s; nginx after 75 s), never within one.
+const staleKeepAliveIdle = time.Second
+
+// staleKeepAlive says whether a request that got no answer failed because the server closed the
+// idle connection it was sent on, at the moment it was sent (the server never saw it). Go retries
+// this itself only for idempotent requests, and a POST is not one. Any other failure — a fresh
+// connection, a timeout, a cancelled stage, one on a connection in steady use — is the server's, and
+// is recorded as such.
+func staleKeepAlive(conn httptrace.GotConnInfo, err error, stageCtx, reqCtx context.Context) bool {
+	if stageCtx.Err() != nil || reqCtx.Err() != nil || isTimeout(err) {
+		return false
+	}
+	return conn.Reused && conn.WasIdle && conn.IdleTime >= staleKeepAliveIdle
 }
 
 func isTimeout(err error) bool {

@@ -65,6 +65,9 @@ type EngineCounts struct {
 	Sessions   int `json:"sessions"`
 	Reused     int `json:"reused_sessions"`
 	NotStarted int `json:"never_started"`
+	// StaleRetries: requests sent a second time because the server closed the idle kept-alive
+	// connection they first went out on (each still one request and one record).
+	StaleRetries int `json:"stale_connection_retries"`
 }
 
 // StageInput is the metrics input for stage i (0-based) of a scenario.
