@@ -10,8 +10,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/plload/plload/mock"
 )
 
 // idleCloser is a server that, once, drops a kept-alive connection the moment a chat request
@@ -109,5 +112,36 @@ func TestStaleKeepAliveIsRetriedOnce(t *testing.T) {
 	res, recs, _ = runKeepAlive(t, busy.start(t), "10ms")
 	if busy.dropped != 1 || res.StaleRetries != 0 || res.Errors != 1 || len(recs) != res.Issued {
 		t.Fatalf("a drop on a busy connection: dropped %d, result %+v", busy.dropped, res)
+	}
+}
+
+// TestConnectionsAreKeptAlive: against the real mock, every turn of a session goes out on a kept-alive
+// connection — a stage at concurrency 3 opens a handful of connections for dozens of requests, so no
+// TTFT pays a TCP (or TLS) handshake. The answer's body must be read to its end for Go to keep the
+// connection: closing it right after [DONE], before the chunked terminator arrives, throws it away.
+func TestConnectionsAreKeptAlive(t *testing.T) {
+	cfg := mock.DefaultConfig()
+	cfg.TTFT, cfg.TPS = 5*time.Millisecond, 1000
+	srv, err := mock.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conns atomic.Int64
+	ts := httptest.NewUnstartedServer(srv)
+	ts.Config.ConnState = func(_ net.Conn, state http.ConnState) {
+		if state == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	ts.Start()
+	t.Cleanup(func() { ts.Close(); srv.Stop() })
+	text := scenarioYAML(ts.URL+"/v1", shortSessions, "  mode: concurrency\n  drain_timeout: 2s\n  stages:\n    - {concurrency: 3, duration: 1s}")
+	res, _, err := runScenario(t, context.Background(), text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d requests over %d connections", res[0].Issued, conns.Load())
+	if res[0].Issued < 20 || conns.Load() > 3+2 {
+		t.Fatalf("%d requests opened %d connections (concurrency 3, plus the RTT probe's)", res[0].Issued, conns.Load())
 	}
 }
