@@ -1,9 +1,12 @@
 package bench
 
 import (
+	"io"
+	"net"
 	"testing"
 	"time"
 
+	"github.com/plload/plload/engine"
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/sse"
 )
@@ -107,4 +110,51 @@ func BenchmarkStageSummaryPerRecord(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(recs)), "ns/record")
+}
+
+// BenchmarkLoopbackChunkFloor measures the floor under the engine's CPU per chunk: the bare cost of
+// moving one SSE-sized chunk across a loopback TCP connection in Go, with no HTTP, SSE or records.
+// Each op is a ping-pong — the server writes a 300-byte chunk, the client's blocked Read wakes
+// through the netpoller and returns it, the client writes one byte back — so the process CPU per op
+// covers two such deliveries; half of it is what receiving one chunk can cost at the least.
+func BenchmarkLoopbackChunkFloor(b *testing.B) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer ln.Close()
+	chunk := make([]byte, 300)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		ack := make([]byte, 1)
+		for {
+			if _, err := c.Write(chunk); err != nil {
+				return
+			}
+			if _, err := io.ReadFull(c, ack); err != nil {
+				return
+			}
+		}
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	buf := make([]byte, len(chunk))
+	cpu0 := engine.ProcessCPU()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := io.ReadFull(c, buf); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Write(buf[:1]); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64((engine.ProcessCPU()-cpu0).Nanoseconds())/float64(b.N)/2/1000, "µs-CPU/delivery")
 }

@@ -13,7 +13,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -85,12 +84,6 @@ func every(d time.Duration, fn func()) (stop func()) {
 	return func() { close(quit); <-done }
 }
 
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // loadStage runs one concurrency stage of long chat sessions (TTFT 200 ms, 20 ms between chunks,
 // 1–3 s think time) and reports client CPU per streamed chunk and heap per open session.
 // loadStage runs one stage and returns its result, the client CPU per streamed chunk, and per open
@@ -121,7 +114,7 @@ func loadStage(tb testing.TB, base string, concurrency int, duration time.Durati
 		rtmetrics.Read(live)
 		peakLive, peakStacks = max(peakLive, live[0].Value.Uint64()), max(peakStacks, live[1].Value.Uint64())
 	})
-	cpu0 := cpuTime()
+	cpu0 := ProcessCPU()
 	dir := tb.TempDir()
 	cfg := Config{Scenario: sc, Workload: w, Dir: dir, Getenv: testEnv}
 	if len(watched) > 0 && watched[0] { // everything on: live progress state and server scraping
@@ -131,7 +124,7 @@ func loadStage(tb testing.TB, base string, concurrency int, duration time.Durati
 		defer every(250*time.Millisecond, func() { cfg.Live.Snapshot(); cfg.Live.Snapshots() })()
 	}
 	res, err := Run(context.Background(), cfg)
-	cpu := cpuTime() - cpu0
+	cpu := ProcessCPU() - cpu0
 	stopSampling()
 	if err != nil {
 		tb.Fatal(err)

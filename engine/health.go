@@ -21,7 +21,8 @@ type healthProbe struct {
 
 const schedMetric = "/sched/latencies:seconds"
 
-func processCPU() time.Duration {
+// ProcessCPU is the user+system CPU time this process has used so far.
+func ProcessCPU() time.Duration {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return 0
@@ -42,7 +43,7 @@ func readSched() ([]uint64, []float64) {
 func startProbe() *healthProbe {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	p := &healthProbe{wall: time.Now(), cpu: processCPU(), pauseNs: ms.PauseTotalNs}
+	p := &healthProbe{wall: time.Now(), cpu: ProcessCPU(), pauseNs: ms.PauseTotalNs}
 	p.sched, p.buckets = readSched()
 	p.waits = runQueueWait()
 	return p
@@ -54,7 +55,7 @@ func (p *healthProbe) finish() plmetrics.InjectorHealth {
 	runtime.ReadMemStats(&ms)
 	h := plmetrics.InjectorHealth{Cores: runtime.GOMAXPROCS(0), GCPauseTotalMs: float64(ms.PauseTotalNs-p.pauseNs) / 1e6}
 	if wall := time.Since(p.wall); wall > 0 {
-		h.CPUPercent = 100 * float64(processCPU()-p.cpu) / float64(wall)
+		h.CPUPercent = 100 * float64(ProcessCPU()-p.cpu) / float64(wall)
 		if ns, ok := runQueueWaitSince(p.waits); ok {
 			h.RunQueueWaitPercent = plmetrics.Some(100 * float64(ns) / float64(wall))
 		}
