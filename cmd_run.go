@@ -80,6 +80,9 @@ func runScenario(ctx context.Context, sc *workload.Scenario, base string, quiet 
 	if err := checkTarget(ctx, sc); err != nil {
 		return "", err
 	}
+	if err := checkOpenFiles(sc); err != nil {
+		return "", err
+	}
 	w, err := sc.Build()
 	if err != nil {
 		return "", badInput("building the workload: %v", err)

@@ -311,6 +311,33 @@ func TestRunRefusesAnUnresolvableTarget(t *testing.T) {
 	}
 }
 
+// TestRunRefusesAStageOverTheOpenFilesLimit: under a 200-file limit (soft and hard, as `ulimit -n`
+// sets them), 100 sessions with the in-process mock need about 264 descriptors: refused before any
+// traffic, at the stage's line, with the limit and how to raise it.
+func TestRunRefusesAStageOverTheOpenFilesLimit(t *testing.T) {
+	bin := buildBinary(t)
+	data, _ := os.ReadFile("testdata/tiny.yaml")
+	text := strings.Replace(string(data), "{concurrency: 2, warmup: 200ms, duration: 800ms}", "{concurrency: 100, duration: 800ms}", 1)
+	path := filepath.Join(t.TempDir(), "wide.yaml")
+	os.WriteFile(path, []byte(text), 0o644)
+	out := t.TempDir()
+	cmd := exec.Command("sh", "-c", `ulimit -n 200 && exec "$0" run "$1" --out "$2"`, bin, path, out)
+	cmd.Env = append(os.Environ(), "PLLOAD_TINY_KEY=k", "PLLOAD_TINY_SECRET=s")
+	msg, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 2 {
+		t.Fatalf("%v\n%s", err, msg)
+	}
+	for _, want := range []string{"wide.yaml:22:", "load.stages[0].concurrency", "100 open connections need about 264 file descriptors", "may open 200 (hard limit 200)", "ulimit -n 264", "nothing was sent"} {
+		if !strings.Contains(string(msg), want) {
+			t.Errorf("the message lacks %q:\n%s", want, msg)
+		}
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 0 {
+		t.Fatalf("files left behind: %v", entries)
+	}
+}
+
 func TestHelpOnEveryCommand(t *testing.T) {
 	for _, cmd := range newApp(nil, nil).Commands {
 		code, out, _ := plload(t, cmd.Name, "--help")

@@ -66,22 +66,8 @@ type checker struct {
 	sectionOrder    []string
 }
 
-// at finds where path's value is in the file; for a path the file lacks, the key (or list item) of
-// the nearest enclosing one that it has, which is where the missing key belongs.
-func (c *checker) at(path string) position {
-	if pos, ok := c.s.positions[path]; ok {
-		return pos
-	}
-	for p := parent(path); p != ""; p = parent(p) {
-		if pos, ok := c.s.keyPositions[p]; ok {
-			return pos
-		}
-		if pos, ok := c.s.positions[p]; ok {
-			return pos
-		}
-	}
-	return position{1, 1}
-}
+// at finds where path's value is in the file (see Scenario.at).
+func (c *checker) at(path string) position { return c.s.at(path) }
 
 func parent(path string) string {
 	if i := strings.LastIndexAny(path, ".["); i >= 0 {

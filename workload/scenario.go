@@ -234,6 +234,30 @@ func (s *Scenario) applyDefaults() {
 	}
 }
 
+// at finds where path's value is in the file; for a path the file lacks, the key (or list item) of
+// the nearest enclosing one that it has, which is where the missing key belongs.
+func (s *Scenario) at(path string) position {
+	if pos, ok := s.positions[path]; ok {
+		return pos
+	}
+	for p := parent(path); p != ""; p = parent(p) {
+		if pos, ok := s.keyPositions[p]; ok {
+			return pos
+		}
+		if pos, ok := s.positions[p]; ok {
+			return pos
+		}
+	}
+	return position{1, 1}
+}
+
+// IssueAt is an error about the value at a YAML path, placed where the file has it, for checks that
+// only a run can make (the machine's limits, say).
+func (s *Scenario) IssueAt(path, message string) *Issue {
+	pos := s.at(path)
+	return &Issue{Severity: SeverityError, File: s.File, Line: pos.line, Column: pos.column, Path: path, Message: message}
+}
+
 func (s *Scenario) has(path string) bool {
 	_, ok := s.positions[path]
 	return ok
