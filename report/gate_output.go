@@ -86,10 +86,24 @@ func PrintGate(w io.Writer, g GateResult) {
 	for _, c := range g.Checks {
 		fmt.Fprintf(w, "%-12s %s: %s\n", strings.ToUpper(c.Status), c.Name, c.Message)
 	}
+	undecided := 0
+	for _, c := range g.Checks {
+		if c.Status == "inconclusive" {
+			undecided++
+		}
+	}
+	tail := ""
+	if undecided > 0 { // a pass with undecided checks is not a clean pass: say so on the last line
+		tail = fmt.Sprintf(", %d not decided", undecided)
+	}
+	count := fmt.Sprintf("%d checks", len(g.Checks))
+	if len(g.Checks) == 1 {
+		count = "1 check"
+	}
 	if g.Passed {
-		fmt.Fprintf(w, "gate PASSED (%d checks)\n", len(g.Checks))
+		fmt.Fprintf(w, "gate PASSED (%s%s)\n", count, tail)
 	} else {
-		fmt.Fprintf(w, "gate FAILED\n")
+		fmt.Fprintf(w, "gate FAILED (%s%s)\n", count, tail)
 	}
 }
 

@@ -285,3 +285,17 @@ func junitProblems(data []byte) []string {
 	}
 	return out
 }
+
+// TestPrintGateSaysWhatWasNotDecided: the last line counts the inconclusive checks, pass or fail.
+func TestPrintGateSaysWhatWasNotDecided(t *testing.T) {
+	var b strings.Builder
+	PrintGate(&b, GateResult{Passed: true, Checks: []Check{{Name: "a", Status: "pass"}, {Name: "b", Status: "inconclusive"}}})
+	if !strings.HasSuffix(b.String(), "gate PASSED (2 checks, 1 not decided)\n") {
+		t.Fatalf("%q", b.String())
+	}
+	b.Reset()
+	PrintGate(&b, GateResult{Checks: []Check{{Name: "a", Status: "fail"}}})
+	if !strings.HasSuffix(b.String(), "gate FAILED (1 check)\n") {
+		t.Fatalf("%q", b.String())
+	}
+}
