@@ -35,10 +35,7 @@ type rawRecord struct {
 		IntendedStartNs    json.Number `json:"intended_start_ns"`
 		Persona            json.Number `json:"persona"`
 	} `json:"metadata"`
-	Metrics map[string]*struct {
-		Value json.RawMessage `json:"value"`
-		Unit  string          `json:"unit"`
-	} `json:"metrics"`
+	Metrics rawMetrics `json:"metrics"`
 	Error *struct {
 		Code    json.Number `json:"code"`
 		Type    *string     `json:"type"`
@@ -145,13 +142,8 @@ func ParseRecord(line []byte) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	for tag, m := range raw.Metrics {
-		if m == nil || len(m.Value) == 0 || string(m.Value) == "null" {
-			continue
-		}
-		if err := rec.setMetric(tag, m.Value); err != nil {
-			return nil, fmt.Errorf("metrics.%s: %v", tag, err)
-		}
+	if err := raw.Metrics.apply(rec); err != nil {
+		return nil, err
 	}
 	if cut {
 		rec.InterChunkLatency = gaps
@@ -167,53 +159,111 @@ func ParseRecord(line []byte) (*Record, error) {
 	return rec, nil
 }
 
-func (r *Record) setMetric(tag string, raw json.RawMessage) error {
-	if tag == "inter_chunk_latency" {
-		gaps, err := parseFloatArray(raw)
-		if len(gaps) > 0 {
-			r.InterChunkLatency = gaps
+// rawMetrics holds the metrics a record needs, each parsed as encoding/json meets it (no map, no
+// copies: a records file has a million of these). Other tags (AIPerf's prefill_throughput and
+// friends) are skipped.
+type rawMetrics struct {
+	TTFT                  rawMetric[number] `json:"time_to_first_token"`
+	TTST                  rawMetric[number] `json:"time_to_second_token"`
+	TTFO                  rawMetric[number] `json:"time_to_first_output_token"`
+	RequestLatency        rawMetric[number] `json:"request_latency"`
+	InterTokenLatency     rawMetric[number] `json:"inter_token_latency"`
+	ThroughputPerUser     rawMetric[number] `json:"output_token_throughput_per_user"`
+	InputSequenceLength   rawMetric[number] `json:"input_sequence_length"`
+	OutputTokenCount      rawMetric[number] `json:"output_token_count"`
+	ReasoningTokenCount   rawMetric[number] `json:"reasoning_token_count"`
+	OutputSequenceLength  rawMetric[number] `json:"output_sequence_length"`
+	UsagePromptTokens     rawMetric[number] `json:"usage_prompt_tokens"`
+	UsageCompletionTokens rawMetric[number] `json:"usage_completion_tokens"`
+	UsageTotalTokens      rawMetric[number] `json:"usage_total_tokens"`
+	UsageCachedTokens     rawMetric[number] `json:"usage_prompt_cache_read_tokens"`
+	ErrorISL              rawMetric[number] `json:"error_isl"`
+	InterChunkLatency     rawMetric[numbers] `json:"inter_chunk_latency"`
+}
+
+// rawMetric is one {"value": ..., "unit": ...} entry; the unit is fixed by the tag.
+type rawMetric[T any] struct {
+	Value T `json:"value"`
+}
+
+// number is a metric's scalar value; a value that is not a number is kept as an error, so that
+// apply can name its tag.
+type number struct {
+	v   Opt[float64]
+	err error
+}
+
+func (n *number) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	f, err := strconv.ParseFloat(string(b), 64)
+	n.v, n.err = Opt[float64]{V: f, OK: err == nil}, err
+	return nil
+}
+
+// numbers is a list value (the inter-chunk gaps); a scalar where a list was expected is a list of one.
+type numbers struct {
+	v   []float64
+	err error
+}
+
+func (n *numbers) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	n.v, n.err = parseFloatArray(b)
+	return nil
+}
+
+// apply copies the metrics into rec: milliseconds as they are, token counts rounded.
+func (m *rawMetrics) apply(rec *Record) error {
+	ms := []struct {
+		tag string
+		n   *number
+		to  *Opt[float64]
+	}{
+		{"time_to_first_token", &m.TTFT.Value, &rec.TTFT}, {"time_to_second_token", &m.TTST.Value, &rec.TTST},
+		{"time_to_first_output_token", &m.TTFO.Value, &rec.TTFO}, {"request_latency", &m.RequestLatency.Value, &rec.RequestLatency},
+		{"inter_token_latency", &m.InterTokenLatency.Value, &rec.InterTokenLatency},
+		{"output_token_throughput_per_user", &m.ThroughputPerUser.Value, &rec.ThroughputPerUser},
+	}
+	for _, f := range ms {
+		if f.n.err != nil {
+			return fmt.Errorf("metrics.%s: %v", f.tag, f.n.err)
 		}
-		return err
+		if f.n.v.OK {
+			*f.to = f.n.v
+		}
 	}
-	f, err := strconv.ParseFloat(string(raw), 64)
-	if err != nil {
-		return err
+	tokens := []struct {
+		tag string
+		n   *number
+		to  *Opt[int]
+	}{
+		{"input_sequence_length", &m.InputSequenceLength.Value, &rec.InputSequenceLength},
+		{"output_token_count", &m.OutputTokenCount.Value, &rec.OutputTokenCount},
+		{"reasoning_token_count", &m.ReasoningTokenCount.Value, &rec.ReasoningTokenCount},
+		{"output_sequence_length", &m.OutputSequenceLength.Value, &rec.OutputSequenceLength},
+		{"usage_prompt_tokens", &m.UsagePromptTokens.Value, &rec.UsagePromptTokens},
+		{"usage_completion_tokens", &m.UsageCompletionTokens.Value, &rec.UsageCompletionTokens},
+		{"usage_total_tokens", &m.UsageTotalTokens.Value, &rec.UsageTotalTokens},
+		{"usage_prompt_cache_read_tokens", &m.UsageCachedTokens.Value, &rec.UsageCachedTokens},
+		{"error_isl", &m.ErrorISL.Value, &rec.ErrorISL},
 	}
-	ms := Some(f)
-	tokens := Some(int(math.Round(f)))
-	switch tag {
-	case "time_to_first_token":
-		r.TTFT = ms
-	case "time_to_second_token":
-		r.TTST = ms
-	case "time_to_first_output_token":
-		r.TTFO = ms
-	case "request_latency":
-		r.RequestLatency = ms
-	case "inter_token_latency":
-		r.InterTokenLatency = ms
-	case "output_token_throughput_per_user":
-		r.ThroughputPerUser = ms
-	case "input_sequence_length":
-		r.InputSequenceLength = tokens
-	case "output_token_count":
-		r.OutputTokenCount = tokens
-	case "reasoning_token_count":
-		r.ReasoningTokenCount = tokens
-	case "output_sequence_length":
-		r.OutputSequenceLength = tokens
-	case "usage_prompt_tokens":
-		r.UsagePromptTokens = tokens
-	case "usage_completion_tokens":
-		r.UsageCompletionTokens = tokens
-	case "usage_total_tokens":
-		r.UsageTotalTokens = tokens
-	case "usage_prompt_cache_read_tokens":
-		r.UsageCachedTokens = tokens
-	case "error_isl":
-		r.ErrorISL = tokens
+	for _, f := range tokens {
+		if f.n.err != nil {
+			return fmt.Errorf("metrics.%s: %v", f.tag, f.n.err)
+		}
+		if f.n.v.OK {
+			*f.to = Some(int(math.Round(f.n.v.V)))
+		}
 	}
-	// Other tags (AIPerf's prefill_throughput and friends) are not needed: they are ignored.
+	if gaps := m.InterChunkLatency.Value; gaps.err != nil {
+		return fmt.Errorf("metrics.inter_chunk_latency: %v", gaps.err)
+	} else if len(gaps.v) > 0 {
+		rec.InterChunkLatency = gaps.v
+	}
 	return nil
 }
 

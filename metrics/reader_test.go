@@ -94,3 +94,29 @@ func FuzzParseRecord(f *testing.F) {
 		_, _ = ParseRecord(line)
 	})
 }
+
+// TestMetricValues: a value that is not a number names its tag; null values and whole null metrics
+// are absent (not 0); tags plload does not need are skipped; token counts are rounded; a scalar where
+// the gaps list belongs is a list of one.
+func TestMetricValues(t *testing.T) {
+	head := `{"metadata":{"request_start_ns":1},"metrics":`
+	for metrics, want := range map[string]string{
+		`{"time_to_first_token":{"value":"fast","unit":"ms"}}`: "metrics.time_to_first_token:",
+		`{"output_sequence_length":{"value":true}}`:            "metrics.output_sequence_length:",
+		`{"inter_chunk_latency":{"value":[1,"x"]}}`:            "metrics.inter_chunk_latency: list item",
+	} {
+		if _, err := ParseRecord([]byte(head + metrics + "}")); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", metrics, err, want)
+		}
+	}
+	rec, err := ParseRecord([]byte(head + `{"time_to_first_token":{"value":null},"request_latency":null,` +
+		`"prefill_throughput":{"value":12.5,"unit":"tokens/sec"},"output_sequence_length":{"value":41.6},` +
+		`"inter_chunk_latency":{"value":7.5},"time_to_second_token":{"value":3.25}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.TTFT.OK || rec.RequestLatency.OK || rec.OutputSequenceLength != Some(42) || rec.TTST != Some(3.25) ||
+		len(rec.InterChunkLatency) != 1 || rec.InterChunkLatency[0] != 7.5 {
+		t.Fatalf("%+v", rec)
+	}
+}
