@@ -36,7 +36,7 @@ type rawRecord struct {
 		Persona            json.Number `json:"persona"`
 	} `json:"metadata"`
 	Metrics rawMetrics `json:"metrics"`
-	Error *struct {
+	Error   *struct {
 		Code    json.Number `json:"code"`
 		Type    *string     `json:"type"`
 		Message *string     `json:"message"`
@@ -163,21 +163,21 @@ func ParseRecord(line []byte) (*Record, error) {
 // copies: a records file has a million of these). Other tags (AIPerf's prefill_throughput and
 // friends) are skipped.
 type rawMetrics struct {
-	TTFT                  rawMetric[number] `json:"time_to_first_token"`
-	TTST                  rawMetric[number] `json:"time_to_second_token"`
-	TTFO                  rawMetric[number] `json:"time_to_first_output_token"`
-	RequestLatency        rawMetric[number] `json:"request_latency"`
-	InterTokenLatency     rawMetric[number] `json:"inter_token_latency"`
-	ThroughputPerUser     rawMetric[number] `json:"output_token_throughput_per_user"`
-	InputSequenceLength   rawMetric[number] `json:"input_sequence_length"`
-	OutputTokenCount      rawMetric[number] `json:"output_token_count"`
-	ReasoningTokenCount   rawMetric[number] `json:"reasoning_token_count"`
-	OutputSequenceLength  rawMetric[number] `json:"output_sequence_length"`
-	UsagePromptTokens     rawMetric[number] `json:"usage_prompt_tokens"`
-	UsageCompletionTokens rawMetric[number] `json:"usage_completion_tokens"`
-	UsageTotalTokens      rawMetric[number] `json:"usage_total_tokens"`
-	UsageCachedTokens     rawMetric[number] `json:"usage_prompt_cache_read_tokens"`
-	ErrorISL              rawMetric[number] `json:"error_isl"`
+	TTFT                  rawMetric[number]  `json:"time_to_first_token"`
+	TTST                  rawMetric[number]  `json:"time_to_second_token"`
+	TTFO                  rawMetric[number]  `json:"time_to_first_output_token"`
+	RequestLatency        rawMetric[number]  `json:"request_latency"`
+	InterTokenLatency     rawMetric[number]  `json:"inter_token_latency"`
+	ThroughputPerUser     rawMetric[number]  `json:"output_token_throughput_per_user"`
+	InputSequenceLength   rawMetric[number]  `json:"input_sequence_length"`
+	OutputTokenCount      rawMetric[number]  `json:"output_token_count"`
+	ReasoningTokenCount   rawMetric[number]  `json:"reasoning_token_count"`
+	OutputSequenceLength  rawMetric[number]  `json:"output_sequence_length"`
+	UsagePromptTokens     rawMetric[number]  `json:"usage_prompt_tokens"`
+	UsageCompletionTokens rawMetric[number]  `json:"usage_completion_tokens"`
+	UsageTotalTokens      rawMetric[number]  `json:"usage_total_tokens"`
+	UsageCachedTokens     rawMetric[number]  `json:"usage_prompt_cache_read_tokens"`
+	ErrorISL              rawMetric[number]  `json:"error_isl"`
 	InterChunkLatency     rawMetric[numbers] `json:"inter_chunk_latency"`
 }
 
