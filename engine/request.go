@@ -306,9 +306,10 @@ func drainBody(body io.ReadCloser, limit time.Duration) {
 // serves vLLM and SGLang, and llama.cpp after 5 s; nginx after 75 s), never within one.
 const staleKeepAliveIdle = time.Second
 
-// staleKeepAlive says whether a request that got no answer failed because the server closed the
-// idle connection it was sent on, at the moment it was sent (the server never saw it). Go retries
-// this itself only for idempotent requests, and a POST is not one. Any other failure — a fresh
+// staleKeepAlive says whether a request that got no answer at all most likely failed because the
+// server closed the idle connection it was sent on at the moment it was sent — a race the server
+// never saw, not a fault of the server. Go retries this itself only for idempotent requests, and a
+// POST is not one. Any other failure — a fresh
 // connection, a timeout, a cancelled stage, one on a connection in steady use — is the server's, and
 // is recorded as such.
 func staleKeepAlive(conn httptrace.GotConnInfo, err error, stageCtx, reqCtx context.Context) bool {
