@@ -292,9 +292,10 @@ const drainLimit = 100 * time.Millisecond
 // drainBody reads what is left of an answer after [DONE] — normally only the chunked terminator,
 // microseconds behind — because Go's transport returns a connection to the pool only when its body
 // was read to the end: an answer closed early takes its connection with it, and the session's next
-// turn pays a new TCP (and TLS) handshake inside its TTFT (measured before this: 93 requests over 19
-// connections at concurrency 3). A server that keeps the stream open after [DONE] gets limit, then
-// the connection is dropped. The record's times are taken before; this costs them nothing.
+// turn waits for a new TCP (and TLS) handshake before it is sent — a late send, and handshake work
+// the server under test would not get from a kept-alive client (measured before this: 93 requests
+// over 19 connections at concurrency 3). A server that keeps the stream open after [DONE] gets
+// limit, then the connection is dropped. The record's times are taken before; this costs them nothing.
 func drainBody(body io.ReadCloser, limit time.Duration) {
 	stop := time.AfterFunc(limit, func() { body.Close() })
 	io.Copy(io.Discard, io.LimitReader(body, 64<<10))
