@@ -117,7 +117,7 @@ func TestStaleKeepAliveIsRetriedOnce(t *testing.T) {
 
 // TestConnectionsAreKeptAlive: against the real mock, every turn of a session goes out on a kept-alive
 // connection — a stage at concurrency 3 opens a handful of connections for dozens of requests, so no
-// TTFT pays a TCP (or TLS) handshake. The answer's body must be read to its end for Go to keep the
+// turn waits for a TCP (or TLS) handshake. The answer's body must be read to its end for Go to keep the
 // connection: closing it right after [DONE], before the chunked terminator arrives, throws it away.
 func TestConnectionsAreKeptAlive(t *testing.T) {
 	cfg := mock.DefaultConfig()
