@@ -141,7 +141,9 @@ func TestConnectionsAreKeptAlive(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("%d requests over %d connections", res[0].Issued, conns.Load())
-	if res[0].Issued < 20 || conns.Load() > 3+2 {
-		t.Fatalf("%d requests opened %d connections (concurrency 3, plus the RTT probe's)", res[0].Issued, conns.Load())
+	// Concurrency 3 and the RTT probe's, plus a margin of one request in 20 for a terminator that a
+	// loaded machine delays past the drain limit. Closing after [DONE] opened one for every 5 (19 for 93).
+	if limit := int64(3 + 1 + res[0].Issued/20); res[0].Issued < 20 || conns.Load() > limit {
+		t.Fatalf("%d requests opened %d connections (at most %d expected)", res[0].Issued, conns.Load(), limit)
 	}
 }
