@@ -218,29 +218,16 @@ func (n *numbers) UnmarshalJSON(b []byte) error {
 
 // apply copies the metrics into rec: milliseconds as they are, token counts rounded.
 func (m *rawMetrics) apply(rec *Record) error {
-	ms := []struct {
-		tag string
-		n   *number
-		to  *Opt[float64]
-	}{
+	err := setMetrics([]metricTarget[float64]{
 		{"time_to_first_token", &m.TTFT.Value, &rec.TTFT}, {"time_to_second_token", &m.TTST.Value, &rec.TTST},
 		{"time_to_first_output_token", &m.TTFO.Value, &rec.TTFO}, {"request_latency", &m.RequestLatency.Value, &rec.RequestLatency},
 		{"inter_token_latency", &m.InterTokenLatency.Value, &rec.InterTokenLatency},
 		{"output_token_throughput_per_user", &m.ThroughputPerUser.Value, &rec.ThroughputPerUser},
+	}, func(v float64) float64 { return v })
+	if err != nil {
+		return err
 	}
-	for _, f := range ms {
-		if f.n.err != nil {
-			return fmt.Errorf("metrics.%s: %v", f.tag, f.n.err)
-		}
-		if f.n.v.OK {
-			*f.to = f.n.v
-		}
-	}
-	tokens := []struct {
-		tag string
-		n   *number
-		to  *Opt[int]
-	}{
+	err = setMetrics([]metricTarget[int]{
 		{"input_sequence_length", &m.InputSequenceLength.Value, &rec.InputSequenceLength},
 		{"output_token_count", &m.OutputTokenCount.Value, &rec.OutputTokenCount},
 		{"reasoning_token_count", &m.ReasoningTokenCount.Value, &rec.ReasoningTokenCount},
@@ -250,19 +237,35 @@ func (m *rawMetrics) apply(rec *Record) error {
 		{"usage_total_tokens", &m.UsageTotalTokens.Value, &rec.UsageTotalTokens},
 		{"usage_prompt_cache_read_tokens", &m.UsageCachedTokens.Value, &rec.UsageCachedTokens},
 		{"error_isl", &m.ErrorISL.Value, &rec.ErrorISL},
-	}
-	for _, f := range tokens {
-		if f.n.err != nil {
-			return fmt.Errorf("metrics.%s: %v", f.tag, f.n.err)
-		}
-		if f.n.v.OK {
-			*f.to = Some(int(math.Round(f.n.v.V)))
-		}
+	}, func(v float64) int { return int(math.Round(v)) })
+	if err != nil {
+		return err
 	}
 	if gaps := m.InterChunkLatency.Value; gaps.err != nil {
 		return fmt.Errorf("metrics.inter_chunk_latency: %v", gaps.err)
 	} else if len(gaps.v) > 0 {
 		rec.InterChunkLatency = gaps.v
+	}
+	return nil
+}
+
+// metricTarget ties a metric's tag and parsed value to the record field it fills.
+type metricTarget[T any] struct {
+	tag string
+	n   *number
+	to  *Opt[T]
+}
+
+// setMetrics fills each present value through conv; a value that was not a number is an error
+// naming its tag.
+func setMetrics[T any](targets []metricTarget[T], conv func(float64) T) error {
+	for _, t := range targets {
+		if t.n.err != nil {
+			return fmt.Errorf("metrics.%s: %v", t.tag, t.n.err)
+		}
+		if t.n.v.OK {
+			*t.to = Some(conv(t.n.v.V))
+		}
 	}
 	return nil
 }
