@@ -195,7 +195,7 @@ func summarizeStage(sc *workload.Scenario, w *workload.Workload, r engine.StageR
 		sum.Partial = true
 	}
 	st := report.NewStageReport(toolName(), sc, i, w.Stages[i].SHA256, sum,
-		report.EngineCounts{Issued: r.Issued, Sessions: r.Sessions, Reused: r.Reused, NotStarted: r.NotStarted, StaleRetries: r.StaleRetries})
+		report.EngineCounts{Issued: r.Issued, Sessions: r.Sessions, Reused: r.Reused, NotStarted: r.NotStarted, Retried: r.Retried, Outages: outagesOf(r), Aborted: r.Aborted})
 	st.Injector, st.NetworkRTT = r.Injector, r.RTT
 	st.Server = serverSummary(r, sum)
 	return st, st.Write(r.Dir)
@@ -334,4 +334,14 @@ func interruptible(parent context.Context, stderr io.Writer) (context.Context, f
 		close(done)
 		cancel()
 	}
+}
+
+// outagesOf converts the engine's outages for stage.json ([] when there were none).
+func outagesOf(r engine.StageResult) []report.Outage {
+	out := []report.Outage{}
+	for _, o := range r.Outages {
+		out = append(out, report.Outage{From: o.From.UTC().Format(time.RFC3339Nano), To: o.To.UTC().Format(time.RFC3339Nano),
+			Kind: o.Kind, Requests: o.Requests, FirstMessage: o.FirstMessage})
+	}
+	return out
 }

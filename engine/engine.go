@@ -65,12 +65,18 @@ type StageResult struct {
 	Sessions   int // session instances started
 	Reused     int // sessions that reused a dataset entry because the pool ran dry
 	NotStarted int // arrival_rate sessions still queued at the end of the stage
-	// StaleRetries counts requests sent a second time because the server had closed the kept-alive
-	// connection the first went out on (see staleKeepAlive); each is still one request, one record.
-	StaleRetries int
-	Start, End   time.Time
-	Warmup       time.Duration
-	Duration     time.Duration
+	// Retried counts requests sent a second time, at once, on a new connection because the reused
+	// connection the first went out on failed before any response byte (see retryable); each is
+	// still one request, one record.
+	Retried int
+	// Outages are the spans in which every request failed before a response byte or got 429/5xx.
+	Outages []Outage
+	// Aborted says why the engine stopped the stage early ("" when it ran its course): nothing
+	// reached the target for load.abort_after.
+	Aborted    string
+	Start, End time.Time
+	Warmup     time.Duration
+	Duration   time.Duration
 	// T0Ns is the stage's t0 in epoch ns (the first request's issue time, or for arrival_rate the
 	// schedule's origin); 0 when nothing was issued. InterruptNs is when a signal stopped it (0: none).
 	T0Ns        int64
@@ -224,7 +230,7 @@ func runStage(ctx context.Context, cfg *Config, clk clock, i int, pool *workload
 		log.Warn("the server sent no usage for some answers: output tokens were counted from chunks", "requests", res.NoUsage)
 	}
 	log.Info("stage ended", "partial", res.Partial, "requests", res.Records, "ok", res.OK, "errors", res.Errors,
-		"rate_limited", res.RateLimit, "cancelled", res.Cancelled, "stale_connection_retries", res.StaleRetries)
+		"rate_limited", res.RateLimit, "cancelled", res.Cancelled, "retried_requests", res.Retried)
 	if err := errors.Join(recErr, sessErr); err != nil {
 		return res, fmt.Errorf("stage %d: %w", pool.Stage, err)
 	}

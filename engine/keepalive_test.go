@@ -96,7 +96,7 @@ func TestStaleKeepAliveIsRetriedOnce(t *testing.T) {
 	check := leakCheck(t)
 	res, recs, log := runKeepAlive(t, base, "1200ms")
 	check()
-	if srv.dropped != 1 || res.StaleRetries != 1 || res.Errors != 0 || len(recs) != res.Issued || res.Issued < 2 {
+	if srv.dropped != 1 || res.Retried != 1 || res.Errors != 0 || len(recs) != res.Issued || res.Issued < 2 {
 		t.Fatalf("dropped %d, result %+v, %d records", srv.dropped, res, len(recs))
 	}
 	if !strings.Contains(log, "retried a request once") || !strings.Contains(log, "stale_connection_retries=1") {
@@ -110,7 +110,7 @@ func TestStaleKeepAliveIsRetriedOnce(t *testing.T) {
 
 	busy := &idleCloser{minIdle: 0}
 	res, recs, _ = runKeepAlive(t, busy.start(t), "10ms")
-	if busy.dropped != 1 || res.StaleRetries != 0 || res.Errors != 1 || len(recs) != res.Issued {
+	if busy.dropped != 1 || res.Retried != 0 || res.Errors != 1 || len(recs) != res.Issued {
 		t.Fatalf("a drop on a busy connection: dropped %d, result %+v", busy.dropped, res)
 	}
 }

@@ -62,7 +62,7 @@ func (s *stageRun) send(ctx context.Context, ex *exchange, body []byte, islEstim
 		if err == nil || attempt > 0 || !staleKeepAlive(conn, err, ctx, reqCtx) {
 			break
 		}
-		s.counts.staleRetries.Add(1)
+		s.counts.retried.Add(1)
 		s.log.Warn("retried a request once: the server closed its kept-alive connection as the request went out",
 			"idle_s", conn.IdleTime.Seconds(), "error", s.scrub(err.Error()), "x_request_id", rec.XRequestID)
 	}

@@ -42,7 +42,7 @@ func (s *stageRun) phase(start time.Time) string {
 // counters are the engine's own tallies, for the summary line and the issued == records check.
 type counters struct {
 	issued, ok, errors, rateLimited, cancelled, outTokens, noUsage atomic.Int64
-	sessions, reused, notStarted, staleRetries                     atomic.Int64
+	sessions, reused, notStarted, retried                          atomic.Int64
 	next                                                           atomic.Int64 // next pool index
 }
 
@@ -50,7 +50,7 @@ func (c *counters) fill(r *StageResult) {
 	r.Issued, r.OK, r.Errors = int(c.issued.Load()), int(c.ok.Load()), int(c.errors.Load())
 	r.RateLimit, r.Cancelled, r.OutTokens = int(c.rateLimited.Load()), int(c.cancelled.Load()), int(c.outTokens.Load())
 	r.NoUsage, r.Sessions, r.Reused, r.NotStarted = int(c.noUsage.Load()), int(c.sessions.Load()), int(c.reused.Load()), int(c.notStarted.Load())
-	r.StaleRetries = int(c.staleRetries.Load())
+	r.Retried = int(c.retried.Load())
 }
 
 func (c *counters) count(ex *exchange) {

@@ -65,9 +65,26 @@ type EngineCounts struct {
 	Sessions   int `json:"sessions"`
 	Reused     int `json:"reused_sessions"`
 	NotStarted int `json:"never_started"`
-	// StaleRetries: requests sent a second time because the server closed the idle kept-alive
-	// connection they first went out on (each still one request and one record).
-	StaleRetries int `json:"stale_connection_retries"`
+	// Retried: requests sent a second time, at once, on a new connection because the reused one they
+	// first went out on failed before any response byte (the server had closed it); each is still one
+	// request and one record, marked "retried".
+	Retried int `json:"retried_requests"`
+	// Outages are the spans in which every request failed before a response byte (or got 429/5xx),
+	// in time order; [] when there were none.
+	Outages []Outage `json:"outages"`
+	// Aborted is why the engine stopped the stage early ("" when it did not): the target was
+	// unreachable for load.abort_after.
+	Aborted string `json:"aborted,omitempty"`
+}
+
+// Outage is a span of a stage in which every request failed the same way.
+type Outage struct {
+	From     string `json:"from"` // RFC 3339, UTC, ms
+	To       string `json:"to"`
+	Kind     string `json:"kind"` // refused, dns, tls, 404, 429, 5xx, timeout, reset, stream cut, ...
+	Requests int    `json:"requests"`
+	// FirstMessage is the first failure's message, verbatim.
+	FirstMessage string `json:"first_message"`
 }
 
 // StageInput is the metrics input for stage i (0-based) of a scenario.
