@@ -187,7 +187,11 @@ type ServerSummary struct {
 	TTFTP50Ms    Opt[float64] `json:"ttft_p50_ms"` // from the histogram's increase over the window
 	TTFTP95Ms    Opt[float64] `json:"ttft_p95_ms"`
 	CacheHitRate Opt[float64] `json:"cache_hit_rate"` // Δhits ÷ Δqueries, or the server's own rate
-	Note         string       `json:"note,omitempty"`
+	// Scrapes and ScrapesOK count the stage's scrape attempts and the ones that gave a sample (a slow
+	// or failed scrape is counted and scraping goes on): "server metrics: 57 of 60 scrapes ok".
+	Scrapes   int    `json:"scrapes"`
+	ScrapesOK int    `json:"scrapes_ok"`
+	Note      string `json:"note,omitempty"`
 }
 
 // SummarizeServer reduces the scrapes taken in [wNs, eNs).
