@@ -34,6 +34,7 @@ type rawRecord struct {
 		CancellationTimeNs json.Number `json:"cancellation_time_ns"`
 		IntendedStartNs    json.Number `json:"intended_start_ns"`
 		Persona            json.Number `json:"persona"`
+		Retried            *bool       `json:"retried"`
 	} `json:"metadata"`
 	Metrics rawMetrics `json:"metrics"`
 	Error   *struct {
@@ -138,6 +139,9 @@ func ParseRecord(line []byte) (*Record, error) {
 	}
 	if md.WasCancelled != nil {
 		rec.WasCancelled = *md.WasCancelled
+	}
+	if md.Retried != nil {
+		rec.Retried = *md.Retried
 	}
 	if err != nil {
 		return nil, err

@@ -56,6 +56,9 @@ type Record struct {
 	CancellationTimeNs Opt[int64]
 	IntendedStartNs    Opt[int64]
 	Persona            Opt[int]
+	// Retried: the request went out a second time, at once, on a new connection, because the reused
+	// connection it first went out on failed before any response byte. Its start is the first try's.
+	Retried bool
 
 	// metrics
 	TTFT                  Opt[float64] // time_to_first_token, ms
@@ -150,6 +153,9 @@ func (r *Record) AppendJSON(b []byte) []byte {
 	}
 	if r.Persona.OK {
 		b = appendIntField(b, "persona", int64(r.Persona.V))
+	}
+	if r.Retried {
+		b = append(b, `,"retried":true`...)
 	}
 	b = append(b, `},"metrics":{`...)
 	first := true
