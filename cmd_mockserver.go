@@ -38,6 +38,7 @@ func mockserverCommand() *cli.Command {
 			&cli.DurationFlag{Name: "prefill-per-token", Usage: "extra TTFT per prompt token not in the prefix cache"},
 			&cli.IntFlag{Name: "max-concurrency", Usage: "request slots; beyond them requests queue (0 = unlimited)"},
 			&cli.BoolFlag{Name: "send-times", Usage: "put a `: sent_ns=<epoch ns>` comment line before every token chunk (the self-test uses it)"},
+			&cli.BoolFlag{Name: "close-after-response", Usage: "close every connection right after its answer while still advertising keep-alive, as llama.cpp's server does"},
 			&cli.BoolFlag{Name: "busy-poll", Usage: "keep a core busy while streaming so chunks leave within microseconds of schedule, not up to ~1 ms late"},
 			&cli.IntFlag{Name: "cache-capacity", Value: d.CacheCapacity, Usage: "prefix cache size in tokens (0 = off)"},
 			&cli.IntFlag{Name: "cache-block", Value: d.CacheBlock, Usage: "prefix cache block size in tokens"},
@@ -70,6 +71,7 @@ func mockserverCommand() *cli.Command {
 			cfg.MaxConcurrency = cmd.Int("max-concurrency")
 			cfg.BusyPoll = cmd.Bool("busy-poll")
 			cfg.SendTimes = cmd.Bool("send-times")
+			cfg.CloseAfterResponse = cmd.Bool("close-after-response")
 			cfg.CacheCapacity = cmd.Int("cache-capacity")
 			cfg.CacheBlock = cmd.Int("cache-block")
 			cfg.CacheTTFTFactor = cmd.Float64("cache-ttft-factor")

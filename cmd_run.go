@@ -304,6 +304,7 @@ func startMock(sc *workload.Scenario) (*mock.Running, error) {
 	cfg.Model = sc.Target.Model
 	cfg.TTFT, cfg.TPS, cfg.Jitter = m.TTFT.D(), m.TPS, m.Jitter
 	cfg.ErrorRate, cfg.CacheTTFTFactor, cfg.NoUsage, cfg.Seed = m.ErrorRate, m.CacheTTFTFactor, !m.Usage, m.Seed
+	cfg.CloseAfterResponse = m.CloseAfterResponse
 	return mock.Start(cfg, "")
 }
 

@@ -33,6 +33,11 @@ type Config struct {
 	// client's own delay from the server's lateness (both clocks are this machine's CLOCK_REALTIME).
 	SendTimes bool
 
+	// CloseAfterResponse closes every connection right after its answer while still advertising
+	// keep-alive (`Keep-Alive: timeout=5, max=100`), as llama.cpp's server does: a client that reuses
+	// the pooled connection at once finds it closed before any response byte.
+	CloseAfterResponse bool
+
 	// CacheCapacity is the prefix cache's size in tokens (0 turns the cache off).
 	CacheCapacity int
 	// CacheBlock is the block size in tokens; only whole blocks are cached, as in vLLM.

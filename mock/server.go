@@ -60,7 +60,12 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Config() Config { return s.cfg }
 
 // ServeHTTP routes a request.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.mux.ServeHTTP(w, r) }
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.cfg.CloseAfterResponse {
+		w.Header().Set("Keep-Alive", "timeout=5, max=100") // what llama.cpp promises, and does not keep
+	}
+	s.mux.ServeHTTP(w, r)
+}
 
 // Stop ends every stalled or waiting request and closes hijacked connections. Idempotent.
 func (s *Server) Stop() {
@@ -107,6 +112,15 @@ func Start(cfg Config, addr string) (*Running, error) {
 	}
 	r := &Running{Server: srv, listener: ln, served: make(chan struct{}),
 		http: &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}}
+	if cfg.CloseAfterResponse {
+		// A connection turns idle once its answer is written and flushed: close it then, as
+		// llama.cpp does, without the Connection: close that would warn the client.
+		r.http.ConnState = func(c net.Conn, state http.ConnState) {
+			if state == http.StateIdle {
+				_ = c.Close()
+			}
+		}
+	}
 	go func() {
 		if err := r.http.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			r.serveErr = err

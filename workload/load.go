@@ -298,6 +298,7 @@ func (c *checker) load() {
 		c.errorf("load.stages", "the list is empty; accepted: at least one stage")
 	}
 	c.positive("load.drain_timeout", l.DrainTimeout)
+	c.positive("load.abort_after", l.AbortAfter)
 	if l.SessionPoolFactor < 1 {
 		c.errorf("load.session_pool_factor", "found %g; accepted: a factor ≥ 1", l.SessionPoolFactor)
 	}

@@ -57,6 +57,9 @@ type MockTarget struct {
 	CacheTTFTFactor float64  `yaml:"cache_ttft_factor"`
 	Usage           bool     `yaml:"usage"`
 	Seed            uint64   `yaml:"seed"`
+	// CloseAfterResponse closes each connection after its answer while advertising keep-alive, as
+	// llama.cpp's server does.
+	CloseAfterResponse bool `yaml:"close_after_response"`
 }
 
 // TLS holds the options for https targets.
@@ -91,6 +94,9 @@ type LoadPlan struct {
 	Stages            []Stage  `yaml:"stages,flow"`
 	DrainTimeout      Duration `yaml:"drain_timeout"`
 	SessionPoolFactor float64  `yaml:"session_pool_factor"`
+	// AbortAfter stops a stage as failed when every request for this long failed before any
+	// response byte: the target is unreachable, and more load would only flood it.
+	AbortAfter Duration `yaml:"abort_after"`
 }
 
 // Load modes.
@@ -140,6 +146,7 @@ const (
 	DefaultEndpoint       = "chat"
 	DefaultLanguage       = "en"
 	DefaultPoolFactor     = 3.0
+	DefaultAbortAfter     = Duration(15 * time.Second)
 	DefaultOutputDir      = "results/"
 	DefaultPromHost       = "127.0.0.1"
 	DefaultMockModel      = "plload-mock"
@@ -216,6 +223,9 @@ func (s *Scenario) applyDefaults() {
 	}
 	if !s.has("load.drain_timeout") {
 		s.Load.DrainTimeout = t.Timeout
+	}
+	if !s.has("load.abort_after") {
+		s.Load.AbortAfter = DefaultAbortAfter
 	}
 	if !s.has("load.session_pool_factor") {
 		s.Load.SessionPoolFactor = DefaultPoolFactor
