@@ -24,7 +24,7 @@ type ServerSample struct {
 	KVUsage       *float64       `json:"kv_usage,omitempty"`       // 0–1
 	CacheHitRate  *float64       `json:"cache_hit_rate,omitempty"` // 0–1, when the server reports a rate
 	PrefixHits    *float64       `json:"prefix_hits,omitempty"`    // cumulative tokens
-	PrefixQueries *float64       `json:"prefix_queries,omitempty"` // cumulative tokens
+	PrefixQueries *float64       `json:"prefix_queries,omitempty"` // cumulative tokens, hits included
 	TTFTBuckets   []ServerBucket `json:"ttft_buckets,omitempty"`   // cumulative, seconds; +Inf left out
 	TTFTCount     float64        `json:"ttft_count,omitempty"`     // all observations (the +Inf bucket)
 }
@@ -48,10 +48,15 @@ func (s *ServerSample) AppendJSON(b []byte) []byte {
 // `name{label=a|b}`, to take only the series whose label is one of the values. Counts (running,
 // waiting, token counters) are summed over series — one per model, data-parallel rank or engine —
 // and fractions (KV use, a hit rate) averaged: two ranks at 50 % are a server at 50 %, not 100 %.
+//
+// The prefix-cache queries are every prompt token looked up, hits included, so that the window's hit
+// rate is Δhits ÷ Δqueries ≤ 1. vLLM and SGLang count them that way; llama.cpp does not: its
+// prompt_tokens_total excludes the cached tokens (its HELP says so, shared/fixtures/llamacpp), so for
+// it queries = cached + processed, named in `processed`.
 var serverNames = []struct {
-	engine, marker                            string
-	running, waiting, kv, rate, hits, queries []string
-	ttft                                      string
+	engine, marker                                       string
+	running, waiting, kv, rate, hits, queries, processed []string
+	ttft                                                 string
 }{
 	{engine: "vllm", marker: "vllm:num_requests_running",
 		running: []string{"vllm:num_requests_running"}, waiting: []string{"vllm:num_requests_waiting"},
@@ -70,7 +75,7 @@ var serverNames = []struct {
 	{engine: "llamacpp", marker: "llamacpp:requests_processing",
 		running: []string{"llamacpp:requests_processing"}, waiting: []string{"llamacpp:requests_deferred"},
 		kv:   []string{"llamacpp:kv_cache_usage_ratio"},
-		hits: []string{"llamacpp:prompt_tokens_cached_total"}, queries: []string{"llamacpp:prompt_tokens_total"}},
+		hits: []string{"llamacpp:prompt_tokens_cached_total"}, processed: []string{"llamacpp:prompt_tokens_total"}},
 }
 
 // ParseServerMetrics reads Prometheus text (with prometheus/common's parser) and picks out the
@@ -93,6 +98,13 @@ func ParseServerMetrics(r io.Reader, tNs int64) (ServerSample, error) {
 		s.Running, s.Waiting = total(families, n.running, false), total(families, n.waiting, false)
 		s.KVUsage, s.CacheHitRate = total(families, n.kv, true), total(families, n.rate, true)
 		s.PrefixHits, s.PrefixQueries = total(families, n.hits, false), total(families, n.queries, false)
+		if n.processed != nil {
+			s.PrefixQueries = nil
+			if processed := total(families, n.processed, false); processed != nil && s.PrefixHits != nil {
+				q := *s.PrefixHits + *processed
+				s.PrefixQueries = &q
+			}
+		}
 		if f, ok := families[n.ttft]; ok {
 			s.TTFTBuckets, s.TTFTCount = buckets(f)
 		}
@@ -228,10 +240,13 @@ func SummarizeServer(samples []ServerSample, wNs, eNs int64) ServerSummary {
 	out.KVUsageMean, out.KVUsageMax = meanMax(func(s ServerSample) *float64 { return s.KVUsage })
 	first, last := in[0], in[len(in)-1]
 	if first.PrefixQueries != nil && last.PrefixQueries != nil && first.PrefixHits != nil && last.PrefixHits != nil {
-		if dq := *last.PrefixQueries - *first.PrefixQueries; dq > 0 {
-			out.CacheHitRate = Some((*last.PrefixHits - *first.PrefixHits) / dq)
+		// A counter that went backwards (the server restarted in the window) or more hits than
+		// lookups is no rate at all: leave it absent rather than print a hit rate under 0 or over 100 %.
+		dq, dh := *last.PrefixQueries-*first.PrefixQueries, *last.PrefixHits-*first.PrefixHits
+		if dq > 0 && dh >= 0 && dh <= dq {
+			out.CacheHitRate = Some(dh / dq)
 		}
-	} else if rate, _ := meanMax(func(s ServerSample) *float64 { return s.CacheHitRate }); rate.OK {
+	} else if rate, _ := meanMax(func(s ServerSample) *float64 { return s.CacheHitRate }); rate.OK && rate.V >= 0 && rate.V <= 1 {
 		out.CacheHitRate = rate
 	}
 	if delta := bucketDelta(first.TTFTBuckets, last.TTFTBuckets); delta != nil {

@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"fmt"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -18,8 +20,90 @@ func TestParseLlamaCppMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s.Engine != "llamacpp" || s.TNs != 7 || *s.Running != 0 || *s.Waiting != 0 || *s.PrefixHits != 627 || *s.PrefixQueries != 629 {
+	// prompt_tokens_total (629) excludes the cached tokens (627), so 1256 prompt tokens were looked up.
+	if s.Engine != "llamacpp" || s.TNs != 7 || *s.Running != 0 || *s.Waiting != 0 || *s.PrefixHits != 627 || *s.PrefixQueries != 1256 {
 		t.Fatalf("%+v", s)
+	}
+}
+
+// TestLlamaCppServerCacheHit: the real llama.cpp scrape (testdata/llamacpp_metrics.txt, the same file
+// as shared/fixtures/llamacpp/metrics.txt) against a fresh server's zeros. Two of its requests shared
+// a ~600-token prompt: 627 prompt tokens came from the cache and 629 were computed, so the hit rate
+// is 627 ÷ (629 + 627) = 627 ÷ 1256 = 0.5 − 1/1256 ≈ 0.49920 — not 627 ÷ 629 ≈ 0.997 as when
+// prompt_tokens_total was taken for all the prompt tokens.
+func TestLlamaCppServerCacheHit(t *testing.T) {
+	text, err := os.ReadFile("testdata/llamacpp_metrics.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := strings.NewReplacer("llamacpp:prompt_tokens_total 629", "llamacpp:prompt_tokens_total 0",
+		"llamacpp:prompt_tokens_cached_total 627", "llamacpp:prompt_tokens_cached_total 0").Replace(string(text))
+	if fresh == string(text) {
+		t.Fatal("the fixture no longer holds the counters this test zeroes")
+	}
+	before, err := ParseServerMetrics(strings.NewReader(fresh), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, err := ParseServerMetrics(strings.NewReader(string(text)), 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := SummarizeServer([]ServerSample{before, after}, 0, 100)
+	if want := 627.0 / 1256; !s.CacheHitRate.OK || math.Abs(s.CacheHitRate.V-want) > 1e-12 {
+		t.Fatalf("cache hit %+v, want %v", s.CacheHitRate, want)
+	}
+}
+
+// TestServerCacheHitNeverPassesOne: whatever the counters do between two scrapes — many more cached
+// than computed tokens (a long shared prefix), nothing new, a restart that sets them back — the
+// window's server cache hit is absent or within [0, 1]; so is a rate gauge that reads out of range.
+func TestServerCacheHitNeverPassesOne(t *testing.T) {
+	llama := func(processed, cached float64) string {
+		return fmt.Sprintf("# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing 1\n"+
+			"# TYPE llamacpp:prompt_tokens_total counter\nllamacpp:prompt_tokens_total %g\n"+
+			"# TYPE llamacpp:prompt_tokens_cached_total counter\nllamacpp:prompt_tokens_cached_total %g\n", processed, cached)
+	}
+	vllm := func(queries, hits float64) string {
+		return fmt.Sprintf("# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running 1\n"+
+			"vllm:prefix_cache_queries_total %g\nvllm:prefix_cache_hits_total %g\n", queries, hits)
+	}
+	sglang := func(rate float64) string {
+		return fmt.Sprintf("# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs 1\nsglang:cache_hit_rate %g\n", rate)
+	}
+	cases := []struct {
+		name          string
+		first, second string
+		want          Opt[float64]
+	}{
+		{"llama.cpp: a long prefix cached, few tokens computed", llama(100, 0), llama(110, 990), Some(990.0 / 1000)},
+		{"llama.cpp: everything computed", llama(0, 0), llama(500, 0), Some(0.0)},
+		{"llama.cpp: nothing new", llama(5, 5), llama(5, 5), Opt[float64]{}},
+		{"llama.cpp: restarted in the window", llama(5000, 4000), llama(10, 20), Opt[float64]{}},
+		{"vLLM: hits counter reset, queries not", vllm(100, 90), vllm(200, 10), Opt[float64]{}},
+		{"vLLM: more hits than lookups", vllm(100, 0), vllm(110, 50), Opt[float64]{}},
+		{"vLLM: a plain window", vllm(100, 20), vllm(300, 120), Some(0.5)},
+		{"SGLang: a gauge in percent", sglang(85), sglang(95), Opt[float64]{}},
+		{"SGLang: a gauge as a fraction", sglang(0.25), sglang(0.75), Some(0.5)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var samples []ServerSample
+			for i, text := range []string{tc.first, tc.second} {
+				s, err := ParseServerMetrics(strings.NewReader(text), int64(i))
+				if err != nil {
+					t.Fatal(err)
+				}
+				samples = append(samples, s)
+			}
+			got := SummarizeServer(samples, 0, 10).CacheHitRate
+			if got.OK && (got.V < 0 || got.V > 1) {
+				t.Fatalf("cache hit %v: outside [0, 1]", got.V)
+			}
+			if got.OK != tc.want.OK || math.Abs(got.V-tc.want.V) > 1e-12 {
+				t.Fatalf("cache hit %+v, want %+v", got, tc.want)
+			}
+		})
 	}
 }
 
