@@ -69,6 +69,28 @@ func TestReader(t *testing.T) {
 		{"multi-line data joined with newlines",
 			"data: {\"choices\":\ndata: [{\"delta\":{\"content\":\"y\"}}]}\n\n",
 			[]Event{{Content: "y"}}, nil},
+		// Several data lines are one payload joined by "\n" (the SSE spec): the line break is part of
+		// the data, so an error's text keeps it and a number split across lines is not one number.
+		{"multi-line error text keeps its line break",
+			"event: error\ndata: upstream\ndata: died\n\n",
+			[]Event{{Err: &StreamError{Message: "upstream\ndied"}}}, nil},
+		{"a number split across data lines is not joined",
+			"data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1\ndata: 2}}\n\n",
+			[]Event{{Err: &StreamError{Message: "MALFORMED"}}}, nil},
+		{"llama.cpp's error lines joined with newlines",
+			"error: context\nerror: full\n\n",
+			[]Event{{Err: &StreamError{Message: "context\nfull"}}}, nil},
+		// The event name belongs to one message: the next message without an `event:` line is a plain
+		// chunk again, after a dispatched event, after a name that had no data, and after a comment.
+		{"event name reset after an error event",
+			"event: error\ndata: overloaded\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\n\n",
+			[]Event{{Err: &StreamError{Message: "overloaded"}}, {Content: "a"}}, nil},
+		{"event name without data is dropped",
+			"event: error\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\n",
+			[]Event{{Content: "b"}}, nil},
+		{"event name reset after a comment-only message",
+			"event: error\n: ping\n\ndata: {\"choices\":[{\"delta\":{\"content\":\"c\"}}]}\n\n",
+			[]Event{{Comment: true, CommentText: "ping"}, {Content: "c"}}, nil},
 		{"event: error",
 			"event: error\ndata: {\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\",\"code\":503}}\n\n",
 			[]Event{{Err: &StreamError{Message: "overloaded", Type: "server_error", Code: "503"}}}, nil},
