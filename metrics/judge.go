@@ -15,15 +15,19 @@ type SLOCheck struct {
 	Pass  *bool    `json:"pass"`  // null when unknown
 }
 
-// SLOResult: any known value over its limit ⇒ FAIL; else any unknown ⇒ N/A; else PASS.
+// SLOResult: any known value over its limit ⇒ FAIL; else any unknown ⇒ N/A; else PASS. Only the
+// limits that are set are checked; with none set the verdict is N/A and Checks is empty.
 type SLOResult struct {
 	Verdict string     `json:"verdict"`
 	Checks  []SLOCheck `json:"checks"`
 }
 
 func judge(l SLOLimits, s *StageSummary) SLOResult {
-	var r SLOResult
-	check := func(name string, limit float64, known bool, value float64) {
+	r := SLOResult{Checks: []SLOCheck{}} // [] in JSON, never null
+	check := func(name string, limit float64, set, known bool, value float64) {
+		if !set {
+			return
+		}
 		c := SLOCheck{Name: name, Limit: limit}
 		if known {
 			v, pass := value, value <= limit
@@ -31,9 +35,13 @@ func judge(l SLOLimits, s *StageSummary) SLOResult {
 		}
 		r.Checks = append(r.Checks, c)
 	}
-	check("ttft_p95_ms", l.TTFTP95Ms, s.TTFT.Known(), s.TTFT.P95)
-	check("itl_p95_ms", l.ITLP95Ms, s.ITL.Known(), s.ITL.P95)
-	check("error_rate", l.ErrorRateMax, s.ErrorRate.OK, s.ErrorRate.V)
+	check("ttft_p95_ms", l.TTFTP95Ms, l.TTFTP95Ms > 0, s.TTFT.Known(), s.TTFT.P95)
+	check("itl_p95_ms", l.ITLP95Ms, l.ITLP95Ms > 0, s.ITL.Known(), s.ITL.P95)
+	check("error_rate", l.ErrorRateMax, !l.ErrorRateUnset, s.ErrorRate.OK, s.ErrorRate.V)
+	if len(r.Checks) == 0 {
+		r.Verdict = SLONA
+		return r
+	}
 	r.Verdict = SLOPass
 	for _, c := range r.Checks {
 		if c.Pass != nil && !*c.Pass {
@@ -49,7 +57,8 @@ func judge(l SLOLimits, s *StageSummary) SLOResult {
 	return r
 }
 
-// CostResult is the stage's cost at its measured throughput; absent when the throughput is 0.
+// CostResult is the stage's cost at its measured throughput; absent when the throughput is 0 or no
+// price was given.
 type CostResult struct {
 	USDPer1MOut   *float64 `json:"usd_per_1m_out"`
 	USDPer1KTurns *float64 `json:"usd_per_1k_turns"`
@@ -60,6 +69,9 @@ type CostResult struct {
 // × 10³; $/session = $/1K turns ÷ 10³ × E[turns].
 func cost(in CostInputs, s *StageSummary) CostResult {
 	var c CostResult
+	if in.Unpriced {
+		return c
+	}
 	hourly := in.GPUHourlyUSD * float64(max(in.GPUCount, 1))
 	if tps := s.Throughput.OutTokPerSec; tps > 0 {
 		v := hourly / (tps * 3600) * 1e6

@@ -8,7 +8,8 @@ import (
 	"strconv"
 )
 
-// Opt is a value that may be absent; absent values are left out of the JSON, never written as null.
+// Opt is a value that may be absent; an absent value is null in JSON (never a 0 or −1 standing for
+// "unknown").
 type Opt[T any] struct {
 	V  T
 	OK bool
@@ -33,6 +34,15 @@ func (o *Opt[T]) UnmarshalJSON(b []byte) error {
 	}
 	o.OK = true
 	return json.Unmarshal(b, &o.V)
+}
+
+// MarshalJSON writes a distribution of no values with null statistics: its 0s are not measurements.
+func (d Dist) MarshalJSON() ([]byte, error) {
+	type plain Dist // without this method
+	if d.N > 0 {
+		return json.Marshal(plain(d))
+	}
+	return []byte(`{"n":0,"mean":null,"min":null,"max":null,"p50":null,"p90":null,"p95":null,"p99":null}`), nil
 }
 
 // Record is one request, as AIPerf ≥ 0.4 writes it (RECORDS.md), plus plload's intended_start_ns and

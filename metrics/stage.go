@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"sort"
@@ -25,18 +26,99 @@ type StageInput struct {
 	NeverStarted int
 }
 
-// SLOLimits are the scenario's SLO; a zero limit means "not set".
+// SLOLimits are the SLO a stage is judged by. A limit that is not set takes no part in the verdict
+// and is null in JSON; with none set the verdict is N/A. A zero TTFT or ITL limit is not set (no
+// latency meets it, and a scenario must give a positive one); a zero error-rate limit is a real one
+// (no errors allowed), so that limit is not set only when ErrorRateUnset says so (`plload report
+// --records` without --error-rate-max).
 type SLOLimits struct {
-	TTFTP95Ms    float64 `json:"ttft_p95_ms"`
-	ITLP95Ms     float64 `json:"itl_p95_ms"`
-	ErrorRateMax float64 `json:"error_rate_max"`
+	TTFTP95Ms      float64
+	ITLP95Ms       float64
+	ErrorRateMax   float64
+	ErrorRateUnset bool
 }
 
-// CostInputs are the scenario's cost inputs and E[turns].
+// Set reports whether any limit is set.
+func (l SLOLimits) Set() bool { return l.TTFTP95Ms > 0 || l.ITLP95Ms > 0 || !l.ErrorRateUnset }
+
+// CostInputs are the cost inputs and E[turns]. A price of 0 is a real one (a machine you own); the
+// price is not set only when Unpriced says so (`plload report --records` without --gpu-hourly-usd):
+// then every cost is absent, not $0, and gpu_hourly_usd is null in JSON.
 type CostInputs struct {
-	GPUHourlyUSD  float64 `json:"gpu_hourly_usd"`
-	GPUCount      int     `json:"gpu_count"`
-	ExpectedTurns float64 `json:"expected_turns"`
+	GPUHourlyUSD  float64
+	GPUCount      int
+	ExpectedTurns float64
+	Unpriced      bool
+}
+
+// sloJSON is SLOLimits in stage.json: a limit not set is null.
+type sloJSON struct {
+	TTFTP95Ms    *float64 `json:"ttft_p95_ms"`
+	ITLP95Ms     *float64 `json:"itl_p95_ms"`
+	ErrorRateMax *float64 `json:"error_rate_max"`
+}
+
+// MarshalJSON writes each limit, or null when it is not set.
+func (l SLOLimits) MarshalJSON() ([]byte, error) {
+	var j sloJSON
+	if l.TTFTP95Ms > 0 {
+		j.TTFTP95Ms = &l.TTFTP95Ms
+	}
+	if l.ITLP95Ms > 0 {
+		j.ITLP95Ms = &l.ITLP95Ms
+	}
+	if !l.ErrorRateUnset {
+		j.ErrorRateMax = &l.ErrorRateMax
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads the limits; null leaves a limit not set.
+func (l *SLOLimits) UnmarshalJSON(b []byte) error {
+	var j sloJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*l = SLOLimits{ErrorRateUnset: j.ErrorRateMax == nil}
+	if j.TTFTP95Ms != nil {
+		l.TTFTP95Ms = *j.TTFTP95Ms
+	}
+	if j.ITLP95Ms != nil {
+		l.ITLP95Ms = *j.ITLP95Ms
+	}
+	if j.ErrorRateMax != nil {
+		l.ErrorRateMax = *j.ErrorRateMax
+	}
+	return nil
+}
+
+// costJSON is CostInputs in stage.json: an unset price is null.
+type costJSON struct {
+	GPUHourlyUSD  *float64 `json:"gpu_hourly_usd"`
+	GPUCount      int      `json:"gpu_count"`
+	ExpectedTurns float64  `json:"expected_turns"`
+}
+
+// MarshalJSON writes the inputs, the price null when it is not set.
+func (c CostInputs) MarshalJSON() ([]byte, error) {
+	j := costJSON{GPUCount: c.GPUCount, ExpectedTurns: c.ExpectedTurns}
+	if !c.Unpriced {
+		j.GPUHourlyUSD = &c.GPUHourlyUSD
+	}
+	return json.Marshal(j)
+}
+
+// UnmarshalJSON reads the inputs; a null price leaves them unpriced.
+func (c *CostInputs) UnmarshalJSON(b []byte) error {
+	var j costJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*c = CostInputs{GPUCount: j.GPUCount, ExpectedTurns: j.ExpectedTurns, Unpriced: j.GPUHourlyUSD == nil}
+	if j.GPUHourlyUSD != nil {
+		c.GPUHourlyUSD = *j.GPUHourlyUSD
+	}
+	return nil
 }
 
 // Thresholds of the client-bottleneck warnings (SPEC §7).
@@ -56,22 +138,21 @@ const (
 
 // Stage accumulates one stage's records. Add every record (any order), then call Summary once.
 type Stage struct {
-	in           StageInput
-	w, e         int64
-	latTTFT      []float64
-	latTTFO      []float64
-	latE2E       []float64
-	itlPerReq    []float64
-	gaps         []float64
-	hdr          *hdrhistogram.Histogram
-	startLag     []float64
-	thinkLag     []float64
-	sessions     map[string]*interval
-	s            StageSummary
-	promptSum    int64
-	cachedSum    int64
-	promptCount  int
-	goodputCount int
+	in          StageInput
+	w, e        int64
+	latTTFT     []float64
+	latTTFO     []float64
+	latE2E      []float64
+	itlPerReq   []float64
+	gaps        []float64
+	hdr         *hdrhistogram.Histogram
+	startLag    []float64
+	thinkLag    []float64
+	sessions    map[string]*interval
+	s           StageSummary
+	promptSum   int64
+	cachedSum   int64
+	promptCount int
 }
 
 type interval struct{ start, end int64 }
@@ -117,11 +198,11 @@ type StageSummary struct {
 		Min  int     `json:"min"`
 		Max  int     `json:"max"`
 	} `json:"active_sessions"`
-	StartLag       Dist `json:"start_lag_ms"`
-	ThinkLag       Dist `json:"think_lag_ms"`
-	QueuedSessions int  `json:"queued_sessions"`
-	NeverStarted   int  `json:"never_started"` // −1: unknown
-	ClockAnomalies int  `json:"clock_anomalies"`
+	StartLag       Dist     `json:"start_lag_ms"`
+	ThinkLag       Dist     `json:"think_lag_ms"`
+	QueuedSessions int      `json:"queued_sessions"`
+	NeverStarted   Opt[int] `json:"never_started"` // null: unknown
+	ClockAnomalies int      `json:"clock_anomalies"`
 	// ErrorKinds counts in-window errors and cancellations by kind ("500 Internal Server Error",
 	// "TransportError", ...), for the report and the handoff.
 	ErrorKinds map[string]int `json:"error_kinds,omitempty"`
@@ -154,7 +235,9 @@ func NewStage(in StageInput) *Stage {
 	s.s.Window.T0Ns, s.s.Window.WNs, s.s.Window.ENs, s.s.Window.EEffNs = t0, s.w, s.e, eff
 	s.s.Window.Seconds = math.Max(0, float64(eff-s.w)/1e9)
 	s.s.ITLMethod = ITLExact
-	s.s.NeverStarted = in.NeverStarted
+	if in.NeverStarted >= 0 {
+		s.s.NeverStarted = Some(in.NeverStarted)
+	}
 	return s
 }
 
@@ -371,6 +454,9 @@ func (s *Stage) Summary() *StageSummary {
 	sum.Cost = cost(s.in.Cost, sum)
 	sum.Warnings = append(sum.Warnings, s.warnings()...)
 	sum.Warnings = append(sum.Warnings, s.in.Warnings...)
+	if sum.Warnings == nil {
+		sum.Warnings = []string{} // a list is [] in JSON, never null
+	}
 	return sum
 }
 
@@ -448,8 +534,8 @@ func (s *Stage) warnings() []string {
 	if sum.StartLag.Known() && sum.StartLag.P95 > StartLagWarnMs {
 		out = append(out, fmt.Sprintf("start lag p95 is %.0f ms (> %.0f ms): %d sessions waited to start — max_concurrency was full or the client is the bottleneck", sum.StartLag.P95, StartLagWarnMs, sum.QueuedSessions))
 	}
-	if sum.NeverStarted > 0 {
-		out = append(out, fmt.Sprintf("%d arrivals never started before the stage ended (max_concurrency was full)", sum.NeverStarted))
+	if sum.NeverStarted.V > 0 {
+		out = append(out, fmt.Sprintf("%d arrivals never started before the stage ended (max_concurrency was full)", sum.NeverStarted.V))
 	}
 	if sum.ClockAnomalies > 0 {
 		out = append(out, fmt.Sprintf("%d records have times out of order (end before start, or TTFT after the last token): check the clock of whatever wrote them", sum.ClockAnomalies))
