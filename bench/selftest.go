@@ -75,8 +75,19 @@ type Step struct {
 	StartLagP99Ms float64                `json:"start_lag_p99_ms"`
 	ThinkLagP99Ms float64                `json:"think_lag_p99_ms"`
 	Injector      metrics.InjectorHealth `json:"injector"`
-	Pass          bool                   `json:"pass"`
-	Verdict       string                 `json:"verdict"`
+	// Judged names the quantity the verdict compared with the bound: "client delay p99" when the
+	// server stamped its send times, else "TTFT/gap |error| p99" (the server's lateness included);
+	// JudgedMs is its value.
+	Judged   string  `json:"judged"`
+	JudgedMs float64 `json:"judged_ms"`
+	// Strain lists what injector health found wrong with the client during the step (CPU busy,
+	// waiting for a CPU, scheduler latency), in words; empty when the client was calm.
+	Strain  []string `json:"strain"`
+	Pass    bool     `json:"pass"`
+	Verdict string   `json:"verdict"`
+	// failure is the verdict's reason without the strain, for the final line (which names the strain
+	// once, in its own clause).
+	failure string
 }
 
 // Run climbs the ladder and returns every step it ran.
@@ -233,21 +244,7 @@ func runStep(ctx context.Context, cfg Config, n int) (Step, error) {
 		return st, err
 	}
 	st.ClientDelay = delays.summary(sum.Window.WNs, sum.Window.EEffNs)
-	bound := float64(cfg.Bound) / 1e6
-	if st.ClientDelay != nil {
-		// The mock said when it sent each chunk: judge the client's own delay.
-		st.Pass = st.Errors == 0 && st.ClientDelay.N > 0 && st.ClientDelay.AbsErrP99Ms <= bound
-	} else {
-		st.Pass = st.Errors == 0 && st.TTFT.N > 0 && st.TTFT.AbsErrP99Ms <= bound && st.Gap.AbsErrP99Ms <= bound
-	}
-	switch {
-	case st.Pass:
-		st.Verdict = "PASS"
-	case st.Errors > 0:
-		st.Verdict = fmt.Sprintf("FAIL: %d errors", st.Errors)
-	default:
-		st.Verdict = fmt.Sprintf("FAIL: error p99 over ±%s", cfg.Bound)
-	}
+	judgeStep(&st, cfg.Bound)
 	return st, nil
 }
 
@@ -332,7 +329,69 @@ func errorsOf(configured float64, measured, absErr []float64) Errors {
 	return e
 }
 
-// StepLine is one step in a line of text.
+// judgeStep compares the step with the bound and says why in its verdict. With the server's send
+// stamps it judges the client's own added delay (receive − send), which is this machine's doing;
+// without them, the raw |measured − configured| of TTFT and chunk gap, which also holds the server's
+// lateness. Either way it names the client's strain, so a reader can tell a busy machine from a bad
+// measurement.
+func judgeStep(st *Step, bound time.Duration) {
+	st.Strain = strainOf(st.Injector)
+	boundMs := float64(bound) / 1e6
+	measured := 0
+	if d := st.ClientDelay; d != nil {
+		st.Judged, st.JudgedMs, measured = "client delay p99", d.AbsErrP99Ms, d.N
+	} else {
+		st.Judged, st.JudgedMs, measured = "TTFT/gap |error| p99", math.Max(st.TTFT.AbsErrP99Ms, st.Gap.AbsErrP99Ms), st.TTFT.N
+	}
+	var why string
+	switch {
+	case st.Errors > 0:
+		why = fmt.Sprintf("%d %s", st.Errors, plural(st.Errors, "error", "errors"))
+	case measured == 0:
+		why = "nothing was measured in the window (no successful answer started in it)"
+	case st.JudgedMs > boundMs:
+		why = fmt.Sprintf("%s %.3f ms > ±%s", st.Judged, st.JudgedMs, bound)
+	}
+	st.Pass, st.failure = why == "", why
+	if st.Pass {
+		st.Verdict = fmt.Sprintf("PASS: %s %.3f ms ≤ ±%s", st.Judged, st.JudgedMs, bound)
+		return
+	}
+	st.Verdict = "FAIL: " + why
+	if len(st.Strain) > 0 {
+		st.Verdict += "; the client was strained (" + strings.Join(st.Strain, ", ") + ")"
+	}
+}
+
+// strainOf is what the injector-health warnings of metrics.InjectorHealth (same thresholds) say about
+// the client, in the self-test's words: CPU busy, waiting for a CPU, scheduler latency.
+func strainOf(h metrics.InjectorHealth) []string {
+	var out []string
+	if h.Cores > 0 && h.CPUPercent > metrics.InjectorCPUWarnShare*100*float64(h.Cores) {
+		out = append(out, "CPU busy: "+cpuBusy(h))
+	}
+	if w := h.RunQueueWaitPercent; w.OK && w.V > metrics.InjectorRunQueueWarnPercent {
+		out = append(out, fmt.Sprintf("waiting for a CPU: %.0f %% of the time", w.V))
+	}
+	if h.SchedLatencyP99Ms > metrics.InjectorSchedWarnMs {
+		out = append(out, fmt.Sprintf("Go scheduler latency p99: %.2f ms", h.SchedLatencyP99Ms))
+	}
+	return out
+}
+
+// cpuBusy is the client's CPU against all it could use: "157 % of 200 %" on 2 cores.
+func cpuBusy(h metrics.InjectorHealth) string {
+	return fmt.Sprintf("%.0f %% of %d %%", h.CPUPercent, 100*h.Cores)
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// StepLine is one step in a line of text; it ends with the step's verdict.
 func StepLine(s Step) string {
 	late := "mock lateness n/a"
 	if s.MockLateness != nil {
@@ -340,35 +399,142 @@ func StepLine(s Step) string {
 	}
 	client := "client delay n/a"
 	if d := s.ClientDelay; d != nil {
-		client = fmt.Sprintf("client delay p50/p99/max %.3f/%.3f/%.3f ms", d.P50Ms, d.P99Ms, d.AbsErrMaxMs)
+		client = fmt.Sprintf("client delay p50/p99/max %.3f/%.3f/%.3f ms", d.P50Ms, d.AbsErrP99Ms, d.AbsErrMaxMs)
 	}
 	wait := ""
 	if w := s.Injector.RunQueueWaitPercent; w.OK {
-		wait = fmt.Sprintf(", waiting for a CPU %.0f%%", w.V)
+		wait = fmt.Sprintf(", waiting for a CPU: %.0f %% of the time", w.V)
 	}
-	return fmt.Sprintf("%5d streams: %6d requests, %d errors | TTFT %.0f ms: p50 %.3f p99 %.3f, |error| p99 %.3f | gap %.0f ms: p50 %.3f p99 %.3f, |error| p99 %.3f | %s | %s | start/think lag p99 %.2f/%.2f ms | client CPU %.0f%% of %d cores%s, sched p99 %.3f ms | %s",
+	return fmt.Sprintf("%5d streams: %6d requests, %d errors | TTFT %.0f ms: p50 %.3f p99 %.3f, |error| p99 %.3f | gap %.0f ms: p50 %.3f p99 %.3f, |error| p99 %.3f | %s | %s | start/think lag p99 %.2f/%.2f ms | client CPU busy: %s%s, scheduler latency p99 %.3f ms | %s",
 		s.Concurrency, s.Requests, s.Errors, s.TTFT.ConfiguredMs, s.TTFT.P50Ms, s.TTFT.P99Ms, s.TTFT.AbsErrP99Ms,
 		s.Gap.ConfiguredMs, s.Gap.P50Ms, s.Gap.P99Ms, s.Gap.AbsErrP99Ms, late, client,
-		s.StartLagP99Ms, s.ThinkLagP99Ms, s.Injector.CPUPercent, s.Injector.Cores, wait, s.Injector.SchedLatencyP99Ms, s.Verdict)
+		s.StartLagP99Ms, s.ThinkLagP99Ms, cpuBusy(s.Injector), wait, s.Injector.SchedLatencyP99Ms, s.Verdict)
 }
 
-// Conclusion is the self-test's last line: the largest concurrency of the unbroken run of passing
-// steps from the bottom of the ladder, and the worst error p99 among them.
-func Conclusion(steps []Step, bound time.Duration) string {
-	best, worst := 0, 0.0
+// Verdict is the self-test's one final answer. It passes only when every step of the ladder ran and
+// passed, so it can never disagree with the steps or the exit code; its line says what was proven.
+type Verdict struct {
+	Pass bool `json:"pass"`
+	// Proven is the largest concurrency of the unbroken run of passing steps from the ladder's bottom
+	// (0: the first step failed or did not run), WithinMs the largest judged p99 among those steps.
+	Proven   int     `json:"proven_concurrency"`
+	WithinMs float64 `json:"within_ms"`
+	// Failed and Strained are the concurrencies of the steps that failed, and of those whose client
+	// was strained (injector health warned).
+	Failed   []int `json:"failed"`
+	Strained []int `json:"strained"`
+	// Line is the final line printed.
+	Line string `json:"line"`
+}
+
+// Judge turns the steps into the final verdict. target is the --target URL ("" for the bundled mock);
+// runErr is the error that stopped the ladder early, if any (the steps before it are judged as run).
+//
+// What the line blames follows what was measured: with send stamps the judged quantity is the
+// client's own delay, so the line speaks of this machine; without them (a user's own server) it is the
+// measurement of that server, and the line blames this machine only for steps where the client's
+// health says it was strained — otherwise the difference is the server's timing or the network's.
+func Judge(steps []Step, bound time.Duration, target string, runErr error) Verdict {
+	v := Verdict{Failed: []int{}, Strained: []int{}}
+	stamped := true
+	var failures, passed []string
+	unbroken := true
 	for _, s := range steps {
+		stamped = stamped && s.ClientDelay != nil
+		if len(s.Strain) > 0 {
+			v.Strained = append(v.Strained, s.Concurrency)
+		}
 		if !s.Pass {
-			break
+			unbroken = false
+			v.Failed = append(v.Failed, s.Concurrency)
+			failures = append(failures, fmt.Sprintf("%s: %s", streams(s.Concurrency), s.failure))
+			continue
 		}
-		best = s.Concurrency
-		if s.ClientDelay != nil {
-			worst = math.Max(worst, s.ClientDelay.AbsErrP99Ms)
-		} else {
-			worst = math.Max(worst, math.Max(s.TTFT.AbsErrP99Ms, s.Gap.AbsErrP99Ms))
+		passed = append(passed, fmt.Sprint(s.Concurrency))
+		if unbroken {
+			v.Proven, v.WithinMs = s.Concurrency, math.Max(v.WithinMs, s.JudgedMs)
 		}
 	}
-	if best == 0 {
-		return fmt.Sprintf("this machine does not measure within ±%s at any concurrency tried", bound)
+	v.Pass = runErr == nil && len(steps) > 0 && len(v.Failed) == 0
+	measurement := "plload's measurement"
+	if target != "" {
+		measurement += " of " + target
 	}
-	return fmt.Sprintf("this machine measures within ±%.3f ms up to %d concurrent streams", worst, best)
+	subject := "this machine measures"
+	if !stamped || len(steps) == 0 {
+		subject = measurement + " matches the schedule"
+	}
+	proven := fmt.Sprintf("%s within ±%.3f ms up to %d concurrent streams", subject, v.WithinMs, v.Proven)
+	if v.Pass {
+		v.Line = fmt.Sprintf("PASS: all %d %s within the ±%s bound on the %s; %s", len(steps), plural(len(steps), "step", "steps"), bound, judgedOf(steps), proven)
+		return v
+	}
+	var parts []string
+	if len(v.Failed) > 0 {
+		all := fmt.Sprintf("%d of %d steps", len(v.Failed), len(steps))
+		if len(v.Failed) == len(steps) {
+			all = fmt.Sprintf("all %d %s", len(steps), plural(len(steps), "step", "steps"))
+			if len(steps) == 1 {
+				all = "the only step"
+			}
+		}
+		parts = append(parts, fmt.Sprintf("%s broke the ±%s bound (%s)", all, bound, strings.Join(failures, "; ")))
+	}
+	if runErr != nil {
+		parts = append(parts, fmt.Sprintf("the ladder stopped: %v", runErr))
+	}
+	switch {
+	case v.Proven > 0:
+		parts = append(parts, proven)
+	case len(passed) > 0:
+		parts = append(parts, fmt.Sprintf("nothing is proven, as the ladder's first step did not pass (the steps at %s streams passed)", strings.Join(passed, ", ")))
+	case stamped && len(steps) > 0:
+		parts = append(parts, fmt.Sprintf("this machine does not measure within ±%s at any concurrency tried", bound))
+	case len(steps) > 0:
+		parts = append(parts, fmt.Sprintf("%s does not match the schedule within ±%s at any concurrency tried", measurement, bound))
+	}
+	if blame := blameOf(steps, stamped); blame != "" {
+		parts = append(parts, blame)
+	}
+	v.Line = "FAIL: " + strings.Join(parts, "; ")
+	return v
+}
+
+// blameOf says whose the failures most likely are, from the failed steps' injector health.
+func blameOf(steps []Step, stamped bool) string {
+	var strained []string
+	failed := 0
+	for _, s := range steps {
+		if s.Pass {
+			continue
+		}
+		failed++
+		if len(s.Strain) > 0 {
+			strained = append(strained, fmt.Sprintf("%s: %s", streams(s.Concurrency), strings.Join(s.Strain, ", ")))
+		}
+	}
+	switch {
+	case failed == 0:
+		return ""
+	case len(strained) > 0 && stamped:
+		return "the client was strained (" + strings.Join(strained, "; ") + "): other load on this machine, or the client itself, took the time; rerun when the machine is quieter"
+	case len(strained) > 0:
+		return "the client was strained (" + strings.Join(strained, "; ") + "), so this machine may be the cause; rerun the client on a quieter machine"
+	case !stamped:
+		return "the client was not strained at any failed step (no injector-health warning), so the difference is the server's timing or the network's, not this machine's"
+	}
+	return ""
+}
+
+func judgedOf(steps []Step) string {
+	for _, s := range steps {
+		if s.ClientDelay == nil {
+			return "TTFT and chunk-gap error (the server's lateness included)"
+		}
+	}
+	return "client's added delay"
+}
+
+func streams(n int) string {
+	return fmt.Sprintf("%d %s", n, plural(n, "stream", "streams"))
 }

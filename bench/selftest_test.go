@@ -2,9 +2,14 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/plload/plload/metrics"
 )
 
 // TestSelfTestInProcess climbs a tiny ladder against the in-process mock: it must measure the known
@@ -20,7 +25,7 @@ func TestSelfTestInProcess(t *testing.T) {
 		t.Fatalf("%d steps", len(steps))
 	}
 	for _, s := range steps {
-		if !s.Pass || s.Errors != 0 || s.ClientDelay == nil || s.ClientDelay.N == 0 || s.MockLateness == nil {
+		if !s.Pass || s.Errors != 0 || s.ClientDelay == nil || s.ClientDelay.N == 0 || s.MockLateness == nil || s.Judged != "client delay p99" {
 			t.Fatalf("step %+v", s)
 		}
 		// Generous bounds: this checks that the right quantities are measured, not this machine's speed.
@@ -31,13 +36,159 @@ func TestSelfTestInProcess(t *testing.T) {
 			t.Fatalf("client delay p50 %.3f ms", s.ClientDelay.P50Ms)
 		}
 	}
-	if c := Conclusion(steps, cfg.Bound); !strings.Contains(c, "up to 4 concurrent streams") {
-		t.Fatalf("conclusion %q", c)
+	if v := Judge(steps, cfg.Bound, "", nil); !v.Pass || !strings.Contains(v.Line, "up to 4 concurrent streams") {
+		t.Fatalf("verdict %+v", v)
 	}
-	// A bound no machine meets fails every step, and the conclusion says so.
+	// A bound no machine meets fails every step, and the final line says so.
 	cfg.Ladder, cfg.Bound = []int{1}, time.Nanosecond
 	steps, err = Run(context.Background(), cfg)
-	if err != nil || steps[0].Pass || !strings.Contains(Conclusion(steps, cfg.Bound), "does not measure within ±1ns") {
+	if err != nil || steps[0].Pass {
 		t.Fatalf("%v %+v", err, steps)
+	}
+	if v := Judge(steps, cfg.Bound, "", nil); v.Pass || !strings.Contains(v.Line, "does not measure within ±1ns") {
+		t.Fatalf("verdict %+v", v)
+	}
+}
+
+var (
+	calm     = metrics.InjectorHealth{CPUPercent: 12, Cores: 2, SchedLatencyP99Ms: 0.3, RunQueueWaitPercent: metrics.Some(9.0)}
+	strained = metrics.InjectorHealth{CPUPercent: 170, Cores: 2, SchedLatencyP99Ms: 4.2, RunQueueWaitPercent: metrics.Some(58.0)}
+)
+
+// step is a judged step at n streams: with send stamps (client delay p99 delayMs) or without (TTFT
+// and gap |error| p99 of rawMs).
+func step(n int, stamped bool, ms float64, errs int, h metrics.InjectorHealth) Step {
+	s := Step{Concurrency: n, Requests: 100, Errors: errs, Injector: h,
+		TTFT: Errors{N: 100, AbsErrP99Ms: ms}, Gap: Errors{N: 900, AbsErrP99Ms: ms / 2}}
+	if stamped {
+		s.TTFT.AbsErrP99Ms, s.Gap.AbsErrP99Ms = 5, 5 // the server's lateness, not judged
+		s.ClientDelay = &Errors{N: 900, P99Ms: ms, AbsErrP99Ms: ms}
+	}
+	judgeStep(&s, time.Millisecond)
+	return s
+}
+
+func TestJudgeStep(t *testing.T) {
+	cases := []struct {
+		name string
+		s    Step
+		pass bool
+		want string
+	}{
+		{"client delay under the bound", step(10, true, 0.6, 0, calm), true, "PASS: client delay p99 0.600 ms ≤ ±1ms"},
+		// The raw TTFT error (5 ms, the server's) is not the client's: only the client delay is judged.
+		{"client delay over the bound", step(10, true, 1.654, 0, calm), false, "FAIL: client delay p99 1.654 ms > ±1ms"},
+		{"errors fail whatever the delay", step(10, true, 0.2, 3, calm), false, "FAIL: 3 errors"},
+		{"one error", step(10, true, 0.2, 1, calm), false, "FAIL: 1 error"},
+		{"no stamps: the raw error", step(10, false, 0.8, 0, calm), true, "PASS: TTFT/gap |error| p99 0.800 ms ≤ ±1ms"},
+		{"no stamps over the bound", step(10, false, 2.5, 0, calm), false, "FAIL: TTFT/gap |error| p99 2.500 ms > ±1ms"},
+		{"strained client named", step(500, true, 3.8, 0, strained), false,
+			"FAIL: client delay p99 3.800 ms > ±1ms; the client was strained (CPU busy: 170 % of 200 %, waiting for a CPU: 58 % of the time, Go scheduler latency p99: 4.20 ms)"},
+		{"a strained client that met the bound passes", step(500, true, 0.9, 0, strained), true, "PASS: client delay p99 0.900 ms ≤ ±1ms"},
+		{"nothing measured", func() Step { s := Step{Concurrency: 1, Injector: calm}; judgeStep(&s, time.Millisecond); return s }(), false,
+			"FAIL: nothing was measured in the window (no successful answer started in it)"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.s.Pass != c.pass || c.s.Verdict != c.want {
+				t.Errorf("pass %v, verdict %q; want %v, %q", c.s.Pass, c.s.Verdict, c.pass, c.want)
+			}
+		})
+	}
+}
+
+// Every way the steps can go, the final verdict must agree with them: PASS exactly when every step ran
+// and passed, the failed steps named, and "up to N" only for an unbroken run from the ladder's bottom.
+func TestJudgeAgreesWithTheSteps(t *testing.T) {
+	const url = "http://127.0.0.1:8000/v1"
+	stopped := errors.New("step 100 streams: starting the mock: address in use")
+	cases := []struct {
+		name     string
+		steps    []Step
+		target   string
+		runErr   error
+		want     Verdict
+		wantLine string
+	}{
+		{"every step passes", []Step{step(1, true, 0.55, 0, calm), step(10, true, 0.24, 0, calm), step(100, true, 0.75, 0, calm)}, "", nil,
+			Verdict{Pass: true, Proven: 100, WithinMs: 0.75, Failed: []int{}, Strained: []int{}},
+			"PASS: all 3 steps within the ±1ms bound on the client's added delay; this machine measures within ±0.750 ms up to 100 concurrent streams"},
+		{"the top of the ladder fails", []Step{step(1, true, 0.55, 0, calm), step(500, true, 0.99, 0, calm), step(1000, true, 2.64, 0, calm)}, "", nil,
+			Verdict{Proven: 500, WithinMs: 0.99, Failed: []int{1000}, Strained: []int{}},
+			"FAIL: 1 of 3 steps broke the ±1ms bound (1000 streams: client delay p99 2.640 ms > ±1ms); this machine measures within ±0.990 ms up to 500 concurrent streams"},
+		// What the issue saw: the first step failed, later ones passed; the old summary said "does not
+		// measure at any concurrency" beside passing steps.
+		{"the bottom fails, later steps pass", []Step{step(1, true, 1.654, 0, calm), step(10, true, 0.3, 0, calm), step(100, true, 0.7, 0, calm)}, "", nil,
+			Verdict{Failed: []int{1}, Strained: []int{}},
+			"FAIL: 1 of 3 steps broke the ±1ms bound (1 stream: client delay p99 1.654 ms > ±1ms); nothing is proven, as the ladder's first step did not pass (the steps at 10, 100 streams passed)"},
+		{"a step in the middle fails", []Step{step(1, true, 0.5, 0, calm), step(10, true, 0.5, 2, calm), step(100, true, 0.7, 0, calm)}, "", nil,
+			Verdict{Proven: 1, WithinMs: 0.5, Failed: []int{10}, Strained: []int{}},
+			"FAIL: 1 of 3 steps broke the ±1ms bound (10 streams: 2 errors); this machine measures within ±0.500 ms up to 1 concurrent streams"},
+		{"every step fails", []Step{step(1, true, 1.2, 0, calm), step(10, true, 1.5, 0, calm)}, "", nil,
+			Verdict{Failed: []int{1, 10}, Strained: []int{}},
+			"FAIL: all 2 steps broke the ±1ms bound (1 stream: client delay p99 1.200 ms > ±1ms; 10 streams: client delay p99 1.500 ms > ±1ms); this machine does not measure within ±1ms at any concurrency tried"},
+		{"the only step fails", []Step{step(1, true, 1.2, 0, calm)}, "", nil,
+			Verdict{Failed: []int{1}, Strained: []int{}},
+			"FAIL: the only step broke the ±1ms bound (1 stream: client delay p99 1.200 ms > ±1ms); this machine does not measure within ±1ms at any concurrency tried"},
+		// Passing steps then a step that could not run: not a PASS, though every step shown passed.
+		{"the ladder stops early", []Step{step(1, true, 0.5, 0, calm), step(10, true, 0.6, 0, calm)}, "", stopped,
+			Verdict{Proven: 10, WithinMs: 0.6, Failed: []int{}, Strained: []int{}},
+			"FAIL: the ladder stopped: step 100 streams: starting the mock: address in use; this machine measures within ±0.600 ms up to 10 concurrent streams"},
+		{"nothing ran", nil, "", stopped, Verdict{Failed: []int{}, Strained: []int{}},
+			"FAIL: the ladder stopped: step 100 streams: starting the mock: address in use"},
+		{"a strained client is named", []Step{step(1, true, 0.5, 0, calm), step(500, true, 3.8, 0, strained)}, "", nil,
+			Verdict{Proven: 1, WithinMs: 0.5, Failed: []int{500}, Strained: []int{500}},
+			"FAIL: 1 of 2 steps broke the ±1ms bound (500 streams: client delay p99 3.800 ms > ±1ms); this machine measures within ±0.500 ms up to 1 concurrent streams; the client was strained (500 streams: CPU busy: 170 % of 200 %, waiting for a CPU: 58 % of the time, Go scheduler latency p99: 4.20 ms): other load on this machine, or the client itself, took the time; rerun when the machine is quieter"},
+		// --target without stamps: the verdict is about the measurement of that server.
+		{"target passes", []Step{step(1, false, 0.8, 0, calm), step(10, false, 0.9, 0, calm)}, url, nil,
+			Verdict{Pass: true, Proven: 10, WithinMs: 0.9, Failed: []int{}, Strained: []int{}},
+			"PASS: all 2 steps within the ±1ms bound on the TTFT and chunk-gap error (the server's lateness included); plload's measurement of " + url + " matches the schedule within ±0.900 ms up to 10 concurrent streams"},
+		{"target fails with a calm client: not this machine", []Step{step(1, false, 0.8, 0, calm), step(10, false, 2.5, 0, calm)}, url, nil,
+			Verdict{Proven: 1, WithinMs: 0.8, Failed: []int{10}, Strained: []int{}},
+			"FAIL: 1 of 2 steps broke the ±1ms bound (10 streams: TTFT/gap |error| p99 2.500 ms > ±1ms); plload's measurement of " + url + " matches the schedule within ±0.800 ms up to 1 concurrent streams; the client was not strained at any failed step (no injector-health warning), so the difference is the server's timing or the network's, not this machine's"},
+		{"target fails with a strained client: this machine may be the cause", []Step{step(1, false, 2.5, 0, strained)}, url, nil,
+			Verdict{Failed: []int{1}, Strained: []int{1}},
+			"FAIL: the only step broke the ±1ms bound (1 stream: TTFT/gap |error| p99 2.500 ms > ±1ms); plload's measurement of " + url + " does not match the schedule within ±1ms at any concurrency tried; the client was strained (1 stream: CPU busy: 170 % of 200 %, waiting for a CPU: 58 % of the time, Go scheduler latency p99: 4.20 ms), so this machine may be the cause; rerun the client on a quieter machine"},
+		// A strained client at a step that passed is not blamed for anything.
+		{"strain at a passing step", []Step{step(1, false, 0.5, 0, strained), step(10, false, 2.5, 0, calm)}, url, nil,
+			Verdict{Proven: 1, WithinMs: 0.5, Failed: []int{10}, Strained: []int{1}},
+			"FAIL: 1 of 2 steps broke the ±1ms bound (10 streams: TTFT/gap |error| p99 2.500 ms > ±1ms); plload's measurement of " + url + " matches the schedule within ±0.500 ms up to 1 concurrent streams; the client was not strained at any failed step (no injector-health warning), so the difference is the server's timing or the network's, not this machine's"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := Judge(c.steps, time.Millisecond, c.target, c.runErr)
+			c.want.Line = c.wantLine
+			if diff := cmp.Diff(c.want, got); diff != "" {
+				t.Errorf("verdict (-want +got):\n%s", diff)
+			}
+			// The invariant, whatever the wording: PASS exactly when all ran and all passed, and the
+			// line's first word says the same.
+			all := c.runErr == nil && len(c.steps) > 0
+			for _, s := range c.steps {
+				all = all && s.Pass
+			}
+			if got.Pass != all || strings.HasPrefix(got.Line, "PASS: ") != all || strings.HasPrefix(got.Line, "FAIL: ") == all {
+				t.Errorf("pass %v, line %q, but the steps say %v", got.Pass, got.Line, all)
+			}
+			if !c.want.Pass && c.target != "" && strings.Contains(got.Line, "this machine measures") {
+				t.Errorf("a --target verdict speaks of this machine: %q", got.Line)
+			}
+		})
+	}
+}
+
+// The client's health in a step line reads as words with spaced units ("CPU busy: 157 % of 200 %"),
+// never "157%/200%" or "157% of 2 cores"; below the warning thresholds nothing calls it strained.
+func TestStepLineHealthWording(t *testing.T) {
+	h := metrics.InjectorHealth{CPUPercent: 157, Cores: 2, SchedLatencyP99Ms: 0.4, RunQueueWaitPercent: metrics.Some(12.0)}
+	s := step(100, true, 0.7, 0, h)
+	line := StepLine(s)
+	for _, want := range []string{"client CPU busy: 157 % of 200 %", "waiting for a CPU: 12 % of the time", "scheduler latency p99 0.400 ms", "| PASS: client delay p99 0.700 ms ≤ ±1ms"} {
+		if !strings.Contains(line, want) {
+			t.Errorf("step line lacks %q:\n%s", want, line)
+		}
+	}
+	if len(s.Strain) != 0 {
+		t.Errorf("157 %% of 200 %% CPU, 12 %% waiting and 0.4 ms scheduler p99 are under the warnings, yet strain %q", s.Strain)
 	}
 }
