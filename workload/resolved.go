@@ -1,7 +1,12 @@
 package workload
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/goccy/go-yaml"
@@ -45,7 +50,68 @@ func (s *Scenario) Masked() *Scenario {
 
 // ResolvedYAML is the scenario with every default filled and secrets masked: scenario.resolved.yaml.
 // It is a valid scenario file itself (the Scenario's bookkeeping fields are unexported or yaml:"-").
+//
+// It is self-contained: the files it names (personas.file, target.tls.ca_file) are written as
+// absolute paths, because the resolved file lives in a results directory, not beside the original
+// scenario, and is reloaded from anywhere (plload gate, or `plload run` of it to reproduce a run).
+// Each such file's sha256 at the time of the run is written beside it as a comment, for a reader who
+// wants to know whether it changed since. Why not embed the personas instead: the schema has no
+// inline persona list, and adding one would make the resolved file a different kind of scenario from
+// the one the user wrote; a changed persona file is caught anyway, because it changes the stage's
+// dataset_sha256 and the gate refuses to compare runs whose workloads differ.
 func (s *Scenario) ResolvedYAML() ([]byte, error) {
 	m := s.Masked()
-	return yaml.MarshalWithOptions(m, yaml.IndentSequence(true))
+	comments := yaml.CommentMap{}
+	for _, f := range []struct {
+		yamlPath string
+		value    *string
+	}{
+		{"$.target.tls.ca_file", &m.Target.TLS.CAFile},
+		{"$.personas.file", &m.Personas.File},
+	} {
+		if *f.value == "" {
+			continue
+		}
+		abs, err := filepath.Abs(s.resolvePath(*f.value))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %s %q: %w", s.File, strings.TrimPrefix(f.yamlPath, "$."), *f.value, err)
+		}
+		*f.value = abs
+		if sum, err := fileSHA256(abs); err == nil {
+			comments[f.yamlPath] = []*yaml.Comment{yaml.LineComment(" sha256 " + sum + " when this run read it")}
+		}
+	}
+	return yaml.MarshalWithOptions(m, yaml.IndentSequence(true), yaml.WithComment(comments))
+}
+
+// fileSHA256 is the hex sha256 of a file's bytes.
+func fileSHA256(path string) (string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
+}
+
+// ReadGateRules returns the gate: list of a scenario file (a run's scenario.resolved.yaml), reading
+// nothing else of it. The gate needs only these rules: a full Load would also re-read the persona
+// and CA files and re-apply today's validation, so a results directory copied to another machine, or
+// judged after a later plload tightened a rule, would fail to gate for reasons that have nothing to
+// do with its rules. Every error names the file and says what to do; none is swallowed, because a
+// gate that silently dropped the scenario's rules would pass a run whose own gate fails.
+func ReadGateRules(path string) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: cannot read the run's scenario (%v); the gate reads the scenario's gate: rules from it; "+
+			"plload run writes it into every results directory: restore it from the run", path, err)
+	}
+	var doc struct {
+		Gate []string `yaml:"gate"`
+	}
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%s: gate: cannot be read (%v); accepted: a list of rules such as [\"ttft_p95 < 500ms\"]; "+
+			"fix or restore the file", path, yaml.FormatError(err, false, false))
+	}
+	return doc.Gate, nil
 }
