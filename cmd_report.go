@@ -26,7 +26,8 @@ func reportCommand() *cli.Command {
 			"a work order from the last directory: each problem with its evidence numbers, likely causes,\n" +
 			"what to change, a done condition, and the commands to re-measure.\n\n" +
 			"With --records FILE: computes a stage from any profile_export.jsonl (plload's or AIPerf's) with\n" +
-			"the window, SLO and cost given by flags, or by --scenario and --stage.",
+			"the window, SLO and cost given by flags, or by --scenario and --stage. A limit or price not given is\n" +
+			"not set: the SLO is judged on the limits given (N/A with none) and costs are N/A without a price.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "handoff", Usage: "write a work order (Markdown) from the last run to `FILE`"},
 			&cli.StringFlag{Name: "html", Usage: "write the comparison as one self-contained HTML page to `FILE` (chart overlaid per run)"},
@@ -39,8 +40,8 @@ func reportCommand() *cli.Command {
 			&cli.BoolFlag{Name: "arrival-rate", Usage: "with --records: t0 by the arrival_rate rule (issue time − scheduled offset)"},
 			&cli.DurationFlag{Name: "ttft-p95", Usage: "with --records: SLO limit on TTFT p95"},
 			&cli.DurationFlag{Name: "itl-p95", Usage: "with --records: SLO limit on ITL p95"},
-			&cli.Float64Flag{Name: "error-rate-max", Value: 1, Usage: "with --records: SLO limit on the error rate (0–1)"},
-			&cli.Float64Flag{Name: "gpu-hourly-usd", Usage: "with --records: price of one GPU hour"},
+			&cli.Float64Flag{Name: "error-rate-max", Usage: "with --records: SLO limit on the error rate (0–1; 0 allows no errors)"},
+			&cli.Float64Flag{Name: "gpu-hourly-usd", Usage: "with --records: price of one GPU hour (without it every cost is N/A)"},
 			&cli.IntFlag{Name: "gpu-count", Value: 1, Usage: "with --records: GPUs"},
 			&cli.Float64Flag{Name: "expected-turns", Value: 1, Usage: "with --records: E[turns] for $/session"},
 		},
@@ -115,11 +116,13 @@ func scenarioFileOf(dir string) string {
 
 // reportRecords summarizes one records file as a stage.
 func reportRecords(cmd *cli.Command, path string) error {
+	// A flag not given is a limit or price not set: judging against 0 would FAIL every stage, and a
+	// price of 0 would print $0.000 as if the GPUs were free.
 	in := metrics.StageInput{NeverStarted: -1,
 		SLO: metrics.SLOLimits{TTFTP95Ms: msOf(cmd.Duration("ttft-p95")), ITLP95Ms: msOf(cmd.Duration("itl-p95")),
-			ErrorRateMax: cmd.Float64("error-rate-max")},
+			ErrorRateMax: cmd.Float64("error-rate-max"), ErrorRateUnset: !cmd.IsSet("error-rate-max")},
 		Cost: metrics.CostInputs{GPUHourlyUSD: cmd.Float64("gpu-hourly-usd"), GPUCount: cmd.Int("gpu-count"),
-			ExpectedTurns: cmd.Float64("expected-turns")},
+			ExpectedTurns: cmd.Float64("expected-turns"), Unpriced: !cmd.IsSet("gpu-hourly-usd")},
 		Warmup: cmd.Duration("warmup"), Duration: cmd.Duration("duration"),
 	}
 	arrival := cmd.Bool("arrival-rate")

@@ -54,18 +54,9 @@ func Comparison(runs []Run) string {
 	if b.Len() > 0 {
 		b.WriteString("\n")
 	}
-	var all []*StageReport
 	for _, r := range runs {
 		fmt.Fprintf(&b, "%s: %s\n", r.Name, HeadlineLine(r.Stages))
-		all = append(all, r.Stages...)
 	}
-	c := columnsFor(all, len(runs) > 1)
-	var rows [][]string
-	for _, r := range runs {
-		for _, s := range r.Stages {
-			rows = append(rows, c.row(s, r.Name))
-		}
-	}
-	b.WriteString("\n" + markdownTable(c.header(), rows))
+	b.WriteString("\n" + stageTables(rowsOf(runs), len(runs) > 1))
 	return b.String()
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -15,17 +14,20 @@ import (
 
 // Report is report.json: the run and all its stages.
 type Report struct {
-	SchemaVersion int            `json:"schema_version"`
-	Tool          string         `json:"tool"`
-	Run           string         `json:"run"`
-	ScenarioFile  string         `json:"scenario_file"`
-	Command       string         `json:"command"`
-	Seed          uint64         `json:"seed"`
-	Started       time.Time      `json:"started"`
-	Finished      time.Time      `json:"finished"`
-	Interrupted   bool           `json:"interrupted"`
-	Headline      string         `json:"headline"`
-	HeadlineStage int            `json:"headline_stage"` // 0: none
+	SchemaVersion int       `json:"schema_version"`
+	Tool          string    `json:"tool"`
+	Run           string    `json:"run"`
+	ScenarioFile  string    `json:"scenario_file"`
+	Command       string    `json:"command"`
+	Seed          uint64    `json:"seed"`
+	Started       time.Time `json:"started"`
+	Finished      time.Time `json:"finished"`
+	Interrupted   bool      `json:"interrupted"`
+	// HeadlineText is the headline in plain text; Headline the same line in Markdown, as report.md
+	// and the terminal show it.
+	HeadlineText  string         `json:"headline"`
+	Headline      string         `json:"-"`
+	HeadlineStage *int           `json:"headline_stage"` // null: none
 	Stages        []*StageReport `json:"stages"`
 }
 
@@ -40,13 +42,16 @@ type Meta struct {
 func New(sc *workload.Scenario, stages []*StageReport, m Meta) *Report {
 	r := &Report{SchemaVersion: SchemaVersion, Tool: m.Tool, Run: sc.Name, ScenarioFile: m.ScenarioFile,
 		Command: m.Command, Seed: sc.Seed, Started: m.Started, Finished: m.Finished, Interrupted: m.Interrupted,
-		Stages: stages, Headline: HeadlineLine(stages)}
+		Stages: stages, Headline: HeadlineLine(stages), HeadlineText: HeadlineText(stages)}
+	if r.Stages == nil {
+		r.Stages = []*StageReport{} // [] in JSON, never null
+	}
 	sums := make([]*metrics.StageSummary, len(stages))
 	for i, s := range stages {
 		sums[i] = s.Summary
 	}
 	if best := metrics.Headline(sums); best >= 0 {
-		r.HeadlineStage = stages[best].Stage
+		r.HeadlineStage = &stages[best].Stage
 	}
 	return r
 }
@@ -83,7 +88,7 @@ func (r *Report) Write(dir string, sc *workload.Scenario) error {
 			}
 		}
 	}
-	page, err := HTML(runs, r.Tool, strings.TrimPrefix(methodSection(r, sc), "\n"), stageSVGs...)
+	page, err := HTML(runs, r.Tool, methodSection(r, sc), stageSVGs...)
 	if err != nil {
 		return fmt.Errorf("report.html: %w", err)
 	}
@@ -109,109 +114,10 @@ func (r *Report) Markdown(sc *workload.Scenario) string {
 		b.WriteString("The run was interrupted: the last stage is partial (its window ends at the interrupt) and later stages did not run.\n\n")
 	}
 	b.WriteString(StageTable(r.Stages))
-	b.WriteString("\nColumns: load is the concurrency (or arrival rate and its cap); active sess is the time-weighted mean (min–max) of open sessions; " +
-		"req/s, out tok/s and goodput/s count successful requests that ended in the measurement window (goodput: those that also met the TTFT and ITL limits); " +
-		"latencies are in ms; RTT is the network round trip (GET /v1/models on a warm connection, measured before the stage): the part of TTFT no server can remove; ITL is the pooled distribution of gaps between streamed tokens; err% counts cancellations as errors (†: some requests were cancelled, so latency percentiles are lower bounds); " +
-		"cache hit% is cached ÷ prompt tokens over successful requests that reported usage.\n")
-	if w := r.Warnings(); len(w) > 0 {
-		b.WriteString("\n## Warnings\n\n")
-		for _, line := range w {
-			b.WriteString("- " + line + "\n")
-		}
-	}
-	b.WriteString(errorsSection(r.Stages))
-	b.WriteString(serverSection(r.Stages))
-	b.WriteString(injectorSection(r.Stages))
+	b.WriteString(columnNotes)
+	b.WriteString(sections(rowsOf([]Run{{Stages: r.Stages}}), false, nil))
 	b.WriteString(methodSection(r, sc))
 	return b.String()
-}
-
-func errorsSection(stages []*StageReport) string {
-	var b strings.Builder
-	for _, s := range stages {
-		if len(s.Summary.ErrorKinds) == 0 {
-			continue
-		}
-		kinds := make([]string, 0, len(s.Summary.ErrorKinds))
-		for k := range s.Summary.ErrorKinds {
-			kinds = append(kinds, k)
-		}
-		sort.Strings(kinds)
-		parts := make([]string, len(kinds))
-		for i, k := range kinds {
-			parts[i] = fmt.Sprintf("%s × %d", k, s.Summary.ErrorKinds[k])
-		}
-		fmt.Fprintf(&b, "- stage %02d: %s\n", s.Stage, strings.Join(parts, ", "))
-	}
-	if b.Len() == 0 {
-		return ""
-	}
-	return "\n## Errors by kind\n\n" + b.String()
-}
-
-// serverSection puts the server's own view next to the client's: queueing, KV-cache use, its TTFT
-// and its cache hit rate, from its Prometheus endpoint.
-func serverSection(stages []*StageReport) string {
-	var b strings.Builder
-	for _, s := range stages {
-		sv := s.Server
-		if sv == nil {
-			continue
-		}
-		if sv.Samples == 0 {
-			fmt.Fprintf(&b, "| %02d | %s | | | | | |\n", s.Stage, sv.Note)
-			continue
-		}
-		opt := func(o metrics.Opt[float64], f string) string {
-			if !o.OK {
-				return "N/A"
-			}
-			return fmt.Sprintf(f, o.V)
-		}
-		fmt.Fprintf(&b, "| %02d | %s (%d scrapes) | %s / %s | %s / %s | %s / %s | %s (client %s) | %s (client %s) |\n", s.Stage,
-			metrics.ServerEngineOf(sv.Engine)+orNote(sv), sv.Samples, opt(sv.RunningMean, "%.1f"), opt(sv.RunningMax, "%.0f"),
-			opt(sv.WaitingMean, "%.1f"), opt(sv.WaitingMax, "%.0f"), opt(sv.KVUsageMean, "%.2f"), opt(sv.KVUsageMax, "%.2f"),
-			serverTTFT(sv), lats(s.Summary.TTFT, 50, 95), opt(sv.CacheHitRate, "%.3f"), pct(s.Summary.CacheHit.V, s.Summary.CacheHit.OK))
-	}
-	if b.Len() == 0 {
-		return ""
-	}
-	return "\n## Server view\n\n| stage | server | running mean / max | waiting mean / max | KV cache use mean / max | TTFT p50/p95 ms | cache hit |\n| --- | --- | --- | --- | --- | --- | --- |\n" + b.String() +
-		"\nFrom the target's Prometheus endpoint, scraped every second; server TTFT comes from its histogram's increase over the window, so it is only as fine as the server's buckets (vLLM's jump from 100 ms to 250 ms).\n"
-}
-
-func orNote(s *metrics.ServerSummary) string {
-	if s.Engine == "unknown" {
-		return "unknown server"
-	}
-	return ""
-}
-
-// injectorSection shows how hard plload itself worked, stage by stage: the evidence that the client
-// was not the bottleneck (thresholds: metrics.InjectorCPUWarnShare, InjectorSchedWarnMs,
-// InjectorRunQueueWarnPercent).
-func injectorSection(stages []*StageReport) string {
-	var b strings.Builder
-	b.WriteString("\n## Injector health\n\n| stage | client CPU | waiting for a CPU | scheduler latency p99 | GC pauses | think lag p99 | start lag p99 |\n| --- | --- | --- | --- | --- | --- | --- |\n")
-	for _, s := range stages {
-		h := s.Injector
-		wait := "N/A"
-		if h.RunQueueWaitPercent.OK {
-			wait = fmt.Sprintf("%.0f%% of the time", h.RunQueueWaitPercent.V)
-		}
-		fmt.Fprintf(&b, "| %02d | %.0f%% of %d core(s) | %s | %.2f ms | %.1f ms | %s | %s |\n", s.Stage, h.CPUPercent, h.Cores, wait,
-			h.SchedLatencyP99Ms, h.GCPauseTotalMs, lagText(s.Summary.ThinkLag), lagText(s.Summary.StartLag))
-	}
-	fmt.Fprintf(&b, "\nA warning is raised when the client's CPU passes %.0f%% of its cores, its threads wait for a CPU more than %d%% of the time (other processes taking the cores; Linux only), or its scheduler latency p99 passes %.0f ms: then its own timestamps may be late. With the bundled mock in-process, the CPU figure includes the mock's.\n",
-		100*metrics.InjectorCPUWarnShare, metrics.InjectorRunQueueWarnPercent, metrics.InjectorSchedWarnMs)
-	return b.String()
-}
-
-func lagText(d metrics.Dist) string {
-	if !d.Known() {
-		return "N/A"
-	}
-	return fmt.Sprintf("%.2f ms", d.P99)
 }
 
 func methodSection(r *Report, sc *workload.Scenario) string {
@@ -247,7 +153,7 @@ func methodSection(r *Report, sc *workload.Scenario) string {
 		target = fmt.Sprintf("the bundled mock, in-process (TTFT %s, %g tok/s per stream, jitter %g, error rate %g)", mk.TTFT, mk.TPS, mk.Jitter, mk.ErrorRate)
 	}
 	fmt.Fprintf(&b, "- Target: %s, model %s, endpoint %s; seed %d.\n", target, m.Target.Model, m.Target.Endpoint, sc.Seed)
-	fmt.Fprintf(&b, "- Output length: each request asks for at most its drawn max_output_tokens through `%s`; the server may stop earlier (no ignore_eos is sent), so output lengths are the server's.\n", sc.Target.MaxTokensField)
+	b.WriteString(outputLengthLine(sc))
 	if len(sc.Target.ExtraBody) > 0 {
 		eb, _ := json.Marshal(sc.Target.ExtraBody)
 		fmt.Fprintf(&b, "- extra_body: `%s`.\n", eb)
@@ -260,6 +166,27 @@ func methodSection(r *Report, sc *workload.Scenario) string {
 	b.WriteString("\n## Reproduce\n\n```sh\n" + r.Command + "\n```\n")
 	fmt.Fprintf(&b, "\nRun %s → %s.\n", r.Started.Format(time.RFC3339), r.Finished.Format(time.RFC3339))
 	return b.String()
+}
+
+// outputLengthLine says how output lengths were asked for, from the request actually sent: extra_body
+// may set ignore_eos (true: the server runs to the cap) or min_tokens (it may not stop before them).
+func outputLengthLine(sc *workload.Scenario) string {
+	line := fmt.Sprintf("- Output length: each request asks for at most its drawn max_output_tokens through `%s`", sc.Target.MaxTokensField)
+	jsonOf := func(v any) string { b, _ := json.Marshal(v); return string(b) }
+	eos, eosSet := sc.Target.ExtraBody["ignore_eos"]
+	minTok, minSet := sc.Target.ExtraBody["min_tokens"]
+	switch {
+	case eosSet && eos == true:
+		line += "; extra_body sends `\"ignore_eos\": true`, so a server that honours it does not stop at end of sequence and runs to that cap"
+	case eosSet:
+		line += fmt.Sprintf("; extra_body sends `\"ignore_eos\": %s`, so the server may stop earlier", jsonOf(eos))
+	default:
+		line += "; no ignore_eos is sent, so the server may stop earlier"
+	}
+	if minSet {
+		line += fmt.Sprintf(", and `\"min_tokens\": %s`, so not before that many tokens where it honours it", jsonOf(minTok))
+	}
+	return line + "; output lengths are the server's.\n"
 }
 
 func label(l string) string {

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -107,19 +106,20 @@ func golden(t *testing.T, name string, got []byte) {
 }
 
 func TestGoldenReport(t *testing.T) {
-	sc, stages := goldenStages(t)
-	r := New(sc, stages, Meta{Tool: "plload test", ScenarioFile: "/abs/golden.yaml", Command: "plload run /abs/golden.yaml",
-		Started: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), Finished: time.Date(2026, 11, 29, 12, 0, 30, 0, time.UTC)})
+	sc, r := goldenReport(t)
+	stages := r.Stages
 	md := r.Markdown(sc)
 	golden(t, "report.md", []byte(md))
 	if strings.Contains(md, "sk-SECRET") {
 		t.Fatal("a secret reached report.md")
 	}
-	if r.HeadlineStage != 1 || !strings.HasPrefix(md, "# plload report: golden\n\n**Headline**: stage 01:") {
-		t.Fatalf("headline: stage %d\n%s", r.HeadlineStage, md[:200])
+	if r.HeadlineStage == nil || *r.HeadlineStage != 1 || !strings.HasPrefix(md, "# plload report: golden\n\n**Headline**: stage 01:") {
+		t.Fatalf("headline: stage %v\n%s", r.HeadlineStage, md[:200])
 	}
 	data, _ := json.MarshalIndent(stages[1], "", "  ")
 	golden(t, "stage_02.json", data)
+	data, _ = json.MarshalIndent(r, "", "  ")
+	golden(t, "report.json", data)
 }
 
 func TestStageJSONRoundTrip(t *testing.T) {
@@ -148,7 +148,7 @@ func TestComparisonAndHandoff(t *testing.T) {
 	runs := []Run{{Dir: "/r/before", Name: "before", Stages: a}, {Dir: "/r/after", Name: "after", Stages: b}}
 	text := Comparison(runs)
 	if !strings.Contains(text, "workload differs: stage 02 of before ran dataset bbbbbbbbbbbb…, of after ffffffffffff…") ||
-		strings.Contains(text, "stage 01 of before") || strings.Count(text, "| before |") != 2 {
+		strings.Contains(text, "stage 01 of before") || strings.Count(text, "| before |") != 6 {
 		t.Fatalf("comparison:\n%s", text)
 	}
 	h := Handoff(runs, "/abs/golden.yaml")

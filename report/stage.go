@@ -59,6 +59,34 @@ type CostInputs struct {
 	Label string `json:"label,omitempty"`
 }
 
+// MarshalJSON writes the inputs and the label (the embedded type's own MarshalJSON would drop it).
+func (c CostInputs) MarshalJSON() ([]byte, error) {
+	b, err := json.Marshal(c.CostInputs)
+	if err != nil || c.Label == "" {
+		return b, err
+	}
+	label, err := json.Marshal(c.Label)
+	if err != nil {
+		return nil, err
+	}
+	return append(append(b[:len(b)-1], `,"label":`...), append(label, '}')...), nil
+}
+
+// UnmarshalJSON reads the inputs and the label.
+func (c *CostInputs) UnmarshalJSON(b []byte) error {
+	if err := json.Unmarshal(b, &c.CostInputs); err != nil {
+		return err
+	}
+	var l struct {
+		Label string `json:"label"`
+	}
+	if err := json.Unmarshal(b, &l); err != nil {
+		return err
+	}
+	c.Label = l.Label
+	return nil
+}
+
 // EngineCounts are the load generator's own tallies for the stage.
 type EngineCounts struct {
 	Issued     int `json:"issued"`
@@ -75,6 +103,14 @@ type EngineCounts struct {
 	// Aborted is why the engine stopped the stage early ("" when it did not): the target was
 	// unreachable for load.abort_after.
 	Aborted string `json:"aborted,omitempty"`
+}
+
+// withLists returns the counts with Outages [] rather than null (a list is [] in JSON).
+func (e EngineCounts) withLists() EngineCounts {
+	if e.Outages == nil {
+		e.Outages = []Outage{}
+	}
+	return e
 }
 
 // Outage is a span of a stage in which every request failed the same way.
@@ -111,7 +147,7 @@ func NewStageReport(tool string, sc *workload.Scenario, i int, sha string, sum *
 		Target: Target{BaseURL: sc.Masked().Target.BaseURL, Model: sc.Target.Model, Endpoint: sc.Target.Endpoint,
 			MaxTokensField: sc.Target.MaxTokensField},
 		SLO: in.SLO, Cost: CostInputs{CostInputs: in.Cost, Label: sc.Cost.Label},
-		Partial: sum.Partial, RecordsKept: sc.Output.RecordRequests, Engine: eng, Summary: sum,
+		Partial: sum.Partial, RecordsKept: sc.Output.RecordRequests, Engine: eng.withLists(), Summary: sum,
 	}
 }
 

@@ -81,12 +81,30 @@ func loadOf(r *StageReport) string {
 	return fmt.Sprintf("%d", r.Concurrency)
 }
 
+// runStage is one row of the tables: a stage, and the run it belongs to when several are shown.
+type runStage struct {
+	run string
+	st  *StageReport
+}
+
+// rowsOf lists the stages of runs in order.
+func rowsOf(runs []Run) []runStage {
+	var out []runStage
+	for _, r := range runs {
+		for _, s := range r.Stages {
+			out = append(out, runStage{r.Name, s})
+		}
+	}
+	return out
+}
+
 // columns decides the optional columns from the stages shown together.
 type columns struct{ ttfo, startLag, run, server bool }
 
-func columnsFor(rows []*StageReport, withRun bool) columns {
+func columnsFor(rows []runStage, withRun bool) columns {
 	c := columns{run: withRun}
-	for _, r := range rows {
+	for _, rs := range rows {
+		r := rs.st
 		c.ttfo = c.ttfo || r.Summary.ReasoningSeen
 		c.startLag = c.startLag || r.Mode == "arrival_rate"
 		c.server = c.server || (r.Server != nil && r.Server.Samples > 0)
@@ -94,66 +112,122 @@ func columnsFor(rows []*StageReport, withRun bool) columns {
 	return c
 }
 
-func (c columns) header() []string {
-	h := []string{}
-	if c.run {
-		h = append(h, "run")
-	}
-	h = append(h, "stage", "load", "active sess", "req/s", "out tok/s", "goodput/s", "TTFT p50/p95/p99")
-	if c.server {
-		h = append(h, "server TTFT p50/p95")
-	}
-	h = append(h, "RTT p50/p95")
-	if c.ttfo {
-		h = append(h, "TTFO p50/p95")
-	}
-	h = append(h, "ITL p50/p95", "E2E p95", "err%", "429", "cache hit%", "SLO", "$/1M out", "$/1K turns", "$/session")
-	if c.startLag {
-		h = append(h, "start lag p50/p95/p99")
-	}
-	return h
+// table is one Markdown table with its title.
+type table struct {
+	title  string
+	header []string
+	rows   [][]string
 }
 
-func (c columns) row(r *StageReport, runName string) []string {
-	s := r.Summary
-	stage := fmt.Sprintf("%02d", r.Stage)
-	if r.Partial {
+// lead is the cells every table starts with, so each row reads on its own: the run (when several),
+// the stage and its load.
+func (c columns) lead(rs runStage) []string {
+	stage := fmt.Sprintf("%02d", rs.st.Stage)
+	if rs.st.Partial {
 		stage += " (partial)"
 	}
-	var cells []string
 	if c.run {
-		cells = append(cells, runName)
+		return []string{rs.run, stage, loadOf(rs.st)}
 	}
-	errPct := "N/A"
-	if s.ErrorRate.OK {
-		errPct = fmt.Sprintf("%.1f%%", 100*s.ErrorRate.V)
-		if s.Censored {
-			errPct += " †"
-		}
+	return []string{stage, loadOf(rs.st)}
+}
+
+func (c columns) leadHeader() []string {
+	if c.run {
+		return []string{"run", "stage", "load"}
 	}
-	cache := "N/A (no usage)"
-	if s.CacheHit.OK {
-		cache = fmt.Sprintf("%.1f%% (cached reported %d/%d)", 100*s.CacheHit.V, s.CachedReported, s.Requests.Succeeded)
-	} else if s.Requests.Succeeded == 0 {
-		cache = "N/A"
-	}
-	cells = append(cells, stage, loadOf(r),
-		fmt.Sprintf("%.1f (%d–%d)", s.Active.Mean, s.Active.Min, s.Active.Max),
-		num(s.Throughput.ReqPerSec, 2), num(s.Throughput.OutTokPerSec, 1), num(s.Throughput.GoodputPerSec, 2),
-		lats(s.TTFT, 50, 95, 99))
+	return []string{"stage", "load"}
+}
+
+// tables splits the stage columns into three tables that each fit a laptop screen: throughput and
+// errors, latency, cost (one table of all of them was 18 columns wide and scrolled the cost away).
+func (c columns) tables(rows []runStage) []table {
+	tp := table{title: "Throughput and errors", header: append(c.leadHeader(), "active sess", "req/s", "out tok/s", "goodput/s", "err%", "429", "cache hit%")}
+	la := table{title: "Latency (ms)", header: append(c.leadHeader(), "TTFT p50/p95/p99")}
 	if c.server {
-		cells = append(cells, serverTTFT(r.Server))
+		la.header = append(la.header, "server TTFT p50/p95")
 	}
-	cells = append(cells, rtt(r.NetworkRTT))
+	la.header = append(la.header, "RTT p50/p95")
 	if c.ttfo {
-		cells = append(cells, lats(s.TTFO, 50, 95))
+		la.header = append(la.header, "TTFO p50/p95")
 	}
-	cells = append(cells, lats(s.ITL, 50, 95), lats(s.E2E, 95), errPct, fmt.Sprint(s.Requests.RateLimited), cache,
-		s.SLO.Verdict, money(s.Cost.USDPer1MOut, 3), money(s.Cost.USDPer1KTurns, 4), money(s.Cost.USDPerSession, 6))
+	la.header = append(la.header, "ITL p50/p95", "E2E p95")
 	if c.startLag {
-		cells = append(cells, lats(s.StartLag, 50, 95, 99))
+		la.header = append(la.header, "start lag p50/p95/p99")
 	}
-	return cells
+	la.header = append(la.header, "SLO")
+	co := table{title: "Cost", header: append(c.leadHeader(), "SLO", "out tok/s", "$/1M out", "$/1K turns", "$/session")}
+	for _, rs := range rows {
+		s := rs.st.Summary
+		errPct := "N/A"
+		if s.ErrorRate.OK {
+			errPct = fmt.Sprintf("%.1f%%", 100*s.ErrorRate.V)
+			if s.Censored {
+				errPct += " †"
+			}
+		}
+		cache := "N/A (no usage)"
+		if s.CacheHit.OK {
+			cache = fmt.Sprintf("%s (cached reported %d/%d)", pct(s.CacheHit.V, true), s.CachedReported, s.Requests.Succeeded)
+		} else if s.Requests.Succeeded == 0 {
+			cache = "N/A"
+		}
+		tp.rows = append(tp.rows, append(c.lead(rs), fmt.Sprintf("%.1f (%d–%d)", s.Active.Mean, s.Active.Min, s.Active.Max),
+			num(s.Throughput.ReqPerSec, 2), num(s.Throughput.OutTokPerSec, 1), num(s.Throughput.GoodputPerSec, 2),
+			errPct, fmt.Sprint(s.Requests.RateLimited), cache))
+		lr := append(c.lead(rs), lats(s.TTFT, 50, 95, 99))
+		if c.server {
+			lr = append(lr, serverTTFT(rs.st.Server))
+		}
+		lr = append(lr, rtt(rs.st.NetworkRTT))
+		if c.ttfo {
+			lr = append(lr, lats(s.TTFO, 50, 95))
+		}
+		lr = append(lr, lats(s.ITL, 50, 95), lats(s.E2E, 95))
+		if c.startLag {
+			lr = append(lr, lats(s.StartLag, 50, 95, 99))
+		}
+		la.rows = append(la.rows, append(lr, sloText(rs.st)))
+		co.rows = append(co.rows, append(c.lead(rs), sloText(rs.st), num(s.Throughput.OutTokPerSec, 1),
+			costText(rs.st, s.Cost.USDPer1MOut, 3), costText(rs.st, s.Cost.USDPer1KTurns, 4), costText(rs.st, s.Cost.USDPerSession, 6)))
+	}
+	return []table{tp, la, co}
+}
+
+// sloText is the verdict, saying when N/A means that no limit was set.
+func sloText(r *StageReport) string {
+	if !r.SLO.Set() {
+		return "N/A (not set)"
+	}
+	return r.Summary.SLO.Verdict
+}
+
+// costText is a cost, saying when N/A means that no price was given.
+func costText(r *StageReport, v *float64, digits int) string {
+	if r.Cost.Unpriced {
+		return "N/A (no price)"
+	}
+	return money(v, digits)
+}
+
+// mdCell makes text safe in a Markdown table cell: a | would end the cell, a newline the row.
+func mdCell(s string) string {
+	return strings.NewReplacer("|", `\|`, "\r\n", " ", "\n", " ", "\r", " ").Replace(s)
+}
+
+// mdCode shows outside text (a server's message) verbatim as inline code, which Markdown does not
+// interpret, safe in a table cell.
+func mdCode(s string) string {
+	s = mdCell(s)
+	fence := "`"
+	for strings.Contains(s, fence) {
+		fence += "`"
+	}
+	pad := ""
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		pad = " "
+	}
+	return fence + pad + s + pad + fence
 }
 
 // markdownTable renders rows as a Markdown table.
@@ -167,29 +241,50 @@ func markdownTable(header []string, rows [][]string) string {
 	return b.String()
 }
 
-// StageTable is the Markdown table of one run's stages.
-func StageTable(stages []*StageReport) string {
-	c := columnsFor(stages, false)
-	var rows [][]string
-	for _, r := range stages {
-		rows = append(rows, c.row(r, ""))
+// stageTables renders the stage tables of rows as Markdown, each under its title.
+func stageTables(rows []runStage, withRun bool) string {
+	var b strings.Builder
+	for i, t := range columnsFor(rows, withRun).tables(rows) {
+		if i > 0 {
+			b.WriteString("\n")
+		}
+		b.WriteString(t.title + ":\n\n" + markdownTable(t.header, t.rows))
 	}
-	return markdownTable(c.header(), rows)
+	return b.String()
 }
 
-// HeadlineLine is the report's first line: the cost at the best SLO-passing stage.
-func HeadlineLine(stages []*StageReport) string {
+// StageTable is one run's stage tables in Markdown (throughput and errors, latency, cost), as the
+// terminal and report.md show them.
+func StageTable(stages []*StageReport) string {
+	return stageTables(rowsOf([]Run{{Stages: stages}}), false)
+}
+
+// HeadlineLine is the report's first line in Markdown: the cost at the best SLO-passing stage.
+func HeadlineLine(stages []*StageReport) string { return "**Headline**: " + HeadlineText(stages) }
+
+// HeadlineText is the headline in plain text (report.json), without its label.
+func HeadlineText(stages []*StageReport) string {
 	sums := make([]*metrics.StageSummary, len(stages))
 	for i, r := range stages {
 		sums[i] = r.Summary
 	}
 	best := metrics.Headline(sums)
-	if best < 0 {
-		return "**Headline**: no complete stage passed the SLO, so there is no cost at the SLO."
+	set := false
+	for _, r := range stages {
+		set = set || r.SLO.Set()
+	}
+	switch {
+	case !set:
+		return "no SLO was set, so no stage is judged and there is no cost at the SLO."
+	case best < 0:
+		return "no complete stage passed the SLO, so there is no cost at the SLO."
 	}
 	r := stages[best]
 	s := r.Summary
-	return fmt.Sprintf("**Headline**: stage %02d: %s/1M out, %s/1K turns, %s/session (out tok/s %.1f, SLO %s)",
+	if r.Cost.Unpriced {
+		return fmt.Sprintf("stage %02d: out tok/s %.1f, SLO %s; no GPU price was given, so costs are N/A", r.Stage, s.Throughput.OutTokPerSec, s.SLO.Verdict)
+	}
+	return fmt.Sprintf("stage %02d: %s/1M out, %s/1K turns, %s/session (out tok/s %.1f, SLO %s)",
 		r.Stage, money(s.Cost.USDPer1MOut, 3), money(s.Cost.USDPer1KTurns, 4), money(s.Cost.USDPerSession, 6),
 		s.Throughput.OutTokPerSec, s.SLO.Verdict)
 }

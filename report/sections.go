@@ -1,0 +1,199 @@
+package report
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/plload/plload/metrics"
+)
+
+// The report's sections after the stage tables, in Markdown: report.md shows one run, report.html
+// one or several (then each row names its run). Outside text (a server's messages) goes into code
+// spans or escaped cells, so it is shown, never read as Markdown.
+
+// stageLabel names a row's stage in a bullet: "stage 02", or "run a, stage 02".
+func stageLabel(rs runStage, withRun bool) string {
+	if withRun {
+		return fmt.Sprintf("%s, stage %02d", rs.run, rs.st.Stage)
+	}
+	return fmt.Sprintf("stage %02d", rs.st.Stage)
+}
+
+// stageCells are a row's first cells in the section tables.
+func stageCells(rs runStage, withRun bool) []string {
+	if withRun {
+		return []string{mdCell(rs.run), fmt.Sprintf("%02d", rs.st.Stage)}
+	}
+	return []string{fmt.Sprintf("%02d", rs.st.Stage)}
+}
+
+func stageHeader(withRun bool, rest ...string) []string {
+	if withRun {
+		return append([]string{"run", "stage"}, rest...)
+	}
+	return append([]string{"stage"}, rest...)
+}
+
+func warningsSection(rows []runStage, withRun bool, extra []string) string {
+	var b strings.Builder
+	for _, w := range extra {
+		b.WriteString("- " + w + "\n")
+	}
+	for _, rs := range rows {
+		for _, w := range rs.st.Summary.Warnings {
+			b.WriteString("- " + stageLabel(rs, withRun) + ": " + w + "\n")
+		}
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return "\n## Warnings\n\n" + b.String()
+}
+
+func errorsSection(rows []runStage, withRun bool) string {
+	var b strings.Builder
+	for _, rs := range rows {
+		ek := rs.st.Summary.ErrorKinds
+		if len(ek) == 0 {
+			continue
+		}
+		kinds := make([]string, 0, len(ek))
+		for k := range ek {
+			kinds = append(kinds, k)
+		}
+		sort.Strings(kinds)
+		parts := make([]string, len(kinds))
+		for i, k := range kinds {
+			parts[i] = fmt.Sprintf("%s × %d", mdCell(k), ek[k])
+		}
+		fmt.Fprintf(&b, "- %s: %s\n", stageLabel(rs, withRun), strings.Join(parts, ", "))
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return "\n## Errors by kind\n\n" + b.String()
+}
+
+// engineSection shows what the load generator did about failures: requests it sent again on a new
+// connection, the spans in which every request failed, and why it stopped a stage early.
+func engineSection(rows []runStage, withRun bool) string {
+	var notes strings.Builder
+	var outages [][]string
+	for _, rs := range rows {
+		e := rs.st.Engine
+		if e.Retried > 0 {
+			fmt.Fprintf(&notes, "- %s: %d requests were sent a second time, at once, on a new connection: the kept-alive connection they first went out on failed before any response byte (the server had closed it). Each counts once, from its first try.\n",
+				stageLabel(rs, withRun), e.Retried)
+		}
+		if e.Aborted != "" {
+			fmt.Fprintf(&notes, "- %s: stopped early: %s\n", stageLabel(rs, withRun), mdCell(e.Aborted))
+		}
+		for _, o := range e.Outages {
+			outages = append(outages, append(stageCells(rs, withRun), o.From, o.To, mdCell(o.Kind), fmt.Sprint(o.Requests), mdCode(o.FirstMessage)))
+		}
+	}
+	if notes.Len() == 0 && len(outages) == 0 {
+		return ""
+	}
+	out := "\n## Retries and outages\n\n" + notes.String()
+	if len(outages) > 0 {
+		if notes.Len() > 0 {
+			out += "\n"
+		}
+		out += "Outages: spans in which every request failed the same way (before a response byte, or with 429/5xx).\n\n" +
+			markdownTable(stageHeader(withRun, "from", "to", "kind", "requests", "first message"), outages)
+	}
+	return out
+}
+
+// serverSection puts the server's own view next to the client's: queueing, KV-cache use, its TTFT
+// and its cache hit rate, from its Prometheus endpoint.
+func serverSection(rows []runStage, withRun bool) string {
+	var table [][]string
+	var scrapes strings.Builder
+	for _, rs := range rows {
+		s, sv := rs.st, rs.st.Server
+		if sv == nil {
+			continue
+		}
+		if sv.Scrapes > 0 && sv.ScrapesOK < sv.Scrapes {
+			fmt.Fprintf(&scrapes, "- %s: server metrics: %d of %d scrapes ok (the others failed or timed out; the figures come from those that answered).\n",
+				stageLabel(rs, withRun), sv.ScrapesOK, sv.Scrapes)
+		}
+		if sv.Samples == 0 {
+			table = append(table, append(stageCells(rs, withRun), mdCell(sv.Note), "", "", "", "", ""))
+			continue
+		}
+		opt := func(o metrics.Opt[float64], f string) string {
+			if !o.OK {
+				return "N/A"
+			}
+			return fmt.Sprintf(f, o.V)
+		}
+		table = append(table, append(stageCells(rs, withRun),
+			fmt.Sprintf("%s (%d scrapes)", metrics.ServerEngineOf(sv.Engine)+orNote(sv), sv.Samples),
+			opt(sv.RunningMean, "%.1f")+" / "+opt(sv.RunningMax, "%.0f"), opt(sv.WaitingMean, "%.1f")+" / "+opt(sv.WaitingMax, "%.0f"),
+			pct(sv.KVUsageMean.V, sv.KVUsageMean.OK)+" / "+pct(sv.KVUsageMax.V, sv.KVUsageMax.OK),
+			fmt.Sprintf("%s (client %s)", serverTTFT(sv), lats(s.Summary.TTFT, 50, 95)),
+			fmt.Sprintf("%s (client %s)", pct(sv.CacheHitRate.V, sv.CacheHitRate.OK), pct(s.Summary.CacheHit.V, s.Summary.CacheHit.OK))))
+	}
+	if len(table) == 0 {
+		return ""
+	}
+	out := "\n## Server view\n\n" + markdownTable(stageHeader(withRun, "server", "running mean / max", "waiting mean / max", "KV cache use mean / max", "TTFT p50/p95 ms", "cache hit"), table) +
+		"\nFrom the target's Prometheus endpoint, scraped every second; server TTFT comes from its histogram's increase over the window, so it is only as fine as the server's buckets (vLLM's jump from 100 ms to 250 ms).\n"
+	if scrapes.Len() > 0 {
+		out += "\n" + scrapes.String()
+	}
+	return out
+}
+
+func orNote(s *metrics.ServerSummary) string {
+	if s.Engine == "unknown" {
+		return "unknown server"
+	}
+	return ""
+}
+
+// injectorSection shows how hard plload itself worked, stage by stage: the evidence that the client
+// was not the bottleneck (thresholds: metrics.InjectorCPUWarnShare, InjectorSchedWarnMs,
+// InjectorRunQueueWarnPercent).
+func injectorSection(rows []runStage, withRun bool) string {
+	var table [][]string
+	for _, rs := range rows {
+		h := rs.st.Injector
+		wait := "N/A"
+		if h.RunQueueWaitPercent.OK {
+			wait = fmt.Sprintf("%.0f%% of the time", h.RunQueueWaitPercent.V)
+		}
+		table = append(table, append(stageCells(rs, withRun), fmt.Sprintf("%.0f%% of %d core(s)", h.CPUPercent, h.Cores), wait,
+			fmt.Sprintf("%.2f ms", h.SchedLatencyP99Ms), fmt.Sprintf("%.1f ms", h.GCPauseTotalMs), lagText(rs.st.Summary.ThinkLag), lagText(rs.st.Summary.StartLag)))
+	}
+	if len(table) == 0 {
+		return ""
+	}
+	return "\n## Injector health\n\n" + markdownTable(stageHeader(withRun, "client CPU", "waiting for a CPU", "scheduler latency p99", "GC pauses", "think lag p99", "start lag p99"), table) +
+		fmt.Sprintf("\nA warning is raised when the client's CPU passes %.0f%% of its cores, its threads wait for a CPU more than %d%% of the time (other processes taking the cores; Linux only), or its scheduler latency p99 passes %.0f ms: then its own timestamps may be late. With the bundled mock in-process, the CPU figure includes the mock's.\n",
+			100*metrics.InjectorCPUWarnShare, metrics.InjectorRunQueueWarnPercent, metrics.InjectorSchedWarnMs)
+}
+
+func lagText(d metrics.Dist) string {
+	if !d.Known() {
+		return "N/A"
+	}
+	return fmt.Sprintf("%.2f ms", d.P99)
+}
+
+// columnNotes explains the stage tables' columns.
+const columnNotes = "\nColumns: load is the concurrency (or arrival rate and its cap); active sess is the time-weighted mean (min–max) of open sessions; " +
+	"req/s, out tok/s and goodput/s count successful requests that ended in the measurement window (goodput: those that also met the TTFT and ITL limits); " +
+	"latencies are in ms; RTT is the network round trip (GET /v1/models on a warm connection, measured before the stage): the part of TTFT no server can remove; ITL is the pooled distribution of gaps between streamed tokens; err% counts cancellations as errors (†: some requests were cancelled, so latency percentiles are lower bounds); " +
+	"cache hit% is cached ÷ prompt tokens over successful requests that reported usage; SLO N/A (not set) means no limit was given, cost N/A (no price) that no GPU price was.\n"
+
+// sections is everything after the stage tables and before the method: warnings, errors, retries
+// and outages, the server's view and the injector's health.
+func sections(rows []runStage, withRun bool, extraWarnings []string) string {
+	return warningsSection(rows, withRun, extraWarnings) + errorsSection(rows, withRun) + engineSection(rows, withRun) +
+		serverSection(rows, withRun) + injectorSection(rows, withRun)
+}
