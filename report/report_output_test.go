@@ -61,7 +61,7 @@ func TestStageTablesFitALaptop(t *testing.T) {
 	sc, r := goldenReport(t)
 	_, again := troubledStages(t)
 	for name, text := range map[string]string{"StageTable": StageTable(r.Stages), "report.md": r.Markdown(sc),
-		"Comparison of one run": Comparison([]Run{{Name: "golden", Stages: r.Stages}}),
+		"Comparison of one run":  Comparison([]Run{{Name: "golden", Stages: r.Stages}}),
 		"Comparison of two runs": Comparison([]Run{{Name: "a", Stages: r.Stages}, {Name: "b", Stages: again}})} {
 		tables := markdownTables(text)
 		if len(tables) < 3 {
