@@ -1,0 +1,104 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// TestReportRecordsWithoutLimits: `plload report --records FILE` judges only the limits it is given
+// and prices only with a price: without the flags the SLO and the cost are N/A, never FAIL (against
+// a limit of 0) nor $0.000 (as if the GPUs were free).
+func TestReportRecordsWithoutLimits(t *testing.T) {
+	const file = "metrics/testdata/aiperf_profile_export.jsonl"
+	cases := []struct {
+		name     string
+		flags    []string
+		want     []string
+		not      []string
+		exitCode int
+	}{
+		{"no flags", nil, []string{"**Headline**: no SLO was set", "| 01 |", "N/A (not set)", "N/A (no price)"}, []string{"FAIL", "PASS", "$0.0"}, 0},
+		{"SLO without price", []string{"--ttft-p95", "100ms", "--itl-p95", "30ms"},
+			[]string{"**Headline**: stage 01: out tok/s", "no GPU price was given", "N/A (no price)", "PASS"}, []string{"$0.0", "not set"}, 0},
+		{"price without SLO", []string{"--gpu-hourly-usd", "2"}, []string{"N/A (not set)", "$"}, []string{"FAIL", "no price"}, 0},
+		{"error rate 0 is a limit", []string{"--error-rate-max", "0", "--gpu-hourly-usd", "0"}, []string{"$0.0"}, []string{"not set", "no price"}, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := plload(t, append([]string{"report", "--records", file}, tc.flags...)...)
+			if code != tc.exitCode {
+				t.Fatalf("exit %d\n%s%s", code, out, errOut)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(out, w) {
+					t.Errorf("output lacks %q:\n%s", w, out)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(out, n) {
+					t.Errorf("output has %q:\n%s", n, out)
+				}
+			}
+		})
+	}
+}
+
+// TestRunOutputsMatchSchema: a real run's report.json and stage.json (the in-process mock) validate
+// against report/schema, and its report.html is rendered HTML with the sections report.md has.
+func TestRunOutputsMatchSchema(t *testing.T) {
+	out := t.TempDir()
+	if code, stdout, stderr := plload(t, "run", "testdata/tiny.yaml", "--out", out); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(out, "tiny-*"))
+	if len(dirs) != 1 {
+		t.Fatalf("results dirs: %v", dirs)
+	}
+	const base = "https://github.com/plload/plload/report/schema/"
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	for _, name := range []string{"report.schema.json", "stage.schema.json"} {
+		data, err := os.ReadFile(filepath.Join("report", "schema", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.AddResource(base+name, doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for file, schema := range map[string]string{"report.json": "report.schema.json", "stage_01/stage.json": "stage.schema.json"} {
+		sch, err := c.Compile(base + schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(filepath.Join(dirs[0], file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sch.Validate(doc); err != nil {
+			t.Errorf("%s does not match report/schema/%s: %v", file, schema, err)
+		}
+	}
+	page, err := os.ReadFile(filepath.Join(dirs[0], "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<h2>Injector health</h2>", "<h2>Method</h2>", "<h2>Configuration</h2>", "<th>$/1M out</th>", "<li>Tool: "} {
+		if !bytes.Contains(page, []byte(want)) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+}
