@@ -14,11 +14,16 @@ import (
 	"github.com/plload/plload/workload"
 )
 
+// exitUndecided is gate's exit code when no check could be decided (too few samples, a strained
+// client, missing records): the gate checked nothing, so it neither passes nor fails the run.
+const exitUndecided = 3
+
 func gateFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringSliceFlag{Name: "check", Usage: "a threshold rule, repeatable: \"ttft_p95 < 500ms\", \"stage 2: error_rate < 1%\", \"slo == PASS\" (no scope = the headline stage)"},
 		&cli.StringFlag{Name: "max-regression", Usage: "tolerances against --baseline, e.g. ttft_p95=10%,out_tok_s=5% (defaults: ttft_p95, itl_p95, e2e_p95 10%; out_tok_s 5%)"},
 		&cli.BoolFlag{Name: "allow-different-workload", Usage: "compare runs whose dataset sha256 differs (normally refused)"},
+		&cli.BoolFlag{Name: "allow-undecided", Usage: "exit 0, not 3, when no check could be decided (the reasons are still printed)"},
 		&cli.StringFlag{Name: "junit", Usage: "write the checks as JUnit XML to `FILE`"},
 	}
 }
@@ -27,18 +32,28 @@ func gateCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "gate",
 		Usage: "pass or fail a finished run: thresholds, and regressions against a baseline run",
-		Description: "Checks a candidate results directory against threshold rules (--check and the scenario's gate:\n" +
-			"list) and, with --baseline, against a baseline run stage by stage. Latency percentiles are compared\n" +
-			"on both runs' records by resampling whole requests (a request's chunk gaps are not independent):\n" +
-			"a bootstrap 95% interval of the relative change, and a regression only when the whole interval is\n" +
-			"past the tolerance; an interval that straddles it is \"inconclusive\" (too thin to decide) and does\n" +
-			"not fail the gate. Throughputs are compared with their counting noise. When plload itself was\n" +
-			"strained in either run of a stage (an injector warning in stage.json), that stage's comparisons are\n" +
-			"inconclusive and say why. Runs whose workloads differ (dataset sha256) are refused unless\n" +
-			"--allow-different-workload.\n\n" +
+		Description: "Checks a candidate results directory against threshold rules (--check and the gate: list of its\n" +
+			"scenario.resolved.yaml) and, with --baseline, against a baseline run stage by stage. Latency\n" +
+			"percentiles are compared on both runs' records by resampling whole requests (a request's chunk\n" +
+			"gaps are not independent): a bootstrap 95% interval of the relative change, a regression only when\n" +
+			"the whole interval is past the tolerance, a pass only when none of it is. Throughputs are compared\n" +
+			"with their counting noise. Otherwise a check is not decided (INCONCLUSIVE), and says why: the\n" +
+			"interval straddles the tolerance, fewer than 30 requests, a run's records are missing, or the\n" +
+			"client was strained (an injector warning in stage.json) in the run whose bias could have swayed the\n" +
+			"decision: a strained candidate cannot fake a pass, a strained baseline cannot fake a fail. A\n" +
+			"missing-records or strained-client reason also prints a warning line naming the run's directory.\n" +
+			"Runs whose workloads differ (dataset sha256) are refused unless --allow-different-workload.\n\n" +
 			"Writes gate.json into the candidate directory, --junit FILE, GitHub Actions annotations when\n" +
-			"GITHUB_ACTIONS=true and a summary to $GITHUB_STEP_SUMMARY when set.\n" +
-			"Exit 0 pass, 1 fail, 2 bad input.",
+			"GITHUB_ACTIONS=true and a summary to $GITHUB_STEP_SUMMARY when set.\n\n" +
+			"Exit codes:\n" +
+			"  0  pass: no check failed and at least one was decided. Checks not decided beside decided passes\n" +
+			"     do not fail the gate (a CI job that went red on every thin comparison would be switched off);\n" +
+			"     they are printed, counted on the last line (\"gate PASSED (6 checks, 2 not decided)\") and\n" +
+			"     annotated as warnings.\n" +
+			"  1  fail: a check failed (whatever the others are).\n" +
+			"  2  bad input: flags, rules, a directory that is not a run, an unreadable scenario.resolved.yaml.\n" +
+			"  3  undecided: no check could be decided, so nothing was checked; each check says why.\n" +
+			"     --allow-undecided makes this exit 0 (the reasons are still printed).",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "candidate", Usage: "the results directory to judge", Required: true},
 			&cli.StringFlag{Name: "baseline", Usage: "a results directory to compare with"},
@@ -59,7 +74,12 @@ func gate(cmd *cli.Command, candDir, baseDir string, scenarioRules []string) err
 	}
 	texts := append([]string(nil), cmd.StringSlice("check")...)
 	if scenarioRules == nil {
-		scenarioRules = rulesOf(candDir)
+		// An unreadable scenario is an error, never "no rules": a gate that dropped the scenario's own
+		// gate: list would pass a run whose gate fails.
+		scenarioRules, err = workload.ReadGateRules(filepath.Join(candDir, "scenario.resolved.yaml"))
+		if err != nil {
+			return badInput("gate --candidate: %v", err)
+		}
 	}
 	texts = append(texts, scenarioRules...)
 	var rules []report.Rule
@@ -74,27 +94,27 @@ func gate(cmd *cli.Command, candDir, baseDir string, scenarioRules []string) err
 	if err != nil {
 		return badInput("gate: %v", err)
 	}
-	g := report.GateResult{SchemaVersion: report.SchemaVersion, Candidate: absPath(candDir)}
-	g.Checks = report.Evaluate(rules, cand)
+	checks := report.Evaluate(rules, cand)
+	baseAbs := ""
 	if baseDir != "" {
 		base, err := report.ReadRun(baseDir)
 		if err != nil {
 			return badInput("gate --baseline: %v", err)
 		}
-		g.Baseline = absPath(baseDir)
+		baseAbs = absPath(baseDir)
 		diffs := report.WorkloadWarnings([]report.Run{{Name: "baseline", Stages: base}, {Name: "candidate", Stages: cand}})
 		if len(diffs) > 0 && !cmd.Bool("allow-different-workload") {
 			return badInput("gate: the runs did not measure the same workload (%s); compare them anyway with --allow-different-workload", strings.Join(diffs, "; "))
 		}
 		dirs := map[string]string{"baseline": baseDir, "candidate": candDir}
-		g.Checks = append(g.Checks, report.Regressions(base, cand, tol, func(run string, st *report.StageReport) *metrics.StageSeries {
+		checks = append(checks, report.Regressions(base, cand, tol, func(run string, st *report.StageReport) (*metrics.StageSeries, error) {
 			return seriesOf(dirs[run], st)
 		})...)
 	}
-	if len(g.Checks) == 0 {
+	if len(checks) == 0 {
 		return badInput("gate: nothing to check: give --check rules, a gate: list in the scenario, or --baseline")
 	}
-	g.Passed = report.GatePassed(g.Checks)
+	g := report.NewGateResult(absPath(candDir), baseAbs, checks, cmd.Bool("allow-undecided"))
 	report.PrintGate(out, g)
 	if err := report.WriteGateJSON(candDir, g); err != nil {
 		return fmt.Errorf("gate.json: %w", err)
@@ -109,32 +129,31 @@ func gate(cmd *cli.Command, candDir, baseDir string, scenarioRules []string) err
 			fmt.Fprintf(cmd.Root().ErrWriter, "warning: GitHub summary: %v\n", err)
 		}
 	}
-	if !g.Passed {
+	switch {
+	case g.Verdict == report.VerdictFail:
 		return &exitError{code: exitFailed, err: fmt.Errorf("gate failed: see the FAIL lines above (gate.json in %s)", absPath(candDir))}
+	case !g.Passed:
+		return &exitError{code: exitUndecided, err: fmt.Errorf("gate undecided: no check could be decided, see the INCONCLUSIVE lines above for why "+
+			"(more requests per stage, a quieter machine, or the records kept would decide them); --allow-undecided accepts this (gate.json in %s)", absPath(candDir))}
 	}
 	return nil
 }
 
-// rulesOf reads the gate: list of a run's scenario.resolved.yaml.
-func rulesOf(dir string) []string {
-	sc, issues := workload.Load(filepath.Join(dir, "scenario.resolved.yaml"), workload.LoadOptions{Getenv: func(string) string { return "x" }})
-	if sc == nil || issues.Err() != nil {
-		return nil
-	}
-	return sc.Gate
-}
-
-// seriesOf reads a stage's records into samples (nil when they were deleted).
-func seriesOf(dir string, st *report.StageReport) *metrics.StageSeries {
-	f, err := os.Open(filepath.Join(dir, fmt.Sprintf("stage_%02d", st.Stage), "profile_export.jsonl"))
+// seriesOf reads a stage's records into samples, or says why it cannot.
+func seriesOf(dir string, st *report.StageReport) (*metrics.StageSeries, error) {
+	path := filepath.Join(dir, fmt.Sprintf("stage_%02d", st.Stage), "profile_export.jsonl")
+	f, err := os.Open(path)
 	if err != nil {
-		return nil
+		if !st.RecordsKept {
+			return nil, fmt.Errorf("%s: %w; the run had output.record_requests: false, which deletes them: set it to true to compare latencies", path, err)
+		}
+		return nil, err // the error names the path
 	}
 	defer f.Close()
 	var recs []*metrics.Record
-	if metrics.ReadRecords(f, func(r *metrics.Record) error { recs = append(recs, r); return nil }) != nil {
-		return nil
+	if err := metrics.ReadRecords(f, func(r *metrics.Record) error { recs = append(recs, r); return nil }); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	s := metrics.Series(recs, st.Summary)
-	return &s
+	return &s, nil
 }

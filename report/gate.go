@@ -146,11 +146,44 @@ type Check struct {
 	Candidate *float64 `json:"candidate,omitempty"`
 	Baseline  *float64 `json:"baseline,omitempty"`
 	Limit     string   `json:"limit"`
-	// Interval is the bootstrap 95 % interval of the relative change (regression checks on latency).
+	// Interval is the 95 % interval of the relative change (regression checks).
 	Interval *[2]float64 `json:"interval,omitempty"`
-	Status   string      `json:"status"` // pass, fail, inconclusive
+	Status   string      `json:"status"` // pass, fail, inconclusive (= not decided)
 	Message  string      `json:"message"`
+	// Cause says, for an inconclusive check, why it was not decided (one of the Cause* values); Run
+	// names the run it is about (baseline, candidate, or both) when the cause lies in one run, and
+	// Reason says it in words.
+	Cause  string `json:"cause,omitempty"`
+	Run    string `json:"run,omitempty"`
+	Reason string `json:"reason,omitempty"`
 }
+
+// Why a check was not decided.
+const (
+	// CauseThin: the interval straddles the tolerance; more requests would decide it.
+	CauseThin = "thin_evidence"
+	// CauseFewSamples: fewer than minSamples requests with the metric in a run's stage.
+	CauseFewSamples = "few_samples"
+	// CauseStrained: the client was short of CPU in the run whose bias could have made the decision.
+	CauseStrained = "client_strained"
+	// CauseNoRecords: a run's records (profile_export.jsonl) are missing or unreadable.
+	CauseNoRecords = "no_records"
+	// CauseUnknown: the metric has no value in a run (no successful request in the stage).
+	CauseUnknown = "unknown_value"
+	// CauseNoBaselineStage: the baseline has no stage of that number to compare with.
+	CauseNoBaselineStage = "no_baseline_stage"
+)
+
+// Statuses of a check and verdicts of a gate.
+const (
+	StatusPass         = "pass"
+	StatusFail         = "fail"
+	StatusInconclusive = "inconclusive"
+
+	VerdictPass      = "pass"
+	VerdictFail      = "fail"
+	VerdictUndecided = "undecided" // no check was decided
+)
 
 func ptr(v float64) *float64 { return &v }
 
@@ -287,9 +320,13 @@ func itlSamples(s metrics.StageSeries) [][]float64 { return s.ITLByRequest }
 // minSamples is the fewest requests with a latency sample per side a bootstrap decision rests on.
 const minSamples = 30
 
-// Regressions compares a candidate run with a baseline, stage by stage number. samples returns a
-// stage's latency samples (nil when its records are gone).
-func Regressions(base, cand []*StageReport, tol Tolerances, samples func(run string, st *StageReport) *metrics.StageSeries) []Check {
+// Samples returns a stage's latency samples for a run ("baseline" or "candidate"), or an error saying
+// why its records cannot be read.
+type Samples func(run string, st *StageReport) (*metrics.StageSeries, error)
+
+// Regressions compares a candidate run with a baseline, stage by stage number. Every candidate stage
+// yields a check per tolerance, decided or saying why not: nothing is left out silently.
+func Regressions(base, cand []*StageReport, tol Tolerances, samples Samples) []Check {
 	var out []Check
 	byStage := map[int]*StageReport{}
 	for _, s := range base {
@@ -303,86 +340,116 @@ func Regressions(base, cand []*StageReport, tol Tolerances, samples func(run str
 	for _, c := range cand {
 		b, ok := byStage[c.Stage]
 		if !ok {
+			why := fmt.Sprintf("the baseline has no stage %02d to compare with", c.Stage)
+			out = append(out, Check{Name: fmt.Sprintf("stage %02d regressions", c.Stage), Kind: "regression", Stage: c.Stage,
+				Limit: "a baseline stage", Status: StatusInconclusive, Message: why, Cause: CauseNoBaselineStage, Run: "baseline", Reason: why})
 			continue
 		}
+		// Records are read once per stage and run, not once per metric.
+		series := map[string]*metrics.StageSeries{}
+		seriesErr := map[string]error{}
+		read := func(run string, st *StageReport) {
+			if _, done := series[run]; !done && seriesErr[run] == nil {
+				s, err := samples(run, st)
+				if err == nil && s == nil {
+					err = fmt.Errorf("no records")
+				}
+				series[run], seriesErr[run] = s, err
+			}
+		}
 		for _, name := range names {
-			limit := tol[name]
-			m := regressionMetrics[name]
-			bv, bok := gateMetrics[name](b)
-			cv, cok := gateMetrics[name](c)
-			ch := Check{Name: fmt.Sprintf("stage %02d %s regression", c.Stage, name), Kind: "regression", Stage: c.Stage,
-				Limit: fmt.Sprintf("≤ %.0f%% worse", 100*limit)}
-			if !bok || !cok {
-				ch.Status, ch.Message = "inconclusive", fmt.Sprintf("%s is unknown in one of the runs", name)
-				out = append(out, ch)
-				continue
-			}
-			ch.Baseline, ch.Candidate = ptr(bv), ptr(cv)
-			var bs, cs [][]float64
-			if m.samples != nil {
-				if s := samples("baseline", b); s != nil {
-					bs = m.samples(*s)
-				}
-				if s := samples("candidate", c); s != nil {
-					cs = m.samples(*s)
-				}
-			}
-			switch {
-			case m.samples != nil && len(bs) >= minSamples && len(cs) >= minSamples:
-				iv := metrics.BootstrapRelDiff(bs, cs, m.p, 1000, uint64(c.Stage))
-				ch.Interval = &[2]float64{iv.Lo, iv.Hi}
-				switch {
-				case iv.Lo > limit:
-					ch.Status = "fail"
-				case iv.Hi <= limit:
-					ch.Status = "pass"
-				default:
-					ch.Status = "inconclusive"
-				}
-				ch.Message = fmt.Sprintf("%s %s → %s ms (%+.1f%%, 95%% interval %+.1f%% … %+.1f%%, tolerance %.0f%%; %s vs %s)",
-					name, fmtG(bv), fmtG(cv), 100*iv.Point, 100*iv.Lo, 100*iv.Hi, 100*limit, sampleCount(bs), sampleCount(cs))
-				if ch.Status == "inconclusive" {
-					ch.Message += ": the evidence is too thin to decide"
-				}
-			case m.samples != nil:
-				ch.Status = "inconclusive"
-				ch.Message = fmt.Sprintf("%s %s → %s: fewer than %d samples per run (or no records), too thin to decide", name, fmtG(bv), fmtG(cv), minSamples)
-			default:
-				// Throughput: one number per run, counted over N requests. Its relative noise is about
-				// 1/√N (a Poisson count), so the 95 % interval of the change is ±1.96·√(1/Nb + 1/Nc).
-				nb, nc := float64(b.Summary.Throughput.Requests), float64(c.Summary.Throughput.Requests)
-				change := 0.0
-				if bv > 0 {
-					change = cv/bv - 1
-				}
-				half := math.Inf(1)
-				if nb > 0 && nc > 0 {
-					half = 1.96 * math.Sqrt(1/nb+1/nc)
-				}
-				worse := -change // lower is worse
-				ch.Interval = &[2]float64{change - half, change + half}
-				switch {
-				case worse-half > limit:
-					ch.Status = "fail"
-				case worse+half <= limit:
-					ch.Status = "pass"
-				default:
-					ch.Status = "inconclusive"
-				}
-				ch.Message = fmt.Sprintf("%s %s → %s (%+.1f%%, 95%% interval ±%.1f%% from %.0f and %.0f requests, tolerance %.0f%%)",
-					name, fmtG(bv), fmtG(cv), 100*change, 100*half, nb, nc, 100*limit)
-				if ch.Status == "inconclusive" {
-					ch.Message += ": too thin to decide"
-				}
-			}
-			if why := strainedInjector(b, c); why != "" && ch.Status != "inconclusive" {
-				ch.Status = "inconclusive"
-				ch.Message += "; not decided: " + why
-			}
-			out = append(out, ch)
+			out = append(out, regression(name, tol[name], b, c, read, series, seriesErr))
 		}
 	}
 	return out
+}
+
+// regression decides one metric of one stage pair.
+func regression(name string, limit float64, b, c *StageReport, read func(string, *StageReport),
+	series map[string]*metrics.StageSeries, seriesErr map[string]error) Check {
+	m := regressionMetrics[name]
+	ch := Check{Name: fmt.Sprintf("stage %02d %s regression", c.Stage, name), Kind: "regression", Stage: c.Stage,
+		Limit: fmt.Sprintf("≤ %.0f%% worse", 100*limit)}
+	undecided := func(cause, run, why string) Check {
+		ch.Status, ch.Cause, ch.Run, ch.Reason = StatusInconclusive, cause, run, why
+		return ch
+	}
+	bv, bok := gateMetrics[name](b)
+	cv, cok := gateMetrics[name](c)
+	if !bok || !cok {
+		run := map[[2]bool]string{{false, true}: "baseline", {true, false}: "candidate", {false, false}: "baseline and candidate"}[[2]bool{bok, cok}]
+		why := fmt.Sprintf("%s is unknown in the %s run (no successful request with it)", name, run)
+		ch.Message = why
+		return undecided(CauseUnknown, run, why)
+	}
+	ch.Baseline, ch.Candidate = ptr(bv), ptr(cv)
+	if m.samples != nil {
+		read("baseline", b)
+		read("candidate", c)
+		var missing, whys []string
+		for _, run := range []string{"baseline", "candidate"} {
+			if err := seriesErr[run]; err != nil {
+				missing = append(missing, run)
+				whys = append(whys, fmt.Sprintf("the %s run's records cannot be read (%v)", run, err))
+			}
+		}
+		if len(missing) > 0 {
+			why := strings.Join(whys, "; ") + ": latency percentiles are compared on records"
+			ch.Message = fmt.Sprintf("%s %s → %s ms: not decided: %s", name, fmtG(bv), fmtG(cv), why)
+			return undecided(CauseNoRecords, strings.Join(missing, " and "), why)
+		}
+		bs, cs := m.samples(*series["baseline"]), m.samples(*series["candidate"])
+		if len(bs) < minSamples || len(cs) < minSamples {
+			why := fmt.Sprintf("fewer than %d requests with %s in a run (%d in the baseline, %d in the candidate): too thin to decide; run the stage longer", minSamples, name, len(bs), len(cs))
+			ch.Message = fmt.Sprintf("%s %s → %s ms: %s", name, fmtG(bv), fmtG(cv), why)
+			return undecided(CauseFewSamples, "", why)
+		}
+		iv := metrics.BootstrapRelDiff(bs, cs, m.p, 1000, uint64(c.Stage))
+		ch.Interval = &[2]float64{iv.Lo, iv.Hi}
+		ch.Status = decide(iv.Lo, iv.Hi, limit)
+		ch.Message = fmt.Sprintf("%s %s → %s ms (%+.1f%%, 95%% interval %+.1f%% … %+.1f%%, tolerance %.0f%%; %s vs %s)",
+			name, fmtG(bv), fmtG(cv), 100*iv.Point, 100*iv.Lo, 100*iv.Hi, 100*limit, sampleCount(bs), sampleCount(cs))
+	} else {
+		// Throughput: one number per run, counted over N requests. Its relative noise is about
+		// 1/√N (a Poisson count), so the 95 % interval of the change is ±1.96·√(1/Nb + 1/Nc). Lower
+		// is worse, so the "worse" interval is the change's, negated.
+		nb, nc := float64(b.Summary.Throughput.Requests), float64(c.Summary.Throughput.Requests)
+		change := 0.0
+		if bv > 0 {
+			change = cv/bv - 1
+		}
+		half := math.Inf(1)
+		if nb > 0 && nc > 0 {
+			half = 1.96 * math.Sqrt(1/nb+1/nc)
+		}
+		ch.Interval = &[2]float64{change - half, change + half}
+		ch.Status = decide(-change-half, -change+half, limit)
+		ch.Message = fmt.Sprintf("%s %s → %s (%+.1f%%, 95%% interval ±%.1f%% from %.0f and %.0f requests, tolerance %.0f%%)",
+			name, fmtG(bv), fmtG(cv), 100*change, 100*half, nb, nc, 100*limit)
+	}
+	if ch.Status == StatusInconclusive {
+		why := "the interval straddles the tolerance: the evidence is too thin to decide; more requests per stage would decide it"
+		ch.Message += ": " + why
+		ch.Cause, ch.Reason = CauseThin, why
+		return ch
+	}
+	if run, why := strainedInjector(b, c, ch.Status); why != "" {
+		ch.Message += "; not decided: " + why
+		return undecided(CauseStrained, run, why)
+	}
+	return ch
+}
+
+// decide turns the interval of how much worse the candidate is into a status: a regression only when
+// the whole interval is past the tolerance, a pass only when none of it is.
+func decide(worseLo, worseHi, limit float64) string {
+	switch {
+	case worseLo > limit:
+		return StatusFail
+	case worseHi <= limit:
+		return StatusPass
+	}
+	return StatusInconclusive
 }
 
 // sampleCount names what a bootstrap rested on: "124 requests", or "868 gaps from 124 requests".
@@ -397,28 +464,54 @@ func sampleCount(groups [][]float64) string {
 	return fmt.Sprintf("%d gaps from %d requests", values, len(groups))
 }
 
-// strainedInjector says why a comparison of two stages cannot be trusted to either side when plload
-// itself was short of CPU in one of them: a loaded client inflates the latencies it measures (a false
-// alarm in the candidate, a masked regression in the baseline) and can cap throughput. "" when both
-// injectors were healthy.
-func strainedInjector(base, cand *StageReport) string {
-	for _, side := range []struct {
-		name string
-		st   *StageReport
-	}{{"baseline", base}, {"candidate", cand}} {
-		if w := side.st.Injector.Warnings(); len(w) > 0 {
-			return fmt.Sprintf("the client was strained in the %s run (%s)", side.name, w[0])
-		}
+// strainedInjector says which run's strained client could have made a decision, and why; "" when
+// none could. A client short of CPU only ever makes its own run look worse: its timestamps are late,
+// so latencies read longer, and it sends less, so throughput reads lower; it never makes a run look
+// better. So a strained candidate can raise a false alarm but cannot fake a pass (a candidate that
+// passes while handicapped is at least that good), and a strained baseline can mask a regression but
+// cannot fake one (a candidate found worse than an inflated baseline is worse still than the true
+// one). So a fail stands unless the candidate was strained, and a pass unless the baseline was: a
+// busy CI machine still decides the comparisons its strain cannot have swayed.
+func strainedInjector(base, cand *StageReport, status string) (run, why string) {
+	side, st := "baseline", base
+	if status == StatusFail {
+		side, st = "candidate", cand
 	}
-	return ""
+	w := st.Injector.Warnings()
+	if len(w) == 0 {
+		return "", ""
+	}
+	what := map[string]string{"baseline": "an inflated baseline can hide a regression",
+		"candidate": "an inflated candidate can fake one"}[side]
+	return side, fmt.Sprintf("the client was strained in the %s run (%s), and %s", side, w[0], what)
 }
 
 // GatePassed is true when no check failed (inconclusive checks do not fail a gate).
 func GatePassed(checks []Check) bool {
 	for _, c := range checks {
-		if c.Status == "fail" {
+		if c.Status == StatusFail {
 			return false
 		}
 	}
 	return true
+}
+
+// GateVerdict is the gate's verdict: fail when any check failed; undecided when no check was decided
+// (every one inconclusive), so the gate checked nothing; pass otherwise — a pass may carry undecided
+// checks, which are printed and annotated, because a gate that blocked on every thin comparison
+// would teach a CI user to switch it off.
+func GateVerdict(checks []Check) string {
+	decided := 0
+	for _, c := range checks {
+		switch c.Status {
+		case StatusFail:
+			return VerdictFail
+		case StatusPass:
+			decided++
+		}
+	}
+	if decided == 0 {
+		return VerdictUndecided
+	}
+	return VerdictPass
 }

@@ -14,11 +14,69 @@ import (
 
 // GateResult is gate.json.
 type GateResult struct {
-	SchemaVersion int     `json:"schema_version"`
-	Candidate     string  `json:"candidate"`
-	Baseline      string  `json:"baseline,omitempty"`
-	Passed        bool    `json:"passed"`
-	Checks        []Check `json:"checks"`
+	SchemaVersion int    `json:"schema_version"`
+	Candidate     string `json:"candidate"`
+	Baseline      string `json:"baseline,omitempty"`
+	// Verdict is pass, fail or undecided (no check decided; see GateVerdict).
+	Verdict string `json:"verdict"`
+	// AllowUndecided records --allow-undecided: an undecided verdict then exits 0.
+	AllowUndecided bool `json:"allow_undecided,omitempty"`
+	// Passed is whether the gate let the run through (exit 0): a pass, or an undecided verdict that
+	// --allow-undecided accepted.
+	Passed bool    `json:"passed"`
+	Checks []Check `json:"checks"`
+}
+
+// NewGateResult fills in the verdict of a set of checks.
+func NewGateResult(candidate, baseline string, checks []Check, allowUndecided bool) GateResult {
+	v := GateVerdict(checks)
+	return GateResult{SchemaVersion: SchemaVersion, Candidate: candidate, Baseline: baseline, Verdict: v,
+		AllowUndecided: allowUndecided, Passed: v == VerdictPass || (v == VerdictUndecided && allowUndecided), Checks: checks}
+}
+
+// verdict is g.Verdict, worked out from the checks for a GateResult built by hand.
+func (g GateResult) verdict() string {
+	if g.Verdict != "" {
+		return g.Verdict
+	}
+	return GateVerdict(g.Checks)
+}
+
+// UndecidedNotes are the lines that say, once per stage and run, which run left checks undecided
+// because of itself — its client was strained or its records are gone — and why: those are things
+// a user can fix (a quieter machine, keeping the records), so they are never left to a check's
+// message alone.
+func UndecidedNotes(g GateResult) []string {
+	type key struct {
+		stage       int
+		run, reason string
+	}
+	var order []key
+	count := map[key]int{}
+	for _, c := range g.Checks {
+		if c.Status != StatusInconclusive || (c.Cause != CauseStrained && c.Cause != CauseNoRecords) {
+			continue
+		}
+		k := key{c.Stage, c.Run, c.Reason}
+		if count[k] == 0 {
+			order = append(order, k)
+		}
+		count[k]++
+	}
+	dirs := map[string]string{"baseline": g.Baseline, "candidate": g.Candidate}
+	var out []string
+	for _, k := range order {
+		var where []string
+		for _, run := range strings.Split(k.run, " and ") {
+			where = append(where, fmt.Sprintf("%s run %s", run, dirs[run]))
+		}
+		n := fmt.Sprintf("%d checks", count[k])
+		if count[k] == 1 {
+			n = "1 check"
+		}
+		out = append(out, fmt.Sprintf("stage %02d: %s not decided because of the %s: %s", k.stage, n, strings.Join(where, " and the "), k.reason))
+	}
+	return out
 }
 
 // WriteGateJSON writes gate.json into dir.
@@ -65,10 +123,10 @@ func WriteJUnit(path string, g GateResult) error {
 	for _, c := range g.Checks {
 		tc := junitCase{Name: c.Name, ClassName: "plload." + c.Kind, SystemOut: c.Message}
 		switch c.Status {
-		case "fail":
+		case StatusFail:
 			s.Failures++
 			tc.Failure = &junitMessage{Message: c.Message, Type: c.Kind, Text: c.Message}
-		case "inconclusive":
+		case StatusInconclusive:
 			s.Skipped++
 			tc.Skipped = &junitMessage{Message: c.Message}
 		}
@@ -81,30 +139,45 @@ func WriteJUnit(path string, g GateResult) error {
 	return metrics.WriteFileAtomic(path, append([]byte(xml.Header), append(data, '\n')...))
 }
 
-// PrintGate prints each check; failures carry both numbers and the interval.
+// PrintGate prints each check, failures with both numbers and the interval, then a warning line for
+// each run that left checks undecided, then the verdict.
 func PrintGate(w io.Writer, g GateResult) {
 	for _, c := range g.Checks {
 		fmt.Fprintf(w, "%-12s %s: %s\n", strings.ToUpper(c.Status), c.Name, c.Message)
 	}
+	for _, n := range UndecidedNotes(g) {
+		fmt.Fprintf(w, "warning: %s\n", n)
+	}
+	fmt.Fprintln(w, verdictLine(g))
+}
+
+// verdictLine is the gate's last line; it counts the checks not decided, so a pass with undecided
+// checks never reads as a clean pass.
+func verdictLine(g GateResult) string {
 	undecided := 0
 	for _, c := range g.Checks {
-		if c.Status == "inconclusive" {
+		if c.Status == StatusInconclusive {
 			undecided++
 		}
-	}
-	tail := ""
-	if undecided > 0 { // a pass with undecided checks is not a clean pass: say so on the last line
-		tail = fmt.Sprintf(", %d not decided", undecided)
 	}
 	count := fmt.Sprintf("%d checks", len(g.Checks))
 	if len(g.Checks) == 1 {
 		count = "1 check"
 	}
-	if g.Passed {
-		fmt.Fprintf(w, "gate PASSED (%s%s)\n", count, tail)
-	} else {
-		fmt.Fprintf(w, "gate FAILED (%s%s)\n", count, tail)
+	tail := ""
+	if undecided > 0 {
+		tail = fmt.Sprintf(", %d not decided", undecided)
 	}
+	switch g.verdict() {
+	case VerdictFail:
+		return fmt.Sprintf("gate FAILED (%s%s)", count, tail)
+	case VerdictUndecided:
+		if g.AllowUndecided {
+			return fmt.Sprintf("gate UNDECIDED (%s, none decided): nothing was checked; let through by --allow-undecided", count)
+		}
+		return fmt.Sprintf("gate UNDECIDED (%s, none decided): nothing was checked, see why above (exit 3; --allow-undecided lets it through)", count)
+	}
+	return fmt.Sprintf("gate PASSED (%s%s)", count, tail)
 }
 
 // GitHub writes workflow annotations (::error / ::warning lines) to w and, when summaryPath is set,
@@ -115,11 +188,21 @@ func GitHub(w io.Writer, summaryPath string, g GateResult) error {
 	}
 	for _, c := range g.Checks {
 		switch c.Status {
-		case "fail":
+		case StatusFail:
 			fmt.Fprintf(w, "::error title=plload gate: %s::%s\n", esc(c.Name), esc(c.Message))
-		case "inconclusive":
+		case StatusInconclusive:
 			fmt.Fprintf(w, "::warning title=plload gate: %s::%s\n", esc(c.Name), esc(c.Message))
 		}
+	}
+	for _, n := range UndecidedNotes(g) {
+		fmt.Fprintf(w, "::warning title=plload gate: not decided::%s\n", esc(n))
+	}
+	if g.verdict() == VerdictUndecided {
+		level := "error"
+		if g.AllowUndecided {
+			level = "warning"
+		}
+		fmt.Fprintf(w, "::%s title=plload gate undecided::%s\n", level, esc(verdictLine(g)))
 	}
 	if summaryPath == "" {
 		return nil
@@ -129,11 +212,12 @@ func GitHub(w io.Writer, summaryPath string, g GateResult) error {
 		return err
 	}
 	defer f.Close()
-	verdict := "passed"
-	if !g.Passed {
-		verdict = "**failed**"
+	verdict := map[string]string{VerdictPass: "passed", VerdictFail: "**failed**", VerdictUndecided: "**undecided**"}[g.verdict()]
+	fmt.Fprintf(f, "## plload gate %s\n\n%s\n\n", verdict, verdictLine(g))
+	for _, n := range UndecidedNotes(g) {
+		fmt.Fprintf(f, "- warning: %s\n", n)
 	}
-	fmt.Fprintf(f, "## plload gate %s\n\n| status | check | result |\n| --- | --- | --- |\n", verdict)
+	fmt.Fprintf(f, "\n| status | check | result |\n| --- | --- | --- |\n")
 	for _, c := range g.Checks {
 		fmt.Fprintf(f, "| %s | %s | %s |\n", c.Status, c.Name, strings.ReplaceAll(c.Message, "|", "\\|"))
 	}

@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"encoding/xml"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -13,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/plload/plload/metrics"
 )
@@ -86,17 +89,22 @@ func samplesOf(n int, scale float64, seed uint64) []float64 {
 	return out
 }
 
+// ttftSeries serves fixed TTFT samples for each run.
+func ttftSeries(base, cand []float64) Samples {
+	return func(run string, _ *StageReport) (*metrics.StageSeries, error) {
+		if run == "baseline" {
+			return &metrics.StageSeries{TTFT: base}, nil
+		}
+		return &metrics.StageSeries{TTFT: cand}, nil
+	}
+}
+
 func TestRegressionsAreNoiseAware(t *testing.T) {
 	_, base := goldenStages(t)
 	_, cand := goldenStages(t)
 	tol := Tolerances{"ttft_p95": 0.10}
 	run := func(b, c []float64) Check {
-		checks := Regressions(base[:1], cand[:1], tol, func(run string, _ *StageReport) *metrics.StageSeries {
-			if run == "baseline" {
-				return &metrics.StageSeries{TTFT: b}
-			}
-			return &metrics.StageSeries{TTFT: c}
-		})
+		checks := Regressions(base[:1], cand[:1], tol, ttftSeries(b, c))
 		if len(checks) != 1 {
 			t.Fatalf("%+v", checks)
 		}
@@ -144,12 +152,7 @@ func TestRegressionFalseAlarmRate(t *testing.T) {
 	for i := range uint64(30) {
 		for _, scale := range []float64{1, 1.3} {
 			bs, cs := lognormal(500, 1, 2*i), lognormal(500, scale, 2*i+1)
-			checks := Regressions(base[:1], cand[:1], Tolerances{"ttft_p95": 0.10}, func(run string, _ *StageReport) *metrics.StageSeries {
-				if run == "baseline" {
-					return &metrics.StageSeries{TTFT: bs}
-				}
-				return &metrics.StageSeries{TTFT: cs}
-			})
+			checks := Regressions(base[:1], cand[:1], Tolerances{"ttft_p95": 0.10}, ttftSeries(bs, cs))
 			failed := checks[0].Status == "fail"
 			if scale == 1 && failed {
 				falseAlarms++
@@ -297,5 +300,189 @@ func TestPrintGateSaysWhatWasNotDecided(t *testing.T) {
 	PrintGate(&b, GateResult{Checks: []Check{{Name: "a", Status: "fail"}}})
 	if !strings.HasSuffix(b.String(), "gate FAILED (1 check)\n") {
 		t.Fatalf("%q", b.String())
+	}
+}
+
+// stagePair returns a copy of the golden stage 1 as baseline and candidate, each with its own
+// summary, so a test can set their numbers apart.
+func stagePair(t *testing.T) (base, cand *StageReport) {
+	t.Helper()
+	_, stages := goldenStages(t)
+	_, again := goldenStages(t)
+	return stages[0], again[0]
+}
+
+// TestThroughputRegressionDirection: for a throughput, lower is worse. A drop past the tolerance fails,
+// a gain of the same size passes, and the interval is the change's own (negative for a drop). A gate
+// that read a drop as a gain would pass a server that got 30 % slower.
+func TestThroughputRegressionDirection(t *testing.T) {
+	const n = 5000 // requests per run: the counting noise is ±1.96·√(2/5000) = ±3.9 %
+	for _, tc := range []struct {
+		name   string
+		ratio  float64 // candidate ÷ baseline
+		want   string
+		intLow float64 // the interval's low end, ±0.001
+	}{
+		{"30% drop", 0.7, StatusFail, -0.339},
+		{"30% gain", 1.3, StatusPass, 0.261},
+		{"unchanged", 1, StatusPass, -0.039},
+		{"3% drop, within the noise of a 5% tolerance", 0.97, StatusInconclusive, -0.069},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base, cand := stagePair(t)
+			for _, s := range []struct {
+				st    *StageReport
+				scale float64
+			}{{base, 1}, {cand, tc.ratio}} {
+				s.st.Summary.Throughput = metrics.Throughput{Requests: n, GoodRequests: n,
+					OutTokPerSec: 1000 * s.scale, ReqPerSec: 10 * s.scale, GoodputPerSec: 10 * s.scale}
+			}
+			checks := Regressions([]*StageReport{base}, []*StageReport{cand},
+				Tolerances{"out_tok_s": 0.05, "req_s": 0.05, "goodput": 0.05}, ttftSeries(nil, nil))
+			if len(checks) != 3 {
+				t.Fatalf("%d checks: %+v", len(checks), checks)
+			}
+			for _, c := range checks {
+				if c.Status != tc.want {
+					t.Errorf("%s: %s (%s), want %s", c.Name, c.Status, c.Message, tc.want)
+				}
+				if c.Interval == nil || math.Abs(c.Interval[0]-tc.intLow) > 0.001 {
+					t.Errorf("%s: interval %v, want it to start at %.3f", c.Name, c.Interval, tc.intLow)
+				}
+			}
+		})
+	}
+}
+
+// TestStrainedClientOnlyBlocksWhatItCouldSway: a strained client makes its own run look worse, never
+// better. So a strained candidate leaves a pass standing and a fail undecided; a strained baseline
+// leaves a fail standing and a pass undecided; each undecided check names the run and why.
+func TestStrainedClientOnlyBlocksWhatItCouldSway(t *testing.T) {
+	same, slow := samplesOf(500, 1, 2), samplesOf(500, 1.3, 2)
+	for _, tc := range []struct {
+		strained string // baseline, candidate, both or ""
+		cand     []float64
+		want     string
+		run      string // the run an undecided check blames
+	}{
+		{"", same, StatusPass, ""},
+		{"", slow, StatusFail, ""},
+		{"candidate", same, StatusPass, ""},
+		{"candidate", slow, StatusInconclusive, "candidate"},
+		{"baseline", same, StatusInconclusive, "baseline"},
+		{"baseline", slow, StatusFail, ""},
+		{"both", same, StatusInconclusive, "baseline"},
+		{"both", slow, StatusInconclusive, "candidate"},
+	} {
+		name := fmt.Sprintf("strained %q, candidate %s", tc.strained, map[bool]string{true: "the same", false: "30% slower"}[&tc.cand[0] == &same[0]])
+		t.Run(name, func(t *testing.T) {
+			base, cand := stagePair(t)
+			if tc.strained == "baseline" || tc.strained == "both" {
+				base.Injector.CPUPercent, base.Injector.Cores = 190, 2
+			}
+			if tc.strained == "candidate" || tc.strained == "both" {
+				cand.Injector.RunQueueWaitPercent = metrics.Some(30.0)
+			}
+			checks := Regressions([]*StageReport{base}, []*StageReport{cand}, Tolerances{"ttft_p95": 0.10}, ttftSeries(samplesOf(500, 1, 1), tc.cand))
+			c := checks[0]
+			if c.Status != tc.want || c.Run != tc.run {
+				t.Fatalf("%s, blaming %q (%s); want %s, blaming %q", c.Status, c.Run, c.Message, tc.want, tc.run)
+			}
+			if tc.run != "" && (c.Cause != CauseStrained || !strings.Contains(c.Message, "client was strained in the "+tc.run+" run")) {
+				t.Fatalf("cause %q, message %q", c.Cause, c.Message)
+			}
+		})
+	}
+}
+
+// TestMissingRecordsAreLoud: when a run's records cannot be read, its latency comparisons are not
+// decided, and a warning line names the stage, the run's directory and the reason; the throughput
+// comparison, which needs no records, is still decided.
+func TestMissingRecordsAreLoud(t *testing.T) {
+	base, cand := stagePair(t)
+	base.Summary.Throughput.Requests, cand.Summary.Throughput.Requests = 5000, 5000 // enough to decide
+	gone := errors.New("open /runs/b/stage_01/profile_export.jsonl: no such file or directory")
+	samples := func(run string, _ *StageReport) (*metrics.StageSeries, error) {
+		if run == "baseline" {
+			return nil, gone
+		}
+		return &metrics.StageSeries{TTFT: samplesOf(500, 1, 2)}, nil
+	}
+	checks := Regressions([]*StageReport{base}, []*StageReport{cand}, Tolerances{"ttft_p95": 0.1, "e2e_p95": 0.1, "out_tok_s": 0.5}, samples)
+	got := map[string]string{}
+	for _, c := range checks {
+		got[c.Name] = c.Status + " " + c.Cause + " " + c.Run
+	}
+	want := map[string]string{
+		"stage 01 ttft_p95 regression":  "inconclusive no_records baseline",
+		"stage 01 e2e_p95 regression":   "inconclusive no_records baseline",
+		"stage 01 out_tok_s regression": "pass  ",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("checks (-want +got):\n%s", diff)
+	}
+	g := NewGateResult("/runs/c", "/runs/b", checks, false)
+	var b strings.Builder
+	PrintGate(&b, g)
+	line := "warning: stage 01: 2 checks not decided because of the baseline run /runs/b: the baseline run's records cannot be read (" + gone.Error() + ")"
+	if !strings.Contains(b.String(), line) {
+		t.Fatalf("no line %q in:\n%s", line, b.String())
+	}
+	if g.Verdict != VerdictPass || !strings.HasSuffix(b.String(), "gate PASSED (3 checks, 2 not decided)\n") {
+		t.Fatalf("verdict %s:\n%s", g.Verdict, b.String())
+	}
+}
+
+// TestCandidateStageWithoutBaselineIsSaid: a candidate stage the baseline lacks is an undecided check,
+// not a silent omission.
+func TestCandidateStageWithoutBaselineIsSaid(t *testing.T) {
+	_, base := goldenStages(t)
+	_, cand := goldenStages(t)
+	checks := Regressions(base[:1], cand, Tolerances{"out_tok_s": 0.05}, ttftSeries(nil, nil))
+	last := checks[len(checks)-1]
+	if last.Stage != 2 || last.Status != StatusInconclusive || last.Cause != CauseNoBaselineStage || !strings.Contains(last.Message, "no stage 02") {
+		t.Fatalf("%+v", checks)
+	}
+}
+
+// TestGateVerdict: any failure fails; no decided check is undecided (exit 3 unless allowed); passes
+// with some undecided checks pass, and the last line says how many were not decided.
+func TestGateVerdict(t *testing.T) {
+	pass, fail, und := Check{Name: "p", Status: StatusPass}, Check{Name: "f", Status: StatusFail}, Check{Name: "u", Status: StatusInconclusive, Message: "too thin"}
+	for _, tc := range []struct {
+		name   string
+		checks []Check
+		allow  bool
+		want   string
+		passed bool
+		last   string
+	}{
+		{"all pass", []Check{pass, pass}, false, VerdictPass, true, "gate PASSED (2 checks)"},
+		{"pass and undecided", []Check{pass, und}, false, VerdictPass, true, "gate PASSED (2 checks, 1 not decided)"},
+		{"a failure among undecided", []Check{und, fail}, false, VerdictFail, false, "gate FAILED (2 checks, 1 not decided)"},
+		{"a failure", []Check{fail}, false, VerdictFail, false, "gate FAILED (1 check)"},
+		{"nothing decided", []Check{und, und}, false, VerdictUndecided, false, "gate UNDECIDED (2 checks, none decided): nothing was checked, see why above (exit 3; --allow-undecided lets it through)"},
+		{"nothing decided, allowed", []Check{und}, true, VerdictUndecided, true, "gate UNDECIDED (1 check, none decided): nothing was checked; let through by --allow-undecided"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewGateResult("/c", "", tc.checks, tc.allow)
+			if g.Verdict != tc.want || g.Passed != tc.passed {
+				t.Errorf("verdict %s passed %v, want %s %v", g.Verdict, g.Passed, tc.want, tc.passed)
+			}
+			var b strings.Builder
+			PrintGate(&b, g)
+			if !strings.HasSuffix(b.String(), tc.last+"\n") {
+				t.Errorf("output:\n%s\nwant it to end with %q", b.String(), tc.last)
+			}
+			var ann strings.Builder
+			if err := GitHub(&ann, "", g); err != nil {
+				t.Fatal(err)
+			}
+			level := map[bool]string{true: "::warning", false: "::error"}[tc.allow]
+			if undecided := strings.Contains(ann.String(), "title=plload gate undecided::"); undecided != (tc.want == VerdictUndecided) ||
+				(undecided && !strings.Contains(ann.String(), level+" title=plload gate undecided")) {
+				t.Errorf("annotations:\n%s", ann.String())
+			}
+		})
 	}
 }
