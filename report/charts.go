@@ -1,19 +1,15 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"image/color"
 	"math"
 	"os"
 	"path/filepath"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/plload/plload/metrics"
 )
@@ -83,13 +79,11 @@ var (
 
 // panel draws one of the two panels: p95 (solid) and p99 (dashed) per run, the SLO line, the
 // headline ringed, failed or partial stages as red crosses.
-func (m CurveModel) panel(title, ylabel string, slo float64, p95, p99 func(CurvePoint) float64) (*plot.Plot, error) {
-	p := plot.New()
+func (m CurveModel) panel(title, ylabel string, slo float64, p95, p99 func(CurvePoint) float64) (*chart, error) {
+	p := newChart()
 	p.Title.Text = title
 	p.X.Label.Text = "achieved output tokens/s"
 	p.Y.Label.Text = ylabel
-	p.Legend.Top = true
-	p.Legend.Left = true
 	maxX := 0.0
 	for i, r := range m.Runs {
 		c := palette[i%len(palette)]
@@ -120,7 +114,8 @@ func (m CurveModel) panel(title, ylabel string, slo float64, p95, p99 func(Curve
 				name = r.Name + " " + name
 			}
 			p.Add(line, pts)
-			p.Legend.Add(name, line, pts)
+			p.addPoints(xy)
+			p.addLegend(name, line, pts)
 		}
 		var fail, ring plotter.XYs
 		for _, pt := range r.Points {
@@ -140,7 +135,7 @@ func (m CurveModel) panel(title, ylabel string, slo float64, p95, p99 func(Curve
 			s.Shape, s.Color, s.Radius = draw.CrossGlyph{}, failRed, vg.Points(6)
 			p.Add(s)
 			if i == 0 {
-				p.Legend.Add("SLO failed / partial", s)
+				p.addLegend("SLO failed / partial", s)
 			}
 		}
 		if len(ring) > 0 {
@@ -148,7 +143,7 @@ func (m CurveModel) panel(title, ylabel string, slo float64, p95, p99 func(Curve
 			s.Shape, s.Color, s.Radius = draw.RingGlyph{}, color.Black, vg.Points(8)
 			p.Add(s)
 			if i == 0 {
-				p.Legend.Add("headline stage", s)
+				p.addLegend("headline stage", s)
 			}
 		}
 	}
@@ -156,10 +151,10 @@ func (m CurveModel) panel(title, ylabel string, slo float64, p95, p99 func(Curve
 		f := plotter.NewFunction(func(float64) float64 { return slo })
 		f.Color, f.Dashes, f.Width = sloGray, []vg.Length{vg.Points(2), vg.Points(2)}, vg.Points(1)
 		p.Add(f)
-		p.Legend.Add(fmt.Sprintf("SLO %s ms", lat(slo)), f)
+		p.addLegend(fmt.Sprintf("SLO %s ms", lat(slo)), f)
 		p.Y.Max = math.Max(p.Y.Max, slo)
 	}
-	p.Y.Max *= 1.4 // room for the legend above the data and the SLO line
+	p.Y.Max *= 1.08 // the SLO line and the top points clear of the frame (the legend is under the chart)
 	p.X.Min, p.Y.Min = 0, 0
 	p.X.Max = math.Max(p.X.Max, maxX*1.05)
 	p.Add(plotter.NewGrid())
@@ -178,29 +173,7 @@ func (m CurveModel) Render(format string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, h := 11*vg.Inch, 4.2*vg.Inch
-	var buf bytes.Buffer
-	switch format {
-	case "svg":
-		svg := vgsvg.New(w, h)
-		drawPanels(draw.New(svg), ttft, itl)
-		_, err = svg.WriteTo(&buf)
-	case "png":
-		img := vgimg.New(w, h)
-		drawPanels(draw.New(img), ttft, itl)
-		_, err = vgimg.PngCanvas{Canvas: img}.WriteTo(&buf)
-	default:
-		return nil, fmt.Errorf("chart format %q: accepted: svg, png", format)
-	}
-	return buf.Bytes(), err
-}
-
-func drawPanels(dc draw.Canvas, left, right *plot.Plot) {
-	tiles := draw.Tiles{Rows: 1, Cols: 2, PadX: vg.Millimeter * 6, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2,
-		PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
-	canvases := plot.Align([][]*plot.Plot{{left, right}}, tiles, dc)
-	left.Draw(canvases[0][0])
-	right.Draw(canvases[0][1])
+	return render(format, [][]*chart{{ttft, itl}}, 11*vg.Inch, 4.2*vg.Inch)
 }
 
 // WriteCharts writes charts/latency_throughput.svg and .png into dir.

@@ -1,26 +1,21 @@
 package report
 
 import (
-	"bytes"
 	"fmt"
 	"image/color"
 	"math"
 	"os"
 	"path/filepath"
 
-	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
-	"gonum.org/v1/plot/vg/vgsvg"
 
 	"github.com/plload/plload/metrics"
 )
 
 // cdfPlot is the empirical CDF of sorted values (ms).
-func cdfPlot(title string, sorted []float64, slo float64) (*plot.Plot, error) {
-	p := plot.New()
+func cdfPlot(title string, sorted []float64, slo float64) (*chart, error) {
+	p := newChart()
 	p.Title.Text = title
 	p.X.Label.Text = "ms"
 	p.Y.Label.Text = "share of values ≤ x"
@@ -36,12 +31,12 @@ func cdfPlot(title string, sorted []float64, slo float64) (*plot.Plot, error) {
 		}
 		l.Color = palette[0]
 		p.Add(l)
+		p.addPoints(xy)
 	}
 	v := plotter.NewFunction(func(float64) float64 { return 0.95 })
 	v.Color, v.Dashes = sloGray, []vg.Length{vg.Points(2), vg.Points(2)}
 	p.Add(v)
-	p.Legend.Add("p95", v)
-	p.Legend.Top, p.Legend.Left = false, false
+	p.addLegend("p95", v)
 	lo, hi := 0.0, 1.0
 	if len(sorted) > 0 {
 		lo, hi = sorted[0], sorted[len(sorted)-1]
@@ -54,10 +49,10 @@ func cdfPlot(title string, sorted []float64, slo float64) (*plot.Plot, error) {
 		sloLine, _ := plotter.NewLine(plotter.XYs{{X: slo, Y: 0}, {X: slo, Y: 1}})
 		sloLine.Color, sloLine.Dashes = failRed, []vg.Length{vg.Points(4), vg.Points(2)}
 		p.Add(sloLine)
-		p.Legend.Add(fmt.Sprintf("SLO %s ms", lat(slo)), sloLine)
+		p.addLegend(fmt.Sprintf("SLO %s ms", lat(slo)), sloLine)
 		hi = math.Max(hi, slo*1.05)
 	default: // far beyond the data: say so rather than squash the curve against the axis
-		p.Legend.Add(fmt.Sprintf("SLO %s ms (off the chart, right)", lat(slo)))
+		p.addLegend(fmt.Sprintf("SLO %s ms (off the chart, right)", lat(slo)))
 	}
 	p.X.Min, p.X.Max = lo, hi
 	p.Add(plotter.NewGrid())
@@ -65,8 +60,8 @@ func cdfPlot(title string, sorted []float64, slo float64) (*plot.Plot, error) {
 }
 
 // seriesPlot is one time-series panel with warmup shaded and the window's ends marked.
-func seriesPlot(title, ylabel string, s metrics.StageSeries, ys []float64) (*plot.Plot, error) {
-	p := plot.New()
+func seriesPlot(title, ylabel string, s metrics.StageSeries, ys []float64) (*chart, error) {
+	p := newChart()
 	p.Title.Text = title
 	p.X.Label.Text = "seconds since t0"
 	p.Y.Label.Text = ylabel
@@ -86,7 +81,7 @@ func seriesPlot(title, ylabel string, s metrics.StageSeries, ys []float64) (*plo
 		if err == nil {
 			shade.Color, shade.LineStyle.Width = color.RGBA{230, 230, 230, 255}, 0
 			p.Add(shade)
-			p.Legend.Add("warmup", shade)
+			p.addLegend("warmup", shade)
 		}
 	}
 	for _, at := range []float64{w, e} {
@@ -101,40 +96,11 @@ func seriesPlot(title, ylabel string, s metrics.StageSeries, ys []float64) (*plo
 		}
 		l.Color, pts.Color, pts.Radius = palette[0], palette[0], vg.Points(1.5)
 		p.Add(l, pts)
+		p.addPoints(xy)
 	}
 	p.Y.Min, p.Y.Max, p.X.Min, p.X.Max = 0, maxY, 0, math.Max(float64(len(s.Seconds)), e)
-	p.Legend.Top, p.Legend.Left = true, false
 	p.Add(plotter.NewGrid())
 	return p, nil
-}
-
-// render lays out plots in rows × cols and encodes them as "svg" or "png".
-func render(format string, grid [][]*plot.Plot, w, h vg.Length) ([]byte, error) {
-	tiles := draw.Tiles{Rows: len(grid), Cols: len(grid[0]), PadX: vg.Millimeter * 6, PadY: vg.Millimeter * 6,
-		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
-	var buf bytes.Buffer
-	draws := func(dc draw.Canvas) {
-		canvases := plot.Align(grid, tiles, dc)
-		for i, row := range grid {
-			for j, p := range row {
-				p.Draw(canvases[i][j])
-			}
-		}
-	}
-	var err error
-	switch format {
-	case "svg":
-		c := vgsvg.New(w, h)
-		draws(draw.New(c))
-		_, err = c.WriteTo(&buf)
-	case "png":
-		c := vgimg.New(w, h)
-		draws(draw.New(c))
-		_, err = vgimg.PngCanvas{Canvas: c}.WriteTo(&buf)
-	default:
-		err = fmt.Errorf("chart format %q: accepted: svg, png", format)
-	}
-	return buf.Bytes(), err
 }
 
 // WriteStageCharts writes charts/stage_NN_cdf.{svg,png} (TTFT and ITL distributions) and
@@ -151,7 +117,7 @@ func WriteStageCharts(dir string, st *StageReport, s metrics.StageSeries) error 
 	if err != nil {
 		return err
 	}
-	var panels []*plot.Plot
+	var panels []*chart
 	for _, p := range []struct {
 		title, ylabel string
 		ys            []float64
@@ -164,11 +130,11 @@ func WriteStageCharts(dir string, st *StageReport, s metrics.StageSeries) error 
 		panels = append(panels, pl)
 	}
 	for _, format := range []string{"svg", "png"} {
-		cdf, err := render(format, [][]*plot.Plot{{ttft, itl}}, 11*vg.Inch, 4*vg.Inch)
+		cdf, err := render(format, [][]*chart{{ttft, itl}}, 11*vg.Inch, 4*vg.Inch)
 		if err != nil {
 			return err
 		}
-		ts, err := render(format, [][]*plot.Plot{{panels[0], panels[1]}, {panels[2], panels[3]}}, 11*vg.Inch, 7*vg.Inch)
+		ts, err := render(format, [][]*chart{{panels[0], panels[1]}, {panels[2], panels[3]}}, 11*vg.Inch, 7*vg.Inch)
 		if err != nil {
 			return err
 		}
