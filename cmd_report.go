@@ -150,6 +150,9 @@ func reportRecords(cmd *cli.Command, path string) error {
 		Cost: report.CostInputs{CostInputs: in.Cost}, Summary: sum}
 	out := cmd.Root().Writer
 	fmt.Fprintf(out, "%s\n\n%s", report.HeadlineLine([]*report.StageReport{st}), report.StageTable([]*report.StageReport{st}))
+	if len(sum.Warnings) > 0 {
+		fmt.Fprintln(out)
+	}
 	for _, w := range sum.Warnings {
 		fmt.Fprintln(out, "warning: "+w)
 	}

@@ -51,6 +51,8 @@ func TestReportRecordsWithoutLimits(t *testing.T) {
 // TestRunOutputsMatchSchema: a real run's report.json and stage.json (the in-process mock) validate
 // against report/schema, and its report.html is rendered HTML with the sections report.md has.
 func TestRunOutputsMatchSchema(t *testing.T) {
+	t.Setenv("PLLOAD_TINY_KEY", "k")
+	t.Setenv("PLLOAD_TINY_SECRET", "s")
 	out := t.TempDir()
 	if code, stdout, stderr := plload(t, "run", "testdata/tiny.yaml", "--out", out); code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
