@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -350,7 +351,7 @@ func judgeStep(st *Step, bound time.Duration) {
 	case measured == 0:
 		why = "nothing was measured in the window (no successful answer started in it)"
 	case st.JudgedMs > boundMs:
-		why = fmt.Sprintf("%s %.3f ms > ±%s", st.Judged, st.JudgedMs, bound)
+		why = fmt.Sprintf("%s %.3f ms", st.Judged, st.JudgedMs)
 	}
 	st.Pass, st.failure = why == "", why
 	if st.Pass {
@@ -358,6 +359,9 @@ func judgeStep(st *Step, bound time.Duration) {
 		return
 	}
 	st.Verdict = "FAIL: " + why
+	if st.JudgedMs > boundMs && st.Errors == 0 && measured > 0 {
+		st.Verdict += fmt.Sprintf(" > ±%s", bound)
+	}
 	if len(st.Strain) > 0 {
 		st.Verdict += "; the client was strained (" + strings.Join(st.Strain, ", ") + ")"
 	}
@@ -371,7 +375,7 @@ func strainOf(h metrics.InjectorHealth) []string {
 		out = append(out, "CPU busy: "+cpuBusy(h))
 	}
 	if w := h.RunQueueWaitPercent; w.OK && w.V > metrics.InjectorRunQueueWarnPercent {
-		out = append(out, fmt.Sprintf("waiting for a CPU: %.0f %% of the time", w.V))
+		out = append(out, fmt.Sprintf("threads waiting for a CPU: %.0f %% of the wall time", w.V))
 	}
 	if h.SchedLatencyP99Ms > metrics.InjectorSchedWarnMs {
 		out = append(out, fmt.Sprintf("Go scheduler latency p99: %.2f ms", h.SchedLatencyP99Ms))
@@ -403,7 +407,7 @@ func StepLine(s Step) string {
 	}
 	wait := ""
 	if w := s.Injector.RunQueueWaitPercent; w.OK {
-		wait = fmt.Sprintf(", waiting for a CPU: %.0f %% of the time", w.V)
+		wait = fmt.Sprintf(", threads waiting for a CPU: %.0f %% of the wall time", w.V)
 	}
 	return fmt.Sprintf("%5d streams: %6d requests, %d errors | TTFT %.0f ms: p50 %.3f p99 %.3f, |error| p99 %.3f | gap %.0f ms: p50 %.3f p99 %.3f, |error| p99 %.3f | %s | %s | start/think lag p99 %.2f/%.2f ms | client CPU busy: %s%s, scheduler latency p99 %.3f ms | %s",
 		s.Concurrency, s.Requests, s.Errors, s.TTFT.ConfiguredMs, s.TTFT.P50Ms, s.TTFT.P99Ms, s.TTFT.AbsErrP99Ms,
@@ -464,7 +468,7 @@ func Judge(steps []Step, bound time.Duration, target string, runErr error) Verdi
 	if !stamped || len(steps) == 0 {
 		subject = measurement + " matches the schedule"
 	}
-	proven := fmt.Sprintf("%s within ±%.3f ms up to %d concurrent streams", subject, v.WithinMs, v.Proven)
+	proven := fmt.Sprintf("%s within ±%.3f ms up to %d concurrent %s", subject, v.WithinMs, v.Proven, plural(v.Proven, "stream", "streams"))
 	if v.Pass {
 		v.Line = fmt.Sprintf("PASS: all %d %s within the ±%s bound on the %s; %s", len(steps), plural(len(steps), "step", "steps"), bound, judgedOf(steps), proven)
 		return v
@@ -502,7 +506,7 @@ func Judge(steps []Step, bound time.Duration, target string, runErr error) Verdi
 
 // blameOf says whose the failures most likely are, from the failed steps' injector health.
 func blameOf(steps []Step, stamped bool) string {
-	var strained []string
+	var at, kinds []string
 	failed := 0
 	for _, s := range steps {
 		if s.Pass {
@@ -510,16 +514,32 @@ func blameOf(steps []Step, stamped bool) string {
 		}
 		failed++
 		if len(s.Strain) > 0 {
-			strained = append(strained, fmt.Sprintf("%s: %s", streams(s.Concurrency), strings.Join(s.Strain, ", ")))
+			at = append(at, fmt.Sprint(s.Concurrency))
 		}
+		for _, st := range s.Strain {
+			if kind, _, _ := strings.Cut(st, ":"); !slices.Contains(kinds, kind) {
+				kinds = append(kinds, kind)
+			}
+		}
+	}
+	strained := ""
+	if len(at) > 0 {
+		which, unit := "those steps", "streams"
+		if len(at) == 1 {
+			which = "that step"
+		}
+		if len(at) == 1 && at[0] == "1" {
+			unit = "stream"
+		}
+		strained = fmt.Sprintf("the client was strained at %s %s (%s: see %s)", strings.Join(at, ", "), unit, strings.Join(kinds, ", "), which)
 	}
 	switch {
 	case failed == 0:
 		return ""
-	case len(strained) > 0 && stamped:
-		return "the client was strained (" + strings.Join(strained, "; ") + "): other load on this machine, or the client itself, took the time; rerun when the machine is quieter"
-	case len(strained) > 0:
-		return "the client was strained (" + strings.Join(strained, "; ") + "), so this machine may be the cause; rerun the client on a quieter machine"
+	case strained != "" && stamped:
+		return strained + ": other load on this machine, or the client itself, took the time; rerun when the machine is quieter"
+	case strained != "":
+		return strained + ", so this machine may be the cause; rerun the client on a quieter machine"
 	case !stamped:
 		return "the client was not strained at any failed step (no injector-health warning), so the difference is the server's timing or the network's, not this machine's"
 	}

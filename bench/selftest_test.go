@@ -83,7 +83,7 @@ func TestJudgeStep(t *testing.T) {
 		{"no stamps: the raw error", step(10, false, 0.8, 0, calm), true, "PASS: TTFT/gap |error| p99 0.800 ms ≤ ±1ms"},
 		{"no stamps over the bound", step(10, false, 2.5, 0, calm), false, "FAIL: TTFT/gap |error| p99 2.500 ms > ±1ms"},
 		{"strained client named", step(500, true, 3.8, 0, strained), false,
-			"FAIL: client delay p99 3.800 ms > ±1ms; the client was strained (CPU busy: 170 % of 200 %, waiting for a CPU: 58 % of the time, Go scheduler latency p99: 4.20 ms)"},
+			"FAIL: client delay p99 3.800 ms > ±1ms; the client was strained (CPU busy: 170 % of 200 %, threads waiting for a CPU: 58 % of the wall time, Go scheduler latency p99: 4.20 ms)"},
 		{"a strained client that met the bound passes", step(500, true, 0.9, 0, strained), true, "PASS: client delay p99 0.900 ms ≤ ±1ms"},
 		{"nothing measured", func() Step { s := Step{Concurrency: 1, Injector: calm}; judgeStep(&s, time.Millisecond); return s }(), false,
 			"FAIL: nothing was measured in the window (no successful answer started in it)"},
@@ -115,21 +115,21 @@ func TestJudgeAgreesWithTheSteps(t *testing.T) {
 			"PASS: all 3 steps within the ±1ms bound on the client's added delay; this machine measures within ±0.750 ms up to 100 concurrent streams"},
 		{"the top of the ladder fails", []Step{step(1, true, 0.55, 0, calm), step(500, true, 0.99, 0, calm), step(1000, true, 2.64, 0, calm)}, "", nil,
 			Verdict{Proven: 500, WithinMs: 0.99, Failed: []int{1000}, Strained: []int{}},
-			"FAIL: 1 of 3 steps broke the ±1ms bound (1000 streams: client delay p99 2.640 ms > ±1ms); this machine measures within ±0.990 ms up to 500 concurrent streams"},
+			"FAIL: 1 of 3 steps broke the ±1ms bound (1000 streams: client delay p99 2.640 ms); this machine measures within ±0.990 ms up to 500 concurrent streams"},
 		// What the issue saw: the first step failed, later ones passed; the old summary said "does not
 		// measure at any concurrency" beside passing steps.
 		{"the bottom fails, later steps pass", []Step{step(1, true, 1.654, 0, calm), step(10, true, 0.3, 0, calm), step(100, true, 0.7, 0, calm)}, "", nil,
 			Verdict{Failed: []int{1}, Strained: []int{}},
-			"FAIL: 1 of 3 steps broke the ±1ms bound (1 stream: client delay p99 1.654 ms > ±1ms); nothing is proven, as the ladder's first step did not pass (the steps at 10, 100 streams passed)"},
+			"FAIL: 1 of 3 steps broke the ±1ms bound (1 stream: client delay p99 1.654 ms); nothing is proven, as the ladder's first step did not pass (the steps at 10, 100 streams passed)"},
 		{"a step in the middle fails", []Step{step(1, true, 0.5, 0, calm), step(10, true, 0.5, 2, calm), step(100, true, 0.7, 0, calm)}, "", nil,
 			Verdict{Proven: 1, WithinMs: 0.5, Failed: []int{10}, Strained: []int{}},
-			"FAIL: 1 of 3 steps broke the ±1ms bound (10 streams: 2 errors); this machine measures within ±0.500 ms up to 1 concurrent streams"},
+			"FAIL: 1 of 3 steps broke the ±1ms bound (10 streams: 2 errors); this machine measures within ±0.500 ms up to 1 concurrent stream"},
 		{"every step fails", []Step{step(1, true, 1.2, 0, calm), step(10, true, 1.5, 0, calm)}, "", nil,
 			Verdict{Failed: []int{1, 10}, Strained: []int{}},
-			"FAIL: all 2 steps broke the ±1ms bound (1 stream: client delay p99 1.200 ms > ±1ms; 10 streams: client delay p99 1.500 ms > ±1ms); this machine does not measure within ±1ms at any concurrency tried"},
+			"FAIL: all 2 steps broke the ±1ms bound (1 stream: client delay p99 1.200 ms; 10 streams: client delay p99 1.500 ms); this machine does not measure within ±1ms at any concurrency tried"},
 		{"the only step fails", []Step{step(1, true, 1.2, 0, calm)}, "", nil,
 			Verdict{Failed: []int{1}, Strained: []int{}},
-			"FAIL: the only step broke the ±1ms bound (1 stream: client delay p99 1.200 ms > ±1ms); this machine does not measure within ±1ms at any concurrency tried"},
+			"FAIL: the only step broke the ±1ms bound (1 stream: client delay p99 1.200 ms); this machine does not measure within ±1ms at any concurrency tried"},
 		// Passing steps then a step that could not run: not a PASS, though every step shown passed.
 		{"the ladder stops early", []Step{step(1, true, 0.5, 0, calm), step(10, true, 0.6, 0, calm)}, "", stopped,
 			Verdict{Proven: 10, WithinMs: 0.6, Failed: []int{}, Strained: []int{}},
@@ -138,21 +138,24 @@ func TestJudgeAgreesWithTheSteps(t *testing.T) {
 			"FAIL: the ladder stopped: step 100 streams: starting the mock: address in use"},
 		{"a strained client is named", []Step{step(1, true, 0.5, 0, calm), step(500, true, 3.8, 0, strained)}, "", nil,
 			Verdict{Proven: 1, WithinMs: 0.5, Failed: []int{500}, Strained: []int{500}},
-			"FAIL: 1 of 2 steps broke the ±1ms bound (500 streams: client delay p99 3.800 ms > ±1ms); this machine measures within ±0.500 ms up to 1 concurrent streams; the client was strained (500 streams: CPU busy: 170 % of 200 %, waiting for a CPU: 58 % of the time, Go scheduler latency p99: 4.20 ms): other load on this machine, or the client itself, took the time; rerun when the machine is quieter"},
+			"FAIL: 1 of 2 steps broke the ±1ms bound (500 streams: client delay p99 3.800 ms); this machine measures within ±0.500 ms up to 1 concurrent stream; the client was strained at 500 streams (CPU busy, threads waiting for a CPU, Go scheduler latency p99: see that step): other load on this machine, or the client itself, took the time; rerun when the machine is quieter"},
+		{"several strained steps", []Step{step(1, true, 0.5, 0, calm), step(500, true, 3.8, 0, strained), step(1000, true, 40, 0, metrics.InjectorHealth{Cores: 2, CPUPercent: 60, RunQueueWaitPercent: metrics.Some(126.0)})}, "", nil,
+			Verdict{Proven: 1, WithinMs: 0.5, Failed: []int{500, 1000}, Strained: []int{500, 1000}},
+			"FAIL: 2 of 3 steps broke the ±1ms bound (500 streams: client delay p99 3.800 ms; 1000 streams: client delay p99 40.000 ms); this machine measures within ±0.500 ms up to 1 concurrent stream; the client was strained at 500, 1000 streams (CPU busy, threads waiting for a CPU, Go scheduler latency p99: see those steps): other load on this machine, or the client itself, took the time; rerun when the machine is quieter"},
 		// --target without stamps: the verdict is about the measurement of that server.
 		{"target passes", []Step{step(1, false, 0.8, 0, calm), step(10, false, 0.9, 0, calm)}, url, nil,
 			Verdict{Pass: true, Proven: 10, WithinMs: 0.9, Failed: []int{}, Strained: []int{}},
 			"PASS: all 2 steps within the ±1ms bound on the TTFT and chunk-gap error (the server's lateness included); plload's measurement of " + url + " matches the schedule within ±0.900 ms up to 10 concurrent streams"},
 		{"target fails with a calm client: not this machine", []Step{step(1, false, 0.8, 0, calm), step(10, false, 2.5, 0, calm)}, url, nil,
 			Verdict{Proven: 1, WithinMs: 0.8, Failed: []int{10}, Strained: []int{}},
-			"FAIL: 1 of 2 steps broke the ±1ms bound (10 streams: TTFT/gap |error| p99 2.500 ms > ±1ms); plload's measurement of " + url + " matches the schedule within ±0.800 ms up to 1 concurrent streams; the client was not strained at any failed step (no injector-health warning), so the difference is the server's timing or the network's, not this machine's"},
+			"FAIL: 1 of 2 steps broke the ±1ms bound (10 streams: TTFT/gap |error| p99 2.500 ms); plload's measurement of " + url + " matches the schedule within ±0.800 ms up to 1 concurrent stream; the client was not strained at any failed step (no injector-health warning), so the difference is the server's timing or the network's, not this machine's"},
 		{"target fails with a strained client: this machine may be the cause", []Step{step(1, false, 2.5, 0, strained)}, url, nil,
 			Verdict{Failed: []int{1}, Strained: []int{1}},
-			"FAIL: the only step broke the ±1ms bound (1 stream: TTFT/gap |error| p99 2.500 ms > ±1ms); plload's measurement of " + url + " does not match the schedule within ±1ms at any concurrency tried; the client was strained (1 stream: CPU busy: 170 % of 200 %, waiting for a CPU: 58 % of the time, Go scheduler latency p99: 4.20 ms), so this machine may be the cause; rerun the client on a quieter machine"},
+			"FAIL: the only step broke the ±1ms bound (1 stream: TTFT/gap |error| p99 2.500 ms); plload's measurement of " + url + " does not match the schedule within ±1ms at any concurrency tried; the client was strained at 1 stream (CPU busy, threads waiting for a CPU, Go scheduler latency p99: see that step), so this machine may be the cause; rerun the client on a quieter machine"},
 		// A strained client at a step that passed is not blamed for anything.
 		{"strain at a passing step", []Step{step(1, false, 0.5, 0, strained), step(10, false, 2.5, 0, calm)}, url, nil,
 			Verdict{Proven: 1, WithinMs: 0.5, Failed: []int{10}, Strained: []int{1}},
-			"FAIL: 1 of 2 steps broke the ±1ms bound (10 streams: TTFT/gap |error| p99 2.500 ms > ±1ms); plload's measurement of " + url + " matches the schedule within ±0.500 ms up to 1 concurrent streams; the client was not strained at any failed step (no injector-health warning), so the difference is the server's timing or the network's, not this machine's"},
+			"FAIL: 1 of 2 steps broke the ±1ms bound (10 streams: TTFT/gap |error| p99 2.500 ms); plload's measurement of " + url + " matches the schedule within ±0.500 ms up to 1 concurrent stream; the client was not strained at any failed step (no injector-health warning), so the difference is the server's timing or the network's, not this machine's"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -183,7 +186,7 @@ func TestStepLineHealthWording(t *testing.T) {
 	h := metrics.InjectorHealth{CPUPercent: 157, Cores: 2, SchedLatencyP99Ms: 0.4, RunQueueWaitPercent: metrics.Some(12.0)}
 	s := step(100, true, 0.7, 0, h)
 	line := StepLine(s)
-	for _, want := range []string{"client CPU busy: 157 % of 200 %", "waiting for a CPU: 12 % of the time", "scheduler latency p99 0.400 ms", "| PASS: client delay p99 0.700 ms ≤ ±1ms"} {
+	for _, want := range []string{"client CPU busy: 157 % of 200 %", "threads waiting for a CPU: 12 % of the wall time", "scheduler latency p99 0.400 ms", "| PASS: client delay p99 0.700 ms ≤ ±1ms"} {
 		if !strings.Contains(line, want) {
 			t.Errorf("step line lacks %q:\n%s", want, line)
 		}
