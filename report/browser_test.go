@@ -24,8 +24,8 @@ func TestHTMLInHeadlessChromium(t *testing.T) {
 	if browser == "" {
 		t.Skip("no Chromium found (apt-get install chromium); report.html was not opened in a browser")
 	}
-	_, stages := goldenStages(t)
-	page, err := HTML([]Run{{Name: "golden", Stages: stages}}, "plload test", "")
+	sc, r := goldenReport(t)
+	page, err := HTML([]Run{{Name: "golden", Stages: r.Stages}}, "plload test", methodSection(r, sc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestHTMLInHeadlessChromium(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync", "--user-data-dir="+filepath.Join(dir, "profile"),
-		"--window-size=1280,1800", "--screenshot="+shot, "file://"+html)
+		"--window-size=1280,4000", "--screenshot="+shot, "file://"+html)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Skipf("Chromium could not run here (%v): %s", err, out)
 	}

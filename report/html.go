@@ -22,7 +22,7 @@ h1{font-size:1.6rem;margin-bottom:.2rem}h2{font-size:1.2rem;margin-top:2rem;bord
 .chart svg{width:100%;height:auto}
 table{border-collapse:collapse;font-size:.82rem;margin:.3rem 0 1rem;display:block;overflow-x:auto;max-width:100%}
 th,td{border:1px solid #ddd;padding:.3rem .45rem;text-align:right;white-space:nowrap}th{background:#f6f6f6}
-td:first-child,th:first-child{text-align:left}td code{white-space:normal}
+td:first-child,th:first-child,td:has(code){text-align:left}td code{white-space:normal}
 code{font-size:.85em;background:#f6f6f6;padding:0 .2em}pre{background:#f6f6f6;padding:.6rem;overflow-x:auto}
 .note,.note p{color:#555;font-size:.85rem}
 ul{padding-left:1.2rem}@media print{body{margin:0;max-width:none}.headline{break-inside:avoid}.chart{break-inside:avoid}table{display:table}}
