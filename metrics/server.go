@@ -133,16 +133,24 @@ func total(families map[string]*dto.MetricFamily, names []string, fraction bool)
 			if label != "" && !slices.Contains(values, labelValue(m, label)) {
 				continue
 			}
+			var v float64
 			switch {
 			case m.Gauge != nil:
-				sum += m.GetGauge().GetValue()
+				v = m.GetGauge().GetValue()
 			case m.Counter != nil:
-				sum += m.GetCounter().GetValue()
+				v = m.GetCounter().GetValue()
 			case m.Untyped != nil:
-				sum += m.GetUntyped().GetValue()
+				v = m.GetUntyped().GetValue()
 			default:
 				continue
 			}
+			// Prometheus text allows NaN and ±Inf (an older vLLM's hit-rate gauge reads NaN before
+			// its first query). They are no reading, and JSON has no way to write them: one would
+			// make the whole sample unwritable.
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				continue
+			}
+			sum += v
 			n++
 		}
 		if n == 0 {
@@ -246,8 +254,13 @@ func SummarizeServer(samples []ServerSample, wNs, eNs int64) ServerSummary {
 		if dq > 0 && dh >= 0 && dh <= dq {
 			out.CacheHitRate = Some(dh / dq)
 		}
-	} else if rate, _ := meanMax(func(s ServerSample) *float64 { return s.CacheHitRate }); rate.OK && rate.V >= 0 && rate.V <= 1 {
-		out.CacheHitRate = rate
+	} else {
+		// The server's own rate gauge, when it has no counters; one out of [0, 1] (a percent, say)
+		// is not a fraction this report can show.
+		rate, _ := meanMax(func(s ServerSample) *float64 { return s.CacheHitRate })
+		if rate.OK && rate.V >= 0 && rate.V <= 1 {
+			out.CacheHitRate = rate
+		}
 	}
 	if delta := bucketDelta(first.TTFTBuckets, last.TTFTBuckets); delta != nil {
 		total := last.TTFTCount - first.TTFTCount

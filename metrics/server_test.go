@@ -1,11 +1,14 @@
 package metrics
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func f(v float64) *float64 { return &v }
@@ -213,5 +216,34 @@ sglang:time_to_first_token_seconds_count{model_name="m"} 10
 	old := strings.Split(text, "# TYPE sglang:realtime_tokens_total")[0]
 	if s, err := ParseServerMetrics(strings.NewReader(old), 1); err != nil || s.PrefixHits != nil || *s.CacheHitRate != 0.8 {
 		t.Fatalf("%+v %v", s, err)
+	}
+}
+
+// TestNonFiniteValuesAreNoReading: Prometheus text may carry NaN and ±Inf. A series that reads so is
+// left out (the other series still count), and the sample stays writable as JSON with its engine and
+// time; before, one NaN gauge turned the whole sample into "{}".
+func TestNonFiniteValuesAreNoReading(t *testing.T) {
+	text := `# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{model_name="a"} NaN
+vllm:num_requests_running{model_name="b"} 3
+# TYPE vllm:num_requests_waiting gauge
+vllm:num_requests_waiting NaN
+# TYPE vllm:gpu_cache_usage_perc gauge
+vllm:gpu_cache_usage_perc{model_name="a"} +Inf
+vllm:gpu_cache_usage_perc{model_name="b"} 0.5
+`
+	s, err := ParseServerMetrics(strings.NewReader(text), 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Running == nil || *s.Running != 3 || s.Waiting != nil || s.KVUsage == nil || *s.KVUsage != 0.5 {
+		t.Fatalf("running %v waiting %v kv %v: want 3, absent, 0.5", s.Running, s.Waiting, s.KVUsage)
+	}
+	var back ServerSample
+	if err := json.Unmarshal(s.AppendJSON(nil), &back); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(s, back); diff != "" {
+		t.Fatalf("sample written and read back differs (-parsed +read):\n%s", diff)
 	}
 }
