@@ -269,3 +269,23 @@ func TestFastDecodeTakesCommonChunks(t *testing.T) {
 		}
 	}
 }
+
+// TestErrorTexts: the messages a record's error carries name what the server said and what it sent.
+func TestErrorTexts(t *testing.T) {
+	cause := errors.New("unexpected end of JSON input")
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{&StreamError{Message: "overloaded", Type: "server_error"}, "server error in stream: overloaded (server_error)"},
+		{&StreamError{Message: "context full"}, "server error in stream: context full"},
+		{&MalformedError{Data: `{"choi`, Err: cause}, `malformed JSON chunk (unexpected end of JSON input): "{\"choi"`},
+	} {
+		if got := tc.err.Error(); got != tc.want {
+			t.Errorf("%q, want %q", got, tc.want)
+		}
+	}
+	if !errors.Is(&MalformedError{Err: cause}, cause) {
+		t.Error("a MalformedError does not unwrap to its cause")
+	}
+}
