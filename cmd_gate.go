@@ -46,14 +46,17 @@ func gateCommand() *cli.Command {
 			"Writes gate.json into the candidate directory, --junit FILE, GitHub Actions annotations when\n" +
 			"GITHUB_ACTIONS=true and a summary to $GITHUB_STEP_SUMMARY when set.\n\n" +
 			"Exit codes:\n" +
-			"  0  pass: no check failed and at least one was decided. Checks not decided beside decided passes\n" +
-			"     do not fail the gate (a CI job that went red on every thin comparison would be switched off);\n" +
-			"     they are printed, counted on the last line (\"gate PASSED (6 checks, 2 not decided)\") and\n" +
-			"     annotated as warnings.\n" +
+			"  0  pass: no check failed, at least one was decided, and no run kept a check from a decision.\n" +
+			"     Checks left undecided only for thin evidence (the interval straddles the tolerance, fewer\n" +
+			"     than 30 requests) do not fail the gate beside decided passes (a CI job that went red on every\n" +
+			"     thin comparison would be switched off): they are printed, counted on the last line (\"gate\n" +
+			"     PASSED (6 checks, 2 not decided)\") and annotated as warnings.\n" +
 			"  1  fail: a check failed (whatever the others are).\n" +
 			"  2  bad input: flags, rules, a directory that is not a run, an unreadable scenario.resolved.yaml.\n" +
-			"  3  undecided: no check could be decided, so nothing was checked; each check says why.\n" +
-			"     --allow-undecided makes this exit 0 (the reasons are still printed).",
+			"  3  undecided: no check could be decided, or a run kept one from being decided (its client\n" +
+			"     strained, its records gone, the metric or the stage missing: a 30% regression measured by a\n" +
+			"     strained client is such a check, and a green job beside it would ship it). Each check says\n" +
+			"     why. --allow-undecided makes this exit 0 (the reasons are still printed).",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "candidate", Usage: "the results directory to judge", Required: true},
 			&cli.StringFlag{Name: "baseline", Usage: "a results directory to compare with"},
@@ -133,7 +136,7 @@ func gate(cmd *cli.Command, candDir, baseDir string, scenarioRules []string) err
 	case g.Verdict == report.VerdictFail:
 		return &exitError{code: exitFailed, err: fmt.Errorf("gate failed: see the FAIL lines above (gate.json in %s)", absPath(candDir))}
 	case !g.Passed:
-		return &exitError{code: exitUndecided, err: fmt.Errorf("gate undecided: no check could be decided, see the INCONCLUSIVE lines above for why "+
+		return &exitError{code: exitUndecided, err: fmt.Errorf("gate undecided: see the INCONCLUSIVE and warning lines above for why "+
 			"(more requests per stage, a quieter machine, or the records kept would decide them); --allow-undecided accepts this (gate.json in %s)", absPath(candDir))}
 	}
 	return nil

@@ -496,22 +496,44 @@ func GatePassed(checks []Check) bool {
 	return true
 }
 
-// GateVerdict is the gate's verdict: fail when any check failed; undecided when no check was decided
-// (every one inconclusive), so the gate checked nothing; pass otherwise — a pass may carry undecided
-// checks, which are printed and annotated, because a gate that blocked on every thin comparison
-// would teach a CI user to switch it off.
+// GateVerdict is the gate's verdict:
+//   - fail when any check failed;
+//   - undecided when no check was decided (the gate checked nothing), or when a check was not decided
+//     because of something wrong with a run — its client strained, its records gone, the metric
+//     unknown, the stage missing (RunBlocked). Such a check may hide exactly what the gate is for: a
+//     real 30 % TTFT regression measured by a strained client is not decided, and passing the run
+//     beside it would ship the regression on a green job;
+//   - pass otherwise. A pass may carry checks left undecided for lack of evidence (the interval
+//     straddles the tolerance, too few requests): they are printed, counted and annotated, because a
+//     gate that went red on every thin comparison would be switched off.
 func GateVerdict(checks []Check) string {
-	decided := 0
+	decided, blocked := 0, false
 	for _, c := range checks {
-		switch c.Status {
-		case StatusFail:
+		switch {
+		case c.Status == StatusFail:
 			return VerdictFail
-		case StatusPass:
+		case c.Status == StatusPass:
 			decided++
+		case RunBlocked(c):
+			blocked = true
 		}
 	}
-	if decided == 0 {
+	if decided == 0 || blocked {
 		return VerdictUndecided
 	}
 	return VerdictPass
+}
+
+// RunBlocked reports whether a check was not decided because of something wrong with one of the
+// runs (as opposed to evidence that is merely thin): those are what a user can fix, and they make
+// the gate undecided.
+func RunBlocked(c Check) bool {
+	if c.Status != StatusInconclusive {
+		return false
+	}
+	switch c.Cause {
+	case CauseStrained, CauseNoRecords, CauseUnknown, CauseNoBaselineStage:
+		return true
+	}
+	return false
 }

@@ -43,9 +43,9 @@ func (g GateResult) verdict() string {
 }
 
 // UndecidedNotes are the lines that say, once per stage and run, which run left checks undecided
-// because of itself — its client was strained or its records are gone — and why: those are things
-// a user can fix (a quieter machine, keeping the records), so they are never left to a check's
-// message alone.
+// because of itself — its client was strained, its records are gone, it lacks the metric or the
+// stage — and why: those are things a user can fix (a quieter machine, keeping the records), so they
+// are never left to a check's message alone.
 func UndecidedNotes(g GateResult) []string {
 	type key struct {
 		stage       int
@@ -54,7 +54,7 @@ func UndecidedNotes(g GateResult) []string {
 	var order []key
 	count := map[key]int{}
 	for _, c := range g.Checks {
-		if c.Status != StatusInconclusive || (c.Cause != CauseStrained && c.Cause != CauseNoRecords) {
+		if !RunBlocked(c) {
 			continue
 		}
 		k := key{c.Stage, c.Run, c.Reason}
@@ -172,10 +172,14 @@ func verdictLine(g GateResult) string {
 	case VerdictFail:
 		return fmt.Sprintf("gate FAILED (%s%s)", count, tail)
 	case VerdictUndecided:
-		if g.AllowUndecided {
-			return fmt.Sprintf("gate UNDECIDED (%s, none decided): nothing was checked; let through by --allow-undecided", count)
+		what := fmt.Sprintf("gate UNDECIDED (%s, none decided): nothing was checked", count)
+		if undecided < len(g.Checks) {
+			what = fmt.Sprintf("gate UNDECIDED (%s%s): a run kept checks from being decided, see the warning lines", count, tail)
 		}
-		return fmt.Sprintf("gate UNDECIDED (%s, none decided): nothing was checked, see why above (exit 3; --allow-undecided lets it through)", count)
+		if g.AllowUndecided {
+			return what + "; let through by --allow-undecided"
+		}
+		return what + " (exit 3; --allow-undecided lets it through)"
 	}
 	return fmt.Sprintf("gate PASSED (%s%s)", count, tail)
 }

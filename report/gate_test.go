@@ -396,8 +396,8 @@ func TestStrainedClientOnlyBlocksWhatItCouldSway(t *testing.T) {
 }
 
 // TestMissingRecordsAreLoud: when a run's records cannot be read, its latency comparisons are not
-// decided, and a warning line names the stage, the run's directory and the reason; the throughput
-// comparison, which needs no records, is still decided.
+// decided, a warning line names the stage, the run's directory and the reason, and the gate is
+// undecided; the throughput comparison, which needs no records, is still decided.
 func TestMissingRecordsAreLoud(t *testing.T) {
 	base, cand := stagePair(t)
 	base.Summary.Throughput.Requests, cand.Summary.Throughput.Requests = 5000, 5000 // enough to decide
@@ -428,7 +428,7 @@ func TestMissingRecordsAreLoud(t *testing.T) {
 	if !strings.Contains(b.String(), line) {
 		t.Fatalf("no line %q in:\n%s", line, b.String())
 	}
-	if g.Verdict != VerdictPass || !strings.HasSuffix(b.String(), "gate PASSED (3 checks, 2 not decided)\n") {
+	if g.Verdict != VerdictUndecided || !strings.HasSuffix(b.String(), "gate UNDECIDED (3 checks, 2 not decided): a run kept checks from being decided, see the warning lines (exit 3; --allow-undecided lets it through)\n") {
 		t.Fatalf("verdict %s:\n%s", g.Verdict, b.String())
 	}
 }
@@ -445,10 +445,12 @@ func TestCandidateStageWithoutBaselineIsSaid(t *testing.T) {
 	}
 }
 
-// TestGateVerdict: any failure fails; no decided check is undecided (exit 3 unless allowed); passes
-// with some undecided checks pass, and the last line says how many were not decided.
+// TestGateVerdict: any failure fails; no decided check, or a check a run kept from being decided, is
+// undecided (exit 3 unless allowed); passes beside thin checks pass, and the last line says how many
+// were not decided.
 func TestGateVerdict(t *testing.T) {
-	pass, fail, und := Check{Name: "p", Status: StatusPass}, Check{Name: "f", Status: StatusFail}, Check{Name: "u", Status: StatusInconclusive, Message: "too thin"}
+	pass, fail, und := Check{Name: "p", Status: StatusPass}, Check{Name: "f", Status: StatusFail}, Check{Name: "u", Status: StatusInconclusive, Message: "too thin", Cause: CauseThin}
+	strainedFail := Check{Name: "s", Status: StatusInconclusive, Cause: CauseStrained, Run: "candidate", Reason: "the client was strained in the candidate run"}
 	for _, tc := range []struct {
 		name   string
 		checks []Check
@@ -461,7 +463,11 @@ func TestGateVerdict(t *testing.T) {
 		{"pass and undecided", []Check{pass, und}, false, VerdictPass, true, "gate PASSED (2 checks, 1 not decided)"},
 		{"a failure among undecided", []Check{und, fail}, false, VerdictFail, false, "gate FAILED (2 checks, 1 not decided)"},
 		{"a failure", []Check{fail}, false, VerdictFail, false, "gate FAILED (1 check)"},
-		{"nothing decided", []Check{und, und}, false, VerdictUndecided, false, "gate UNDECIDED (2 checks, none decided): nothing was checked, see why above (exit 3; --allow-undecided lets it through)"},
+		{"nothing decided", []Check{und, und}, false, VerdictUndecided, false, "gate UNDECIDED (2 checks, none decided): nothing was checked (exit 3; --allow-undecided lets it through)"},
+		{"a pass beside a check a strained client kept from failing", []Check{pass, strainedFail}, false, VerdictUndecided, false,
+			"gate UNDECIDED (2 checks, 1 not decided): a run kept checks from being decided, see the warning lines (exit 3; --allow-undecided lets it through)"},
+		{"the same, allowed", []Check{pass, strainedFail}, true, VerdictUndecided, true,
+			"gate UNDECIDED (2 checks, 1 not decided): a run kept checks from being decided, see the warning lines; let through by --allow-undecided"},
 		{"nothing decided, allowed", []Check{und}, true, VerdictUndecided, true, "gate UNDECIDED (1 check, none decided): nothing was checked; let through by --allow-undecided"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
