@@ -491,7 +491,7 @@ func Judge(steps []Step, bound time.Duration, target string, runErr error) Verdi
 	case v.Proven > 0:
 		parts = append(parts, proven)
 	case len(passed) > 0:
-		parts = append(parts, fmt.Sprintf("nothing is proven, as the ladder's first step did not pass (the steps at %s streams passed)", strings.Join(passed, ", ")))
+		parts = append(parts, fmt.Sprintf("nothing is proven, as the ladder's first step did not pass (the %s at %s passed)", plural(len(passed), "step", "steps"), streamList(passed)))
 	case stamped && len(steps) > 0:
 		parts = append(parts, fmt.Sprintf("this machine does not measure within ±%s at any concurrency tried", bound))
 	case len(steps) > 0:
@@ -524,14 +524,7 @@ func blameOf(steps []Step, stamped bool) string {
 	}
 	strained := ""
 	if len(at) > 0 {
-		which, unit := "those steps", "streams"
-		if len(at) == 1 {
-			which = "that step"
-		}
-		if len(at) == 1 && at[0] == "1" {
-			unit = "stream"
-		}
-		strained = fmt.Sprintf("the client was strained at %s %s (%s: see %s)", strings.Join(at, ", "), unit, strings.Join(kinds, ", "), which)
+		strained = fmt.Sprintf("the client was strained at %s (%s: see %s)", streamList(at), strings.Join(kinds, ", "), plural(len(at), "that step", "those steps"))
 	}
 	switch {
 	case failed == 0:
@@ -553,6 +546,14 @@ func judgedOf(steps []Step) string {
 		}
 	}
 	return "client's added delay"
+}
+
+// streamList is "1 stream", "10 streams", "10, 100 streams".
+func streamList(ns []string) string {
+	if len(ns) == 1 && ns[0] == "1" {
+		return "1 stream"
+	}
+	return strings.Join(ns, ", ") + " streams"
 }
 
 func streams(n int) string {
