@@ -46,17 +46,19 @@ func gateCommand() *cli.Command {
 			"Writes gate.json into the candidate directory, --junit FILE, GitHub Actions annotations when\n" +
 			"GITHUB_ACTIONS=true and a summary to $GITHUB_STEP_SUMMARY when set.\n\n" +
 			"Exit codes:\n" +
-			"  0  pass: no check failed, at least one was decided, and no run kept a check from a decision.\n" +
-			"     Checks left undecided only for thin evidence (the interval straddles the tolerance, fewer\n" +
-			"     than 30 requests) do not fail the gate beside decided passes (a CI job that went red on every\n" +
-			"     thin comparison would be switched off): they are printed, counted on the last line (\"gate\n" +
-			"     PASSED (6 checks, 2 not decided)\") and annotated as warnings.\n" +
+			"  0  pass: no check failed, at least one was decided, and no possible regression was left\n" +
+			"     undecided because of a run. Checks left undecided for thin evidence (the interval straddles\n" +
+			"     the tolerance, fewer than 30 requests), or a pass that only a strained baseline kept from\n" +
+			"     counting, do not fail the gate beside decided passes (a CI job that went red on every such\n" +
+			"     check would be switched off): they are printed, counted on the last line (\"gate PASSED\n" +
+			"     (6 checks, 2 not decided)\") and annotated as warnings.\n" +
 			"  1  fail: a check failed (whatever the others are).\n" +
 			"  2  bad input: flags, rules, a directory that is not a run, an unreadable scenario.resolved.yaml.\n" +
-			"  3  undecided: no check could be decided, or a run kept one from being decided (its client\n" +
-			"     strained, its records gone, the metric or the stage missing: a 30% regression measured by a\n" +
-			"     strained client is such a check, and a green job beside it would ship it). Each check says\n" +
-			"     why. --allow-undecided makes this exit 0 (the reasons are still printed).",
+			"  3  undecided: no check could be decided, or a run kept a possible regression from being\n" +
+			"     decided: the candidate's client was strained where the numbers say regression (a real 30%\n" +
+			"     regression on a busy runner looks like that, and a green job beside it would ship it), or\n" +
+			"     records, a value or a stage were missing. Each check says why. --allow-undecided makes this\n" +
+			"     exit 0 (the reasons are still printed).",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "candidate", Usage: "the results directory to judge", Required: true},
 			&cli.StringFlag{Name: "baseline", Usage: "a results directory to compare with"},

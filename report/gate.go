@@ -498,14 +498,15 @@ func GatePassed(checks []Check) bool {
 
 // GateVerdict is the gate's verdict:
 //   - fail when any check failed;
-//   - undecided when no check was decided (the gate checked nothing), or when a check was not decided
-//     because of something wrong with a run — its client strained, its records gone, the metric
-//     unknown, the stage missing (RunBlocked). Such a check may hide exactly what the gate is for: a
-//     real 30 % TTFT regression measured by a strained client is not decided, and passing the run
-//     beside it would ship the regression on a green job;
-//   - pass otherwise. A pass may carry checks left undecided for lack of evidence (the interval
-//     straddles the tolerance, too few requests): they are printed, counted and annotated, because a
-//     gate that went red on every thin comparison would be switched off.
+//   - undecided when no check was decided (the gate checked nothing), or when a check that may hold a
+//     regression was not decided because of a run (BlocksVerdict): the candidate's strained client
+//     kept a regression's evidence from counting, or records, a value or a stage were missing so the
+//     comparison was never made. A real 30 % TTFT regression measured by a strained client is such a
+//     check; passing the run beside it would ship the regression on a green job;
+//   - pass otherwise. A pass may carry undecided checks — thin evidence, or a pass a strained
+//     baseline kept from counting (the candidate measured no worse; only the yardstick was soft) —
+//     printed, counted and annotated, because a gate that went red on every such check on a shared
+//     runner would be switched off.
 func GateVerdict(checks []Check) string {
 	decided, blocked := 0, false
 	for _, c := range checks {
@@ -514,7 +515,7 @@ func GateVerdict(checks []Check) string {
 			return VerdictFail
 		case c.Status == StatusPass:
 			decided++
-		case RunBlocked(c):
+		case BlocksVerdict(c):
 			blocked = true
 		}
 	}
@@ -524,10 +525,10 @@ func GateVerdict(checks []Check) string {
 	return VerdictPass
 }
 
-// RunBlocked reports whether a check was not decided because of something wrong with one of the
-// runs (as opposed to evidence that is merely thin): those are what a user can fix, and they make
-// the gate undecided.
-func RunBlocked(c Check) bool {
+// RunKept reports whether a check was not decided because of something about one of the runs — its
+// client strained, its records gone, the metric or the stage missing — as opposed to evidence that
+// is merely thin. Those are what a user can fix, so each gets a warning line.
+func RunKept(c Check) bool {
 	if c.Status != StatusInconclusive {
 		return false
 	}
@@ -536,4 +537,11 @@ func RunBlocked(c Check) bool {
 		return true
 	}
 	return false
+}
+
+// BlocksVerdict reports whether an undecided check keeps the gate from passing: one a run kept from a
+// decision, except a pass that only a strained baseline kept from counting (its evidence says "no
+// worse"; see strainedInjector).
+func BlocksVerdict(c Check) bool {
+	return RunKept(c) && !(c.Cause == CauseStrained && c.Run == "baseline")
 }

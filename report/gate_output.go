@@ -54,7 +54,7 @@ func UndecidedNotes(g GateResult) []string {
 	var order []key
 	count := map[key]int{}
 	for _, c := range g.Checks {
-		if !RunBlocked(c) {
+		if !RunKept(c) {
 			continue
 		}
 		k := key{c.Stage, c.Run, c.Reason}
@@ -174,7 +174,7 @@ func verdictLine(g GateResult) string {
 	case VerdictUndecided:
 		what := fmt.Sprintf("gate UNDECIDED (%s, none decided): nothing was checked", count)
 		if undecided < len(g.Checks) {
-			what = fmt.Sprintf("gate UNDECIDED (%s%s): a run kept checks from being decided, see the warning lines", count, tail)
+			what = fmt.Sprintf("gate UNDECIDED (%s%s): a run kept a possible regression from being decided, see the warning lines", count, tail)
 		}
 		if g.AllowUndecided {
 			return what + "; let through by --allow-undecided"

@@ -428,7 +428,7 @@ func TestMissingRecordsAreLoud(t *testing.T) {
 	if !strings.Contains(b.String(), line) {
 		t.Fatalf("no line %q in:\n%s", line, b.String())
 	}
-	if g.Verdict != VerdictUndecided || !strings.HasSuffix(b.String(), "gate UNDECIDED (3 checks, 2 not decided): a run kept checks from being decided, see the warning lines (exit 3; --allow-undecided lets it through)\n") {
+	if g.Verdict != VerdictUndecided || !strings.HasSuffix(b.String(), "gate UNDECIDED (3 checks, 2 not decided): a run kept a possible regression from being decided, see the warning lines (exit 3; --allow-undecided lets it through)\n") {
 		t.Fatalf("verdict %s:\n%s", g.Verdict, b.String())
 	}
 }
@@ -451,6 +451,7 @@ func TestCandidateStageWithoutBaselineIsSaid(t *testing.T) {
 func TestGateVerdict(t *testing.T) {
 	pass, fail, und := Check{Name: "p", Status: StatusPass}, Check{Name: "f", Status: StatusFail}, Check{Name: "u", Status: StatusInconclusive, Message: "too thin", Cause: CauseThin}
 	strainedFail := Check{Name: "s", Status: StatusInconclusive, Cause: CauseStrained, Run: "candidate", Reason: "the client was strained in the candidate run"}
+	strainedPass := Check{Name: "s", Status: StatusInconclusive, Cause: CauseStrained, Run: "baseline", Reason: "the client was strained in the baseline run"}
 	for _, tc := range []struct {
 		name   string
 		checks []Check
@@ -465,9 +466,10 @@ func TestGateVerdict(t *testing.T) {
 		{"a failure", []Check{fail}, false, VerdictFail, false, "gate FAILED (1 check)"},
 		{"nothing decided", []Check{und, und}, false, VerdictUndecided, false, "gate UNDECIDED (2 checks, none decided): nothing was checked (exit 3; --allow-undecided lets it through)"},
 		{"a pass beside a check a strained client kept from failing", []Check{pass, strainedFail}, false, VerdictUndecided, false,
-			"gate UNDECIDED (2 checks, 1 not decided): a run kept checks from being decided, see the warning lines (exit 3; --allow-undecided lets it through)"},
+			"gate UNDECIDED (2 checks, 1 not decided): a run kept a possible regression from being decided, see the warning lines (exit 3; --allow-undecided lets it through)"},
+		{"a pass beside a pass a strained baseline kept from counting", []Check{pass, strainedPass}, false, VerdictPass, true, "gate PASSED (2 checks, 1 not decided)"},
 		{"the same, allowed", []Check{pass, strainedFail}, true, VerdictUndecided, true,
-			"gate UNDECIDED (2 checks, 1 not decided): a run kept checks from being decided, see the warning lines; let through by --allow-undecided"},
+			"gate UNDECIDED (2 checks, 1 not decided): a run kept a possible regression from being decided, see the warning lines; let through by --allow-undecided"},
 		{"nothing decided, allowed", []Check{und}, true, VerdictUndecided, true, "gate UNDECIDED (1 check, none decided): nothing was checked; let through by --allow-undecided"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
