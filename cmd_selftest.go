@@ -75,7 +75,9 @@ func selftestCommand() *cli.Command {
 			defer stop()
 			steps, runErr := bench.Run(ctx, cfg)
 			if ctx.Err() != nil {
-				fmt.Fprintf(out, "INTERRUPTED after %d of %d steps: no verdict\n", len(steps), len(ladder))
+				if !cmd.Bool("json") {
+					fmt.Fprintf(out, "INTERRUPTED after %d of %d steps: no verdict\n", len(steps), len(ladder))
+				}
 				return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted")}
 			}
 			verdict := bench.Judge(steps, cfg.Bound, cfg.Target, runErr)

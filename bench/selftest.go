@@ -370,7 +370,7 @@ func judgeStep(st *Step, bound time.Duration) {
 // strainOf is what the injector-health warnings of metrics.InjectorHealth (same thresholds) say about
 // the client, in the self-test's words: CPU busy, waiting for a CPU, scheduler latency.
 func strainOf(h metrics.InjectorHealth) []string {
-	var out []string
+	out := []string{} // [] in JSON when calm, never null
 	if h.Cores > 0 && h.CPUPercent > metrics.InjectorCPUWarnShare*100*float64(h.Cores) {
 		out = append(out, "CPU busy: "+cpuBusy(h))
 	}
