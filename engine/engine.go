@@ -125,18 +125,21 @@ func Run(ctx context.Context, cfg Config) ([]StageResult, error) {
 
 // stageRun is one stage in progress.
 type stageRun struct {
-	cfg     *Config
-	pool    *workload.StagePool
-	index   int
-	clock   clock
-	log     *slog.Logger
-	client  *http.Client
-	url     string
-	host    string
-	headers http.Header
-	secrets []string
-	timeout time.Duration
-	body    *bodyBuilder
+	cfg    *Config
+	pool   *workload.StagePool
+	index  int
+	clock  clock
+	log    *slog.Logger
+	client *http.Client
+	// freshClient opens a new connection for every request: a retry must not land on another
+	// pooled connection the server has closed too.
+	freshClient *http.Client
+	url         string
+	host        string
+	headers     http.Header
+	secrets     []string
+	timeout     time.Duration
+	body        *bodyBuilder
 
 	maxEventBytes int
 	records       *metrics.Writer[*metrics.Record]
@@ -260,6 +263,9 @@ func (s *stageRun) prepareClient() error {
 		return err
 	}
 	s.client = &http.Client{Transport: tr}
+	fresh := tr.Clone()
+	fresh.DisableKeepAlives = true
+	s.freshClient = &http.Client{Transport: fresh}
 	s.headers = http.Header{}
 	s.headers.Set("Content-Type", "application/json")
 	s.headers.Set("Accept", "text/event-stream")
