@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -72,8 +73,10 @@ type StageResult struct {
 	// Outages are the spans in which every request failed before a response byte or got 429/5xx.
 	Outages []Outage
 	// Aborted says why the engine stopped the stage early ("" when it ran its course): nothing
-	// reached the target for load.abort_after.
-	Aborted    string
+	// reached the target for load.abort_after. The stage failed; later stages do not run.
+	Aborted string
+	// Failures are the stage's failed requests by kind, each with its first message.
+	Failures   []metrics.KindCount
 	Start, End time.Time
 	Warmup     time.Duration
 	Duration   time.Duration
@@ -119,6 +122,13 @@ func Run(ctx context.Context, cfg Config) ([]StageResult, error) {
 		if res.Partial {
 			return results, ErrInterrupted
 		}
+		// A failed stage stops the run (SPEC §4): the next, heavier one would fail the same way.
+		if res.Aborted != "" {
+			return results, fmt.Errorf("stage %d was stopped (the target is unreachable); later stages were skipped", res.Stage)
+		}
+		if res.OK == 0 && res.Errors > 0 {
+			return results, fmt.Errorf("none of stage %d's %d requests succeeded; later stages were skipped", res.Stage, res.Issued)
+		}
 	}
 	return results, nil
 }
@@ -150,6 +160,11 @@ type stageRun struct {
 	counts        counters
 	reason        cancelReason
 	interruptedAt time.Time
+	outages       outageTracker
+	failures      metrics.FailureTally
+	// aborted is why the engine stopped the stage (target unreachable), at abortedAt.
+	aborted   string
+	abortedAt time.Time
 }
 
 func stageDir(dir string, stage int) string {
@@ -190,7 +205,10 @@ func runStage(ctx context.Context, cfg *Config, clk clock, i int, pool *workload
 		s.records.Close()
 		return res, fmt.Errorf("stage %d: %w", pool.Stage, err)
 	}
-	res.RTT = s.measureRTT(ctx)
+	var rttErr error
+	if res.RTT, rttErr = s.measureRTT(ctx); rttErr != nil && ctx.Err() == nil {
+		log.Warn("network RTT not measured: the target did not answer GET /models", "error", rttErr.Error())
+	}
 	s.client.CloseIdleConnections() // the stage starts from fresh connections
 	log.Info("stage starting", "rtt_p50_ms", res.RTT.P50, "mode", sc.Load.Mode, "concurrency", pool.Spec.Concurrency,
 		"sessions_per_sec", pool.Spec.SessionsPerSec, "warmup", pool.Spec.Warmup.String(), "duration", pool.Spec.Duration.String(),
@@ -226,6 +244,10 @@ func runStage(ctx context.Context, cfg *Config, clk clock, i int, pool *workload
 	if interrupted {
 		res.InterruptNs = clk.ns(s.interruptedAt)
 	}
+	res.Outages, res.Failures = s.outages.outages(), s.failures.Kinds()
+	if s.aborted != "" && !interrupted {
+		res.Aborted, res.InterruptNs = s.aborted, clk.ns(s.abortedAt) // the window ends where the stage did
+	}
 	if res.Reused > 0 {
 		log.Warn("the session pool ran dry: sessions were reused", "reused", res.Reused, "pool", len(pool.Sessions))
 	}
@@ -257,6 +279,9 @@ func (s *stageRun) prepareClient() error {
 	}
 	s.url = base + path
 	s.host = strings.TrimPrefix(strings.TrimPrefix(base, "http://"), "https://")
+	if u, err := url.Parse(base); err == nil && u.Host != "" {
+		s.host = u.Host
+	}
 	maxConns := s.pool.Spec.Concurrency + s.pool.Spec.MaxConcurrency
 	tr, err := newTransport(sc, maxConns)
 	if err != nil {

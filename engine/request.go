@@ -26,6 +26,8 @@ type exchange struct {
 	answer   strings.Builder // content as streamed, for the history
 	answered int             // content token events
 	hasUsage bool
+	// retryAfter is a 429's Retry-After, for the slot's backoff.
+	retryAfter time.Duration
 }
 
 // send issues one request for history and fills in ex.rec. It never returns an error: every outcome,
@@ -102,6 +104,7 @@ func (s *stageRun) send(ctx context.Context, ex *exchange, body []byte, islEstim
 		message := strings.TrimSpace(string(msg))
 		if ra := resp.Header.Get("Retry-After"); ra != "" {
 			message = "Retry-After: " + ra + "; " + message
+			ex.retryAfter = parseRetryAfter(ra, end)
 		}
 		rec.Error = &metrics.RecordError{Code: metrics.Some(resp.StatusCode), Type: text,
 			Message: s.scrub(metrics.TruncateMessage(message))}
@@ -269,6 +272,12 @@ func (s *stageRun) transportFailure(stageCtx, reqCtx context.Context, rec *metri
 		s.fail(rec, at, isl, metrics.ErrTypeConnect, s.scrub(fmt.Sprintf("TLS with %s failed: %v (a private CA goes in target.tls.ca_file)", s.host, rootCause(err))))
 	case isDialError(err):
 		s.fail(rec, at, isl, metrics.ErrTypeConnect, s.scrub(fmt.Sprintf("cannot connect to %s: %v", s.host, rootCause(err))))
+	case !rec.RequestAckNs.OK && (errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, syscall.EPIPE)):
+		how := "closed"
+		if errors.Is(err, syscall.ECONNRESET) {
+			how = "reset (TCP RST)"
+		}
+		s.fail(rec, at, isl, metrics.ErrTypeTransport, s.scrub(fmt.Sprintf("the server %s the connection before answering: %v", how, rootCause(err))))
 	case errors.Is(err, syscall.ECONNRESET):
 		s.fail(rec, at, isl, metrics.ErrTypeTransport, "the server reset the connection (TCP RST) mid-answer")
 	case errors.Is(err, io.ErrUnexpectedEOF):
