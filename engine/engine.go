@@ -22,6 +22,10 @@ import (
 // current stage was written as partial and the rest were skipped.
 var ErrInterrupted = errors.New("interrupted")
 
+// ErrStageFailed is returned (wrapped, with the stage and why) when a stage failed — the target was
+// unreachable for load.abort_after, or none of its requests succeeded — and later stages were skipped.
+var ErrStageFailed = errors.New("stage failed")
+
 // Config is what a run needs.
 type Config struct {
 	Scenario *workload.Scenario
@@ -124,10 +128,10 @@ func Run(ctx context.Context, cfg Config) ([]StageResult, error) {
 		}
 		// A failed stage stops the run (SPEC §4): the next, heavier one would fail the same way.
 		if res.Aborted != "" {
-			return results, fmt.Errorf("stage %d was stopped (the target is unreachable); later stages were skipped", res.Stage)
+			return results, fmt.Errorf("%w: stage %d was stopped (the target is unreachable); later stages were skipped", ErrStageFailed, res.Stage)
 		}
 		if res.OK == 0 && res.Errors > 0 {
-			return results, fmt.Errorf("none of stage %d's %d requests succeeded; later stages were skipped", res.Stage, res.Issued)
+			return results, fmt.Errorf("%w: none of stage %d's %d requests succeeded; later stages were skipped", ErrStageFailed, res.Stage, res.Issued)
 		}
 	}
 	return results, nil

@@ -196,10 +196,16 @@ func TestBackoffDoublesCapsAndResets(t *testing.T) {
 	if w := b.after(limited); w != retryAfterMax {
 		t.Fatalf("Retry-After 1 h waits %v, want the cap %v", w, retryAfterMax)
 	}
+	b = backoff{}
 	notFound := &exchange{}
-	notFound.rec.Error = errorRecordHTTP(400)
-	if w := b.after(notFound); w != 0 {
-		t.Fatalf("a 400 is the request's fault, not the server's load: it waits %v", w)
+	notFound.rec.Error = errorRecordHTTP(404)
+	if w := b.after(notFound); w < backoffBase*3/4 || w > backoffBase {
+		t.Fatalf("a 404 waits %v: a wrong URL must not be hammered either", w)
+	}
+	cancelled := &exchange{}
+	cancelled.rec.WasCancelled, cancelled.rec.Error = true, &metrics.RecordError{Type: metrics.ErrTypeCancelled}
+	if w := b.after(cancelled); w != 0 {
+		t.Fatalf("a cancelled request waits %v", w)
 	}
 	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 	for in, want := range map[string]time.Duration{"2": 2 * time.Second, "0.5": 500 * time.Millisecond, "": 0, "soon": 0, "-3": 0,
