@@ -125,7 +125,20 @@ func renderProgress(s metrics.LiveSnapshot, bar bool) string {
 	}
 	fmt.Fprintf(&b, "| ok %d, errors %d, 429 %d | sessions %d | last 10 s: %.1f out tok/s, TTFT p95 %s, ITL p95 %s",
 		s.OK, s.Errors+s.Cancel, s.RateLimited, s.Active, s.OutTokPerSec10s, msText(s.TTFTP95Ms10s), msText(s.ITLP95Ms10s))
+	if len(s.Failures) > 0 { // the cause, not only the count: a dead port reads "refused", a wrong path "HTTP 404"
+		k := s.Failures[0]
+		fmt.Fprintf(&b, " | errors: %s × %d (first: %s)", k.Kind, k.Count, clip(k.First, 100))
+	}
 	return b.String()
+}
+
+// clip shortens text to at most n runes, marking the cut.
+func clip(text string, n int) string {
+	r := []rune(text)
+	if len(r) <= n {
+		return text
+	}
+	return string(r[:n-1]) + "…"
 }
 
 func msText(v float64) string {

@@ -42,6 +42,7 @@ func runCommand() *cli.Command {
 			&cli.StringFlag{Name: "out", Usage: "results base directory (overrides output.dir)"},
 			&cli.BoolFlag{Name: "quiet", Usage: "no progress display (stage lines and the final table still print)"},
 			&cli.StringFlag{Name: "baseline", Usage: "after the run, gate it against this results directory (see plload gate)"},
+			&cli.BoolFlag{Name: "no-preflight", Usage: "skip the one streamed request sent before the first stage to check the target"},
 		}, gateFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
@@ -59,22 +60,35 @@ func runCommand() *cli.Command {
 			if err := checkGateRules(sc); err != nil {
 				return err
 			}
-			dir, err := runScenario(ctx, sc, base, cmd.Bool("quiet"), stdout, stderr)
-			if err != nil {
+			dir, err := runScenario(ctx, sc, runOptions{base: base, quiet: cmd.Bool("quiet"), preflight: !cmd.Bool("no-preflight")}, stdout, stderr)
+			if dir == "" {
 				return err
 			}
 			if len(sc.Gate) == 0 && len(cmd.StringSlice("check")) == 0 && cmd.String("baseline") == "" {
-				return nil
+				return err
 			}
 			fmt.Fprintln(stdout)
-			return gate(cmd, dir, cmd.String("baseline"), sc.Gate)
+			if gerr := gate(cmd, dir, cmd.String("baseline"), sc.Gate); gerr != nil {
+				return gerr
+			}
+			return err
 		},
 	}
 }
 
-// runScenario builds the workload, prepares the results directory, starts the mock when asked, and
-// runs the stages. Everything that can be refused is refused before the first request.
-func runScenario(ctx context.Context, sc *workload.Scenario, base string, quiet bool, stdout, stderr io.Writer) (string, error) {
+// runOptions are run's flags that shape the run itself.
+type runOptions struct {
+	base      string // results base directory
+	quiet     bool   // no progress display
+	preflight bool   // one streamed request before the first stage
+}
+
+// runScenario builds the workload, starts the mock when asked, checks the target with one request,
+// prepares the results directory and runs the stages. Everything that can be refused is refused
+// before the first stage. It returns the results directory ("" when the run did not finish) and, for
+// a finished run, an exit-1 error when a stage failed or no stage met the SLO.
+func runScenario(ctx context.Context, sc *workload.Scenario, opt runOptions, stdout, stderr io.Writer) (string, error) {
+	base, quiet := opt.base, opt.quiet
 	ctx, stop := interruptible(ctx, stderr)
 	defer stop()
 	if err := checkTarget(ctx, sc); err != nil {
@@ -98,17 +112,6 @@ func runScenario(ctx context.Context, sc *workload.Scenario, base string, quiet 
 		}
 		defer stopProm()
 	}
-	dir, err := makeRunDir(base, sc.Name)
-	if err != nil {
-		return "", badInput("results directory: %v; choose another with --out or output.dir", err)
-	}
-	resolved, err := sc.ResolvedYAML()
-	if err != nil {
-		return "", fmt.Errorf("resolving the scenario: %w", err)
-	}
-	if err := metrics.WriteFileAtomic(filepath.Join(dir, "scenario.resolved.yaml"), resolved); err != nil {
-		return "", badInput("results directory: %v", err)
-	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	baseURL := ""
 	if sc.UsesMock() {
@@ -125,6 +128,28 @@ func runScenario(ctx context.Context, sc *workload.Scenario, base string, quiet 
 		log.Info("started the bundled mock in-process", "url", baseURL)
 	}
 
+	if opt.preflight {
+		warning, err := engine.Preflight(ctx, engine.Config{Scenario: sc, Workload: w, BaseURL: baseURL})
+		switch {
+		case ctx.Err() != nil:
+			return "", &exitError{code: exitInterrupted, err: errors.New("interrupted before the first stage; nothing was written")}
+		case err != nil:
+			return "", &exitError{code: exitBadInput, err: fmt.Errorf("%s: %w", sc.File, err)}
+		case warning != "":
+			fmt.Fprintln(stderr, "warning: "+warning)
+		}
+	}
+	dir, err := makeRunDir(base, sc.Name)
+	if err != nil {
+		return "", badInput("results directory: %v; choose another with --out or output.dir", err)
+	}
+	resolved, err := sc.ResolvedYAML()
+	if err != nil {
+		return "", fmt.Errorf("resolving the scenario: %w", err)
+	}
+	if err := metrics.WriteFileAtomic(filepath.Join(dir, "scenario.resolved.yaml"), resolved); err != nil {
+		return "", badInput("results directory: %v", err)
+	}
 	started := time.Now()
 	fmt.Fprintf(stdout, "plload %s: %d stage(s), results in %s\n", sc.Name, len(w.Stages), dir)
 	var stages []*report.StageReport
@@ -157,17 +182,44 @@ func runScenario(ctx context.Context, sc *workload.Scenario, base string, quiet 
 	for _, w := range rep.Warnings() {
 		fmt.Fprintln(stdout, "warning: "+w)
 	}
+	failures := runFailures(sc, stages, rep.HeadlineStage)
 	switch {
 	case interrupted:
 		fmt.Fprintf(stdout, "interrupted: the last stage is partial and later stages were skipped; results in %s\n", dir)
 		return "", &exitError{code: exitInterrupted, err: errors.New("interrupted")}
-	case err != nil:
-		return "", &exitError{code: exitFailed, err: fmt.Errorf("the run stopped: %w (results so far in %s)", err, dir)}
 	case summaryErr != nil:
 		return "", &exitError{code: exitFailed, err: fmt.Errorf("writing the report: %w (results in %s)", summaryErr, dir)}
 	}
 	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(dir, "report.md"))
+	if err != nil {
+		failures = append([]string{fmt.Sprintf("the run stopped: %v", err)}, failures...)
+	}
+	if len(failures) > 0 {
+		return dir, &exitError{code: exitFailed, err: fmt.Errorf("FAILED (exit 1):\n  %s\nresults in %s", strings.Join(failures, "\n  "), dir)}
+	}
 	return dir, nil
+}
+
+// runFailures says what makes a finished run exit 1 (README, "Exit codes"): a stage that failed —
+// stopped because the target was unreachable, without one successful request, or with an error rate
+// over slo.error_rate_max — or no stage that met the SLO (no headline). [] when none.
+func runFailures(sc *workload.Scenario, stages []*report.StageReport, headline int) []string {
+	var out []string
+	for _, st := range stages {
+		sum := st.Summary
+		switch {
+		case st.Engine.Aborted != "":
+			out = append(out, fmt.Sprintf("stage %02d failed: %s", st.Stage, st.Engine.Aborted))
+		case sum.Requests.Succeeded == 0:
+			out = append(out, fmt.Sprintf("stage %02d failed: no request in its window succeeded (%d errors, %d cancelled)", st.Stage, sum.Requests.Errors, sum.Requests.Cancelled))
+		case sum.ErrorRate.OK && sum.ErrorRate.V > sc.SLO.ErrorRateMax:
+			out = append(out, fmt.Sprintf("stage %02d failed: error rate %.2f%% is over slo.error_rate_max %.2f%%", st.Stage, 100*sum.ErrorRate.V, 100*sc.SLO.ErrorRateMax))
+		}
+	}
+	if headline == 0 && len(stages) > 0 {
+		out = append(out, fmt.Sprintf("no stage met the SLO (TTFT p95 ≤ %s, ITL p95 ≤ %s, error rate ≤ %.2f%%)", sc.SLO.TTFTP95, sc.SLO.ITLP95, 100*sc.SLO.ErrorRateMax))
+	}
+	return out
 }
 
 // summarizeStage computes a finished stage's numbers from its records and writes stage.json.
@@ -183,8 +235,10 @@ func summarizeStage(sc *workload.Scenario, w *workload.Workload, r engine.StageR
 	if sc.Load.Mode == workload.ModeArrivalRate {
 		in.NeverStarted = r.NotStarted
 	}
-	in.Warnings = append(in.Warnings, r.Injector.Warnings()...)
-	if r.Reused > 0 {
+	if strain := r.Injector.Warnings(); len(strain) > 0 && !failuresExplainStrain(r) {
+		in.Warnings = append(in.Warnings, strain...)
+	}
+	if r.Reused > 0 && !failuresExplainStrain(r) { // sessions that fail at once use the pool up
 		in.Warnings = append(in.Warnings, fmt.Sprintf("dataset reuse: the pool of %d sessions ran dry and %d sessions were reused (raise load.session_pool_factor or sessions)", len(w.Stages[i].Sessions), r.Reused))
 	}
 	sum, err := metrics.SummarizeFile(filepath.Join(r.Dir, "profile_export.jsonl"), in, sc.Load.Mode == workload.ModeArrivalRate)
@@ -268,14 +322,38 @@ func checkTarget(ctx context.Context, sc *workload.Scenario) error {
 	return nil
 }
 
+// failuresExplainStrain: when most requests failed, or the target was out, the client's busy CPU,
+// start lag and the like are the failures' doing (a session that fails at once starts the next), and
+// a warning that blames the machine would send the user the wrong way.
+func failuresExplainStrain(r engine.StageResult) bool {
+	return r.Aborted != "" || len(r.Outages) > 0 || r.Errors > 0 && r.Errors >= r.OK
+}
+
 // stageLine is the one-line summary printed as a stage ends.
 func stageLine(r engine.StageResult, stages int) string {
 	state := "done"
 	if r.Partial {
 		state = "PARTIAL (interrupted)"
 	}
-	return fmt.Sprintf("stage %02d/%02d %s: %d requests (%d ok, %d errors of which %d × 429, %d cancelled), %d output tokens, %d sessions, %.1f s",
+	if r.Aborted != "" {
+		state = "FAILED"
+	}
+	line := fmt.Sprintf("stage %02d/%02d %s: %d requests (%d ok, %d errors of which %d × 429, %d cancelled), %d output tokens, %d sessions, %.1f s",
 		r.Stage, stages, state, r.Records, r.OK, r.Errors, r.RateLimit, r.Cancelled, r.OutTokens, r.Sessions, r.End.Sub(r.Start).Seconds())
+	if r.Retried > 0 {
+		line += fmt.Sprintf("\n  retried: %d requests went out again on a new connection (the server had closed the kept-alive one before answering)", r.Retried)
+	}
+	for _, k := range r.Failures {
+		line += fmt.Sprintf("\n  errors: %s × %d (first: %s)", k.Kind, k.Count, k.First)
+	}
+	for _, o := range r.Outages {
+		line += fmt.Sprintf("\n  outage %s – %s (%.1f s): %s, %d requests (first: %s)", o.From.UTC().Format("15:04:05.000"), o.To.UTC().Format("15:04:05.000Z"),
+			o.To.Sub(o.From).Seconds(), o.Kind, o.Requests, o.FirstMessage)
+	}
+	if r.Aborted != "" {
+		line += "\n  STOPPED: " + r.Aborted
+	}
+	return line
 }
 
 // makeRunDir creates base/<name>-<YYYYmmdd-HHMMSS>, adding -2, -3... if that exists already.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime/debug"
@@ -20,6 +21,10 @@ import (
 // ErrInterrupted is returned when the run's context was cancelled (Ctrl+C, SIGTERM, SIGHUP): the
 // current stage was written as partial and the rest were skipped.
 var ErrInterrupted = errors.New("interrupted")
+
+// ErrStageFailed is returned (wrapped, with the stage and why) when a stage failed — the target was
+// unreachable for load.abort_after, or none of its requests succeeded — and later stages were skipped.
+var ErrStageFailed = errors.New("stage failed")
 
 // Config is what a run needs.
 type Config struct {
@@ -72,8 +77,10 @@ type StageResult struct {
 	// Outages are the spans in which every request failed before a response byte or got 429/5xx.
 	Outages []Outage
 	// Aborted says why the engine stopped the stage early ("" when it ran its course): nothing
-	// reached the target for load.abort_after.
-	Aborted    string
+	// reached the target for load.abort_after. The stage failed; later stages do not run.
+	Aborted string
+	// Failures are the stage's failed requests by kind, each with its first message.
+	Failures   []metrics.KindCount
 	Start, End time.Time
 	Warmup     time.Duration
 	Duration   time.Duration
@@ -119,24 +126,34 @@ func Run(ctx context.Context, cfg Config) ([]StageResult, error) {
 		if res.Partial {
 			return results, ErrInterrupted
 		}
+		// A failed stage stops the run (SPEC §4): the next, heavier one would fail the same way.
+		if res.Aborted != "" {
+			return results, fmt.Errorf("%w: stage %d was stopped (the target is unreachable); later stages were skipped", ErrStageFailed, res.Stage)
+		}
+		if res.OK == 0 && res.Errors > 0 {
+			return results, fmt.Errorf("%w: none of stage %d's %d requests succeeded; later stages were skipped", ErrStageFailed, res.Stage, res.Issued)
+		}
 	}
 	return results, nil
 }
 
 // stageRun is one stage in progress.
 type stageRun struct {
-	cfg     *Config
-	pool    *workload.StagePool
-	index   int
-	clock   clock
-	log     *slog.Logger
-	client  *http.Client
-	url     string
-	host    string
-	headers http.Header
-	secrets []string
-	timeout time.Duration
-	body    *bodyBuilder
+	cfg    *Config
+	pool   *workload.StagePool
+	index  int
+	clock  clock
+	log    *slog.Logger
+	client *http.Client
+	// freshClient opens a new connection for every request: a retry must not land on another
+	// pooled connection the server has closed too.
+	freshClient *http.Client
+	url         string
+	host        string
+	headers     http.Header
+	secrets     []string
+	timeout     time.Duration
+	body        *bodyBuilder
 
 	maxEventBytes int
 	records       *metrics.Writer[*metrics.Record]
@@ -147,6 +164,11 @@ type stageRun struct {
 	counts        counters
 	reason        cancelReason
 	interruptedAt time.Time
+	outages       outageTracker
+	failures      metrics.FailureTally
+	// aborted is why the engine stopped the stage (target unreachable), at abortedAt.
+	aborted   string
+	abortedAt time.Time
 }
 
 func stageDir(dir string, stage int) string {
@@ -187,7 +209,10 @@ func runStage(ctx context.Context, cfg *Config, clk clock, i int, pool *workload
 		s.records.Close()
 		return res, fmt.Errorf("stage %d: %w", pool.Stage, err)
 	}
-	res.RTT = s.measureRTT(ctx)
+	var rttErr error
+	if res.RTT, rttErr = s.measureRTT(ctx); rttErr != nil && ctx.Err() == nil {
+		log.Warn("network RTT not measured: the target did not answer GET /models", "error", rttErr.Error())
+	}
 	s.client.CloseIdleConnections() // the stage starts from fresh connections
 	log.Info("stage starting", "rtt_p50_ms", res.RTT.P50, "mode", sc.Load.Mode, "concurrency", pool.Spec.Concurrency,
 		"sessions_per_sec", pool.Spec.SessionsPerSec, "warmup", pool.Spec.Warmup.String(), "duration", pool.Spec.Duration.String(),
@@ -223,6 +248,10 @@ func runStage(ctx context.Context, cfg *Config, clk clock, i int, pool *workload
 	if interrupted {
 		res.InterruptNs = clk.ns(s.interruptedAt)
 	}
+	res.Outages, res.Failures = s.outages.outages(), s.failures.Kinds()
+	if s.aborted != "" && !interrupted {
+		res.Aborted, res.InterruptNs = s.aborted, clk.ns(s.abortedAt) // the window ends where the stage did
+	}
 	if res.Reused > 0 {
 		log.Warn("the session pool ran dry: sessions were reused", "reused", res.Reused, "pool", len(pool.Sessions))
 	}
@@ -254,12 +283,18 @@ func (s *stageRun) prepareClient() error {
 	}
 	s.url = base + path
 	s.host = strings.TrimPrefix(strings.TrimPrefix(base, "http://"), "https://")
+	if u, err := url.Parse(base); err == nil && u.Host != "" {
+		s.host = u.Host
+	}
 	maxConns := s.pool.Spec.Concurrency + s.pool.Spec.MaxConcurrency
 	tr, err := newTransport(sc, maxConns)
 	if err != nil {
 		return err
 	}
 	s.client = &http.Client{Transport: tr}
+	fresh := tr.Clone()
+	fresh.DisableKeepAlives = true
+	s.freshClient = &http.Client{Transport: fresh}
 	s.headers = http.Header{}
 	s.headers.Set("Content-Type", "application/json")
 	s.headers.Set("Accept", "text/event-stream")

@@ -541,8 +541,8 @@ func TestErrorsAndFaultsAreRecorded(t *testing.T) {
 			text := strings.Replace(scenarioYAML(base, shortSessions,
 				"  mode: concurrency\n  drain_timeout: 2s\n  stages:\n    - {concurrency: 2, duration: 600ms}"), "timeout: 10s", "timeout: 300ms", 1)
 			res, dir, err := runScenario(t, context.Background(), text)
-			if err != nil {
-				t.Fatal(err)
+			if !errors.Is(err, ErrStageFailed) { // no request succeeded: the stage failed, and says so
+				t.Fatalf("every request failed, yet: %v", err)
 			}
 			recs := readRecords(t, filepath.Join(dir, "stage_01", "profile_export.jsonl"))
 			checkAllRecords(t, recs)
@@ -611,8 +611,8 @@ func TestConnectErrorIsRecorded(t *testing.T) {
 	ln.Close() // nothing listens there now
 	res, dir, err := runScenario(t, context.Background(), scenarioYAML("http://"+addr+"/v1", shortSessions,
 		"  mode: concurrency\n  stages:\n    - {concurrency: 1, duration: 200ms}"))
-	if err != nil {
-		t.Fatal(err)
+	if !errors.Is(err, ErrStageFailed) {
+		t.Fatalf("every request failed, yet: %v", err)
 	}
 	recs := readRecords(t, filepath.Join(dir, "stage_01", "profile_export.jsonl"))
 	if len(recs) == 0 || res[0].Errors != len(recs) || recs[0]["error"].(map[string]any)["type"] != "ConnectError" {
@@ -637,8 +637,8 @@ func TestTLSWithCustomCA(t *testing.T) {
 		t.Fatalf("with the CA: %v %+v", err, res)
 	}
 	res, dir, err := runScenario(t, context.Background(), scenarioYAML(ts.URL+"/v1", shortSessions, load))
-	if err != nil {
-		t.Fatal(err)
+	if !errors.Is(err, ErrStageFailed) {
+		t.Fatalf("every request failed, yet: %v", err)
 	}
 	recs := readRecords(t, filepath.Join(dir, "stage_01", "profile_export.jsonl"))
 	e := recs[0]["error"].(map[string]any)

@@ -17,13 +17,17 @@ import (
 	"github.com/plload/plload/mock"
 )
 
-// idleCloser is a server that, once, drops a kept-alive connection the moment a chat request
-// arrives on it after at least minIdle of quiet — what uvicorn or llama.cpp do when their keep-alive
-// timeout and the client's next request cross. Every other request gets a short streamed answer.
+// idleCloser is a server that drops a kept-alive connection the moment a chat request arrives on it
+// after at least minIdle of quiet — what uvicorn or llama.cpp do when their keep-alive timeout and the
+// client's next request cross. Every other request gets a short streamed answer. With every, it drops
+// each such request, not only the first; with retriesToo it also drops a request it saw before (a
+// retry, by X-Request-ID); with afterHeaders it sends the response headers before closing.
 type idleCloser struct {
-	minIdle time.Duration
-	mu      sync.Mutex
-	dropped int
+	minIdle                         time.Duration
+	every, retriesToo, afterHeaders bool
+	mu                              sync.Mutex
+	dropped                         int
+	attempts                        map[string]int // by X-Request-ID
 }
 
 type connKey struct{}
@@ -34,6 +38,7 @@ type connState struct {
 }
 
 func (c *idleCloser) start(t *testing.T) string {
+	c.attempts = map[string]int{}
 	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		st := r.Context().Value(connKey{}).(*connState)
 		defer func() { st.mu.Lock(); st.lastEnd = time.Now(); st.mu.Unlock() }()
@@ -46,12 +51,19 @@ func (c *idleCloser) start(t *testing.T) string {
 		reused := !st.lastEnd.IsZero()
 		st.mu.Unlock()
 		c.mu.Lock()
-		drop := reused && idle >= c.minIdle && c.dropped == 0
+		id := r.Header.Get("X-Request-ID")
+		c.attempts[id]++
+		drop := reused && idle >= c.minIdle && (c.dropped == 0 || c.every) || c.retriesToo && c.attempts[id] > 1
 		if drop {
 			c.dropped++
 		}
 		c.mu.Unlock()
 		if drop {
+			if c.afterHeaders {
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(http.StatusOK)
+				http.NewResponseController(w).Flush()
+			}
 			conn, _, err := http.NewResponseController(w).Hijack()
 			if err == nil {
 				conn.Close()
@@ -86,32 +98,57 @@ func runKeepAlive(t *testing.T, base, think string) (StageResult, []map[string]a
 	return res[0], recs, string(log)
 }
 
-// TestStaleKeepAliveIsRetriedOnce: a request that goes out on a connection idle for over a second
-// just as the server drops it is sent again, once, on a new connection — one request, one record, no
-// error, and run.log says so. The same drop on a connection in steady use is the server's fault and
-// is recorded as an error.
-func TestStaleKeepAliveIsRetriedOnce(t *testing.T) {
-	srv := &idleCloser{minIdle: time.Second}
-	base := srv.start(t)
-	check := leakCheck(t)
-	res, recs, log := runKeepAlive(t, base, "1200ms")
-	check()
-	if srv.dropped != 1 || res.Retried != 1 || res.Errors != 0 || len(recs) != res.Issued || res.Issued < 2 {
-		t.Fatalf("dropped %d, result %+v, %d records", srv.dropped, res, len(recs))
-	}
-	if !strings.Contains(log, "retried a request once") || !strings.Contains(log, "stale_connection_retries=1") {
-		t.Fatalf("run.log:\n%s", log)
-	}
-	for _, r := range recs {
-		if r["error"] != nil {
-			t.Fatalf("a record with an error: %v", r)
-		}
-	}
-
-	busy := &idleCloser{minIdle: 0}
-	res, recs, _ = runKeepAlive(t, busy.start(t), "10ms")
-	if busy.dropped != 1 || res.Retried != 0 || res.Errors != 1 || len(recs) != res.Issued {
-		t.Fatalf("a drop on a busy connection: dropped %d, result %+v", busy.dropped, res)
+// TestClosedKeepAliveIsRetriedOnce: a request that goes out on a reused connection the server has just
+// closed — idle or in steady use — and fails before any response byte is sent again, once, at once,
+// on a new connection: one request, one record marked retried, no error, and run.log says so. A retry
+// that fails too is an error (never a third try); a failure after a response byte is never retried.
+func TestClosedKeepAliveIsRetriedOnce(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		srv               *idleCloser
+		think             string
+		retried, failures bool // want retries; want errors
+		attemptsPerFailed int
+	}{
+		{name: "idle connection dropped", srv: &idleCloser{minIdle: time.Second}, think: "1200ms", retried: true},
+		{name: "busy connection dropped", srv: &idleCloser{}, think: "10ms", retried: true},
+		{name: "the retry fails too", srv: &idleCloser{every: true, retriesToo: true}, think: "10ms", retried: true, failures: true, attemptsPerFailed: 2},
+		{name: "dropped after the headers", srv: &idleCloser{every: true, afterHeaders: true}, think: "10ms", failures: true, attemptsPerFailed: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := tc.srv.start(t)
+			check := leakCheck(t)
+			res, recs, log := runKeepAlive(t, base, tc.think)
+			check()
+			t.Logf("%+v", res)
+			if tc.srv.dropped == 0 || len(recs) != res.Issued || res.Issued < 2 {
+				t.Fatalf("dropped %d, %d records, issued %d", tc.srv.dropped, len(recs), res.Issued)
+			}
+			if (res.Retried > 0) != tc.retried || (res.Errors > 0) != tc.failures {
+				t.Fatalf("retried %d, errors %d; want retries %v, errors %v", res.Retried, res.Errors, tc.retried, tc.failures)
+			}
+			marked := 0
+			for _, r := range recs {
+				md := r["metadata"].(map[string]any)
+				if md["retried"] == true {
+					marked++
+				}
+				if r["error"] != nil {
+					if !tc.failures {
+						t.Fatalf("a record with an error: %v", r)
+					}
+					if n := tc.srv.attempts[md["x_request_id"].(string)]; n != tc.attemptsPerFailed {
+						t.Fatalf("a failed request was sent %d times, want %d: %v", n, tc.attemptsPerFailed, r)
+					}
+				}
+			}
+			if marked != res.Retried {
+				t.Fatalf("%d records marked retried, stage counted %d", marked, res.Retried)
+			}
+			if tc.retried && !strings.Contains(log, "sent a request again on a new connection") {
+				t.Fatalf("run.log does not say a request was retried:\n%s", log)
+			}
+		})
 	}
 }
 

@@ -26,6 +26,8 @@ type exchange struct {
 	answer   strings.Builder // content as streamed, for the history
 	answered int             // content token events
 	hasUsage bool
+	// retryAfter is a 429's Retry-After, for the slot's backoff.
+	retryAfter time.Duration
 }
 
 // send issues one request for history and fills in ex.rec. It never returns an error: every outcome,
@@ -37,14 +39,19 @@ func (s *stageRun) send(ctx context.Context, ex *exchange, body []byte, islEstim
 	defer cancel()
 	var start time.Time
 	var conn httptrace.GotConnInfo
-	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
-		if start.IsZero() { // a retry keeps the first attempt's start: its time is part of the answer's
-			start = time.Now()
-		}
-		conn = info
-	}}
+	responded := false // a byte of the response arrived on this attempt's connection
+	trace := &httptrace.ClientTrace{
+		GotConn: func(info httptrace.GotConnInfo) {
+			if start.IsZero() { // a retry keeps the first attempt's start: the user waited for both
+				start = time.Now()
+			}
+			conn = info
+		},
+		GotFirstResponseByte: func() { responded = true },
+	}
 	var resp *http.Response
 	var err error
+	client := s.client
 	for attempt := 0; ; attempt++ {
 		var req *http.Request
 		req, err = http.NewRequestWithContext(httptrace.WithClientTrace(reqCtx, trace), http.MethodPost, s.url, bytes.NewReader(body))
@@ -58,13 +65,16 @@ func (s *stageRun) send(ctx context.Context, ex *exchange, body []byte, islEstim
 		}
 		h.Set("X-Request-ID", rec.XRequestID)
 		h.Set("X-Correlation-ID", rec.XCorrelationID)
-		resp, err = s.client.Do(req)
-		if err == nil || attempt > 0 || !staleKeepAlive(conn, err, ctx, reqCtx) {
+		resp, err = client.Do(req)
+		if err == nil || attempt > 0 || !retryable(conn, responded, err, ctx, reqCtx) {
 			break
 		}
-		s.counts.retried.Add(1)
-		s.log.Warn("retried a request once: the server closed its kept-alive connection as the request went out",
-			"idle_s", conn.IdleTime.Seconds(), "error", s.scrub(err.Error()), "x_request_id", rec.XRequestID)
+		// Once, at once, on a connection of its own: another pooled one may be just as dead.
+		client, rec.Retried = s.freshClient, true
+		if s.counts.retried.Add(1) == 1 {
+			s.log.Info("sent a request again on a new connection: the server had closed the kept-alive one before answering (llama.cpp does after every answer); later ones are counted as retried_requests in stage.json",
+				"error", s.scrub(err.Error()), "x_request_id", rec.XRequestID)
+		}
 	}
 	if start.IsZero() {
 		start = time.Now() // no connection was ever obtained
@@ -94,6 +104,7 @@ func (s *stageRun) send(ctx context.Context, ex *exchange, body []byte, islEstim
 		message := strings.TrimSpace(string(msg))
 		if ra := resp.Header.Get("Retry-After"); ra != "" {
 			message = "Retry-After: " + ra + "; " + message
+			ex.retryAfter = parseRetryAfter(ra, end)
 		}
 		rec.Error = &metrics.RecordError{Code: metrics.Some(resp.StatusCode), Type: text,
 			Message: s.scrub(metrics.TruncateMessage(message))}
@@ -261,6 +272,12 @@ func (s *stageRun) transportFailure(stageCtx, reqCtx context.Context, rec *metri
 		s.fail(rec, at, isl, metrics.ErrTypeConnect, s.scrub(fmt.Sprintf("TLS with %s failed: %v (a private CA goes in target.tls.ca_file)", s.host, rootCause(err))))
 	case isDialError(err):
 		s.fail(rec, at, isl, metrics.ErrTypeConnect, s.scrub(fmt.Sprintf("cannot connect to %s: %v", s.host, rootCause(err))))
+	case !rec.RequestAckNs.OK && (errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, syscall.EPIPE)):
+		how := "closed"
+		if errors.Is(err, syscall.ECONNRESET) {
+			how = "reset (TCP RST)"
+		}
+		s.fail(rec, at, isl, metrics.ErrTypeTransport, s.scrub(fmt.Sprintf("the server %s the connection before answering: %v", how, rootCause(err))))
 	case errors.Is(err, syscall.ECONNRESET):
 		s.fail(rec, at, isl, metrics.ErrTypeTransport, "the server reset the connection (TCP RST) mid-answer")
 	case errors.Is(err, io.ErrUnexpectedEOF):
@@ -302,22 +319,20 @@ func drainBody(body io.ReadCloser, limit time.Duration) {
 	stop.Stop()
 }
 
-// staleKeepAliveIdle is how long a kept-alive connection must have sat idle before a failure on it
-// is taken for the server closing it: servers drop idle connections after seconds (uvicorn, which
-// serves vLLM and SGLang, and llama.cpp after 5 s; nginx after 75 s), never within one.
-const staleKeepAliveIdle = time.Second
-
-// staleKeepAlive says whether a request that got no answer at all most likely failed because the
-// server closed the idle connection it was sent on at the moment it was sent — a race the server
-// never saw, not a fault of the server. Go retries this itself only for idempotent requests, and a
-// POST is not one. Any other failure — a fresh
-// connection, a timeout, a cancelled stage, one on a connection in steady use — is the server's, and
-// is recorded as such.
-func staleKeepAlive(conn httptrace.GotConnInfo, err error, stageCtx, reqCtx context.Context) bool {
-	if stageCtx.Err() != nil || reqCtx.Err() != nil || isTimeout(err) {
+// retryable says whether a request that failed may be sent again: only when it went out on a reused
+// connection and failed before any response byte — the server had closed the pooled connection just
+// before (llama.cpp closes after every answer while advertising keep-alive; uvicorn and llama.cpp drop
+// idle ones after 5 s), so the server never saw the request. Go retries this itself only for
+// idempotent requests, and a POST is not one. A fresh connection, a byte of answer, a timeout or a
+// cancelled stage are never retried: those are the server's, and are recorded as such.
+func retryable(conn httptrace.GotConnInfo, responded bool, err error, stageCtx, reqCtx context.Context) bool {
+	if stageCtx.Err() != nil || reqCtx.Err() != nil || isTimeout(err) || responded || !conn.Reused {
 		return false
 	}
-	return conn.Reused && conn.WasIdle && conn.IdleTime >= staleKeepAliveIdle
+	// net.ErrClosed: the transport saw the server's close and shut the connection while the request
+	// was being written on it.
+	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
+		errors.Is(err, net.ErrClosed) || strings.Contains(err.Error(), "server closed idle connection")
 }
 
 func isTimeout(err error) bool {

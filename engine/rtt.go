@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"sort"
@@ -15,13 +16,16 @@ import (
 const rttProbes = 20
 
 // measureRTT times rttProbes requests for {base}/models on one warm keep-alive connection: the part
-// of every TTFT that no server can remove. Absent (N = 0) when the target does not answer.
-func (s *stageRun) measureRTT(ctx context.Context) metrics.Dist {
+// of every TTFT that no server can remove. Absent (N = 0), with the reason, when the target does not
+// answer.
+func (s *stageRun) measureRTT(ctx context.Context) (metrics.Dist, error) {
 	url := strings.TrimSuffix(s.url, "/chat/completions")
 	url = strings.TrimSuffix(url, "/completions") + "/models"
+	var failure error
 	get := func() (time.Duration, bool) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
+			failure = err
 			return 0, false
 		}
 		for k, v := range s.headers {
@@ -30,6 +34,7 @@ func (s *stageRun) measureRTT(ctx context.Context) metrics.Dist {
 		start := time.Now()
 		resp, err := s.client.Do(req)
 		if err != nil {
+			failure = fmt.Errorf("GET %s: %s", url, s.scrub(rootCause(err).Error()))
 			return 0, false
 		}
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
@@ -37,7 +42,7 @@ func (s *stageRun) measureRTT(ctx context.Context) metrics.Dist {
 		return time.Since(start), true
 	}
 	if _, ok := get(); !ok { // warm the connection (and give up on a target that does not answer)
-		return metrics.Dist{}
+		return metrics.Dist{}, failure
 	}
 	var ms []float64
 	for range rttProbes {
@@ -48,5 +53,5 @@ func (s *stageRun) measureRTT(ctx context.Context) metrics.Dist {
 		ms = append(ms, metrics.Ms(int64(d)))
 	}
 	sort.Float64s(ms)
-	return metrics.SummarizeSorted(ms)
+	return metrics.SummarizeSorted(ms), nil
 }

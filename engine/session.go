@@ -11,8 +11,8 @@ import (
 // previous answer's end plus think time), sends the whole history with the new user message, and
 // adds the answer exactly as streamed. The session ends at its last turn, at its first failed
 // request (a user whose message failed does not carry on as if answered), or when the stage stops
-// issuing.
-func (s *stageRun) runSession(issueCtx, reqCtx context.Context, scheduled time.Time) {
+// issuing. It returns the session's last exchange (nil when it sent nothing), for the slot's backoff.
+func (s *stageRun) runSession(issueCtx, reqCtx context.Context, scheduled time.Time) (last *exchange) {
 	sp, reused := s.nextSession()
 	persona := s.cfg.Workload.Personas[sp.Persona]
 	sr := &metrics.SessionRecord{ConversationID: sp.ID, XCorrelationID: newUUID(), Persona: sp.Persona,
@@ -37,7 +37,7 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, scheduled time.T
 		}
 		if !sleepUntil(issueCtx, intended) {
 			sr.Outcome = metrics.SessionStageEnd
-			return
+			return last
 		}
 		credit := time.Now()
 		s.markStart(credit)
@@ -70,19 +70,22 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, scheduled time.T
 		body := s.body.build(make([]byte, 0, bodyHint), history, turn.MaxOutputTokens)
 		bodyHint = len(body) + len(body)/4
 		s.send(reqCtx, ex, body, isl)
+		last = ex
 		lastEnd = s.clock.at(ex.rec.RequestEndNs.V)
 		s.counts.count(ex)
+		s.watch(&ex.rec, lastEnd)
 		s.records.Write(&ex.rec)
 		sr.Requests++
 		switch {
 		case ex.rec.WasCancelled:
 			sr.Outcome = metrics.SessionCancelled
-			return
+			return last
 		case ex.rec.Error != nil:
 			sr.Outcome = metrics.SessionError
-			return
+			return last
 		}
 		history = append(history, newMessage("assistant", ex.answer.String(), ex.answered))
 		isl += ex.answered
 	}
+	return last
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -123,13 +124,27 @@ func (s *stageRun) drive(ctx context.Context) bool {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
+				var bo backoff
 				for issueCtx.Err() == nil {
-					s.runSession(issueCtx, reqCtx, time.Now())
+					last := s.runSession(issueCtx, reqCtx, time.Now())
+					if last == nil {
+						continue
+					}
+					if wait := bo.after(last); wait > 0 && !sleepUntil(issueCtx, time.Now().Add(wait)) {
+						return
+					}
 				}
 			}()
 		}
 	}
+	aborted := make(chan string, 1)
+	go s.abortWhenUnreachable(issueCtx, sc.Load.AbortAfter.D(), aborted, func() { stopIssuing(); cancelRequests() })
 	<-issueCtx.Done()
+	select {
+	case s.aborted = <-aborted:
+		s.abortedAt = time.Now()
+	default:
+	}
 	if ctx.Err() != nil {
 		s.interruptedAt = time.Now()
 	}
@@ -150,6 +165,38 @@ func (s *stageRun) drive(ctx context.Context) bool {
 		<-drained
 	}
 	return ctx.Err() != nil
+}
+
+// abortWhenUnreachable stops the stage when every request for abortAfter got no answer at all: a
+// dead target measures nothing, and more requests would only flood it. The reason goes to aborted
+// before stop is called.
+func (s *stageRun) abortWhenUnreachable(issueCtx context.Context, abortAfter time.Duration, aborted chan<- string, stop func()) {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-issueCtx.Done():
+			return
+		case <-tick.C:
+		}
+		since, first := s.outages.unansweredSince()
+		if since.IsZero() || time.Since(since) < abortAfter {
+			continue
+		}
+		aborted <- fmt.Sprintf("target unreachable since %s: every request for load.abort_after (%s) failed before any response byte; first: %s",
+			time.Unix(0, s.clock.ns(since)).UTC().Format("15:04:05.000Z"), workload.Duration(abortAfter), first)
+		s.log.Error("stage stopped: the target is unreachable", "since", time.Unix(0, s.clock.ns(since)).UTC().Format(time.RFC3339Nano), "first", first)
+		stop()
+		return
+	}
+}
+
+// watch feeds a finished request to the outage tracker and the failure tally.
+func (s *stageRun) watch(rec *metrics.Record, end time.Time) {
+	s.outages.observe(rec, end)
+	if rec.Error != nil {
+		s.failures.Add(rec)
+	}
 }
 
 // arrivals starts sessions at Poisson arrival times drawn from the stage's seed, the first at the

@@ -28,6 +28,7 @@ type LiveStage struct {
 	OK, Errors, RateLimited  int64
 	Cancelled, OutputTokens  int64
 	PromptTokens, CachedToks int64
+	failures                 FailureTally
 	ttft, itl, latency       *hdrhistogram.Histogram // since the stage started (µs)
 	recent                   window                  // the last 10 s, for the progress line
 }
@@ -101,6 +102,7 @@ func (l *Live) Record(r *Record) {
 		return
 	case r.Error != nil:
 		st.Errors++
+		st.failures.Add(r)
 		if r.Error.Code.OK && r.Error.Code.V == StatusTooManyRequests {
 			st.RateLimited++
 		}
@@ -149,7 +151,9 @@ type LiveSnapshot struct {
 	TTFTP95Ms10s, ITLP95Ms10s       float64 // NaN-free: 0 when no data
 	OutTokPerSecAvg, ReqPerSecAvg   float64
 	ErrorRatePct, CacheReadPct      float64
-	TTFT, ITL, Latency              *hdrhistogram.Histogram // copies, since the stage started
+	// Failures are the stage's errors by kind, most frequent first, each with its first message.
+	Failures           []KindCount
+	TTFT, ITL, Latency *hdrhistogram.Histogram // copies, since the stage started
 }
 
 // Snapshot returns the current stage's numbers.
@@ -179,7 +183,7 @@ func (l *Live) Snapshots() []LiveSnapshot {
 func (l *Live) snapshot(st *LiveStage) LiveSnapshot {
 	now := l.now()
 	s := LiveSnapshot{Stage: st.Stage, Stages: l.total, OK: st.OK, Errors: st.Errors, RateLimited: st.RateLimited,
-		Cancel: st.Cancelled, Active: l.active.Load(), Elapsed: now.Sub(st.Start)}
+		Cancel: st.Cancelled, Active: l.active.Load(), Elapsed: now.Sub(st.Start), Failures: st.failures.Kinds()}
 	switch {
 	case st.Draining:
 		s.Phase = "draining"

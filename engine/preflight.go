@@ -1,0 +1,82 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/plload/plload/metrics"
+)
+
+// PreflightError is a target that cannot serve the scenario's requests, found by the one request
+// sent before the first stage: what was asked, what went wrong and what to do about it.
+type PreflightError struct {
+	URL, Problem, Fix string
+}
+
+func (e *PreflightError) Error() string {
+	return fmt.Sprintf("preflight: POST %s: %s; %s (no stage was started; --no-preflight skips this check)", e.URL, e.Problem, e.Fix)
+}
+
+// Preflight sends one real streamed request — the scenario's model and endpoint, one output token —
+// before any stage, so a dead port, a wrong URL, a missing key or a server that does not speak SSE
+// stops the run at once with its cause instead of filling a stage with errors. It returns an error
+// for what no stage could survive, and a warning (with a nil error) for what may pass: a 429 or 5xx,
+// a cut or empty answer.
+func Preflight(ctx context.Context, cfg Config) (warning string, err error) {
+	if cfg.Getenv == nil {
+		cfg.Getenv = func(string) string { return "" }
+	}
+	if len(cfg.Workload.Stages) == 0 {
+		return "", nil
+	}
+	s := &stageRun{cfg: &cfg, pool: &cfg.Workload.Stages[0], clock: newClock(), log: slog.New(slog.DiscardHandler),
+		timeout: cfg.Scenario.Target.Timeout.D(), maxEventBytes: cfg.MaxEventBytes, reason: cancelReason{interrupt: ctx}}
+	if err := s.prepareClient(); err != nil {
+		return "", err
+	}
+	defer s.client.CloseIdleConnections()
+	history := []message{newMessage("user", "Say OK.", 3)}
+	ex := &exchange{rec: metrics.Record{XRequestID: newUUID(), XCorrelationID: newUUID()}}
+	s.send(ctx, ex, s.body.build(nil, history, 1), 3)
+	rec := &ex.rec
+	if rec.Error == nil || rec.WasCancelled {
+		return "", nil
+	}
+	sc := s.cfg.Scenario
+	problem := rec.Error.Message
+	if rec.Error.Code.OK {
+		problem = fmt.Sprintf("HTTP %d %s: %s", rec.Error.Code.V, rec.Error.Type, rec.Error.Message)
+	}
+	fail := func(fix string) (string, error) { return "", &PreflightError{URL: s.url, Problem: problem, Fix: fix} }
+	kind := metrics.FailureKind(rec)
+	switch {
+	case kind == "tls":
+		return fail("give the server's CA in target.tls.ca_file (or, for a test server only, target.tls.insecure_skip_verify)")
+	case kind == "refused" || kind == "connect" || kind == "dns":
+		return fail("is the server running there? check the host and port of target.base_url")
+	case kind == "timeout":
+		return fail(fmt.Sprintf("the server took longer than target.timeout (%s) for one token: is it loading a model, or is target.base_url a different service?", sc.Target.Timeout))
+	case rec.Error.Code.OK && (rec.Error.Code.V == 401 || rec.Error.Code.V == 403):
+		fix := "the server wants credentials: put the API key in an environment variable and name it in target.api_key_env, or set the header in target.headers"
+		if env := sc.Target.APIKeyEnv; env != "" {
+			fix = fmt.Sprintf("the server refused the credentials: check the key in $%s (target.api_key_env) and that it may use model %q", env, sc.Target.Model)
+		}
+		return fail(fix)
+	case rec.Error.Code.OK && rec.Error.Code.V == 404:
+		base := strings.TrimSuffix(s.url, "/chat/completions")
+		base = strings.TrimSuffix(base, "/completions")
+		if !strings.HasSuffix(base, "/v1") {
+			return fail(fmt.Sprintf("target.base_url usually ends in /v1 (try %s/v1)", base))
+		}
+		return fail(fmt.Sprintf("check target.base_url, target.endpoint (%s) and target.model (%q): many servers answer 404 for a model they do not serve", sc.Target.Endpoint, sc.Target.Model))
+	case rec.Error.Code.OK && rec.Error.Code.V >= 400 && rec.Error.Code.V < 500 && rec.Error.Code.V != metrics.StatusTooManyRequests:
+		return fail(fmt.Sprintf("the server refused the request itself: check target.model (%q), target.max_tokens_field (%s) and target.extra_body", sc.Target.Model, sc.Target.MaxTokensField))
+	case kind == "not SSE":
+		return fail("the server did not stream Server-Sent Events: is target.base_url an OpenAI-compatible API?")
+	case kind == "stream error":
+		return fail("the server answered with an error inside the stream: check target.model and target.extra_body")
+	}
+	return fmt.Sprintf("preflight: POST %s: %s; going on (this may pass)", s.url, problem), nil
+}
