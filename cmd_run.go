@@ -182,7 +182,7 @@ func runScenario(ctx context.Context, sc *workload.Scenario, opt runOptions, std
 	for _, w := range rep.Warnings() {
 		fmt.Fprintln(stdout, "warning: "+w)
 	}
-	failures := runFailures(sc, stages, rep.HeadlineStage)
+	failures := runFailures(sc, stages, rep.HeadlineStage != nil)
 	switch {
 	case interrupted:
 		fmt.Fprintf(stdout, "interrupted: the last stage is partial and later stages were skipped; results in %s\n", dir)
@@ -203,7 +203,7 @@ func runScenario(ctx context.Context, sc *workload.Scenario, opt runOptions, std
 // runFailures says what makes a finished run exit 1 (README, "Exit codes"): a stage that failed —
 // stopped because the target was unreachable, without one successful request, or with an error rate
 // over slo.error_rate_max — or no stage that met the SLO (no headline). [] when none.
-func runFailures(sc *workload.Scenario, stages []*report.StageReport, headline int) []string {
+func runFailures(sc *workload.Scenario, stages []*report.StageReport, headline bool) []string {
 	var out []string
 	for _, st := range stages {
 		sum := st.Summary
@@ -216,7 +216,7 @@ func runFailures(sc *workload.Scenario, stages []*report.StageReport, headline i
 			out = append(out, fmt.Sprintf("stage %02d failed: error rate %.2f%% is over slo.error_rate_max %.2f%%", st.Stage, 100*sum.ErrorRate.V, 100*sc.SLO.ErrorRateMax))
 		}
 	}
-	if headline == 0 && len(stages) > 0 {
+	if !headline && len(stages) > 0 {
 		out = append(out, fmt.Sprintf("no stage met the SLO (TTFT p95 ≤ %s, ITL p95 ≤ %s, error rate ≤ %.2f%%)", sc.SLO.TTFTP95, sc.SLO.ITLP95, 100*sc.SLO.ErrorRateMax))
 	}
 	return out
