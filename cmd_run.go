@@ -285,6 +285,7 @@ func serverSummary(r engine.StageResult, sum *metrics.StageSummary) *metrics.Ser
 		}
 	}
 	out := metrics.SummarizeServer(samples, sum.Window.WNs, sum.Window.EEffNs)
+	out.Scrapes, out.ScrapesOK = r.Scrapes, r.ScrapesOK
 	if r.ServerMetricsNote != "" {
 		out.Note = r.ServerMetricsNote
 	}

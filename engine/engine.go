@@ -94,6 +94,8 @@ type StageResult struct {
 	RTT metrics.Dist
 	// ServerMetricsNote says why server metrics were not scraped ("" when they were, or were off).
 	ServerMetricsNote string
+	// Scrapes and ScrapesOK count the stage's scrapes of the server's metrics and those that worked.
+	Scrapes, ScrapesOK int
 }
 
 // Run executes every stage in order. It stops at the first stage that fails to run (a write error,
@@ -223,15 +225,23 @@ func runStage(ctx context.Context, cfg *Config, clk clock, i int, pool *workload
 	}
 	probe := startProbe()
 	scrapeCtx, stopScrape := context.WithCancel(ctx)
-	scraped := make(chan string, 1)
+	type scrapeResult struct {
+		note   string
+		counts scrapeCounts
+	}
+	scraped := make(chan scrapeResult, 1)
 	if cfg.ServerMetricsURL != "" {
-		go func() { scraped <- s.scrapeServer(scrapeCtx, cfg.ServerMetricsURL, dir) }()
+		go func() {
+			note, n := s.scrapeServer(scrapeCtx, cfg.ServerMetricsURL, dir)
+			scraped <- scrapeResult{note, n}
+		}()
 	} else {
-		scraped <- ""
+		scraped <- scrapeResult{}
 	}
 	interrupted := s.drive(ctx)
 	stopScrape()
-	res.ServerMetricsNote = <-scraped
+	sr := <-scraped
+	res.ServerMetricsNote, res.Scrapes, res.ScrapesOK = sr.note, sr.counts.attempts, sr.counts.ok
 	if res.ServerMetricsNote != "" {
 		log.Info(res.ServerMetricsNote)
 	}

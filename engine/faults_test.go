@@ -3,11 +3,13 @@ package engine
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -177,5 +179,47 @@ func TestServerMetricsAreScraped(t *testing.T) {
 		if tc.note == "" && (len(lines) < 2 || !strings.Contains(lines[0], `"engine":"plload-mock"`) || !strings.Contains(lines[len(lines)-1], `"running"`)) {
 			t.Fatalf("server_metrics.jsonl: %q", data)
 		}
+	}
+}
+
+// TestSlowOrFailedScrapesDoNotEndScraping: a /metrics that is slow now and then (llama.cpp took 3 s
+// under prefill) or answers 500 once is counted as a failed scrape, and scraping goes on for the rest
+// of the stage.
+func TestSlowOrFailedScrapesDoNotEndScraping(t *testing.T) {
+	base, _ := startMock(t, nil)
+	var n atomic.Int64
+	real := strings.TrimSuffix(base, "/v1") + "/metrics"
+	flaky := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch n.Add(1) {
+		case 2:
+			time.Sleep(scrapeTimeout + 300*time.Millisecond) // slower than a scrape may take
+		case 3:
+			http.Error(w, "busy", http.StatusInternalServerError)
+			return
+		}
+		resp, err := http.Get(real)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		w.Header().Set("Content-Type", resp.Header.Get("Content-Type"))
+		io.Copy(w, resp.Body)
+	}))
+	defer flaky.Close()
+	text := scenarioYAML(base, shortSessions, "  mode: concurrency\n  stages:\n    - {concurrency: 2, duration: 5s}")
+	sc, issues := workload.Parse("t.yaml", []byte(text), workload.LoadOptions{Getenv: testEnv})
+	if err := issues.Err(); err != nil {
+		t.Fatal(err)
+	}
+	w, _ := sc.Build()
+	res, err := Run(context.Background(), Config{Scenario: sc, Workload: w, Dir: t.TempDir(), Getenv: testEnv, ServerMetricsURL: flaky.URL + "/metrics"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res[0]
+	t.Logf("%d of %d scrapes ok; note %q", r.ScrapesOK, r.Scrapes, r.ServerMetricsNote)
+	if r.ServerMetricsNote != "" || r.Scrapes < 4 || r.ScrapesOK != r.Scrapes-2 {
+		t.Fatalf("%d of %d scrapes ok, note %q: want all but the slow and the failed one, and scraping to go on", r.ScrapesOK, r.Scrapes, r.ServerMetricsNote)
 	}
 }

@@ -5,54 +5,84 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/plload/plload/metrics"
 )
 
+// scrapeTimeout bounds one scrape: a server busy with prefill can take seconds to answer /metrics
+// (llama.cpp took 3 s), and a scrape must never hold up the next one for long.
+const scrapeTimeout = 2 * time.Second
+
+// scrapeCounts are a stage's scrape attempts and the ones that gave a sample.
+type scrapeCounts struct{ attempts, ok int }
+
 // scrapeServer reads the target's Prometheus endpoint every second until ctx ends, writing each
-// sample to stage_NN/server_metrics.jsonl. When the endpoint does not answer with Prometheus text it
-// stops and returns a note saying why (many hosted APIs have no /metrics).
-func (s *stageRun) scrapeServer(ctx context.Context, url, dir string) string {
+// sample to stage_NN/server_metrics.jsonl. When the endpoint is not there — it does not answer, or
+// answers without Prometheus text, before any scrape succeeded — it stops and returns a note saying
+// why (many hosted APIs have no /metrics). Once one scrape succeeded, a failed or slow one is counted
+// and scraping goes on.
+func (s *stageRun) scrapeServer(ctx context.Context, url, dir string) (string, scrapeCounts) {
+	var n scrapeCounts
 	w, err := metrics.NewWriter[*metrics.ServerSample](filepath.Join(dir, "server_metrics.jsonl"), 64)
 	if err != nil {
-		return fmt.Sprintf("server metrics off: %v", err)
+		return fmt.Sprintf("server metrics off: %v", err), n
 	}
 	defer w.Close()
-	client := &http.Client{Timeout: 2 * time.Second}
+	client := &http.Client{Timeout: scrapeTimeout}
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
+	var lastProblem string
 	for {
-		if note := s.scrapeOnce(ctx, client, url, w); note != "" {
-			return note
+		n.attempts++
+		switch problem := s.scrapeOnce(ctx, client, url, w); {
+		case problem == "":
+			n.ok++
+		case ctx.Err() != nil:
+			n.attempts--
+		case n.ok == 0 && !strings.Contains(problem, "timed out"):
+			return "server metrics off: " + problem, n
+		default:
+			if problem != lastProblem {
+				s.log.Warn("a server metrics scrape failed; scraping goes on", "problem", problem)
+				lastProblem = problem
+			}
 		}
 		select {
 		case <-ctx.Done():
-			return ""
+			if n.ok == 0 && n.attempts > 0 {
+				return fmt.Sprintf("server metrics: none of %d scrapes succeeded (%s)", n.attempts, lastProblem), n
+			}
+			return "", n
 		case <-tick.C:
 		}
 	}
 }
 
+// scrapeOnce takes one sample; it returns what went wrong ("" when it worked).
 func (s *stageRun) scrapeOnce(ctx context.Context, client *http.Client, url string, w *metrics.Writer[*metrics.ServerSample]) string {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return fmt.Sprintf("server metrics off: %v", err)
+		return err.Error()
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		if ctx.Err() != nil {
-			return ""
+		if isTimeout(err) {
+			return fmt.Sprintf("%s timed out after %s", url, scrapeTimeout)
 		}
-		return fmt.Sprintf("server metrics off: %s did not answer (%v)", url, rootCause(err))
+		return fmt.Sprintf("%s did not answer (%v)", url, rootCause(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Sprintf("server metrics off: %s answered HTTP %d (set target.server_metrics_url, or \"off\")", url, resp.StatusCode)
+		return fmt.Sprintf("%s answered HTTP %d (set target.server_metrics_url, or \"off\")", url, resp.StatusCode)
 	}
 	sample, err := metrics.ParseServerMetrics(resp.Body, s.clock.ns(time.Now()))
 	if err != nil {
-		return fmt.Sprintf("server metrics off: %s: %v", url, err)
+		if isTimeout(err) {
+			return fmt.Sprintf("%s timed out after %s", url, scrapeTimeout)
+		}
+		return fmt.Sprintf("%s: %v", url, err)
 	}
 	w.Write(&sample)
 	return ""
