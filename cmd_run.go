@@ -36,8 +36,20 @@ func runCommand() *cli.Command {
 			"(secrets masked) and per stage dataset.jsonl, profile_export.jsonl (one AIPerf record per\n" +
 			"request), sessions.jsonl and run.log. A scenario whose target is mock starts the bundled mock\n" +
 			"in-process on a free loopback port.\n\n" +
+			"Before the first stage one streamed request (the scenario's model, 1 output token) checks the\n" +
+			"target: refused, TLS, 401/403, 404 or a non-SSE answer stops the run with exit 2 and the fix\n" +
+			"(--no-preflight skips it). During a stage a slot whose request failed backs off (50 ms doubling\n" +
+			"to 1.6 s; a 429's Retry-After up to 10 s); when every request for load.abort_after (15 s) got\n" +
+			"no answer at all, the stage stops as failed.\n\n" +
 			"Ctrl+C, SIGTERM or SIGHUP once: stop issuing, cancel what is in flight, write the stage as\n" +
-			"partial, skip the rest, exit 130. A second signal exits at once.",
+			"partial, skip the rest, exit 130. A second signal exits at once.\n\n" +
+			"Exit codes:\n" +
+			"  0    every stage ran; at least one met the SLO; the gate (if any) passed\n" +
+			"  1    a stage failed (stopped as unreachable, no successful request, or error rate over\n" +
+			"       slo.error_rate_max), no stage met the SLO, or the gate failed\n" +
+			"  2    bad input: flags, scenario, files, or a target the preflight refused; nothing was sent\n" +
+			"  3    the gate could not decide (see plload gate --help)\n" +
+			"  130  interrupted",
 		Flags: append([]cli.Flag{
 			&cli.StringFlag{Name: "out", Usage: "results base directory (overrides output.dir)"},
 			&cli.BoolFlag{Name: "quiet", Usage: "no progress display (stage lines and the final table still print)"},

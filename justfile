@@ -1,8 +1,8 @@
 # Recipes for developers; nothing here is needed to build or test (see README.md).
 
-# build the plload binary
+# build the plload binary: static (no cgo), so it runs on any Linux without libc
 build:
-    go build -o plload .
+    CGO_ENABLED=0 go build -o plload .
 
 # the test command CI runs
 test:

@@ -56,9 +56,8 @@ func newTransport(sc *workload.Scenario, maxConns int) (*http.Transport, error) 
 type bodyBuilder struct {
 	chat      bool
 	prefix    []byte // `{"model":...,`
-	suffix    []byte // `,"stream":true,...}` with extra_body, and the max-tokens key opened
-	maxField  string
-	fixedTail []byte
+	maxField  string // "" when extra_body sets the max-tokens field itself
+	fixedTail []byte // `,"stream":true,...}` with extra_body
 }
 
 // reservedKeys are the body keys plload owns; extra_body may not set them.
