@@ -120,6 +120,8 @@ func TestClosedKeepAliveIsRetriedOnce(t *testing.T) {
 			check := leakCheck(t)
 			res, recs, log := runKeepAlive(t, base, tc.think)
 			check()
+			tc.srv.mu.Lock() // the server's handlers may still be finishing
+			defer tc.srv.mu.Unlock()
 			t.Logf("%+v", res)
 			if tc.srv.dropped == 0 || len(recs) != res.Issued || res.Issued < 2 {
 				t.Fatalf("dropped %d, %d records, issued %d", tc.srv.dropped, len(recs), res.Issued)

@@ -8,15 +8,15 @@ import (
 )
 
 // FailureKind names how a request failed in the words a user looks for on the terminal — refused,
-// dns, tls, connect, timeout, HTTP 404, HTTP 429, HTTP 503, reset, stream cut, bad stream, stream
-// error, empty answer, transport — or "" for a success or a cancellation. It reads only the record,
+// dns, tls, connect, timeout, HTTP 404, HTTP 429, HTTP 503, reset, closed (before answering), stream
+// cut, bad stream, not SSE, stream error, empty answer, transport — or "" for a success or a cancellation. It reads only the record,
 // so it works on AIPerf's records too (whose messages fall under their type).
 func FailureKind(r *Record) string {
 	e := r.Error
 	if e == nil || r.WasCancelled || e.Type == ErrTypeCancelled {
 		return ""
 	}
-	if e.Code.OK && e.Code.V >= 400 && e.Code.V < 600 {
+	if e.Code.OK && e.Code.V >= 400 && e.Code.V < 600 && e.Type != ErrTypeSSE { // an SSE error carries 502 too
 		return "HTTP " + strconv.Itoa(e.Code.V)
 	}
 	msg := strings.ToLower(e.Message)
@@ -49,6 +49,8 @@ func FailureKind(r *Record) string {
 		switch {
 		case has("reset"):
 			return "reset"
+		case has("before answering"):
+			return "closed"
 		case has("closed mid-answer", "stream cut", "without data: [done]", "closed the connection"):
 			return "stream cut"
 		case has("bad json", "event was over"):
@@ -71,7 +73,8 @@ func Unanswered(r *Record) bool {
 // Refused reports whether the server answered but refused to serve: 429, or a 5xx. With Unanswered
 // these are the failures a load generator backs off from rather than hammer.
 func Refused(r *Record) bool {
-	return r.Error != nil && r.Error.Code.OK && (r.Error.Code.V == StatusTooManyRequests || r.Error.Code.V >= 500 && r.Error.Code.V < 600)
+	return r.Error != nil && r.Error.Code.OK && r.Error.Type != ErrTypeSSE &&
+		(r.Error.Code.V == StatusTooManyRequests || r.Error.Code.V >= 500 && r.Error.Code.V < 600)
 }
 
 // FailureTally counts failures by kind and keeps each kind's first message verbatim, for the
