@@ -40,8 +40,10 @@ func gateCommand() *cli.Command {
 			"with their counting noise. Otherwise a check is not decided (INCONCLUSIVE), and says why: the\n" +
 			"interval straddles the tolerance, fewer than 30 requests, a run's records are missing, or the\n" +
 			"client was strained (an injector warning in stage.json) in the run whose bias could have swayed the\n" +
-			"decision: a strained candidate cannot fake a pass, a strained baseline cannot fake a fail. A\n" +
-			"missing-records or strained-client reason also prints a warning line naming the run's directory.\n" +
+			"decision: a strained candidate cannot fake a pass, a strained baseline cannot fake a fail, and a\n" +
+			"strain that is only the Go scheduler's latency cannot sway a decision that 3 × that delay cannot\n" +
+			"move across the tolerance. A run that kept checks from a decision (strained client, missing\n" +
+			"records, value or stage) also gets a warning line naming its directory and why.\n" +
 			"Runs whose workloads differ (dataset sha256) are refused unless --allow-different-workload.\n\n" +
 			"Writes gate.json into the candidate directory, --junit FILE, GitHub Actions annotations when\n" +
 			"GITHUB_ACTIONS=true and a summary to $GITHUB_STEP_SUMMARY when set.\n\n" +

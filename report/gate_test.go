@@ -494,3 +494,35 @@ func TestGateVerdict(t *testing.T) {
 		})
 	}
 }
+
+// TestStrainWithABoundedDelay: when the only strain is the Go scheduler's latency — a measured delay —
+// a decision stands if 3 × that delay cannot move the interval across the tolerance, and is not
+// decided if it can. Other strains (CPU, threads waiting for a CPU) carry no bound and always count.
+func TestStrainWithABoundedDelay(t *testing.T) {
+	// TTFTs around 500 ms (p95 ≈ 660 ms): 1.05 ms of scheduling delay is nothing; 60 ms is not.
+	same, slow := samplesOf(500, 10, 2), samplesOf(500, 13, 2)
+	for _, tc := range []struct {
+		name     string
+		strained string // the run whose injector warns
+		health   metrics.InjectorHealth
+		cand     []float64
+		want     string
+		note     string // in the message when the strain could not sway the decision
+	}{
+		{"baseline, 1 ms late, a pass", "baseline", metrics.InjectorHealth{SchedLatencyP99Ms: 1.05}, same, StatusPass, "too little to sway this"},
+		{"baseline, 60 ms late, a pass", "baseline", metrics.InjectorHealth{SchedLatencyP99Ms: 60}, same, StatusInconclusive, ""},
+		{"candidate, 1 ms late, a fail", "candidate", metrics.InjectorHealth{SchedLatencyP99Ms: 1.05}, slow, StatusFail, "too little to sway this"},
+		{"candidate, 60 ms late, a fail", "candidate", metrics.InjectorHealth{SchedLatencyP99Ms: 60}, slow, StatusInconclusive, ""},
+		{"candidate, 1 ms late and waiting for a CPU", "candidate", metrics.InjectorHealth{SchedLatencyP99Ms: 1.05, RunQueueWaitPercent: metrics.Some(30.0)}, slow, StatusInconclusive, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base, cand := stagePair(t)
+			map[string]*StageReport{"baseline": base, "candidate": cand}[tc.strained].Injector = tc.health
+			checks := Regressions([]*StageReport{base}, []*StageReport{cand}, Tolerances{"ttft_p95": 0.10}, ttftSeries(samplesOf(500, 10, 1), tc.cand))
+			c := checks[0]
+			if c.Status != tc.want || !strings.Contains(c.Message, tc.note) {
+				t.Fatalf("%s (%s), want %s with %q", c.Status, c.Message, tc.want, tc.note)
+			}
+		})
+	}
+}
