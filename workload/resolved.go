@@ -78,7 +78,7 @@ func (s *Scenario) ResolvedYAML() ([]byte, error) {
 		}
 		*f.value = abs
 		if sum, err := fileSHA256(abs); err == nil {
-			comments[f.yamlPath] = []*yaml.Comment{yaml.LineComment(" sha256 " + sum + " when this run read it")}
+			comments[f.yamlPath] = []*yaml.Comment{yaml.LineComment(" sha256 " + sum)}
 		}
 	}
 	return yaml.MarshalWithOptions(m, yaml.IndentSequence(true), yaml.WithComment(comments))
