@@ -17,7 +17,8 @@ type GateResult struct {
 	SchemaVersion int    `json:"schema_version"`
 	Candidate     string `json:"candidate"`
 	Baseline      string `json:"baseline,omitempty"`
-	// Verdict is pass, fail or undecided (no check decided; see GateVerdict).
+	// Verdict is pass, fail or undecided (nothing decided, or a run kept a possible regression from a
+	// decision; see GateVerdict).
 	Verdict string `json:"verdict"`
 	// AllowUndecided records --allow-undecided: an undecided verdict then exits 0.
 	AllowUndecided bool `json:"allow_undecided,omitempty"`
