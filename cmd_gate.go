@@ -14,10 +14,6 @@ import (
 	"github.com/plload/plload/workload"
 )
 
-// exitUndecided is gate's exit code when no check could be decided (too few samples, a strained
-// client, missing records): the gate checked nothing, so it neither passes nor fails the run.
-const exitUndecided = 3
-
 func gateFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringSliceFlag{Name: "check", Usage: "a threshold rule, repeatable: \"ttft_p95 < 500ms\", \"stage 2: error_rate < 1%\", \"slo == PASS\" (no scope = the headline stage)"},

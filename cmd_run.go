@@ -80,10 +80,12 @@ func runCommand() *cli.Command {
 				return err
 			}
 			fmt.Fprintln(stdout)
-			if gerr := gate(cmd, dir, cmd.String("baseline"), sc.Gate); gerr != nil {
-				return gerr
+			gerr := gate(cmd, dir, cmd.String("baseline"), sc.Gate)
+			var ee *exitError
+			if err != nil && (gerr == nil || errors.As(gerr, &ee) && ee.code == exitUndecided) {
+				return err // a failed stage says more than an undecided gate
 			}
-			return err
+			return gerr
 		},
 	}
 }

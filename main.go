@@ -22,7 +22,8 @@ import (
 const (
 	exitOK          = 0
 	exitFailed      = 1 // the run finished but something the user asked to be told about failed
-	exitBadInput    = 2 // flags, scenario, files
+	exitBadInput    = 2 // flags, scenario, files, a target the preflight refused
+	exitUndecided   = 3 // a gate could decide nothing (or a run kept a possible regression from a decision)
 	exitInterrupted = 130
 )
 
@@ -74,7 +75,8 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 		Description: "plload sends multi-turn chat sessions with shared personas, think time and RAG documents,\n" +
 			"records every request in AIPerf's profile_export.jsonl layout, and reports latency percentiles,\n" +
 			"throughput, goodput, prefix-cache hit rate, SLO PASS/FAIL and cost at the SLO.\n\n" +
-			"Exit codes: 0 success; 1 a gate or stage failed; 2 bad input; 130 interrupted.",
+			"Exit codes: 0 success; 1 a stage, the SLO or a gate failed; 2 bad input (or a target the\n" +
+			"preflight refused); 3 a gate could not decide; 130 interrupted. See plload run --help.",
 		Commands: []*cli.Command{
 			runCommand(),
 			validateCommand(),
