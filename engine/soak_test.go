@@ -72,7 +72,7 @@ type soakSample struct {
 // three samples from 1 minute on) by at most soakRSSGrowthShare of it plus soakRSSGrowthSlackKiB: the
 // engine runs at GOGC 400, whose heap swings by tens of MiB between collections; a leak of one
 // session's history per request (84,626 requests) grows it by hundreds of MiB. Goroutines and open
-// files may swing by the sessions that are between turns, not more.
+// files may grow by the sessions that are between turns, not more.
 const (
 	soakRSSGrowthShare    = 0.10
 	soakRSSGrowthSlackKiB = 16 << 10
@@ -93,36 +93,45 @@ func soakGrowth(samples []soakSample) (string, []string) {
 		return "", []string{fmt.Sprintf("%d samples after the first minute, need 2: run the soak for 2 minutes or more (PLLOAD_SOAK_MINUTES)", len(after))}
 	}
 	k := min(3, len(after)/2)
-	first, last := medianRSS(after[:k]), medianRSS(after[len(after)-k:])
-	lo, hi := after[0], after[0]
-	for _, s := range after {
-		lo.goroutines, hi.goroutines = min(lo.goroutines, s.goroutines), max(hi.goroutines, s.goroutines)
-		lo.openFiles, hi.openFiles = min(lo.openFiles, s.openFiles), max(hi.openFiles, s.openFiles)
+	median := func(s []soakSample, of func(soakSample) int) int {
+		v := make([]int, len(s))
+		for i, x := range s {
+			v[i] = of(x)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
 	}
-	limit := first + int(soakRSSGrowthShare*float64(first)) + soakRSSGrowthSlackKiB
-	summary := fmt.Sprintf("after the first minute: RSS %d KiB → %d KiB (limit %d KiB), goroutines %d–%d, open files %d–%d",
-		first, last, limit, lo.goroutines, hi.goroutines, lo.openFiles, hi.openFiles)
+	type measure struct {
+		name        string
+		of          func(soakSample) int
+		first, last int
+	}
+	ms := []measure{
+		{name: "RSS (KiB)", of: func(s soakSample) int { return s.rssKiB }},
+		{name: "goroutines", of: func(s soakSample) int { return s.goroutines }},
+		{name: "open files", of: func(s soakSample) int { return s.openFiles }},
+	}
+	for i := range ms {
+		ms[i].first, ms[i].last = median(after[:k], ms[i].of), median(after[len(after)-k:], ms[i].of)
+	}
+	rss, gor, fds := ms[0], ms[1], ms[2]
+	limit := rss.first + int(soakRSSGrowthShare*float64(rss.first)) + soakRSSGrowthSlackKiB
+	summary := fmt.Sprintf("from the first minute to the end: RSS %d → %d KiB (limit %d KiB), goroutines %d → %d, open files %d → %d",
+		rss.first, rss.last, limit, gor.first, gor.last, fds.first, fds.last)
 	var problems []string
-	if last > limit {
+	if rss.last > limit {
 		problems = append(problems, fmt.Sprintf("RSS grew from %d KiB at the first minute to %d KiB at the end, over %d KiB (+%.0f %% + %d MiB): a leak",
-			first, last, limit, soakRSSGrowthShare*100, soakRSSGrowthSlackKiB>>10))
+			rss.first, rss.last, limit, soakRSSGrowthShare*100, soakRSSGrowthSlackKiB>>10))
 	}
-	if hi.goroutines > lo.goroutines+soakGoroutineSwing {
-		problems = append(problems, fmt.Sprintf("goroutines ranged %d–%d after the first minute (allowed swing %d)", lo.goroutines, hi.goroutines, soakGoroutineSwing))
+	// A fall is no leak: idle keep-alive connections (2 goroutines and a file each) close after the
+	// transport's 90 s idle timeout, which a 2-minute soak sees after its first minute.
+	if gor.last > gor.first+soakGoroutineSwing {
+		problems = append(problems, fmt.Sprintf("goroutines grew from %d to %d after the first minute (allowed %d more)", gor.first, gor.last, soakGoroutineSwing))
 	}
-	if hi.openFiles > lo.openFiles+soakOpenFileSwing {
-		problems = append(problems, fmt.Sprintf("open files ranged %d–%d after the first minute (allowed swing %d)", lo.openFiles, hi.openFiles, soakOpenFileSwing))
+	if fds.last > fds.first+soakOpenFileSwing {
+		problems = append(problems, fmt.Sprintf("open files grew from %d to %d after the first minute (allowed %d more)", fds.first, fds.last, soakOpenFileSwing))
 	}
 	return summary, problems
-}
-
-func medianRSS(s []soakSample) int {
-	v := make([]int, len(s))
-	for i, x := range s {
-		v[i] = x.rssKiB
-	}
-	slices.Sort(v)
-	return v[len(v)/2]
 }
 
 // TestSoakGrowth holds the soak's judgement to what it must catch: it runs always (no soak needed).
@@ -166,10 +175,23 @@ func TestSoakGrowth(t *testing.T) {
 	climb := series(func(int) int { return 276000 })
 	for i := range climb {
 		climb[i].goroutines += 10 * i
-		climb[i].openFiles += i
+		climb[i].openFiles += 2 * i
 	}
 	if _, problems := soakGrowth(climb); len(problems) != 2 {
 		t.Errorf("climbing goroutines and open files: %q", problems)
+	}
+	// Measured in a 2-minute soak: idle connections closed at 100 s, 1,506 → 1,048 goroutines and
+	// 516 → 287 open files. A fall is not a leak.
+	fall := series(func(int) int { return 276000 })
+	for i := range fall {
+		if i >= 10 {
+			fall[i].goroutines, fall[i].openFiles = 1048, 287
+		} else {
+			fall[i].goroutines, fall[i].openFiles = 1506, 516
+		}
+	}
+	if _, problems := soakGrowth(fall); len(problems) != 0 {
+		t.Errorf("falling goroutines and open files: %q", problems)
 	}
 }
 
