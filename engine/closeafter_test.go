@@ -9,7 +9,6 @@ import (
 
 	"github.com/plload/plload/mock"
 	"github.com/plload/plload/sse"
-	"github.com/plload/plload/workload"
 )
 
 // TestServerClosingAfterEachAnswer: llama.cpp's server closes the connection after every streamed
@@ -29,26 +28,18 @@ func TestServerClosingAfterEachAnswer(t *testing.T) {
 			const want = 2000
 			session := "  turns: 50\n  user_input_tokens: 3\n  max_output_tokens: 1\n  think_time: 0s"
 			text := scenarioYAML(m.BaseURL(), session, fmt.Sprintf("  mode: concurrency\n  drain_timeout: 5s\n  stages:\n    - {concurrency: %d, duration: 120s}", conc))
-			sc, issues := workload.Parse("t.yaml", []byte(text), workload.LoadOptions{ForRun: true, Getenv: testEnv})
-			if err := issues.Err(); err != nil {
-				t.Fatal(err)
-			}
-			w, err := sc.Build()
-			if err != nil {
-				t.Fatal(err)
-			}
 			// The stage stops (as interrupted) once the mock has answered want requests: the test is
 			// bounded in count, and in time by the stage's duration.
 			ctx, stop := context.WithCancel(context.Background())
 			defer stop()
 			var answered atomic.Int64
-			dir := t.TempDir()
-			res, err := Run(ctx, Config{Scenario: sc, Workload: w, Dir: dir, Getenv: testEnv,
-				OnTokenEvent: func(*sse.Event) {
+			res, dir, err := runScenarioConfig(t, ctx, text, func(c *Config) {
+				c.OnTokenEvent = func(*sse.Event) {
 					if answered.Add(1) == want {
 						stop()
 					}
-				}})
+				}
+			})
 			if err != nil && err != ErrInterrupted {
 				t.Fatal(err)
 			}

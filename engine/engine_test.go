@@ -149,6 +149,12 @@ func runScenario(t *testing.T, ctx context.Context, text string) ([]StageResult,
 
 func runScenarioWith(t *testing.T, ctx context.Context, text string, maxEventBytes int) ([]StageResult, string, error) {
 	t.Helper()
+	return runScenarioConfig(t, ctx, text, func(c *Config) { c.MaxEventBytes = maxEventBytes })
+}
+
+// runScenarioConfig runs text with the engine's Config adjusted by adjust (nil: as it is).
+func runScenarioConfig(t *testing.T, ctx context.Context, text string, adjust func(*Config)) ([]StageResult, string, error) {
+	t.Helper()
 	sc, issues := workload.Parse("t.yaml", []byte(text), workload.LoadOptions{ForRun: true, Getenv: testEnv})
 	if err := issues.Err(); err != nil {
 		t.Fatal(err)
@@ -158,7 +164,11 @@ func runScenarioWith(t *testing.T, ctx context.Context, text string, maxEventByt
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	res, err := Run(ctx, Config{Scenario: sc, Workload: w, Dir: dir, Getenv: testEnv, MaxEventBytes: maxEventBytes})
+	cfg := Config{Scenario: sc, Workload: w, Dir: dir, Getenv: testEnv}
+	if adjust != nil {
+		adjust(&cfg)
+	}
+	res, err := Run(ctx, cfg)
 	return res, dir, err
 }
 

@@ -14,23 +14,7 @@ import (
 
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/mock"
-	"github.com/plload/plload/workload"
 )
-
-func runStages(t *testing.T, ctx context.Context, text string) ([]StageResult, string, error) {
-	t.Helper()
-	sc, issues := workload.Parse("t.yaml", []byte(text), workload.LoadOptions{ForRun: true, Getenv: testEnv})
-	if err := issues.Err(); err != nil {
-		t.Fatal(err)
-	}
-	w, err := sc.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	res, err := Run(ctx, Config{Scenario: sc, Workload: w, Dir: dir, Getenv: testEnv})
-	return res, dir, err
-}
 
 func num(t *testing.T, v any) int64 {
 	t.Helper()
@@ -72,7 +56,7 @@ func TestOutageIsBackedOffAndRecovered(t *testing.T) {
 	}()
 	session := "  turns: 20\n  user_input_tokens: 5\n  max_output_tokens: 10\n  think_time: 0s"
 	text := scenarioYAML("http://"+addr+"/v1", session, "  mode: concurrency\n  drain_timeout: 5s\n  stages:\n    - {concurrency: 64, duration: 11s}")
-	res, dir, err := runStages(t, context.Background(), text)
+	res, dir, err := runScenario(t, context.Background(), text)
 	if m2 := <-restarted; m2 != nil {
 		t.Cleanup(func() { m2.Close(context.Background()) })
 	}
@@ -144,7 +128,7 @@ func TestDeadTargetAbortsTheStage(t *testing.T) {
 	text := scenarioYAML("http://"+addr+"/v1", shortSessions,
 		"  mode: concurrency\n  drain_timeout: 5s\n  abort_after: 1s\n  stages:\n    - {concurrency: 16, duration: 30s}\n    - {concurrency: 32, duration: 30s}")
 	began := time.Now()
-	res, _, err := runStages(t, context.Background(), text)
+	res, _, err := runScenario(t, context.Background(), text)
 	took := time.Since(began)
 	check()
 	if err == nil || errors.Is(err, ErrInterrupted) || len(res) != 1 {
