@@ -98,6 +98,9 @@ func selftestCommand() *cli.Command {
 				return &exitError{code: exitFailed, err: fmt.Errorf("selftest: %w", runErr)}
 			}
 			for _, s := range steps {
+				if !s.Pass && s.Errors > 0 {
+					return &exitError{code: exitFailed, err: fmt.Errorf("selftest: the step at %s failed (%s)", streamCount(s.Concurrency), s.Verdict)}
+				}
 				if !s.Pass {
 					return &exitError{code: exitFailed, err: fmt.Errorf("selftest: the step at %s broke the ±%s bound (%s)", streamCount(s.Concurrency), cfg.Bound, s.Verdict)}
 				}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net"
 	"regexp"
 	"strings"
 	"testing"
@@ -148,6 +149,32 @@ func TestSelftestTargetVerdictBlamesTheMachineOnlyWhenStrained(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A dead target fails the self-test on its errors, and the final line says so without blaming this
+// machine: a client whose every request is refused at once is busy, but the errors are the cause.
+func TestSelftestDeadTarget(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String() + "/v1"
+	ln.Close() // nothing listens there now
+	code, out, errOut := plload(t, "selftest", "--target", dead, "--ladder", "1", "--ttft", "10ms", "--itl", "5ms", "--tokens", "4",
+		"--warmup", "100ms", "--duration", "300ms")
+	o := parseSelftest(t, out)
+	if code != 1 || !strings.HasPrefix(o.final, "FAIL: ") {
+		t.Fatalf("exit %d, final line %q; want 1 and FAIL\n%s%s", code, o.final, out, errOut)
+	}
+	for _, wrong := range []string{"this machine may be the cause", "this machine measures", "strained"} {
+		if strings.Contains(o.final, wrong) {
+			t.Errorf("final line %q blames the machine (%q) for a dead target", o.final, wrong)
+		}
+	}
+	// Either the step ran and every request failed, or the run refused the target before it started.
+	if !strings.Contains(o.final, "errors (the first: ") && !strings.Contains(o.final, "the ladder stopped") {
+		t.Errorf("final line %q does not say the requests failed, nor why", o.final)
 	}
 }
 

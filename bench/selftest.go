@@ -72,10 +72,13 @@ type Step struct {
 	// ClientDelay is, per token chunk, the client's receive time minus the mock's send time (both this
 	// machine's wall clock): the injector's own error, free of the server's lateness. It is what the
 	// verdict judges when the mock reports send times.
-	ClientDelay   *Errors                `json:"client_delay,omitempty"`
-	StartLagP99Ms float64                `json:"start_lag_p99_ms"`
-	ThinkLagP99Ms float64                `json:"think_lag_p99_ms"`
-	Injector      metrics.InjectorHealth `json:"injector"`
+	ClientDelay   *Errors `json:"client_delay,omitempty"`
+	StartLagP99Ms float64 `json:"start_lag_p99_ms"`
+	ThinkLagP99Ms float64 `json:"think_lag_p99_ms"`
+	// FirstError is the first failed request's error in the window ("" when none): a step that failed
+	// on errors says which.
+	FirstError string                 `json:"first_error,omitempty"`
+	Injector   metrics.InjectorHealth `json:"injector"`
 	// Judged names the quantity the verdict compared with the bound: "client delay p99" when the
 	// server stamped its send times, else "TTFT/gap |error| p99" (the server's lateness included);
 	// JudgedMs is its value.
@@ -302,7 +305,13 @@ func measureErrors(path string, sum *metrics.StageSummary, cfg Config, st *Step)
 	}
 	defer f.Close()
 	err = metrics.ReadRecords(f, func(r *metrics.Record) error {
-		if !r.OK() || r.RequestStartNs < sum.Window.WNs || r.RequestStartNs >= sum.Window.EEffNs || !r.TTFT.OK {
+		if r.RequestStartNs < sum.Window.WNs || r.RequestStartNs >= sum.Window.EEffNs {
+			return nil
+		}
+		if r.Error != nil && st.FirstError == "" {
+			st.FirstError = strings.TrimSpace(r.Error.Type + ": " + r.Error.Message)
+		}
+		if !r.OK() || !r.TTFT.OK {
 			return nil
 		}
 		ttfts = append(ttfts, r.TTFT.V)
@@ -348,6 +357,9 @@ func judgeStep(st *Step, bound time.Duration) {
 	switch {
 	case st.Errors > 0:
 		why = fmt.Sprintf("%d %s", st.Errors, plural(st.Errors, "error", "errors"))
+		if st.FirstError != "" {
+			why += fmt.Sprintf(" (the first: %s)", st.FirstError)
+		}
 	case measured == 0:
 		why = "nothing was measured in the window (no successful answer started in it)"
 	case st.JudgedMs > boundMs:
@@ -362,7 +374,9 @@ func judgeStep(st *Step, bound time.Duration) {
 	if st.JudgedMs > boundMs && st.Errors == 0 && measured > 0 {
 		st.Verdict += fmt.Sprintf(" > ±%s", bound)
 	}
-	if len(st.Strain) > 0 {
+	// Errors explain a failure by themselves, and a client whose requests fail at once is busy with
+	// them: naming its strain then would blame the machine for what the errors did.
+	if len(st.Strain) > 0 && st.Errors == 0 {
 		st.Verdict += "; the client was strained (" + strings.Join(st.Strain, ", ") + ")"
 	}
 }
@@ -442,13 +456,16 @@ func Judge(steps []Step, bound time.Duration, target string, runErr error) Verdi
 	v := Verdict{Failed: []int{}, Strained: []int{}}
 	stamped := true
 	var failures, passed []string
-	unbroken := true
+	unbroken, onErrors := true, 0
 	for _, s := range steps {
 		stamped = stamped && s.ClientDelay != nil
 		if len(s.Strain) > 0 {
 			v.Strained = append(v.Strained, s.Concurrency)
 		}
 		if !s.Pass {
+			if s.Errors > 0 {
+				onErrors++
+			}
 			unbroken = false
 			v.Failed = append(v.Failed, s.Concurrency)
 			failures = append(failures, fmt.Sprintf("%s: %s", streams(s.Concurrency), s.failure))
@@ -482,7 +499,11 @@ func Judge(steps []Step, bound time.Duration, target string, runErr error) Verdi
 				all = "the only step"
 			}
 		}
-		parts = append(parts, fmt.Sprintf("%s broke the ±%s bound (%s)", all, bound, strings.Join(failures, "; ")))
+		what := fmt.Sprintf("broke the ±%s bound", bound)
+		if onErrors > 0 {
+			what = "failed"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s (%s)", all, what, strings.Join(failures, "; ")))
 	}
 	if runErr != nil {
 		parts = append(parts, fmt.Sprintf("the ladder stopped: %v", runErr))
@@ -492,9 +513,11 @@ func Judge(steps []Step, bound time.Duration, target string, runErr error) Verdi
 		parts = append(parts, proven)
 	case len(passed) > 0:
 		parts = append(parts, fmt.Sprintf("nothing is proven, as the ladder's first step did not pass (the %s at %s passed)", plural(len(passed), "step", "steps"), streamList(passed)))
-	case stamped && len(steps) > 0:
+	case onErrors == len(v.Failed):
+		// Every step failed on errors (or none ran): nothing was measured, so nothing is claimed about it.
+	case stamped:
 		parts = append(parts, fmt.Sprintf("this machine does not measure within ±%s at any concurrency tried", bound))
-	case len(steps) > 0:
+	default:
 		parts = append(parts, fmt.Sprintf("%s does not match the schedule within ±%s at any concurrency tried", measurement, bound))
 	}
 	if blame := blameOf(steps, stamped); blame != "" {
@@ -509,7 +532,7 @@ func blameOf(steps []Step, stamped bool) string {
 	var at, kinds []string
 	failed := 0
 	for _, s := range steps {
-		if s.Pass {
+		if s.Pass || s.Errors > 0 { // errors explain their own failure
 			continue
 		}
 		failed++

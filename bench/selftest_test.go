@@ -68,6 +68,15 @@ func step(n int, stamped bool, ms float64, errs int, h metrics.InjectorHealth) S
 	return s
 }
 
+const refused = "ConnectionError: dial tcp 127.0.0.1:1: connect: connection refused"
+
+// withError gives the step its first error and judges it again.
+func withError(s Step, first string) Step {
+	s.FirstError = first
+	judgeStep(&s, time.Millisecond)
+	return s
+}
+
 func TestJudgeStep(t *testing.T) {
 	cases := []struct {
 		name string
@@ -80,6 +89,8 @@ func TestJudgeStep(t *testing.T) {
 		{"client delay over the bound", step(10, true, 1.654, 0, calm), false, "FAIL: client delay p99 1.654 ms > ±1ms"},
 		{"errors fail whatever the delay", step(10, true, 0.2, 3, calm), false, "FAIL: 3 errors"},
 		{"one error", step(10, true, 0.2, 1, calm), false, "FAIL: 1 error"},
+		// The errors explain the failure; the strain they caused is not named as its cause.
+		{"errors with a strained client", withError(step(1, false, 0, 5527, strained), refused), false, "FAIL: 5527 errors (the first: " + refused + ")"},
 		{"no stamps: the raw error", step(10, false, 0.8, 0, calm), true, "PASS: TTFT/gap |error| p99 0.800 ms ≤ ±1ms"},
 		{"no stamps over the bound", step(10, false, 2.5, 0, calm), false, "FAIL: TTFT/gap |error| p99 2.500 ms > ±1ms"},
 		{"strained client named", step(500, true, 3.8, 0, strained), false,
@@ -126,7 +137,7 @@ func TestJudgeAgreesWithTheSteps(t *testing.T) {
 			"FAIL: 2 of 3 steps broke the ±1ms bound (1 stream: client delay p99 1.654 ms; 100 streams: client delay p99 1.700 ms); nothing is proven, as the ladder's first step did not pass (the step at 10 streams passed)"},
 		{"a step in the middle fails", []Step{step(1, true, 0.5, 0, calm), step(10, true, 0.5, 2, calm), step(100, true, 0.7, 0, calm)}, "", nil,
 			Verdict{Proven: 1, WithinMs: 0.5, Failed: []int{10}, Strained: []int{}},
-			"FAIL: 1 of 3 steps broke the ±1ms bound (10 streams: 2 errors); this machine measures within ±0.500 ms up to 1 concurrent stream"},
+			"FAIL: 1 of 3 steps failed (10 streams: 2 errors); this machine measures within ±0.500 ms up to 1 concurrent stream"},
 		{"every step fails", []Step{step(1, true, 1.2, 0, calm), step(10, true, 1.5, 0, calm)}, "", nil,
 			Verdict{Failed: []int{1, 10}, Strained: []int{}},
 			"FAIL: all 2 steps broke the ±1ms bound (1 stream: client delay p99 1.200 ms; 10 streams: client delay p99 1.500 ms); this machine does not measure within ±1ms at any concurrency tried"},
@@ -145,6 +156,14 @@ func TestJudgeAgreesWithTheSteps(t *testing.T) {
 		{"several strained steps", []Step{step(1, true, 0.5, 0, calm), step(500, true, 3.8, 0, strained), step(1000, true, 40, 0, metrics.InjectorHealth{Cores: 2, CPUPercent: 60, RunQueueWaitPercent: metrics.Some(126.0)})}, "", nil,
 			Verdict{Proven: 1, WithinMs: 0.5, Failed: []int{500, 1000}, Strained: []int{500, 1000}},
 			"FAIL: 2 of 3 steps broke the ±1ms bound (500 streams: client delay p99 3.800 ms; 1000 streams: client delay p99 40.000 ms); this machine measures within ±0.500 ms up to 1 concurrent stream; the client was strained at 500, 1000 streams (CPU busy, threads waiting for a CPU, Go scheduler latency p99: see those steps): other load on this machine, or the client itself, took the time; rerun when the machine is quieter"},
+		// A dead target: every request fails at once and the client, busy failing, is strained. The
+		// errors explain the failure; the machine is not blamed, and nothing is claimed about timing.
+		{"a dead target", []Step{withError(step(1, false, 0, 5527, strained), refused), withError(step(2, false, 0, 8236, strained), refused)}, url, nil,
+			Verdict{Failed: []int{1, 2}, Strained: []int{1, 2}},
+			"FAIL: all 2 steps failed (1 stream: 5527 errors (the first: " + refused + "); 2 streams: 8236 errors (the first: " + refused + "))"},
+		{"errors beside a breach", []Step{step(1, true, 0.5, 0, calm), withError(step(10, true, 0.5, 1, strained), refused), step(100, true, 1.5, 0, strained)}, "", nil,
+			Verdict{Proven: 1, WithinMs: 0.5, Failed: []int{10, 100}, Strained: []int{10, 100}},
+			"FAIL: 2 of 3 steps failed (10 streams: 1 error (the first: " + refused + "); 100 streams: client delay p99 1.500 ms); this machine measures within ±0.500 ms up to 1 concurrent stream; the client was strained at 100 streams (CPU busy, threads waiting for a CPU, Go scheduler latency p99: see that step): other load on this machine, or the client itself, took the time; rerun when the machine is quieter"},
 		// --target without stamps: the verdict is about the measurement of that server.
 		{"target passes", []Step{step(1, false, 0.8, 0, calm), step(10, false, 0.9, 0, calm)}, url, nil,
 			Verdict{Pass: true, Proven: 10, WithinMs: 0.9, Failed: []int{}, Strained: []int{}},
@@ -193,6 +212,11 @@ func TestStepLineHealthWording(t *testing.T) {
 		if !strings.Contains(line, want) {
 			t.Errorf("step line lacks %q:\n%s", want, line)
 		}
+	}
+	// The client delay p99 printed is the one judged (|delay|), so the line and the verdict agree.
+	s.ClientDelay.P99Ms = 0.5
+	if l := StepLine(s); !strings.Contains(l, "client delay p50/p99/max 0.000/0.700/") {
+		t.Errorf("step line prints a client delay p99 other than the judged 0.700 ms:\n%s", l)
 	}
 	if len(s.Strain) != 0 {
 		t.Errorf("157 %% of 200 %% CPU, 12 %% waiting and 0.4 ms scheduler p99 are under the warnings, yet strain %q", s.Strain)
