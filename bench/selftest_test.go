@@ -222,3 +222,26 @@ func TestStepLineHealthWording(t *testing.T) {
 		t.Errorf("157 %% of 200 %% CPU, 12 %% waiting and 0.4 ms scheduler p99 are under the warnings, yet strain %q", s.Strain)
 	}
 }
+
+// The self-test calls a client strained exactly when run's injector-health warnings would warn about
+// its CPU, run-queue wait or scheduler latency (GC pauses show in scheduler latency and are left out).
+func TestStrainMatchesInjectorWarnings(t *testing.T) {
+	cases := []metrics.InjectorHealth{
+		calm, strained,
+		{Cores: 2, CPUPercent: 160}, {Cores: 2, CPUPercent: 161}, {Cores: 1, CPUPercent: 81},
+		{Cores: 2, RunQueueWaitPercent: metrics.Some(15.0)}, {Cores: 2, RunQueueWaitPercent: metrics.Some(15.5)},
+		{Cores: 2, SchedLatencyP99Ms: 1}, {Cores: 2, SchedLatencyP99Ms: 1.01},
+		{Cores: 2, GCPauseTotalMs: 500}, // a GC warning alone is no strain here
+	}
+	for _, h := range cases {
+		warned := 0
+		for _, w := range h.Warnings() {
+			if !strings.HasPrefix(w, "injector GC") {
+				warned++
+			}
+		}
+		if got := len(strainOf(h)); got != warned {
+			t.Errorf("%+v: self-test strain %q, run's warnings %q", h, strainOf(h), h.Warnings())
+		}
+	}
+}
