@@ -57,7 +57,7 @@ func Series(recs []*Record, sum *StageSummary) StageSeries {
 	ttftBy := make([][]float64, n)
 	bucket := func(ns int64) int {
 		b := int((ns - s.T0Ns) / 1e9)
-		if b < 0 || b >= n {
+		if ns < s.T0Ns || b >= n { // not b < 0: the division truncates [t0 − 1 s, t0) to bucket 0
 			return -1
 		}
 		return b
