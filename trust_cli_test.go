@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -75,6 +77,9 @@ func TestPreflightStopsAWrongTarget(t *testing.T) {
 		fmt.Fprint(w, `{"choices":[{"message":{"content":"OK"}}]}`)
 	}))
 	defer plain.Close()
+	private := httptest.NewTLSServer(http.NotFoundHandler()) // a certificate no system CA signed
+	defer private.Close()
+	private.Config.ErrorLog = log.New(io.Discard, "", 0)
 	dead := "http://" + deadAddr(t) + "/v1"
 	for _, tc := range []struct {
 		name, base string
@@ -84,6 +89,7 @@ func TestPreflightStopsAWrongTarget(t *testing.T) {
 		{"no /v1", "http://" + m.Addr(), []string{"HTTP 404", "usually ends in /v1", "http://" + m.Addr() + "/v1"}},
 		{"wants a key", locked.URL + "/v1", []string{"HTTP 401", "invalid api key", "target.api_key_env"}},
 		{"not SSE", plain.URL + "/v1", []string{"application/json", "Server-Sent Events"}},
+		{"private CA", private.URL + "/v1", []string{"TLS with", "certificate", "target.tls.ca_file"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := t.TempDir()
