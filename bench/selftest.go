@@ -468,7 +468,11 @@ func Judge(steps []Step, bound time.Duration, target string, runErr error) Verdi
 			}
 			unbroken = false
 			v.Failed = append(v.Failed, s.Concurrency)
-			failures = append(failures, fmt.Sprintf("%s: %s", streams(s.Concurrency), s.failure))
+			why := s.failure
+			if why == "" { // a step read back from JSON, without the unexported reason
+				why = strings.TrimPrefix(s.Verdict, "FAIL: ")
+			}
+			failures = append(failures, fmt.Sprintf("%s: %s", streams(s.Concurrency), why))
 			continue
 		}
 		passed = append(passed, fmt.Sprint(s.Concurrency))
