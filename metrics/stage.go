@@ -235,7 +235,7 @@ func (s *Stage) Add(r *Record) {
 		s.promptCount++
 		s.promptSum += int64(r.UsagePromptTokens.V)
 		if r.UsageCachedTokens.OK {
-			s.cachedSum += int64(r.UsageCachedTokens.V)
+			s.cachedSum += int64(min(r.UsageCachedTokens.V, r.UsagePromptTokens.V)) // a server's cached > prompt must not pass 100 %
 		}
 	}
 	if r.UsageCachedTokens.OK {

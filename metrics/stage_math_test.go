@@ -92,6 +92,8 @@ func TestCacheHitCountsOnlyRequestsWithPromptTokens(t *testing.T) {
 	uncached.UsageCachedTokens = Opt[int]{}
 	warm := ok(0.2, 100, []float64{10}, 2) // before W
 	warm.UsagePromptTokens, warm.UsageCachedTokens = Some(1000), Some(1000)
+	overCached := ok(7, 100, []float64{10}, 2)
+	overCached.UsageCachedTokens = Some(400)
 	failure := failed(6, 500, "Internal Server Error")
 	failure.UsagePromptTokens, failure.UsageCachedTokens = Some(1000), Some(0)
 
@@ -106,6 +108,9 @@ func TestCacheHitCountsOnlyRequestsWithPromptTokens(t *testing.T) {
 		{"prompt tokens without a cached figure", []*Record{withUsage, uncached}, Some(50.0 / 200)},
 		{"warmup and failure ignored", []*Record{withUsage, warm, failure}, Some(0.5)},
 		{"no request with prompt tokens", []*Record{noUsage, cachedOnly}, Opt[float64]{}},
+		// A server that reports more cached than prompt tokens cannot make a hit rate over 100 %:
+		// that request counts as all cached (100 of 100), the other as 50 of 100.
+		{"more cached than prompt tokens", []*Record{withUsage, overCached}, Some(150.0 / 200)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
