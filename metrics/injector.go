@@ -35,7 +35,7 @@ const (
 func (h InjectorHealth) Warnings() []string {
 	var out []string
 	if h.Cores > 0 && h.CPUPercent > InjectorCPUWarnShare*100*float64(h.Cores) {
-		out = append(out, fmt.Sprintf("injector CPU %.0f%% of %d core(s) (> %.0f%%): the client may be the bottleneck; its timestamps can be late", h.CPUPercent, h.Cores, InjectorCPUWarnShare*100*float64(h.Cores)))
+		out = append(out, fmt.Sprintf("injector CPU busy: %.0f %% of %d %% (%d cores; over %.0f %%): the client may be the bottleneck; its timestamps can be late", h.CPUPercent, 100*h.Cores, h.Cores, InjectorCPUWarnShare*100*float64(h.Cores)))
 	}
 	if h.SchedLatencyP99Ms > InjectorSchedWarnMs {
 		out = append(out, fmt.Sprintf("injector scheduler latency p99 %.2f ms (> %.0f ms): goroutines waited to run, so chunk timestamps may be late by about that much", h.SchedLatencyP99Ms, InjectorSchedWarnMs))

@@ -167,7 +167,7 @@ func injectorSection(rows []runStage, withRun bool) string {
 		if h.RunQueueWaitPercent.OK {
 			wait = fmt.Sprintf("%.0f%% of the time", h.RunQueueWaitPercent.V)
 		}
-		table = append(table, append(stageCells(rs, withRun), fmt.Sprintf("%.0f%% of %d core(s)", h.CPUPercent, h.Cores), wait,
+		table = append(table, append(stageCells(rs, withRun), fmt.Sprintf("%.0f %% of %d %%", h.CPUPercent, 100*h.Cores), wait,
 			fmt.Sprintf("%.2f ms", h.SchedLatencyP99Ms), fmt.Sprintf("%.1f ms", h.GCPauseTotalMs), lagText(rs.st.Summary.ThinkLag), lagText(rs.st.Summary.StartLag)))
 	}
 	if len(table) == 0 {
