@@ -133,7 +133,12 @@ func Run(ctx context.Context, cfg Config) ([]StageResult, error) {
 			return results, fmt.Errorf("%w: stage %d was stopped (the target is unreachable); later stages were skipped", ErrStageFailed, res.Stage)
 		}
 		if res.OK == 0 && res.Errors > 0 {
-			return results, fmt.Errorf("%w: none of stage %d's %d requests succeeded; later stages were skipped", ErrStageFailed, res.Stage, res.Issued)
+			cause := ""
+			if len(res.Failures) > 0 {
+				k := res.Failures[0]
+				cause = fmt.Sprintf(" (%s × %d, first: %s)", k.Kind, k.Count, k.First)
+			}
+			return results, fmt.Errorf("%w: none of stage %d's %d requests succeeded%s; later stages were skipped", ErrStageFailed, res.Stage, res.Issued, cause)
 		}
 	}
 	return results, nil
