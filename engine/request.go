@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -39,7 +40,9 @@ func (s *stageRun) send(ctx context.Context, ex *exchange, body []byte, islEstim
 	defer cancel()
 	var start time.Time
 	var conn httptrace.GotConnInfo
-	responded := false // a byte of the response arrived on this attempt's connection
+	// responded: a byte of the response arrived. The transport calls the hook from the connection's
+	// read loop, which may still be running when Do has returned the write's error.
+	var responded atomic.Bool
 	trace := &httptrace.ClientTrace{
 		GotConn: func(info httptrace.GotConnInfo) {
 			if start.IsZero() { // a retry keeps the first attempt's start: the user waited for both
@@ -47,7 +50,7 @@ func (s *stageRun) send(ctx context.Context, ex *exchange, body []byte, islEstim
 			}
 			conn = info
 		},
-		GotFirstResponseByte: func() { responded = true },
+		GotFirstResponseByte: func() { responded.Store(true) },
 	}
 	var resp *http.Response
 	var err error
@@ -66,7 +69,7 @@ func (s *stageRun) send(ctx context.Context, ex *exchange, body []byte, islEstim
 		h.Set("X-Request-ID", rec.XRequestID)
 		h.Set("X-Correlation-ID", rec.XCorrelationID)
 		resp, err = client.Do(req)
-		if err == nil || attempt > 0 || !retryable(conn, responded, err, ctx, reqCtx) {
+		if err == nil || attempt > 0 || !retryable(conn, responded.Load(), err, ctx, reqCtx) {
 			break
 		}
 		// Once, at once, on a connection of its own: another pooled one may be just as dead.
