@@ -135,6 +135,7 @@ func join(path, key string) string {
 var (
 	durationType = reflect.TypeFor[Duration]()
 	distType     = reflect.TypeFor[Dist]()
+	outputType   = reflect.TypeFor[OutputTokens]()
 )
 
 // maxDepth bounds how deep a scenario nests; only a recursive alias gets near it.
@@ -181,6 +182,15 @@ func (d *decoder) value(n ast.Node, path string, v reflect.Value, tag reflect.St
 		dist := d.dist(n, path, tag.Get("unit") == "duration")
 		dist.Limit, _ = strconv.ParseFloat(tag.Get("limit"), 64)
 		v.Set(reflect.ValueOf(dist))
+		return
+	case v.Type() == outputType: // from_file, a number or a distribution
+		if text, ok := scalarText(n); ok && text == "from_file" {
+			v.Set(reflect.ValueOf(OutputTokens{FromFile: true}))
+			return
+		}
+		dist := d.dist(n, path, false)
+		dist.Limit = 1_000_000
+		v.Set(reflect.ValueOf(OutputTokens{Dist: &dist}))
 		return
 	}
 	switch v.Kind() {

@@ -20,6 +20,9 @@ type Scenario struct {
 	Output   Output   `yaml:"output"`
 	// Gate holds threshold rules checked after the run, such as "ttft_p95 < 500ms" (plload gate).
 	Gate []string `yaml:"gate,omitempty"`
+	// Workload names real data — a dataset or a trace — in place of the synthetic personas and
+	// session lengths (SPEC §12); nil: synthetic.
+	Workload *DataSource `yaml:"workload,omitempty"`
 
 	// File is the path the scenario was read from; relative paths inside it are resolved against its folder.
 	File string `yaml:"-"`
@@ -28,6 +31,8 @@ type Scenario struct {
 	keyPositions map[string]position
 	// filePersonas holds the personas read (and checked) from personas.file.
 	filePersonas []Persona
+	// source holds the dataset or trace read (and checked) from workload.
+	source *Source
 }
 
 // Target is the server under test.
