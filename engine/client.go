@@ -58,6 +58,8 @@ type bodyBuilder struct {
 	prefix    []byte // `{"model":...,`
 	maxField  string // "" when extra_body sets the max-tokens field itself
 	fixedTail []byte // `,"stream":true,...}` with extra_body
+	// exactOK: extra_body does not set ignore_eos, so a trace's exact output lengths may.
+	exactOK bool
 }
 
 // reservedKeys are the body keys plload owns; extra_body may not set them.
@@ -97,6 +99,8 @@ func newBodyBuilder(sc *workload.Scenario) (*bodyBuilder, error) {
 	if _, set := t.ExtraBody[b.maxField]; set {
 		b.maxField = "" // the user's extra_body value wins
 	}
+	_, ignoreSet := t.ExtraBody["ignore_eos"]
+	b.exactOK = !ignoreSet
 	return b, nil
 }
 
@@ -141,8 +145,9 @@ func newMessage(role, content string, tokens int) message {
 	return message{role: role, content: content, encoded: enc, tokens: tokens}
 }
 
-// build renders the request for the history (ending with the new user message).
-func (b *bodyBuilder) build(buf []byte, history []message, maxTokens int) []byte {
+// build renders the request for the history (ending with the new user message). exact asks for
+// exactly maxTokens (ignore_eos, which vLLM and SGLang honour), unless extra_body decides.
+func (b *bodyBuilder) build(buf []byte, history []message, maxTokens int, exact bool) []byte {
 	buf = append(buf[:0], b.prefix...)
 	if b.chat {
 		buf = append(buf, `,"messages":[`...)
@@ -171,6 +176,9 @@ func (b *bodyBuilder) build(buf []byte, history []message, maxTokens int) []byte
 		buf = append(buf, b.maxField...)
 		buf = append(buf, `":`...)
 		buf = strconv.AppendInt(buf, int64(maxTokens), 10)
+	}
+	if exact && b.exactOK {
+		buf = append(buf, `,"ignore_eos":true`...)
 	}
 	return append(buf, b.fixedTail...)
 }

@@ -39,7 +39,7 @@ func Preflight(ctx context.Context, cfg Config) (warning string, err error) {
 	defer s.client.CloseIdleConnections()
 	history := []message{newMessage("user", "Say OK.", 3)}
 	ex := &exchange{rec: metrics.Record{XRequestID: newUUID(), XCorrelationID: newUUID()}}
-	s.send(ctx, ex, s.body.build(nil, history, 1), 3)
+	s.send(ctx, ex, s.body.build(nil, history, 1, false), 3)
 	rec := &ex.rec
 	if rec.Error == nil || rec.WasCancelled {
 		return "", nil

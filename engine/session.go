@@ -14,12 +14,17 @@ import (
 // issuing. It returns the session's last exchange (nil when it sent nothing), for the slot's backoff.
 func (s *stageRun) runSession(issueCtx, reqCtx context.Context, scheduled time.Time) (last *exchange) {
 	sp, reused := s.nextSession()
-	persona := s.cfg.Workload.Personas[sp.Persona]
 	sr := &metrics.SessionRecord{ConversationID: sp.ID, XCorrelationID: newUUID(), Persona: sp.Persona,
 		ScheduledNs: s.clock.ns(scheduled), PlannedTurns: len(sp.Turns), Reused: reused, Outcome: metrics.SessionCompleted}
 	history := make([]message, 0, 1+2*len(sp.Turns))
-	history = append(history, newMessage("system", persona.SystemPrompt, persona.Tokens))
-	isl := persona.Tokens
+	isl := 0
+	var persona metrics.Opt[int]
+	if sp.Persona >= 0 { // a dataset's conversation may have no system prompt
+		p := s.cfg.Workload.Personas[sp.Persona]
+		history = append(history, newMessage("system", p.SystemPrompt, p.Tokens))
+		isl, persona = p.Tokens, metrics.Some(sp.Persona)
+	}
+	recorded := s.cfg.Scenario.Workload != nil && s.cfg.Scenario.Workload.Dataset != nil && s.cfg.Scenario.Workload.Dataset.History == "recorded"
 	intended, lastEnd := scheduled, time.Time{}
 	bodyHint := 4096
 	defer func() {
@@ -64,10 +69,10 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, scheduled time.T
 			TurnIndex:       k,
 			CreditIssuedNs:  s.clock.ns(credit),
 			IntendedStartNs: metrics.Some(s.clock.ns(intended)),
-			Persona:         metrics.Some(sp.Persona),
+			Persona:         persona,
 		}}
 		// A fresh buffer per request: the transport may still hold the last one.
-		body := s.body.build(make([]byte, 0, bodyHint), history, turn.MaxOutputTokens)
+		body := s.body.build(make([]byte, 0, bodyHint), history, turn.MaxOutputTokens, turn.ExactOutput)
 		bodyHint = len(body) + len(body)/4
 		s.send(reqCtx, ex, body, isl)
 		last = ex
@@ -84,8 +89,12 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, scheduled time.T
 			sr.Outcome = metrics.SessionError
 			return last
 		}
-		history = append(history, newMessage("assistant", ex.answer.String(), ex.answered))
-		isl += ex.answered
+		answer, tokens := ex.answer.String(), ex.answered
+		if recorded && turn.Recorded != "" { // the file's own answer: the next turn was written against it
+			answer, tokens = turn.Recorded, turn.RecordedTokens
+		}
+		history = append(history, newMessage("assistant", answer, tokens))
+		isl += tokens
 	}
 	return last
 }

@@ -24,12 +24,18 @@ type Turn struct {
 	MaxOutputTokens int
 	// ThinkBefore is the pause after the previous turn's answer (0 for the first turn), in whole ms.
 	ThinkBefore time.Duration
+	// ExactOutput asks for exactly MaxOutputTokens (ignore_eos): a trace's lengths are facts.
+	ExactOutput bool
+	// Recorded is the answer a dataset recorded for this turn; with history: recorded it joins the
+	// history in place of the server's.
+	Recorded       string
+	RecordedTokens int
 }
 
 // SessionPlan is one conversation of a stage's pool.
 type SessionPlan struct {
 	ID      string // conversation_id, unique within the run
-	Persona int    // index into Workload.Personas
+	Persona int    // index into Workload.Personas; −1: no system prompt (a dataset without one)
 	Turns   []Turn
 }
 
@@ -95,6 +101,9 @@ func (s *Scenario) Build() (*Workload, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.source != nil {
+		return s.buildFromSource(g)
+	}
 	w := &Workload{Personas: s.buildPersonas(g)}
 	w.Picker = NewPersonaPicker(len(w.Personas), s.Session.PersonaSelection, s.Session.ZipfS)
 	// Stages are independent (each has its own generators), so they are built in parallel, each with a
@@ -151,7 +160,7 @@ func (s *Scenario) buildStage(g *TextGen, w *Workload, stage int, st Stage) Stag
 			t.UserTokens = docTokens + userTokens
 		}
 		pool.Sessions[i] = sp
-		_ = enc.Encode(datasetLine(sp, w.Personas[sp.Persona]))
+		_ = enc.Encode(datasetLine(sp, w.Personas))
 	}
 	pool.Dataset = buf.Bytes()
 	sum := sha256.Sum256(pool.Dataset)
@@ -187,9 +196,11 @@ type datasetSession struct {
 	Turns     []datasetTurn `json:"turns"`
 }
 
-func datasetLine(sp SessionPlan, p Persona) datasetSession {
+func datasetLine(sp SessionPlan, personas []Persona) datasetSession {
 	out := datasetSession{SessionID: sp.ID, Turns: make([]datasetTurn, 0, len(sp.Turns)+1)}
-	out.Turns = append(out.Turns, datasetTurn{Role: "system", Text: p.SystemPrompt})
+	if sp.Persona >= 0 {
+		out.Turns = append(out.Turns, datasetTurn{Role: "system", Text: personas[sp.Persona].SystemPrompt})
+	}
 	for _, t := range sp.Turns {
 		out.Turns = append(out.Turns, datasetTurn{
 			Role: "user", Text: t.User, Delay: t.ThinkBefore.Milliseconds(), OutputLength: t.MaxOutputTokens,

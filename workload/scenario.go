@@ -216,6 +216,22 @@ func (s *Scenario) applyDefaults() {
 	if s.Personas.Source == "" {
 		s.Personas.Source = "synthetic"
 	}
+	if w := s.Workload; w != nil {
+		if d := w.Dataset; d != nil {
+			if d.Order == "" {
+				d.Order = "sequential"
+			}
+			if d.History == "" {
+				d.History = "live"
+			}
+			if d.OutputTokens.Dist == nil {
+				d.OutputTokens.FromFile = true
+			}
+		}
+		if !s.has("session.think_time") {
+			s.Session.ThinkTime = Constant(0)
+		}
+	}
 	ss := &s.Session
 	if ss.Language == "" {
 		ss.Language = DefaultLanguage

@@ -37,8 +37,11 @@ type SourceTurn struct {
 	ExactOutput bool
 	// AtMs is the request's time from the source's start in ms (−1: the source has no times).
 	AtMs float64
+	// DelayMs is the file's own pause before this turn in ms (AIPerf's delay; −1: none given).
+	DelayMs int64
 	// Recorded is the assistant's answer as the file recorded it (history: recorded replays it).
-	Recorded string
+	Recorded       string
+	RecordedTokens int
 	// Line is the file line (or CSV row) the turn came from, 1-based, for messages.
 	Line int
 }

@@ -1,0 +1,295 @@
+package workload
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+)
+
+// Dataset formats (SPEC §12).
+const (
+	FormatPrompts  = "prompts"  // JSONL {"prompt"} (vLLM custom) or {"text"} (AIPerf single_turn)
+	FormatOpenAI   = "openai"   // JSONL {"messages": [{"role", "content"}, ...]}
+	FormatShareGPT = "sharegpt" // JSON [{"conversations": [{"from", "value"}, ...]}]
+	FormatAIPerf   = "aiperf"   // AIPerf multi_turn JSONL {"session_id", "turns": [{"text", "delay", ...}]}
+)
+
+// maxDatasetLine bounds one line of a dataset file (a conversation of about 2M tokens).
+const maxDatasetLine = 8 << 20
+
+// rawTurn is one message of a conversation as a file gives it, before filters and counting.
+type rawTurn struct {
+	role, text   string
+	outputTokens int   // 0: none given
+	delayMs      int64 // -1: none given
+}
+
+// rawSession is one conversation read from a file.
+type rawSession struct {
+	id    string
+	line  int
+	turns []rawTurn
+}
+
+// readDataset reads a dataset file of the given format into conversations. Every error names the
+// file, the line (or the item, for a JSON array) and what is accepted; the text itself is never
+// quoted, since it can be a customer's data.
+func readDataset(path, format string) ([]rawSession, int, error) {
+	if format == FormatShareGPT {
+		return readShareGPT(path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("cannot read the dataset: %v", err)
+	}
+	defer f.Close()
+	var out []rawSession
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), maxDatasetLine)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := bytes.TrimSpace(sc.Bytes())
+		if len(text) == 0 {
+			continue
+		}
+		var rs rawSession
+		switch format {
+		case FormatPrompts:
+			rs, err = promptLine(text)
+		case FormatOpenAI:
+			rs, err = openAILine(text)
+		case FormatAIPerf:
+			rs, err = aiperfLine(text)
+		default:
+			return nil, 0, fmt.Errorf("format %q; accepted: prompts, openai, sharegpt, aiperf", format)
+		}
+		if err != nil {
+			return nil, line, fmt.Errorf("%s line %d: %v", path, line, err)
+		}
+		rs.line = line
+		if rs.id == "" {
+			rs.id = fmt.Sprintf("line-%d", line)
+		}
+		out = append(out, rs)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, line, fmt.Errorf("%s line %d: %v (lines may be at most %d bytes)", path, line+1, err, maxDatasetLine)
+	}
+	return out, line, nil
+}
+
+const (
+	acceptPrompts = `accepted: {"prompt": "..."} or {"text": "..."}, optional "output_tokens" or "output_length" (a whole number ≥ 1)`
+	acceptOpenAI  = `accepted: {"messages": [{"role": "system"|"user"|"assistant", "content": "..."}, ...]} with at least one user message`
+	acceptAIPerf  = `accepted: {"session_id": "...", "turns": [{"text": "...", "delay": ms, "output_length": n}, ...]}`
+)
+
+func promptLine(text []byte) (rawSession, error) {
+	var raw struct {
+		Prompt       *string     `json:"prompt"`
+		Text         *string     `json:"text"`
+		OutputTokens json.Number `json:"output_tokens"`
+		OutputLength json.Number `json:"output_length"`
+	}
+	if err := json.Unmarshal(text, &raw); err != nil {
+		return rawSession{}, fmt.Errorf("not a JSON object (%s); %s", jsonProblem(err), acceptPrompts)
+	}
+	prompt := raw.Prompt
+	if prompt == nil {
+		prompt = raw.Text
+	}
+	if prompt == nil || strings.TrimSpace(*prompt) == "" {
+		return rawSession{}, fmt.Errorf(`"prompt" (or "text") is missing or empty; %s`, acceptPrompts)
+	}
+	n, err := wholeNumber(raw.OutputTokens, raw.OutputLength)
+	if err != nil {
+		return rawSession{}, fmt.Errorf("%v; %s", err, acceptPrompts)
+	}
+	return rawSession{turns: []rawTurn{{role: "user", text: *prompt, outputTokens: n, delayMs: -1}}}, nil
+}
+
+// content reads a message's content: text, or OpenAI's list of parts (the text parts joined).
+func content(raw json.RawMessage) (string, bool) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, true
+	}
+	var parts []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	}
+	if json.Unmarshal(raw, &parts) != nil {
+		return "", false
+	}
+	var b strings.Builder
+	for _, p := range parts {
+		if p.Type == "text" {
+			b.WriteString(p.Text)
+		}
+	}
+	return b.String(), true
+}
+
+func openAILine(text []byte) (rawSession, error) {
+	var raw struct {
+		ID       string `json:"id"`
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(text, &raw); err != nil {
+		return rawSession{}, fmt.Errorf("not a JSON object (%s); %s", jsonProblem(err), acceptOpenAI)
+	}
+	rs := rawSession{id: raw.ID}
+	for i, m := range raw.Messages {
+		c, ok := content(m.Content)
+		if !ok && len(m.Content) > 0 && string(m.Content) != "null" {
+			return rawSession{}, fmt.Errorf("messages[%d].content is neither text nor a list of text parts; %s", i, acceptOpenAI)
+		}
+		switch m.Role {
+		case "system", "developer", "user", "assistant":
+			rs.turns = append(rs.turns, rawTurn{role: m.Role, text: c, delayMs: -1})
+		case "tool":
+			rs.turns = append(rs.turns, rawTurn{role: "tool", text: c, delayMs: -1})
+		default:
+			return rawSession{}, fmt.Errorf("messages[%d].role %q; %s", i, m.Role, acceptOpenAI)
+		}
+	}
+	return rs, checkHasUser(rs, acceptOpenAI)
+}
+
+func aiperfLine(text []byte) (rawSession, error) {
+	var raw struct {
+		SessionID string `json:"session_id"`
+		Turns     []struct {
+			Role         string      `json:"role"`
+			Text         *string     `json:"text"`
+			Texts        []string    `json:"texts"`
+			Delay        json.Number `json:"delay"`
+			OutputLength json.Number `json:"output_length"`
+			MaxTokens    json.Number `json:"max_tokens"`
+		} `json:"turns"`
+	}
+	if err := json.Unmarshal(text, &raw); err != nil {
+		return rawSession{}, fmt.Errorf("not a JSON object (%s); %s", jsonProblem(err), acceptAIPerf)
+	}
+	rs := rawSession{id: raw.SessionID}
+	for i, t := range raw.Turns {
+		var body string
+		switch {
+		case t.Text != nil:
+			body = *t.Text
+		case len(t.Texts) > 0:
+			body = strings.Join(t.Texts, "\n")
+		default:
+			return rawSession{}, fmt.Errorf("turns[%d] has no \"text\"; %s", i, acceptAIPerf)
+		}
+		n, err := wholeNumber(t.OutputLength, t.MaxTokens)
+		if err != nil {
+			return rawSession{}, fmt.Errorf("turns[%d]: %v; %s", i, err, acceptAIPerf)
+		}
+		delay := int64(-1)
+		if t.Delay != "" {
+			d, err := t.Delay.Float64()
+			if err != nil || d < 0 {
+				return rawSession{}, fmt.Errorf("turns[%d].delay %q; accepted: milliseconds ≥ 0", i, t.Delay)
+			}
+			delay = int64(d)
+		}
+		role := t.Role
+		if role == "" {
+			role = "user"
+		}
+		if role != "user" && role != "system" {
+			return rawSession{}, fmt.Errorf("turns[%d].role %q; accepted: user (default) or system", i, t.Role)
+		}
+		rs.turns = append(rs.turns, rawTurn{role: role, text: body, outputTokens: n, delayMs: delay})
+	}
+	return rs, checkHasUser(rs, acceptAIPerf)
+}
+
+func readShareGPT(path string) ([]rawSession, int, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("cannot read the dataset: %v", err)
+	}
+	const accept = `accepted: a JSON array of {"conversations": [{"from": "human"|"gpt"|"system", "value": "..."}, ...]}`
+	var raw []json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, 0, fmt.Errorf("%s: not a JSON array (%s); %s", path, jsonProblem(err), accept)
+	}
+	out := make([]rawSession, 0, len(raw))
+	for i, item := range raw {
+		var conv struct {
+			ID            string `json:"id"`
+			Conversations []struct {
+				From  string `json:"from"`
+				Value string `json:"value"`
+			} `json:"conversations"`
+		}
+		if err := json.Unmarshal(item, &conv); err != nil {
+			return nil, len(raw), fmt.Errorf("%s item %d: %s; %s", path, i+1, jsonProblem(err), accept)
+		}
+		rs := rawSession{id: conv.ID, line: i + 1}
+		for j, m := range conv.Conversations {
+			role, ok := map[string]string{"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant",
+				"chatgpt": "assistant", "bing": "assistant", "bard": "assistant", "system": "system"}[m.From]
+			if !ok {
+				return nil, len(raw), fmt.Errorf("%s item %d: conversations[%d].from %q; %s", path, i+1, j, m.From, accept)
+			}
+			rs.turns = append(rs.turns, rawTurn{role: role, text: m.Value, delayMs: -1})
+		}
+		if err := checkHasUser(rs, accept); err != nil {
+			return nil, len(raw), fmt.Errorf("%s item %d: %v", path, i+1, err)
+		}
+		if rs.id == "" {
+			rs.id = fmt.Sprintf("item-%d", i+1)
+		}
+		out = append(out, rs)
+	}
+	return out, len(raw), nil
+}
+
+func checkHasUser(rs rawSession, accept string) error {
+	for _, t := range rs.turns {
+		if t.role == "user" && strings.TrimSpace(t.text) != "" {
+			return nil
+		}
+	}
+	return fmt.Errorf("no user message with text; %s", accept)
+}
+
+// wholeNumber reads the first of the given numbers that is set: 0 when none is, an error when it is
+// not a whole number ≥ 1.
+func wholeNumber(values ...json.Number) (int, error) {
+	for _, v := range values {
+		if v == "" {
+			continue
+		}
+		n, err := v.Int64()
+		if err != nil || n < 1 || n > 1_000_000 {
+			return 0, fmt.Errorf("output length %q is not a whole number from 1 to 1,000,000", v)
+		}
+		return int(n), nil
+	}
+	return 0, nil
+}
+
+// jsonProblem says what encoding/json found wrong, without quoting the text around it.
+func jsonProblem(err error) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		return fmt.Sprintf("invalid JSON at byte %d", syn.Offset)
+	case errors.As(err, &typ):
+		return fmt.Sprintf("%s is %s, not %s", typ.Field, typ.Value, typ.Type)
+	}
+	return "invalid JSON"
+}

@@ -1,0 +1,96 @@
+package workload
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// sourcePoolMax bounds a stage's pool drawn from a source when the stage does not say `sessions`:
+// a stage walks the file in order, and its pool (with its text) is held in memory.
+const sourcePoolMax = 10_000
+
+// buildFromSource makes the stages' pools from the dataset or trace the scenario read: personas are
+// the distinct system prompts (so sessions that share one share its prefix on the server), and each
+// stage takes the next sessions of the source in order — its `sessions`, else the whole source up
+// to sourcePoolMax — wrapping around at the end.
+func (s *Scenario) buildFromSource(g *TextGen) (*Workload, error) {
+	src := s.source
+	w := &Workload{}
+	persona := map[string]int{}
+	for _, ss := range src.Sessions {
+		if _, seen := persona[ss.System]; ss.System == "" || seen {
+			continue
+		}
+		persona[ss.System] = len(w.Personas)
+		w.Personas = append(w.Personas, Persona{Name: fmt.Sprintf("system prompt %d of %s", len(w.Personas)+1, src.File),
+			SystemPrompt: ss.System, Tokens: ss.SystemTokens})
+	}
+	w.Picker = NewPersonaPicker(max(1, len(w.Personas)), "uniform", 1)
+	next := 0
+	for i, st := range s.Load.Stages {
+		n := st.Sessions
+		if n == 0 {
+			n = min(len(src.Sessions), sourcePoolMax)
+		}
+		pool := StagePool{Stage: i + 1, Spec: st, Sessions: make([]SessionPlan, n)}
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		for j := range pool.Sessions {
+			ss := &src.Sessions[next%len(src.Sessions)]
+			r := s.rng(streamSession, uint64(i+1)<<32|uint64(j))
+			sp := SessionPlan{ID: fmt.Sprintf("s%02d-%06d", i+1, j), Persona: -1, Turns: make([]Turn, len(ss.Turns))}
+			if ss.System != "" {
+				sp.Persona = persona[ss.System]
+			}
+			for k, t := range ss.Turns {
+				sp.Turns[k] = Turn{User: t.User, UserTokens: t.UserTokens, MaxOutputTokens: s.outputTokens(t, r),
+					ExactOutput: t.ExactOutput, Recorded: t.Recorded, RecordedTokens: t.RecordedTokens, ThinkBefore: s.thinkBefore(ss.Turns, k, r)}
+			}
+			pool.Sessions[j] = sp
+			_ = enc.Encode(datasetLine(sp, w.Personas))
+			next++
+		}
+		pool.Dataset = buf.Bytes()
+		sum := sha256.Sum256(pool.Dataset)
+		pool.SHA256 = hex.EncodeToString(sum[:])
+		w.Stages = append(w.Stages, pool)
+	}
+	return w, nil
+}
+
+// outputTokens is a turn's max output tokens: a trace's measured length, else the dataset's
+// output_tokens (from_file: the file's value, or DefaultDatasetOutputTokens).
+func (s *Scenario) outputTokens(t SourceTurn, r *rand.Rand) int {
+	if t.ExactOutput && t.OutputTokens > 0 {
+		return t.OutputTokens
+	}
+	if d := s.Workload.Dataset; d != nil && d.OutputTokens.Dist != nil {
+		return d.OutputTokens.Dist.SampleInt(r)
+	}
+	if t.OutputTokens > 0 {
+		return t.OutputTokens
+	}
+	return DefaultDatasetOutputTokens
+}
+
+// thinkBefore is the pause before turn k: the file's own delay or the gap between its times when it
+// has them, else a draw from session.think_time.
+func (s *Scenario) thinkBefore(turns []SourceTurn, k int, r *rand.Rand) time.Duration {
+	if k == 0 {
+		return 0
+	}
+	t := turns[k]
+	switch {
+	case t.DelayMs >= 0:
+		return time.Duration(t.DelayMs) * time.Millisecond
+	case t.AtMs >= 0 && turns[k-1].AtMs >= 0:
+		return time.Duration((t.AtMs - turns[k-1].AtMs) * float64(time.Millisecond)).Round(time.Millisecond)
+	}
+	return s.Session.ThinkTime.SampleDuration(r).Round(time.Millisecond)
+}
