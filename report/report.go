@@ -130,7 +130,7 @@ func methodSection(r *Report, sc *workload.Scenario) string {
 	fmt.Fprintf(&b, "- SLO: TTFT p95 ≤ %s, ITL p95 ≤ %s, error rate ≤ %g; any known value over its limit is FAIL, otherwise any unknown value is N/A.\n",
 		sc.SLO.TTFTP95, sc.SLO.ITLP95, sc.SLO.ErrorRateMax)
 	fmt.Fprintf(&b, "- Cost: $%g/h × %d GPU(s)%s; $/1M out = price ÷ (out tok/s × 3600) × 10⁶; $/1K turns = price ÷ (req/s × 3600) × 10³; $/session = $/1K turns ÷ 10³ × E[turns] (%.3f, after clamping). The headline is the complete, SLO-passing stage with the highest out tok/s.\n",
-		sc.Cost.GPUHourlyUSD, sc.Cost.GPUCount, label(sc.Cost.Label), sc.Session.Turns.MeanInt())
+		sc.Cost.GPUHourlyUSD, sc.Cost.GPUCount, label(sc.Cost.Label), sc.ExpectedTurns())
 	b.WriteString("\n## Workload\n\n")
 	fmt.Fprintf(&b, "- Personas: %s; selection %s", personasText(sc), sc.Session.PersonaSelection)
 	if sc.Session.PersonaSelection == "zipf" {

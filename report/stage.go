@@ -130,7 +130,7 @@ func StageInput(sc *workload.Scenario, i int) metrics.StageInput {
 		Warmup: st.Warmup.D(), Duration: st.Duration.D(), NeverStarted: -1,
 		SLO: metrics.SLOLimits{TTFTP95Ms: ms(sc.SLO.TTFTP95), ITLP95Ms: ms(sc.SLO.ITLP95), ErrorRateMax: sc.SLO.ErrorRateMax},
 		Cost: metrics.CostInputs{GPUHourlyUSD: sc.Cost.GPUHourlyUSD, GPUCount: sc.Cost.GPUCount,
-			ExpectedTurns: sc.Session.Turns.MeanInt()},
+			ExpectedTurns: sc.ExpectedTurns()},
 	}
 }
 

@@ -50,14 +50,43 @@ func (s *Scenario) MeanSystemPromptTokens() float64 {
 	return s.Personas.SystemPromptTokens.MeanInt()
 }
 
+// ExpectedTurns is E[turns] of a session: exact for the synthetic distribution, the mean over the
+// file's conversations for a dataset or trace.
+func (s *Scenario) ExpectedTurns() float64 {
+	if src := s.source; src != nil {
+		return s.sourceMean(func(SourceTurn) float64 { return 1 })
+	}
+	return s.Session.Turns.MeanInt()
+}
+
+// sourceMean is the mean over the source's sessions of the sum of f over their turns.
+func (s *Scenario) sourceMean(f func(SourceTurn) float64) float64 {
+	sum := 0.0
+	for _, ss := range s.source.Sessions {
+		for _, t := range ss.Turns {
+			sum += f(t)
+		}
+	}
+	return sum / float64(len(s.source.Sessions))
+}
+
 // EstimateStage returns the expected session length, request count and sessions needed for st.
 func (s *Scenario) EstimateStage(st Stage) Estimate {
 	ttft, tps := assumedTTFT.Seconds(), assumedTPS
 	if m := s.Target.Mock; m != nil {
 		ttft, tps = m.TTFT.D().Seconds(), m.TPS
 	}
-	turns := s.Session.Turns.MeanInt()
-	e := Estimate{TurnSeconds: ttft + s.Session.MaxOutputTokens.MeanInt()/tps}
+	turns := s.ExpectedTurns()
+	output := s.Session.MaxOutputTokens.MeanInt()
+	if s.source != nil {
+		output = s.sourceMean(func(t SourceTurn) float64 {
+			if t.OutputTokens > 0 {
+				return float64(t.OutputTokens)
+			}
+			return DefaultDatasetOutputTokens
+		}) / turns
+	}
+	e := Estimate{TurnSeconds: ttft + output/tps}
 	think := s.Session.ThinkTime.MeanSeconds()
 	e.SessionSeconds = turns*e.TurnSeconds + (turns-1)*think
 	span := (st.Warmup.D() + st.Duration.D()).Seconds()
@@ -78,6 +107,9 @@ func (s *Scenario) EstimateStage(st Stage) Estimate {
 // estimates adds the warnings that need the distributions' expected values.
 func (c *checker) estimates() {
 	s := c.s
+	if s.source != nil {
+		return // the file bounds the text, and its lengths are facts, not distributions to warn about
+	}
 	perSession := s.Session.Turns.MeanInt() * s.Session.UserInputTokens.MeanInt()
 	if s.Session.RetrievedTokens != nil {
 		perSession += s.Session.Turns.MeanInt() * s.Session.RetrievedTokens.MeanInt()
@@ -143,12 +175,15 @@ func (s *Scenario) Stats(w *Workload) []StageStats {
 		}
 		ss := StageStats{
 			Stage: pool.Stage, Mode: s.Load.Mode, Load: load, Warmup: st.Warmup, Duration: st.Duration,
-			PoolSize: len(pool.Sessions), ExpectedTurns: s.Session.Turns.MeanInt(), Estimate: s.EstimateStage(st),
+			PoolSize: len(pool.Sessions), ExpectedTurns: s.ExpectedTurns(), Estimate: s.EstimateStage(st),
 			DatasetBytes: len(pool.Dataset), SHA256: pool.SHA256,
 		}
 		var first, mid, last float64
 		for _, sp := range pool.Sessions {
-			prompt := float64(w.Personas[sp.Persona].Tokens)
+			prompt := 0.0
+			if sp.Persona >= 0 {
+				prompt = float64(w.Personas[sp.Persona].Tokens)
+			}
 			at := make([]float64, len(sp.Turns))
 			for k, t := range sp.Turns {
 				prompt += float64(t.UserTokens)

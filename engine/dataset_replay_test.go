@@ -1,0 +1,112 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// conversations is an openai-format file: the first has a system prompt; assistant texts are recorded.
+var conversations = []struct {
+	system   string
+	users    []string
+	recorded []string
+}{
+	{"You are Mira, a travel guide.", []string{"Two days in Lisbon: where do I start?", "Where do I eat?", "And a day trip?"}, []string{"Alfama.", "Bairro Alto."}},
+	{"", []string{"What is the capital of Australia?", "Why not Sydney?"}, []string{"Canberra.", "A compromise."}},
+	{"You answer as a pirate.", []string{"How do I boil an egg?"}, nil},
+}
+
+func writeConversations(t *testing.T) string {
+	t.Helper()
+	var b strings.Builder
+	for _, c := range conversations {
+		var msgs []string
+		if c.system != "" {
+			msgs = append(msgs, fmt.Sprintf(`{"role": "system", "content": %q}`, c.system))
+		}
+		for i, u := range c.users {
+			msgs = append(msgs, fmt.Sprintf(`{"role": "user", "content": %q}`, u))
+			if i < len(c.recorded) {
+				msgs = append(msgs, fmt.Sprintf(`{"role": "assistant", "content": %q}`, c.recorded[i]))
+			}
+		}
+		fmt.Fprintf(&b, `{"messages": [%s]}`+"\n", strings.Join(msgs, ", "))
+	}
+	path := filepath.Join(t.TempDir(), "chats.jsonl")
+	os.WriteFile(path, []byte(b.String()), 0o644)
+	return path
+}
+
+// TestOpenAIConversationsReplay: replaying an openai conversation file sends exactly the file's user
+// turns, in order, each after the system prompt (when the file has one) and the whole history — with
+// history: live the server's own answers, with history: recorded the file's.
+func TestOpenAIConversationsReplay(t *testing.T) {
+	for _, history := range []string{"live", "recorded"} {
+		t.Run(history, func(t *testing.T) {
+			base, cap := startMock(t, nil)
+			text := scenarioYAML(base, "  think_time: 5ms", "  mode: concurrency\n  stages:\n    - {concurrency: 1, duration: 1200ms}")
+			text = strings.Replace(text, "personas:\n  count: 4\n  system_prompt_tokens: {min: 20, max: 60}\n",
+				fmt.Sprintf("workload:\n  dataset: {file: %s, format: openai, output_tokens: 5, history: %s}\n", writeConversations(t), history), 1)
+			res, _, err := runScenario(t, context.Background(), text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res[0].Errors != 0 || res[0].Sessions < 3 {
+				t.Fatalf("%+v", res[0])
+			}
+			cap.mu.Lock()
+			defer cap.mu.Unlock()
+			checked := map[int]bool{}
+			for _, reqs := range cap.requests {
+				first := reqs[0].body["messages"].([]any)
+				conv := -1
+				for i, c := range conversations {
+					if last := first[len(first)-1].(map[string]any); last["content"] == c.users[0] {
+						conv = i
+					}
+				}
+				if conv < 0 {
+					t.Fatalf("a session's first request is none of the file's conversations: %v", first)
+				}
+				c := conversations[conv]
+				if len(reqs) > len(c.users) {
+					t.Fatalf("conversation %d: %d requests for %d user turns", conv, len(reqs), len(c.users))
+				}
+				for k, rq := range reqs {
+					var want []string
+					if c.system != "" {
+						want = append(want, "system: "+c.system)
+					}
+					for j := 0; j <= k; j++ {
+						want = append(want, "user: "+c.users[j])
+						if j < k {
+							answer := reqs[j].answer // what the server streamed back
+							if history == "recorded" {
+								answer = c.recorded[j]
+							}
+							want = append(want, "assistant: "+answer)
+						}
+					}
+					var got []string
+					for _, m := range rq.body["messages"].([]any) {
+						mm := m.(map[string]any)
+						got = append(got, fmt.Sprint(mm["role"], ": ", mm["content"]))
+					}
+					if strings.Join(got, "\n") != strings.Join(want, "\n") {
+						t.Fatalf("conversation %d request %d sent\n%s\nwant\n%s", conv, k, strings.Join(got, "\n"), strings.Join(want, "\n"))
+					}
+				}
+				if len(reqs) == len(c.users) {
+					checked[conv] = true
+				}
+			}
+			if len(checked) != len(conversations) {
+				t.Fatalf("conversations replayed in full: %v of %d", checked, len(conversations))
+			}
+		})
+	}
+}
