@@ -61,6 +61,22 @@ func TestRunOutputsMatchSchema(t *testing.T) {
 	if len(dirs) != 1 {
 		t.Fatalf("results dirs: %v", dirs)
 	}
+	checkRunMatchesSchema(t, dirs[0])
+	page, err := os.ReadFile(filepath.Join(dirs[0], "report.html"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<h2>Injector health</h2>", "<h2>Method</h2>", "<h2>Configuration</h2>", "<th>$/1M out</th>", "<li>Tool: "} {
+		if !bytes.Contains(page, []byte(want)) {
+			t.Errorf("report.html lacks %q", want)
+		}
+	}
+}
+
+// checkRunMatchesSchema validates a results directory's report.json and stage_01/stage.json against
+// the committed schemas. The schemas are read from report/schema, relative to this package.
+func checkRunMatchesSchema(t *testing.T, dir string) {
+	t.Helper()
 	const base = "https://github.com/plload/plload/report/schema/"
 	c := jsonschema.NewCompiler()
 	c.AssertFormat()
@@ -82,7 +98,7 @@ func TestRunOutputsMatchSchema(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		data, err := os.ReadFile(filepath.Join(dirs[0], file))
+		data, err := os.ReadFile(filepath.Join(dir, file))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,15 +108,6 @@ func TestRunOutputsMatchSchema(t *testing.T) {
 		}
 		if err := sch.Validate(doc); err != nil {
 			t.Errorf("%s does not match report/schema/%s: %v", file, schema, err)
-		}
-	}
-	page, err := os.ReadFile(filepath.Join(dirs[0], "report.html"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"<h2>Injector health</h2>", "<h2>Method</h2>", "<h2>Configuration</h2>", "<th>$/1M out</th>", "<li>Tool: "} {
-		if !bytes.Contains(page, []byte(want)) {
-			t.Errorf("report.html lacks %q", want)
 		}
 	}
 }

@@ -132,40 +132,83 @@ func methodSection(r *Report, sc *workload.Scenario) string {
 	fmt.Fprintf(&b, "- Cost: $%g/h × %d GPU(s)%s; $/1M out = price ÷ (out tok/s × 3600) × 10⁶; $/1K turns = price ÷ (req/s × 3600) × 10³; $/session = $/1K turns ÷ 10³ × E[turns] (%.3f, after clamping). The headline is the complete, SLO-passing stage with the highest out tok/s.\n",
 		sc.Cost.GPUHourlyUSD, sc.Cost.GPUCount, label(sc.Cost.Label), sc.ExpectedTurns())
 	b.WriteString("\n## Workload\n\n")
-	fmt.Fprintf(&b, "- Personas: %s; selection %s", personasText(sc), sc.Session.PersonaSelection)
-	if sc.Session.PersonaSelection == "zipf" {
-		fmt.Fprintf(&b, " (s = %g)", sc.Session.ZipfS)
+	if src := sc.Source(); src != nil {
+		b.WriteString(sourceText(sc, src))
+	} else {
+		syntheticText(&b, sc)
 	}
-	b.WriteString(".\n")
-	fmt.Fprintf(&b, "- Sessions: turns %s, user message %s tokens, max output %s tokens, think time %s", distText(sc.Session.Turns),
-		distText(sc.Session.UserInputTokens), distText(sc.Session.MaxOutputTokens), distText(sc.Session.ThinkTime))
-	if sc.Session.RetrievedTokens != nil {
-		fmt.Fprintf(&b, ", a retrieved document of %s tokens before every user turn", distText(*sc.Session.RetrievedTokens))
-	}
-	fmt.Fprintf(&b, "; language %s. History is real: each request re-sends every earlier message and the server's own answers.\n", sc.Session.Language)
 	b.WriteString("- Datasets (sha256 of stage_NN/dataset.jsonl, the workload's identity):\n")
 	for _, s := range r.Stages {
 		fmt.Fprintf(&b, "  - stage %02d: %s\n", s.Stage, s.DatasetSHA256)
 	}
+	configurationSection(&b, r, sc, m)
+	return b.String()
+}
+
+// sourceText says where a dataset's or trace's workload came from — file, format, sha256, lines
+// used, options — never its text (it can be a customer's data).
+func sourceText(sc *workload.Scenario, src *workload.Source) string {
+	kind, opts := "trace", ""
+	if d := sc.Workload.Dataset; d != nil {
+		kind = "dataset"
+		out := "from the file (or 256 where it gives none)"
+		if d.OutputTokens.Dist != nil {
+			out = distText(*d.OutputTokens.Dist)
+		}
+		opts = fmt.Sprintf("order %s, history %s (%s), max output tokens %s", d.Order, d.History,
+			map[string]string{"live": "the server's own answers", "recorded": "the file's recorded answers"}[d.History], out)
+		if d.MaxTurns > 0 {
+			opts += fmt.Sprintf(", at most %d turns", d.MaxTurns)
+		}
+		if d.MinInputTokens > 0 || d.MaxInputTokens > 0 {
+			opts += fmt.Sprintf(", prompts of %d–%d tokens", d.MinInputTokens, d.MaxInputTokens)
+		}
+	} else if t := sc.Workload.Trace; t != nil {
+		opts = fmt.Sprintf("block %d tokens per hash id, output lengths asked exactly (ignore_eos)", t.BlockTokens)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "- Source: %s `%s` (format %s, sha256 %s): %d of %d lines used; %s. Its text is not shown here.\n",
+		kind, src.File, src.Format, src.SHA256, src.LinesUsed, src.Lines, opts)
+	fmt.Fprintf(&b, "- Sessions: %d conversations, %.2f turns each on average; think time between turns from the file where it has times, else %s.\n",
+		len(src.Sessions), sc.ExpectedTurns(), distText(sc.Session.ThinkTime))
+	return b.String()
+}
+
+func syntheticText(b *strings.Builder, sc *workload.Scenario) {
+	fmt.Fprintf(b, "- Personas: %s; selection %s", personasText(sc), sc.Session.PersonaSelection)
+	if sc.Session.PersonaSelection == "zipf" {
+		fmt.Fprintf(b, " (s = %g)", sc.Session.ZipfS)
+	}
+	b.WriteString(".\n")
+	fmt.Fprintf(b, "- Sessions: turns %s, user message %s tokens, max output %s tokens, think time %s", distText(sc.Session.Turns),
+		distText(sc.Session.UserInputTokens), distText(sc.Session.MaxOutputTokens), distText(sc.Session.ThinkTime))
+	if sc.Session.RetrievedTokens != nil {
+		fmt.Fprintf(b, ", a retrieved document of %s tokens before every user turn", distText(*sc.Session.RetrievedTokens))
+	}
+	fmt.Fprintf(b, "; language %s. History is real: each request re-sends every earlier message and the server's own answers.\n", sc.Session.Language)
+}
+
+func configurationSection(b *strings.Builder, r *Report, sc, m *workload.Scenario) {
 	b.WriteString("\n## Configuration\n\n")
 	target := m.Target.BaseURL
 	if mk := sc.Target.Mock; sc.UsesMock() && mk != nil {
 		target = fmt.Sprintf("the bundled mock, in-process (TTFT %s, %g tok/s per stream, jitter %g, error rate %g)", mk.TTFT, mk.TPS, mk.Jitter, mk.ErrorRate)
 	}
-	fmt.Fprintf(&b, "- Target: %s, model %s, endpoint %s; seed %d.\n", target, m.Target.Model, m.Target.Endpoint, sc.Seed)
+	fmt.Fprintf(b, "- Target: %s, model %s, endpoint %s; seed %d.\n", target, m.Target.Model, m.Target.Endpoint, sc.Seed)
 	b.WriteString(outputLengthLine(sc))
 	if len(sc.Target.ExtraBody) > 0 {
 		eb, _ := json.Marshal(sc.Target.ExtraBody)
-		fmt.Fprintf(&b, "- extra_body: `%s`.\n", eb)
+		fmt.Fprintf(b, "- extra_body: `%s`.\n", eb)
 	}
-	fmt.Fprintf(&b, "- Load: %s; drain timeout %s; request timeout %s.\n", sc.Load.Mode, sc.Load.DrainTimeout, sc.Target.Timeout)
+	fmt.Fprintf(b, "- Load: %s; drain timeout %s; request timeout %s.\n", sc.Load.Mode, sc.Load.DrainTimeout, sc.Target.Timeout)
 	b.WriteString("\n## Limitations\n\n")
 	b.WriteString("- Token counts of plload's own (input lengths without usage, synthetic text targets) use o200k_base, not the model's tokenizer; server-reported usage is used whenever it is sent.\n")
 	b.WriteString("- The load generator shares this machine's CPU with anything else running; check the think-lag and start-lag warnings, and prove the injector with `plload selftest`.\n")
-	b.WriteString("- Synthetic prompts are prose-like but not real user traffic; cache hit rates reflect the scenario's persona sharing, not production's.\n")
+	if sc.Source() == nil {
+		b.WriteString("- Synthetic prompts are prose-like but not real user traffic; cache hit rates reflect the scenario's persona sharing, not production's.\n")
+	}
 	b.WriteString("\n## Reproduce\n\n```sh\n" + r.Command + "\n```\n")
-	fmt.Fprintf(&b, "\nRun %s → %s.\n", r.Started.Format(time.RFC3339), r.Finished.Format(time.RFC3339))
-	return b.String()
+	fmt.Fprintf(b, "\nRun %s → %s.\n", r.Started.Format(time.RFC3339), r.Finished.Format(time.RFC3339))
 }
 
 // outputLengthLine says how output lengths were asked for, from the request actually sent: extra_body

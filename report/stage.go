@@ -31,6 +31,8 @@ type StageReport struct {
 	Warmup         string                 `json:"warmup"`
 	Duration       string                 `json:"duration"`
 	DatasetSHA256  string                 `json:"dataset_sha256"`
+	// Source is where a dataset's or trace's workload came from (nil: synthetic).
+	Source *SourceInfo `json:"source,omitempty"`
 	Target         Target                 `json:"target"`
 	SLO            metrics.SLOLimits      `json:"slo"`
 	Cost           CostInputs             `json:"cost"`
@@ -43,6 +45,57 @@ type StageReport struct {
 	// Server is the target's own view from its Prometheus endpoint (nil when scraping was off).
 	Server  *metrics.ServerSummary `json:"server,omitempty"`
 	Summary *metrics.StageSummary  `json:"summary"`
+}
+
+// SourceInfo identifies a workload read from a file — never its text, which can be a customer's.
+type SourceInfo struct {
+	Kind      string         `json:"kind"` // dataset or trace
+	File      string         `json:"file"`
+	Format    string         `json:"format"`
+	SHA256    string         `json:"sha256"` // of the input file
+	Lines     int            `json:"lines"`
+	LinesUsed int            `json:"lines_used"`
+	Options   map[string]any `json:"options"`
+}
+
+// sourceInfo describes the scenario's source for stage.json (nil: synthetic).
+func sourceInfo(sc *workload.Scenario) *SourceInfo {
+	src := sc.Source()
+	if src == nil {
+		return nil
+	}
+	info := &SourceInfo{File: src.File, Format: src.Format, SHA256: src.SHA256, Lines: src.Lines, LinesUsed: src.LinesUsed,
+		Options: map[string]any{}}
+	if d := sc.Workload.Dataset; d != nil {
+		info.Kind = "dataset"
+		info.Options["order"], info.Options["history"] = d.Order, d.History
+		out, _ := d.OutputTokens.MarshalYAML()
+		info.Options["output_tokens"] = fmt.Sprint(out)
+		if d.OutputTokens.Dist != nil {
+			info.Options["output_tokens"] = d.OutputTokens.Dist.String()
+		}
+		for k, v := range map[string]int{"max_turns": d.MaxTurns, "min_input_tokens": d.MinInputTokens, "max_input_tokens": d.MaxInputTokens} {
+			if v > 0 {
+				info.Options[k] = v
+			}
+		}
+	} else if t := sc.Workload.Trace; t != nil {
+		info.Kind = "trace"
+		info.Options["block_tokens"] = t.BlockTokens
+		if t.Start > 0 {
+			info.Options["start"] = t.Start.String()
+		}
+		if t.Duration > 0 {
+			info.Options["duration"] = t.Duration.String()
+		}
+		if t.MaxRequests > 0 {
+			info.Options["max_requests"] = t.MaxRequests
+		}
+		for k, v := range t.Filter {
+			info.Options["filter_"+k] = v
+		}
+	}
+	return info
 }
 
 // Target is the server a stage ran against (no secrets).
@@ -143,7 +196,7 @@ func NewStageReport(tool string, sc *workload.Scenario, i int, sha string, sum *
 	return &StageReport{
 		SchemaVersion: SchemaVersion, Tool: tool, Run: sc.Name, Stage: i + 1, Stages: len(sc.Load.Stages),
 		Mode: sc.Load.Mode, Concurrency: st.Concurrency, SessionsPerSec: st.SessionsPerSec, MaxConcurrency: st.MaxConcurrency,
-		Warmup: st.Warmup.String(), Duration: st.Duration.String(), DatasetSHA256: sha,
+		Warmup: st.Warmup.String(), Duration: st.Duration.String(), DatasetSHA256: sha, Source: sourceInfo(sc),
 		Target: Target{BaseURL: sc.Masked().Target.BaseURL, Model: sc.Target.Model, Endpoint: sc.Target.Endpoint,
 			MaxTokensField: sc.Target.MaxTokensField},
 		SLO: in.SLO, Cost: CostInputs{CostInputs: in.Cost, Label: sc.Cost.Label},

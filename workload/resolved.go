@@ -51,7 +51,8 @@ func (s *Scenario) Masked() *Scenario {
 // ResolvedYAML is the scenario with every default filled and secrets masked: scenario.resolved.yaml.
 // It is a valid scenario file itself (the Scenario's bookkeeping fields are unexported or yaml:"-").
 //
-// It is self-contained: the files it names (personas.file, target.tls.ca_file) are written as
+// It is self-contained: the files it names (personas.file, target.tls.ca_file, workload.dataset.file,
+// workload.trace.file) are written as
 // absolute paths, because the resolved file lives in a results directory, not beside the original
 // scenario, and is reloaded from anywhere (plload gate, or `plload run` of it to reproduce a run).
 // Each such file's sha256 at the time of the run is written beside it as a comment, for a reader who
@@ -62,13 +63,29 @@ func (s *Scenario) Masked() *Scenario {
 func (s *Scenario) ResolvedYAML() ([]byte, error) {
 	m := s.Masked()
 	comments := yaml.CommentMap{}
-	for _, f := range []struct {
+	type fileField struct {
 		yamlPath string
 		value    *string
-	}{
+	}
+	files := []fileField{
 		{"$.target.tls.ca_file", &m.Target.TLS.CAFile},
 		{"$.personas.file", &m.Personas.File},
-	} {
+	}
+	if m.Workload != nil { // a copy: the paths are made absolute in the resolved file only
+		w := *m.Workload
+		if w.Dataset != nil {
+			d := *w.Dataset
+			w.Dataset = &d
+			files = append(files, fileField{"$.workload.dataset.file", &d.File})
+		}
+		if w.Trace != nil {
+			tr := *w.Trace
+			w.Trace = &tr
+			files = append(files, fileField{"$.workload.trace.file", &tr.File})
+		}
+		m.Workload = &w
+	}
+	for _, f := range files {
 		if *f.value == "" {
 			continue
 		}
