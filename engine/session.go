@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/workload"
 )
 
 // runSession plays one session from the pool: each turn waits for its intended send time (the
@@ -72,7 +73,7 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, scheduled time.T
 			Persona:         persona,
 		}}
 		// A fresh buffer per request: the transport may still hold the last one.
-		body := s.body.build(make([]byte, 0, bodyHint), history, turn.MaxOutputTokens, turn.ExactOutput)
+		body := s.body.build(make([]byte, 0, bodyHint), withNonce(history, s.cfg.Scenario.NonceAt(), ex.rec.XRequestID), turn.MaxOutputTokens, turn.ExactOutput)
 		bodyHint = len(body) + len(body)/4
 		s.send(reqCtx, ex, body, isl)
 		last = ex
@@ -97,4 +98,24 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, scheduled time.T
 		isl += tokens
 	}
 	return last
+}
+
+// withNonce returns the messages to send with a short string unique to the request — its request
+// id's first 8 characters in brackets — at the start of the first message (workload.nonce: true) or
+// of the first message after the system prompt (after_system), so that no prefix cache can match a
+// request beyond what the workload shares on purpose. The history itself is left as it is.
+func withNonce(history []message, at workload.Nonce, requestID string) []message {
+	if at == "" || len(history) == 0 {
+		return history
+	}
+	i := 0
+	if at == workload.NonceAfterSystem {
+		for i < len(history)-1 && history[i].role == "system" {
+			i++
+		}
+	}
+	out := append([]message(nil), history...)
+	m := history[i]
+	out[i] = newMessage(m.role, "["+requestID[:min(8, len(requestID))]+"] "+m.content, m.tokens)
+	return out
 }

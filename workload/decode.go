@@ -136,6 +136,7 @@ var (
 	durationType = reflect.TypeFor[Duration]()
 	distType     = reflect.TypeFor[Dist]()
 	outputType   = reflect.TypeFor[OutputTokens]()
+	nonceType    = reflect.TypeFor[Nonce]()
 )
 
 // maxDepth bounds how deep a scenario nests; only a recursive alias gets near it.
@@ -182,6 +183,19 @@ func (d *decoder) value(n ast.Node, path string, v reflect.Value, tag reflect.St
 		dist := d.dist(n, path, tag.Get("unit") == "duration")
 		dist.Limit, _ = strconv.ParseFloat(tag.Get("limit"), 64)
 		v.Set(reflect.ValueOf(dist))
+		return
+	case v.Type() == nonceType: // true, false or after_system
+		if b, ok := n.(*ast.BoolNode); ok {
+			if b.Value {
+				v.SetString(string(NonceStart))
+			}
+			return
+		}
+		if text, ok := scalarText(n); ok && text == string(NonceAfterSystem) {
+			v.SetString(text)
+			return
+		}
+		d.add(SeverityError, at, path, "found %s; accepted: true (at the start of every request), after_system, or false", describe(n))
 		return
 	case v.Type() == outputType: // from_file, a number or a distribution
 		if text, ok := scalarText(n); ok && text == "from_file" {

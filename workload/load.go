@@ -216,7 +216,7 @@ func (c *checker) rules() {
 		}
 	}
 
-	if s.Workload != nil {
+	if s.Source() != nil || s.Workload != nil && (s.Workload.Dataset != nil || s.Workload.Trace != nil) {
 		c.sourceRules() // the file gives the system prompts and the turns
 	} else {
 		p := s.Personas

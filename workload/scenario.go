@@ -228,7 +228,7 @@ func (s *Scenario) applyDefaults() {
 				d.OutputTokens.FromFile = true
 			}
 		}
-		if !s.has("session.think_time") {
+		if !s.has("session.think_time") && (w.Dataset != nil || w.Trace != nil) {
 			s.Session.ThinkTime = Constant(0)
 		}
 	}

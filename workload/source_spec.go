@@ -5,6 +5,38 @@ package workload
 type DataSource struct {
 	Dataset *DatasetSpec `yaml:"dataset,omitempty"`
 	Trace   *TraceSpec   `yaml:"trace,omitempty"`
+	// Nonce puts a short unique string at the start of every request (NonceStart), or right after
+	// its system prompt (NonceAfterSystem), so prefix-cache hits the workload does not mean to have
+	// cannot flatter the numbers. It applies to synthetic workloads too.
+	Nonce Nonce `yaml:"nonce,omitempty"`
+}
+
+// Nonce is where a request's nonce goes: "" (none), NonceStart or NonceAfterSystem.
+type Nonce string
+
+// Nonce places (the YAML says true, false or after_system).
+const (
+	NonceStart       Nonce = "start"
+	NonceAfterSystem Nonce = "after_system"
+)
+
+// MarshalYAML writes true, false or after_system, as a scenario says it.
+func (n Nonce) MarshalYAML() (any, error) {
+	switch n {
+	case NonceStart:
+		return true, nil
+	case NonceAfterSystem:
+		return string(n), nil
+	}
+	return false, nil
+}
+
+// NonceAt is where the scenario's requests carry a nonce ("": none).
+func (s *Scenario) NonceAt() Nonce {
+	if s.Workload == nil {
+		return ""
+	}
+	return s.Workload.Nonce
 }
 
 // DatasetSpec is `workload.dataset`: prompts or conversations with their text.

@@ -248,3 +248,27 @@ func TestDatasetScenarioRules(t *testing.T) {
 		t.Fatalf("no personas or session block needed: %v", issues.Err())
 	}
 }
+
+// TestNonceValues: workload.nonce is true, after_system or false, and round-trips through the
+// resolved scenario.
+func TestNonceValues(t *testing.T) {
+	base := "name: n\ntarget: {base_url: mock}\npersonas: {count: 1, system_prompt_tokens: 10}\nsession: {turns: 1, user_input_tokens: 5, max_output_tokens: 5, think_time: 0s}\nload: {mode: concurrency, stages: [{concurrency: 1, duration: 1s}]}\nslo: {ttft_p95: 1s, itl_p95: 1s, error_rate_max: 0.1}\ncost: {gpu_hourly_usd: 1}\n"
+	for value, want := range map[string]Nonce{"true": NonceStart, "after_system": NonceAfterSystem, "false": ""} {
+		sc, issues := Parse("n.yaml", []byte(base+"workload: {nonce: "+value+"}\n"), LoadOptions{})
+		if err := issues.Err(); err != nil || sc.NonceAt() != want {
+			t.Fatalf("nonce %s: %v, %q", value, err, sc.NonceAt())
+		}
+		resolved, err := sc.ResolvedYAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, issues := Parse("r.yaml", resolved, LoadOptions{})
+		if err := issues.Err(); err != nil || again.NonceAt() != want {
+			t.Fatalf("nonce %s after resolving: %v, %q\n%s", value, err, again.NonceAt(), resolved)
+		}
+	}
+	_, issues := Parse("n.yaml", []byte(base+"workload: {nonce: sometimes}\n"), LoadOptions{})
+	if msg := fmt.Sprint(issues.Err()); !strings.Contains(msg, "n.yaml:8:19: workload.nonce: found \"sometimes\"") || !strings.Contains(msg, "after_system") {
+		t.Fatalf("a bad nonce: %s", msg)
+	}
+}
