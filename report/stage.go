@@ -19,27 +19,27 @@ const SchemaVersion = 1
 // StageReport is stage_NN/stage.json: everything `plload report` needs about one stage, so it works
 // when the request records were deleted (output.record_requests: false).
 type StageReport struct {
-	SchemaVersion  int                    `json:"schema_version"`
-	Tool           string                 `json:"tool"`
-	Run            string                 `json:"run"` // the scenario's name
-	Stage          int                    `json:"stage"`
-	Stages         int                    `json:"stages"`
-	Mode           string                 `json:"mode"`
-	Concurrency    int                    `json:"concurrency,omitempty"`
-	SessionsPerSec float64                `json:"sessions_per_sec,omitempty"`
-	MaxConcurrency int                    `json:"max_concurrency,omitempty"`
-	Warmup         string                 `json:"warmup"`
-	Duration       string                 `json:"duration"`
-	DatasetSHA256  string                 `json:"dataset_sha256"`
+	SchemaVersion  int     `json:"schema_version"`
+	Tool           string  `json:"tool"`
+	Run            string  `json:"run"` // the scenario's name
+	Stage          int     `json:"stage"`
+	Stages         int     `json:"stages"`
+	Mode           string  `json:"mode"`
+	Concurrency    int     `json:"concurrency,omitempty"`
+	SessionsPerSec float64 `json:"sessions_per_sec,omitempty"`
+	MaxConcurrency int     `json:"max_concurrency,omitempty"`
+	Warmup         string  `json:"warmup"`
+	Duration       string  `json:"duration"`
+	DatasetSHA256  string  `json:"dataset_sha256"`
 	// Source is where a dataset's or trace's workload came from (nil: synthetic).
-	Source *SourceInfo `json:"source,omitempty"`
-	Target         Target                 `json:"target"`
-	SLO            metrics.SLOLimits      `json:"slo"`
-	Cost           CostInputs             `json:"cost"`
-	Partial        bool                   `json:"partial"`
-	RecordsKept    bool                   `json:"records_kept"`
-	Engine         EngineCounts           `json:"engine"`
-	Injector       metrics.InjectorHealth `json:"injector"`
+	Source      *SourceInfo            `json:"source,omitempty"`
+	Target      Target                 `json:"target"`
+	SLO         metrics.SLOLimits      `json:"slo"`
+	Cost        CostInputs             `json:"cost"`
+	Partial     bool                   `json:"partial"`
+	RecordsKept bool                   `json:"records_kept"`
+	Engine      EngineCounts           `json:"engine"`
+	Injector    metrics.InjectorHealth `json:"injector"`
 	// NetworkRTT is GET /v1/models timed before the stage on a warm connection.
 	NetworkRTT metrics.Dist `json:"network_rtt_ms"`
 	// Server is the target's own view from its Prometheus endpoint (nil when scraping was off).
