@@ -253,7 +253,11 @@ func summarizeStage(sc *workload.Scenario, w *workload.Workload, r engine.StageR
 		in.Warnings = append(in.Warnings, strain...)
 	}
 	if r.Reused > 0 && !failuresExplainStrain(r) { // sessions that fail at once use the pool up
-		in.Warnings = append(in.Warnings, fmt.Sprintf("dataset reuse: the pool of %d sessions ran dry and %d sessions were reused (raise load.session_pool_factor or sessions)", len(w.Stages[i].Sessions), r.Reused))
+		advice := "raise load.session_pool_factor or sessions"
+		if sc.Source() != nil {
+			advice = "the file's conversations were replayed again: a longer file, or workload.nonce, keeps a repeat from hitting the server's prefix cache"
+		}
+		in.Warnings = append(in.Warnings, fmt.Sprintf("dataset reuse: the pool of %d sessions ran dry and %d sessions were reused (%s)", len(w.Stages[i].Sessions), r.Reused, advice))
 	}
 	sum, err := metrics.SummarizeFile(filepath.Join(r.Dir, "profile_export.jsonl"), in, sc.Load.Mode == workload.ModeArrivalRate)
 	if err != nil {

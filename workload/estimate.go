@@ -78,7 +78,9 @@ func (s *Scenario) EstimateStage(st Stage) Estimate {
 	}
 	turns := s.ExpectedTurns()
 	output := s.Session.MaxOutputTokens.MeanInt()
-	if s.source != nil {
+	if d := s.Workload; s.source != nil && d.Dataset != nil && d.Dataset.OutputTokens.Dist != nil {
+		output = d.Dataset.OutputTokens.Dist.MeanInt()
+	} else if s.source != nil {
 		output = s.sourceMean(func(t SourceTurn) float64 {
 			if t.OutputTokens > 0 {
 				return float64(t.OutputTokens)
