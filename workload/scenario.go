@@ -83,9 +83,9 @@ type Personas struct {
 
 // Session is the shape of one conversation.
 type Session struct {
-	Turns            Dist    `yaml:"turns,flow" limit:"10000"`
-	UserInputTokens  Dist    `yaml:"user_input_tokens,flow" limit:"1000000"`
-	MaxOutputTokens  Dist    `yaml:"max_output_tokens,flow" limit:"1000000"`
+	Turns            Dist    `yaml:"turns,omitempty,flow" limit:"10000"`
+	UserInputTokens  Dist    `yaml:"user_input_tokens,omitempty,flow" limit:"1000000"`
+	MaxOutputTokens  Dist    `yaml:"max_output_tokens,omitempty,flow" limit:"1000000"`
 	ThinkTime        Dist    `yaml:"think_time,flow" unit:"duration" limit:"86400"`
 	Language         string  `yaml:"language"`
 	RetrievedTokens  *Dist   `yaml:"retrieved_tokens,omitempty,flow" limit:"1000000"`
@@ -230,6 +230,7 @@ func (s *Scenario) applyDefaults() {
 		}
 		if !s.has("session.think_time") && (w.Dataset != nil || w.Trace != nil) {
 			s.Session.ThinkTime = Constant(0)
+			s.Session.ThinkTime.Seconds = true
 		}
 	}
 	ss := &s.Session
