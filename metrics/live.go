@@ -110,8 +110,10 @@ func (l *Live) Record(r *Record) {
 	}
 	st.OK++
 	st.OutputTokens += int64(r.OutputSequenceLength.V)
-	st.PromptTokens += int64(r.UsagePromptTokens.V)
-	st.CachedToks += int64(r.UsageCachedTokens.V)
+	if r.UsagePromptTokens.OK { // cached tokens of an answer without prompt tokens have no denominator
+		st.PromptTokens += int64(r.UsagePromptTokens.V)
+		st.CachedToks += int64(min(r.UsageCachedTokens.V, r.UsagePromptTokens.V))
+	}
 	b := st.recent.bucket(l.now())
 	st.recent.tokens[b] += int64(r.OutputSequenceLength.V)
 	if r.TTFT.OK {
