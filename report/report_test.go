@@ -159,3 +159,26 @@ func TestComparisonAndHandoff(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkloadDiffersAcrossSources: two runs whose stage came from different sources (or one from a
+// file, one synthetic) are said to differ, even before their datasets are compared.
+func TestWorkloadDiffersAcrossSources(t *testing.T) {
+	st := func(src *SourceInfo) *StageReport {
+		return &StageReport{Stage: 1, DatasetSHA256: "same", Source: src}
+	}
+	a := &SourceInfo{Kind: "dataset", File: "a.jsonl", Format: "openai", SHA256: strings.Repeat("a", 64)}
+	b := &SourceInfo{Kind: "dataset", File: "a.jsonl", Format: "openai", SHA256: strings.Repeat("b", 64)}
+	for _, tc := range []struct {
+		x, y *SourceInfo
+		want string
+	}{
+		{a, a, ""},
+		{a, b, "stage 01 of x came from dataset a.jsonl (openai, sha256 aaaaaaaaaaaa…), of y from dataset a.jsonl (openai, sha256 bbbbbbbbbbbb…)"},
+		{nil, a, "of x came from the synthetic workload"},
+	} {
+		got := strings.Join(WorkloadWarnings([]Run{{Name: "x", Stages: []*StageReport{st(tc.x)}}, {Name: "y", Stages: []*StageReport{st(tc.y)}}}), "\n")
+		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+			t.Errorf("%v vs %v: %q, want %q", tc.x, tc.y, got, tc.want)
+		}
+	}
+}
