@@ -9,8 +9,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -232,30 +234,19 @@ type tracePending struct {
 }
 
 // tracePrompts writes request text: one block of text per distinct hash id, drawn from the seed
-// and the id alone, so equal ids are equal text in every request, every run, every machine. A
-// block used by one request only is written straight into its prompt; one used again is kept until
-// its last request (uses counts down), so memory holds the prompts and few blocks besides.
+// and the id alone, so equal ids are equal text in every request, every run, every machine.
 type tracePrompts struct {
 	s           *Scenario
 	text        *traceText
 	blockTokens int
-	uses        map[int64]int32  // hash id → requests still to use its block
-	blocks      map[int64]string // blocks that a later request uses again
-	pcg         *rand.PCG        // reseeded per block: s.rng's draws without an allocation each
-	r           *rand.Rand
-	buf         []byte
+	// blocks holds the blocks more than one request uses, written once before the requests; a block
+	// used by one request only is written straight into it, so memory holds the prompts and little
+	// besides.
+	blocks map[int64]string
 }
 
 func newTracePrompts(s *Scenario, text *traceText, blockTokens int) *tracePrompts {
-	pcg := rand.NewPCG(0, 0)
-	return &tracePrompts{s: s, text: text, blockTokens: blockTokens, uses: map[int64]int32{},
-		blocks: map[int64]string{}, pcg: pcg, r: rand.New(pcg)}
-}
-
-// rng is s.rng(stream, index): the same seeding, on one reused generator.
-func (tp *tracePrompts) rng(stream, index uint64) *rand.Rand {
-	tp.pcg.Seed(tp.s.Seed, splitmix(stream<<48^index))
-	return tp.r
+	return &tracePrompts{s: s, text: text, blockTokens: blockTokens, blocks: map[int64]string{}}
 }
 
 // used is the part of ids a request of n tokens reads: its blocks up to the one that reaches n.
@@ -263,50 +254,77 @@ func (tp *tracePrompts) used(ids []int64, n int) []int64 {
 	return ids[:min(len(ids), (n+tp.blockTokens-1)/tp.blockTokens)]
 }
 
-// fill writes the text of every pending request into src.
+// fill writes the text of every pending request into src: first the shared blocks, then the
+// requests on every core (each text depends only on the seed, its ids and its line, never on the
+// order, so the result is the same on any number of cores).
 func (tp *tracePrompts) fill(tf *traceFile, src *Source, pending []tracePending) {
+	uses := map[int64]int32{}
 	for _, p := range pending {
 		for _, id := range tp.used(tf.ids[p.idsAt:p.idsAt+p.idsN], p.n) {
-			tp.uses[id]++
+			uses[id]++
 		}
 	}
-	for _, p := range pending {
-		src.Sessions[p.sess].Turns[p.turn].User = tp.prompt(tf.ids[p.idsAt:p.idsAt+p.idsN], p.n, p.line)
+	w := tp.writer()
+	for id, u := range uses {
+		if u > 1 {
+			tp.blocks[id] = string(tp.text.appendText(nil, w.rng(streamTraceBlock, uint64(id)), tp.blockTokens))
+		}
 	}
+	clear(uses)
+	workers := max(1, min(runtime.GOMAXPROCS(0), len(pending)/1024))
+	per := (len(pending) + workers - 1) / workers
+	var wg sync.WaitGroup
+	for from := 0; from < len(pending); from += per {
+		part := pending[from:min(from+per, len(pending))]
+		wg.Go(func() {
+			w := tp.writer()
+			for _, p := range part { // each goroutine writes turns of its own; blocks is only read
+				src.Sessions[p.sess].Turns[p.turn].User = w.prompt(tf.ids[p.idsAt:p.idsAt+p.idsN], p.n, p.line)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// traceWriter writes prompts on one goroutine: its own generator and buffer.
+type traceWriter struct {
+	tp  *tracePrompts
+	pcg *rand.PCG // reseeded per block: s.rng's draws without an allocation each
+	r   *rand.Rand
+	buf []byte
+}
+
+func (tp *tracePrompts) writer() *traceWriter {
+	pcg := rand.NewPCG(0, 0)
+	return &traceWriter{tp: tp, pcg: pcg, r: rand.New(pcg)}
+}
+
+// rng is s.rng(stream, index): the same seeding, on one reused generator.
+func (w *traceWriter) rng(stream, index uint64) *rand.Rand {
+	w.pcg.Seed(w.tp.s.Seed, splitmix(stream<<48^index))
+	return w.r
 }
 
 // prompt is the text of a request of n tokens: its blocks in order, the last one cut so the total
 // is n; when the blocks cover less than n (or there are none), text unique to the line fills the
 // rest. The count is exact: every piece is one token (traceText), and a cut block is the first
 // pieces of the whole one, so a shorter request still shares the block's prefix.
-func (tp *tracePrompts) prompt(ids []int64, n, line int) string {
-	b := tp.buf[:0]
+func (w *traceWriter) prompt(ids []int64, n, line int) string {
+	tp := w.tp
+	b := w.buf[:0]
 	left := n
 	for _, id := range tp.used(ids, n) {
 		k := min(left, tp.blockTokens)
 		left -= k
-		u := tp.uses[id] - 1
-		blk, kept := tp.blocks[id]
-		switch {
-		case kept:
+		if blk, shared := tp.blocks[id]; shared {
 			b = append(b, cutPieces(blk, k)...)
-		case u == 0: // no later request needs it: only the pieces this one uses
-			b = tp.text.appendText(b, tp.rng(streamTraceBlock, uint64(id)), k)
-		default:
-			blk = string(tp.text.appendText(nil, tp.rng(streamTraceBlock, uint64(id)), tp.blockTokens))
-			tp.blocks[id] = blk
-			b = append(b, cutPieces(blk, k)...)
-		}
-		if u == 0 {
-			delete(tp.uses, id)
-			delete(tp.blocks, id)
-		} else {
-			tp.uses[id] = u
+		} else { // only this request uses it: only the pieces it needs
+			b = tp.text.appendText(b, w.rng(streamTraceBlock, uint64(id)), k)
 		}
 	}
 	if left > 0 {
-		b = tp.text.appendText(b, tp.rng(streamTraceText, uint64(line)), left)
+		b = tp.text.appendText(b, w.rng(streamTraceText, uint64(line)), left)
 	}
-	tp.buf = b
+	w.buf = b
 	return string(b[1:]) // without the first piece's space; one allocation of the exact size
 }

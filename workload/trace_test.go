@@ -257,9 +257,9 @@ func TestTraceTextCounts(t *testing.T) {
 		}
 	}
 	s := traceScenario(42, "en")
-	tp := newTracePrompts(s, nil, 16)
+	w := newTracePrompts(s, nil, 16).writer()
 	for _, idx := range []uint64{0, 1, 1 << 40} {
-		a, b := s.rng(streamTraceBlock, idx), tp.rng(streamTraceBlock, idx)
+		a, b := s.rng(streamTraceBlock, idx), w.rng(streamTraceBlock, idx)
 		for range 5 {
 			if x, y := a.Uint64(), b.Uint64(); x != y {
 				t.Fatalf("index %d: reseeded generator draws %d, s.rng %d", idx, y, x)
