@@ -27,6 +27,7 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, scheduled time.T
 	}
 	recorded := s.cfg.Scenario.Workload != nil && s.cfg.Scenario.Workload.Dataset != nil && s.cfg.Scenario.Workload.Dataset.History == "recorded"
 	intended, lastEnd := scheduled, time.Time{}
+	due := scheduled // the trace's own time of the turn, for turns due AfterPrevious
 	bodyHint := 4096
 	defer func() {
 		if sr.Requests == 0 && sr.Outcome == metrics.SessionStageEnd {
@@ -38,7 +39,17 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, scheduled time.T
 		s.sessions.Write(sr)
 	}()
 	for k, turn := range sp.Turns {
-		if k > 0 {
+		switch {
+		case k > 0 && turn.AfterPrevious > 0:
+			// A trace's own turn times, kept from the session's start (a late turn does not push the
+			// later ones back), and never before the previous answer: then right after it, the lag
+			// showing in intended_start_ns versus request_start_ns.
+			due = due.Add(turn.AfterPrevious)
+			intended = due
+			if intended.Before(lastEnd) {
+				intended = lastEnd
+			}
+		case k > 0:
 			intended = lastEnd.Add(turn.ThinkBefore)
 		}
 		if !sleepUntil(issueCtx, intended) {

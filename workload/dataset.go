@@ -24,6 +24,10 @@ type Turn struct {
 	MaxOutputTokens int
 	// ThinkBefore is the pause after the previous turn's answer (0 for the first turn), in whole ms.
 	ThinkBefore time.Duration
+	// AfterPrevious, when > 0, is when the turn is due after the previous turn was due, as a trace
+	// with times says (its gaps run from start to start, answers included); the turn still waits for
+	// the previous answer. It replaces ThinkBefore.
+	AfterPrevious time.Duration
 	// ExactOutput asks for exactly MaxOutputTokens (ignore_eos): a trace's lengths are facts.
 	ExactOutput bool
 	// Recorded is the answer a dataset recorded for this turn; with history: recorded it joins the
@@ -203,7 +207,7 @@ func datasetLine(sp SessionPlan, personas []Persona) datasetSession {
 	}
 	for _, t := range sp.Turns {
 		out.Turns = append(out.Turns, datasetTurn{
-			Role: "user", Text: t.User, Delay: t.ThinkBefore.Milliseconds(), OutputLength: t.MaxOutputTokens,
+			Role: "user", Text: t.User, Delay: max(t.ThinkBefore, t.AfterPrevious).Milliseconds(), OutputLength: t.MaxOutputTokens,
 		})
 	}
 	return out

@@ -50,7 +50,12 @@ func (s *Scenario) buildFromSource(g *TextGen) (*Workload, error) {
 			}
 			for k, t := range ss.Turns {
 				sp.Turns[k] = Turn{User: t.User, UserTokens: t.UserTokens, MaxOutputTokens: s.outputTokens(t, r),
-					ExactOutput: t.ExactOutput, Recorded: t.Recorded, RecordedTokens: t.RecordedTokens, ThinkBefore: s.thinkBefore(ss.Turns, k, r)}
+					ExactOutput: t.ExactOutput, Recorded: t.Recorded, RecordedTokens: t.RecordedTokens}
+				if k > 0 && t.DelayMs < 0 && t.AtMs >= 0 && ss.Turns[k-1].AtMs >= 0 {
+					sp.Turns[k].AfterPrevious = max(time.Millisecond, time.Duration((t.AtMs-ss.Turns[k-1].AtMs)*float64(time.Millisecond)).Round(time.Millisecond))
+				} else {
+					sp.Turns[k].ThinkBefore = s.thinkBefore(ss.Turns, k, r)
+				}
 			}
 			pool.Sessions[j] = sp
 			_ = enc.Encode(datasetLine(sp, w.Personas))
@@ -79,8 +84,8 @@ func (s *Scenario) outputTokens(t SourceTurn, r *rand.Rand) int {
 	return DefaultDatasetOutputTokens
 }
 
-// thinkBefore is the pause before turn k: the file's own delay or the gap between its times when it
-// has them, else a draw from session.think_time.
+// thinkBefore is the pause before turn k: the file's own delay, else a draw from session.think_time
+// (a trace's times make the turn due AfterPrevious instead).
 func (s *Scenario) thinkBefore(turns []SourceTurn, k int, r *rand.Rand) time.Duration {
 	if k == 0 {
 		return 0
@@ -89,8 +94,6 @@ func (s *Scenario) thinkBefore(turns []SourceTurn, k int, r *rand.Rand) time.Dur
 	switch {
 	case t.DelayMs >= 0:
 		return time.Duration(t.DelayMs) * time.Millisecond
-	case t.AtMs >= 0 && turns[k-1].AtMs >= 0:
-		return time.Duration((t.AtMs - turns[k-1].AtMs) * float64(time.Millisecond)).Round(time.Millisecond)
 	}
 	return s.Session.ThinkTime.SampleDuration(r).Round(time.Millisecond)
 }
