@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -270,5 +271,55 @@ func TestNonceValues(t *testing.T) {
 	_, issues := Parse("n.yaml", []byte(base+"workload: {nonce: sometimes}\n"), LoadOptions{})
 	if msg := fmt.Sprint(issues.Err()); !strings.Contains(msg, "n.yaml:8:19: workload.nonce: found \"sometimes\"") || !strings.Contains(msg, "after_system") {
 		t.Fatalf("a bad nonce: %s", msg)
+	}
+}
+
+// TestLargeDatasets: 100k-line files of every dataset format load, every line used, in order.
+func TestLargeDatasets(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100k-line files: not in -short")
+	}
+	const n = 100_000
+	dir := t.TempDir()
+	files := map[string]func(i int) string{
+		FormatPrompts: func(i int) string {
+			return fmt.Sprintf(`{"prompt": "request %d: summarise the order", "output_tokens": %d}`, i, 1+i%100)
+		},
+		FormatOpenAI: func(i int) string {
+			return fmt.Sprintf(`{"messages": [{"role": "system", "content": "You are agent %d."}, {"role": "user", "content": "question %d"}, {"role": "assistant", "content": "a"}, {"role": "user", "content": "and then?"}]}`, i%50, i)
+		},
+		FormatAIPerf: func(i int) string {
+			return fmt.Sprintf(`{"session_id": "s%d", "turns": [{"text": "question %d", "delay": 0}, {"text": "more", "delay": 500}]}`, i, i)
+		},
+	}
+	for format, line := range files {
+		var b strings.Builder
+		for i := range n {
+			b.WriteString(line(i))
+			b.WriteByte('\n')
+		}
+		os.WriteFile(filepath.Join(dir, format+".data"), []byte(b.String()), 0o644)
+	}
+	var b strings.Builder
+	b.WriteString("[")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",\n")
+		}
+		fmt.Fprintf(&b, `{"id": "c%d", "conversations": [{"from": "human", "value": "question %d"}, {"from": "gpt", "value": "a"}]}`, i, i)
+	}
+	b.WriteString("]")
+	os.WriteFile(filepath.Join(dir, FormatShareGPT+".data"), []byte(b.String()), 0o644)
+	for _, format := range []string{FormatPrompts, FormatOpenAI, FormatShareGPT, FormatAIPerf} {
+		start := time.Now()
+		sc, issues := datasetScenario(t, dir, "{file: "+format+".data, format: "+format+"}")
+		if err := issues.Err(); err != nil {
+			t.Fatal(err)
+		}
+		src := sc.Source()
+		t.Logf("%s: %d lines in %v", format, src.Lines, time.Since(start).Round(time.Millisecond))
+		if src.Lines != n || src.LinesUsed != n || !strings.Contains(src.Sessions[n-1].Turns[0].User, fmt.Sprint(n-1)) {
+			t.Fatalf("%s: %d lines, %d used, last %q", format, src.Lines, src.LinesUsed, src.Sessions[n-1].Turns[0].User)
+		}
 	}
 }
