@@ -84,6 +84,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			selftestCommand(),
 			reportCommand(),
 			gateCommand(),
+			fitCommand(),
 			versionCommand(),
 		},
 	}

@@ -1,0 +1,57 @@
+package fit
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// Print writes the summary for a terminal: rates per second and per minute, the length quantiles
+// with the lognormal beside them, sessions and prefix sharing. Only numbers: no text from the log.
+func (s *Summary) Print(out io.Writer, sources []string) {
+	fmt.Fprintf(out, "read %d requests from %s (format %s)", s.Requests, strings.Join(sources, ", "), strings.Join(s.Formats, ", "))
+	if s.Skipped > 0 {
+		fmt.Fprintf(out, "; %d failed requests without lengths skipped", s.Skipped)
+	}
+	fmt.Fprintf(out, "\n\narrivals over %.1f s:\n", s.SpanS)
+	fmt.Fprintf(out, "  rate        mean %.4g req/s (%.4g /min), peak minute %.4g req/s (%.4g /min), peak/mean %.2f\n",
+		s.RatePerS.Mean, 60*s.RatePerS.Mean, s.RatePerS.PeakMinute, 60*s.RatePerS.PeakMinute, s.PeakToMean)
+	shape := "burstier than Poisson"
+	switch {
+	case s.Poisson:
+		shape = "Poisson (CV within 10 % of 1)"
+	case s.InterarrivalCV < 1:
+		shape = "more regular than Poisson"
+	}
+	fmt.Fprintf(out, "  burstiness  inter-arrival CV %.3f, gamma shape %.3f: %s\n\n", s.InterarrivalCV, s.GammaShape, shape)
+
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "tokens\tp50\tp95\tp99\tmax\tlognormal p50/p95/p99\tfit error\tbetter")
+	row := func(name string, q Quantiles, f Lognormal) {
+		better := "empirical quantiles"
+		if f.Good() {
+			better = "lognormal"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%.0f / %.0f / %.0f (mean %.0f, sigma %.3f)\t%.1f %%\t%s\n",
+			name, num(q.P50), num(q.P95), num(q.P99), num(q.Max), f.P50, f.P95, f.P99, f.Mean, f.Sigma, 100*f.Err, better)
+	}
+	row("input", s.InputTokens, s.InputFit)
+	row("output", s.OutputTokens, s.OutputFit)
+	tw.Flush()
+
+	if st := s.Sessions; st != nil {
+		fmt.Fprintf(out, "\nsessions: %d, mean %.2f turns\n", st.Count, st.MeanTurns)
+		fmt.Fprintf(out, "  turns       p50 %s, p95 %s, p99 %s, max %s\n", num(st.Turns.P50), num(st.Turns.P95), num(st.Turns.P99), num(st.Turns.Max))
+		fmt.Fprintf(out, "  think time  p50 %.3g s, p95 %.3g s, p99 %.3g s, max %.3g s (start to next start: an upper bound, the log has no answer end)\n",
+			st.ThinkTime.P50, st.ThinkTime.P95, st.ThinkTime.P99, st.ThinkTime.Max)
+		fmt.Fprintf(out, "  first turn  prompt tokens p50 %s, p99 %s (later turns carry the history)\n", num(s.FirstInput.P50), num(s.FirstInput.P99))
+	} else {
+		fmt.Fprintln(out, "\nsessions: none (no session ids in the log)")
+	}
+	if s.PrefixShare != nil {
+		fmt.Fprintf(out, "prefix sharing: %.1f %% of prompt blocks were seen in an earlier request (hash_ids)\n", 100**s.PrefixShare)
+	} else {
+		fmt.Fprintln(out, "prefix sharing: unknown (no hash_ids in the log)")
+	}
+}

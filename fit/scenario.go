@@ -1,0 +1,163 @@
+package fit
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Limits the scenario schema puts on the fields written (workload.Session's `limit` tags).
+const (
+	maxTurns    = 10000
+	maxTokens   = 1000000
+	maxThinkSec = 86400
+)
+
+// Stage durations: long enough for several minutes of percentiles per stage, short enough to run
+// three stages in ten minutes.
+const (
+	stageWarmup   = "30s"
+	stageDuration = "180s"
+)
+
+// ScenarioOptions name the scenario written.
+type ScenarioOptions struct {
+	// Name is the scenario's name: key.
+	Name string
+	// Sources are the log files read, for the header comment.
+	Sources []string
+}
+
+// Scenario writes a ready scenario (YAML) from a summary: every fitted value carries a comment
+// `# from logs (N requests)` and every other value `# assumed: why`.
+func Scenario(s *Summary, opts ScenarioOptions) string {
+	var b strings.Builder
+	w := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	from := fmt.Sprintf("# from logs (%d requests)", s.Requests)
+	name := opts.Name
+	if name == "" {
+		name = "fitted"
+	}
+
+	w("# %s: a synthetic workload fitted to %s by `plload fit` (format %s).\n", name, strings.Join(opts.Sources, ", "), strings.Join(s.Formats, ", "))
+	w("# Values marked `from logs` were measured; values marked `assumed` are choices to review.\n")
+	w("# Arrivals in the log: %.4g req/s mean, %.4g req/s in the peak minute (peak/mean %.2f), inter-arrival CV %.2f.\n",
+		s.RatePerS.Mean, s.RatePerS.PeakMinute, s.PeakToMean, s.InterarrivalCV)
+	w("name: %s\n", yamlString(name))
+	w("seed: 1   # assumed: any seed; the same seed sends the same text\n")
+	w("target:\n")
+	w("  base_url: mock   # assumed: point it at your server (http://host:port/v1) and set model\n")
+	w("  mock: {ttft: 200ms, tps: 40}   # assumed: the bundled mock's timing, so the file runs as is\n")
+	w("personas:\n")
+	w("  count: 4   # assumed: the log does not show system prompts\n")
+	w("  system_prompt_tokens: {dist: constant, value: 16}   # assumed: short, because the log's prompt lengths already include any system prompt\n")
+	w("session:\n")
+	if st := s.Sessions; st != nil {
+		w("  turns: %s   %s, %d sessions: turns p50 %s, p99 %s\n", countDist(st.TurnsFit, st.Turns, maxTurns), from, st.Count, num(st.Turns.P50), num(st.Turns.P99))
+	} else {
+		w("  turns: 1   # assumed: the log has no session ids, so every request is its own conversation\n")
+	}
+	w("  user_input_tokens: %s   %s: first-turn prompt tokens p50 %s, p99 %s%s; later turns add history on top\n",
+		countDist(s.FirstInputFit, s.FirstInput, maxTokens), from, num(s.FirstInput.P50), num(s.FirstInput.P99), fitNote(s.FirstInputFit))
+	w("  max_output_tokens: %s   %s: completion tokens p50 %s, p99 %s%s\n",
+		countDist(s.OutputFit, s.OutputTokens, maxTokens), from, num(s.OutputTokens.P50), num(s.OutputTokens.P99), fitNote(s.OutputFit))
+	if st := s.Sessions; st != nil && st.Gaps > 1 {
+		w("  think_time: %s   %s: start-to-start gaps between turns p50 %.3gs, p99 %.3gs, an upper bound (the log has no answer end, so the answer's latency is in it)\n",
+			thinkDist(st.ThinkFit, st.ThinkTime), from, st.ThinkTime.P50, st.ThinkTime.P99)
+	} else {
+		w("  think_time: {dist: constant, value: 0s}   # assumed: no turns to measure it between\n")
+	}
+
+	meanTurns := 1.0
+	sessionSec := 0.0
+	if st := s.Sessions; st != nil {
+		meanTurns = math.Max(1, st.MeanTurns)
+		sessionSec = (meanTurns - 1) * st.ThinkFit.Mean
+	}
+	w("load:\n")
+	w("  # SPEC §12 asks for load.mode request_rate stages (requests/s); until that mode lands (issue 16,\n")
+	w("  # open loop) the same rates are written as session arrivals: sessions_per_sec = requests/s ÷ mean\n")
+	w("  # turns per session (%.3g). request_rate replaces this block when it lands.\n", meanTurns)
+	w("  mode: arrival_rate\n")
+	w("  stages:   # the seed's run matrix B: mean, peak minute, peak +30 %%\n")
+	for _, stage := range []struct {
+		name string
+		rate float64
+		why  string
+	}{
+		{"mean", s.RatePerS.Mean, "mean rate"},
+		{"peak", s.RatePerS.PeakMinute, "peak-minute rate"},
+		{"peak+30%", 1.3 * s.RatePerS.PeakMinute, "1.3 × peak-minute rate"},
+	} {
+		sps := stage.rate / meanTurns
+		// Generous: a minute of arrivals, or twice the sessions a mean session's life holds open.
+		maxConc := int(math.Ceil(math.Max(sps*60, 2*sps*sessionSec)))
+		maxConc = max(4, maxConc)
+		w("    - {sessions_per_sec: %s, max_concurrency: %d, warmup: %s, duration: %s}   # %s: %.4g req/s %s (%s); assumed: max_concurrency a generous bound (a minute of arrivals), warmup and duration\n",
+			num(sps), maxConc, stageWarmup, stageDuration, stage.name, stage.rate, from[2:], stage.why)
+	}
+	w("cost: {gpu_hourly_usd: 2.50}   # assumed: an example GPU price; put yours here for the $/request columns\n")
+	w("slo: {ttft_p95: 2s, itl_p95: 100ms, error_rate_max: 0.01}   # assumed: put your service's objective here\n")
+	return b.String()
+}
+
+// fitNote says which description fits better, with the fit error.
+func fitNote(f Lognormal) string {
+	if f.Good() {
+		return fmt.Sprintf(", lognormal fits (p50/p95/p99 within %.1f %%)", 100*f.Err)
+	}
+	return fmt.Sprintf(", lognormal fits poorly (off by up to %.0f %%), so uniform over p1..p99 of the log", 100*f.Err)
+}
+
+// minSigma is the smallest lognormal shape written: below it the values are one value (and the
+// schema refuses a sigma that rounds to 0).
+const minSigma = 0.001
+
+// countDist writes a token or turn count distribution: the lognormal when it fits, else uniform
+// between the empirical extremes that matter (up to p99).
+func countDist(f Lognormal, q Quantiles, limit float64) string {
+	hi := math.Min(math.Max(1, math.Round(q.Max)), limit)
+	if f.N < 2 || f.Sigma < minSigma {
+		return fmt.Sprintf("{dist: constant, value: %s}", num(math.Max(1, math.Round(q.P50))))
+	}
+	if f.Good() {
+		return fmt.Sprintf("{dist: lognormal, mean: %s, sigma: %.4f, min: 1, max: %s}", num(math.Min(f.Mean, limit)), f.Sigma, num(hi))
+	}
+	lo := math.Max(1, math.Round(math.Exp(f.Mu-2.3263*f.Sigma)))
+	top := math.Min(math.Max(lo, math.Round(q.P99)), limit)
+	return fmt.Sprintf("{min: %s, max: %s}", num(math.Min(lo, top)), num(top))
+}
+
+// thinkDist writes the think time in seconds.
+func thinkDist(f Lognormal, q Quantiles) string {
+	hi := math.Min(q.Max, maxThinkSec)
+	if f.Good() && f.Sigma >= minSigma {
+		return fmt.Sprintf("{dist: lognormal, mean: %ss, sigma: %.4f, max: %ss}", num(math.Min(f.Mean, maxThinkSec)), f.Sigma, num(hi))
+	}
+	return fmt.Sprintf("{min: 0s, max: %ss}", num(math.Min(q.P99, maxThinkSec)))
+}
+
+// num writes a number with 4 significant digits, never in exponent form (YAML readers differ on it),
+// so a small rate (0.0003 sessions/s) does not round to zero.
+func num(v float64) string {
+	if v == 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+		return "0"
+	}
+	decimals := max(0, 3-int(math.Floor(math.Log10(math.Abs(v)))))
+	s := strconv.FormatFloat(v, 'f', decimals, 64)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	return s
+}
+
+// yamlString quotes a name when YAML would read it as something else.
+func yamlString(s string) string {
+	for _, r := range s {
+		if !(r == '-' || r == '_' || r == '.' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9')) {
+			return fmt.Sprintf("%q", s)
+		}
+	}
+	return s
+}

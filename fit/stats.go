@@ -1,0 +1,272 @@
+package fit
+
+import (
+	"errors"
+	"math"
+	"slices"
+
+	"github.com/plload/plload/metrics"
+)
+
+// Quantiles are the percentiles the summary reports (metrics' interpolation: numpy's default).
+type Quantiles struct {
+	P50 float64 `json:"p50"`
+	P95 float64 `json:"p95"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+}
+
+// Rate is requests per second: over the whole log, and in its busiest minute.
+type Rate struct {
+	Mean       float64 `json:"mean"`
+	PeakMinute float64 `json:"peak_minute"`
+}
+
+// SessionStats describes conversations, when the log has session ids.
+type SessionStats struct {
+	Count int       `json:"count"`
+	Turns Quantiles `json:"turns"`
+	// ThinkTime is the gap from one turn's start to the next turn's start: an upper bound on the
+	// user's think time, since a log has no answer end (it includes the answer's own latency).
+	ThinkTime Quantiles `json:"think_time_s"`
+
+	// Fits of the same, for the scenario (not in --json, whose keys SPEC §12 fixes).
+	TurnsFit, ThinkFit Lognormal `json:"-"`
+	MeanTurns          float64   `json:"-"`
+	// Gaps is the number of think-time gaps measured.
+	Gaps int `json:"-"`
+}
+
+// Summary is `plload fit --json`: exactly the keys of SPEC §12.
+type Summary struct {
+	Requests       int           `json:"requests"`
+	SpanS          float64       `json:"span_s"`
+	RatePerS       Rate          `json:"rate_per_s"`
+	PeakToMean     float64       `json:"peak_to_mean"`
+	InterarrivalCV float64       `json:"interarrival_cv"`
+	GammaShape     float64       `json:"gamma_shape"`
+	InputTokens    Quantiles     `json:"input_tokens"`
+	OutputTokens   Quantiles     `json:"output_tokens"`
+	Sessions       *SessionStats `json:"sessions"`
+	PrefixShare    *float64      `json:"prefix_share"`
+
+	// The rest is for the terminal and the scenario.
+	Formats []string `json:"-"`
+	Skipped int      `json:"-"`
+	// Poisson is set when the inter-arrival CV is within 10 % of 1.
+	Poisson bool `json:"-"`
+	// InputFit and OutputFit are lognormal fits of all prompt and answer lengths; FirstInputFit of
+	// first turns only (the new text of a session, for session.user_input_tokens).
+	InputFit, OutputFit, FirstInputFit Lognormal `json:"-"`
+	// FirstInput are the first-turn prompt lengths' quantiles (all requests without sessions).
+	FirstInput Quantiles `json:"-"`
+}
+
+// z-scores of the standard normal at 0.50, 0.95 and 0.99.
+const (
+	z95 = 1.6448536269514722
+	z99 = 2.3263478740408408
+)
+
+// goodFit is the largest relative error of p50/p95/p99 at which the lognormal is said to fit.
+const goodFit = 0.10
+
+// Lognormal is a lognormal fitted from the moments of ln x: Mu and Sigma of ln x, Mean of x
+// (exp(μ+σ²/2), what a scenario's `dist: lognormal` takes), and how far its p50/p95/p99 are from the
+// data's (largest relative error).
+type Lognormal struct {
+	Mu, Sigma, Mean float64
+	P50, P95, P99   float64
+	// Err is max |fitted − empirical| / empirical over p50, p95, p99.
+	Err float64
+	// N is the number of values fitted.
+	N int
+}
+
+// Good reports whether the lognormal describes the data better than the empirical quantiles need
+// (relative error of p50/p95/p99 at most 10 %).
+func (f Lognormal) Good() bool { return f.N > 1 && f.Err <= goodFit }
+
+// fitLognormal fits sorted values (≥ 0; zeros are taken as the smallest unit, 1 token or 1 ms for
+// the caller's scale, so ln stays finite).
+func fitLognormal(sorted []float64, unit float64) Lognormal {
+	n := len(sorted)
+	if n == 0 {
+		return Lognormal{}
+	}
+	sum, sum2 := 0.0, 0.0
+	for _, v := range sorted {
+		x := math.Log(math.Max(v, unit))
+		sum += x
+		sum2 += x * x
+	}
+	mu := sum / float64(n)
+	variance := math.Max(0, sum2/float64(n)-mu*mu)
+	sigma := math.Sqrt(variance)
+	f := Lognormal{Mu: mu, Sigma: sigma, Mean: math.Exp(mu + variance/2), N: n,
+		P50: math.Exp(mu), P95: math.Exp(mu + sigma*z95), P99: math.Exp(mu + sigma*z99)}
+	for _, pq := range [][2]float64{{f.P50, 50}, {f.P95, 95}, {f.P99, 99}} {
+		emp := math.Max(metrics.Percentile(sorted, pq[1]), unit)
+		f.Err = math.Max(f.Err, math.Abs(pq[0]-emp)/emp)
+	}
+	return f
+}
+
+func quantiles(sorted []float64) Quantiles {
+	if len(sorted) == 0 {
+		return Quantiles{}
+	}
+	return Quantiles{P50: metrics.Percentile(sorted, 50), P95: metrics.Percentile(sorted, 95),
+		P99: metrics.Percentile(sorted, 99), Max: sorted[len(sorted)-1]}
+}
+
+func sortedFloats(v []int32) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Summarize measures the log. It needs at least two requests (one gap) to say anything of arrivals.
+func Summarize(l *Log) (*Summary, error) {
+	n := len(l.Start)
+	if n < 2 {
+		return nil, errors.New("fewer than 2 requests with lengths: nothing to fit")
+	}
+	s := &Summary{Requests: n, Formats: l.Formats, Skipped: l.Skipped}
+	times := slices.Clone(l.Start)
+	slices.Sort(times)
+	s.SpanS = times[n-1] - times[0]
+	if s.SpanS <= 0 {
+		return nil, errors.New("every request has the same timestamp: no arrival rate to fit")
+	}
+	// The mean rate is 1 / mean inter-arrival gap: the n−1 gaps span the log.
+	s.RatePerS.Mean = float64(n-1) / s.SpanS
+	s.RatePerS.PeakMinute = peakRate(times, 60)
+	s.PeakToMean = s.RatePerS.PeakMinute / s.RatePerS.Mean
+	s.InterarrivalCV = gapCV(times)
+	if s.InterarrivalCV > 0 {
+		s.GammaShape = 1 / (s.InterarrivalCV * s.InterarrivalCV)
+	}
+	s.Poisson = math.Abs(s.InterarrivalCV-1) <= 0.1
+
+	in, out := sortedFloats(l.In), sortedFloats(l.Out)
+	s.InputTokens, s.OutputTokens = quantiles(in), quantiles(out)
+	s.InputFit, s.OutputFit = fitLognormal(in, 1), fitLognormal(out, 1)
+	s.FirstInputFit, s.FirstInput = s.InputFit, s.InputTokens
+
+	if l.HasBlocks && l.Blocks > 0 {
+		share := float64(l.SeenBlocks) / float64(l.Blocks)
+		s.PrefixShare = &share
+	}
+	if l.Sessions() > 0 {
+		s.Sessions = sessionStats(l)
+		first := firstTurnInputs(l)
+		s.FirstInput, s.FirstInputFit = quantiles(first), fitLognormal(first, 1)
+	}
+	return s, nil
+}
+
+// peakRate is the most requests in any window of w seconds starting at a request, per second; a log
+// shorter than the window counts over its own span (so a short sample is not read as a lull).
+func peakRate(times []float64, w float64) float64 {
+	span := times[len(times)-1] - times[0]
+	if span < w {
+		return float64(len(times)-1) / span
+	}
+	best, j := 0, 0
+	for i := range times {
+		for j < len(times) && times[j] < times[i]+w {
+			j++
+		}
+		best = max(best, j-i)
+	}
+	return float64(best) / w
+}
+
+// gapCV is the coefficient of variation of the gaps between sorted times.
+func gapCV(times []float64) float64 {
+	n := len(times) - 1
+	sum, sum2 := 0.0, 0.0
+	for i := 1; i < len(times); i++ {
+		g := times[i] - times[i-1]
+		sum += g
+		sum2 += g * g
+	}
+	mean := sum / float64(n)
+	if mean <= 0 {
+		return 0
+	}
+	return math.Sqrt(math.Max(0, sum2/float64(n)-mean*mean)) / mean
+}
+
+// bySession returns the indices of the requests that have a session, ordered by session then start.
+func bySession(l *Log) []int32 {
+	idx := make([]int32, 0, len(l.Start))
+	for i, s := range l.Session {
+		if s != noSession {
+			idx = append(idx, int32(i))
+		}
+	}
+	slices.SortFunc(idx, func(a, b int32) int {
+		if l.Session[a] != l.Session[b] {
+			return int(l.Session[a]) - int(l.Session[b])
+		}
+		switch {
+		case l.Start[a] < l.Start[b]:
+			return -1
+		case l.Start[a] > l.Start[b]:
+			return 1
+		}
+		return int(a) - int(b)
+	})
+	return idx
+}
+
+func sessionStats(l *Log) *SessionStats {
+	idx := bySession(l)
+	turns := make([]float64, 0, l.Sessions())
+	var gaps []float64
+	for i := 0; i < len(idx); {
+		j := i + 1
+		for j < len(idx) && l.Session[idx[j]] == l.Session[idx[i]] {
+			gaps = append(gaps, l.Start[idx[j]]-l.Start[idx[j-1]])
+			j++
+		}
+		turns = append(turns, float64(j-i))
+		i = j
+	}
+	slices.Sort(turns)
+	slices.Sort(gaps)
+	st := &SessionStats{Count: len(turns), Turns: quantiles(turns), ThinkTime: quantiles(gaps), Gaps: len(gaps),
+		TurnsFit: fitLognormal(turns, 1), ThinkFit: fitLognormal(gaps, 0.001)}
+	sum := 0.0
+	for _, t := range turns {
+		sum += t
+	}
+	st.MeanTurns = sum / float64(len(turns))
+	return st
+}
+
+// firstTurnInputs are the prompt lengths of each session's first turn and of requests without a
+// session: the text a new conversation brings, before any history.
+func firstTurnInputs(l *Log) []float64 {
+	first := make(map[int32]int32, l.Sessions())
+	var out []float64
+	for i, s := range l.Session {
+		if s == noSession {
+			out = append(out, float64(l.In[i]))
+			continue
+		}
+		if j, ok := first[s]; !ok || l.Start[i] < l.Start[j] {
+			first[s] = int32(i)
+		}
+	}
+	for _, i := range first {
+		out = append(out, float64(l.In[i]))
+	}
+	slices.Sort(out)
+	return out
+}
