@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -109,4 +110,47 @@ func TestOpenAIConversationsReplay(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRecordedToolCallsReplayVerbatim: with history: recorded, an agent's recorded tool calls and
+// tool results go back to the server exactly as the file has them, before the next user message.
+func TestRecordedToolCallsReplayVerbatim(t *testing.T) {
+	call := `{"role":"assistant","content":null,"tool_calls":[{"id":"call_1","type":"function","function":{"name":"get_weather","arguments":"{\"city\":\"Lisbon\"}"}}]}`
+	result := `{"role":"tool","tool_call_id":"call_1","content":"18 C, sunny"}`
+	answer := `{"role":"assistant","content":"It is 18 C and sunny."}`
+	line := `{"messages": [{"role": "user", "content": "Weather in Lisbon?"}, ` + call + `, ` + result + `, ` + answer + `, {"role": "user", "content": "And tomorrow?"}]}` + "\n"
+	path := filepath.Join(t.TempDir(), "agent.jsonl")
+	os.WriteFile(path, []byte(line), 0o644)
+	base, cap := startMock(t, nil)
+	text := scenarioYAML(base, "  think_time: 5ms", "  mode: concurrency\n  stages:\n    - {concurrency: 1, duration: 400ms}")
+	text = strings.Replace(text, "personas:\n  count: 4\n  system_prompt_tokens: {min: 20, max: 60}\n",
+		"workload:\n  dataset: {file: "+path+", format: openai, output_tokens: 5, history: recorded}\n", 1)
+	if _, _, err := runScenario(t, context.Background(), text); err != nil {
+		t.Fatal(err)
+	}
+	cap.mu.Lock()
+	defer cap.mu.Unlock()
+	for _, reqs := range cap.requests {
+		if len(reqs) < 2 {
+			continue
+		}
+		raw, _ := json.Marshal(reqs[1].body["messages"])
+		want := `[{"content":"Weather in Lisbon?","role":"user"},` + canonical(t, call) + `,` + canonical(t, result) + `,` + canonical(t, answer) + `,{"content":"And tomorrow?","role":"user"}]`
+		if string(raw) != want {
+			t.Fatalf("turn 2 sent\n%s\nwant\n%s", raw, want)
+		}
+		return
+	}
+	t.Fatal("no session reached its second turn")
+}
+
+// canonical re-encodes JSON with sorted keys, as the captured body is.
+func canonical(t *testing.T, s string) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(s), &v); err != nil {
+		t.Fatal(err)
+	}
+	out, _ := json.Marshal(v)
+	return string(out)
 }

@@ -1,7 +1,9 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/plload/plload/metrics"
@@ -101,12 +103,20 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, scheduled time.T
 			sr.Outcome = metrics.SessionError
 			return last
 		}
-		answer, tokens := ex.answer.String(), ex.answered
-		if recorded && turn.Recorded != "" { // the file's own answer: the next turn was written against it
-			answer, tokens = turn.Recorded, turn.RecordedTokens
+		if recorded && len(turn.RecordedMessages) > 0 {
+			// The file's own answer — text, or an agent's tool calls and their results — verbatim:
+			// the next turn was written against it.
+			history = append(history, recordedMessages(turn)...)
+			isl += turn.RecordedTokens
+			continue
 		}
-		history = append(history, newMessage("assistant", answer, tokens))
-		isl += tokens
+		if recorded && turn.Recorded != "" {
+			history = append(history, newMessage("assistant", turn.Recorded, turn.RecordedTokens))
+			isl += turn.RecordedTokens
+			continue
+		}
+		history = append(history, newMessage("assistant", ex.answer.String(), ex.answered))
+		isl += ex.answered
 	}
 	return last
 }
@@ -128,5 +138,26 @@ func withNonce(history []message, at workload.Nonce, requestID string) []message
 	out := append([]message(nil), history...)
 	m := history[i]
 	out[i] = newMessage(m.role, "["+requestID[:min(8, len(requestID))]+"] "+m.content, m.tokens)
+	return out
+}
+
+// recordedMessages are a turn's recorded messages as history entries, sent exactly as the file has
+// them (compacted). Their content, for the completions endpoint's transcript, is the text only.
+func recordedMessages(turn workload.Turn) []message {
+	out := make([]message, 0, len(turn.RecordedMessages))
+	for _, raw := range turn.RecordedMessages {
+		var m struct {
+			Role    string `json:"role"`
+			Content any    `json:"content"`
+		}
+		_ = json.Unmarshal(raw, &m)
+		text, _ := m.Content.(string)
+		var buf bytes.Buffer
+		if json.Compact(&buf, raw) != nil {
+			buf.Reset()
+			buf.Write(newMessage(m.Role, text, 0).encoded)
+		}
+		out = append(out, message{role: m.Role, content: text, encoded: buf.Bytes()})
+	}
 	return out
 }

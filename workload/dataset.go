@@ -34,6 +34,9 @@ type Turn struct {
 	// history in place of the server's.
 	Recorded       string
 	RecordedTokens int
+	// RecordedMessages are the file's own messages after this turn's user message (openai: the
+	// answer, or an agent's tool calls and tool results), replayed verbatim by history: recorded.
+	RecordedMessages []json.RawMessage
 }
 
 // SessionPlan is one conversation of a stage's pool.

@@ -26,6 +26,10 @@ type rawTurn struct {
 	role, text   string
 	outputTokens int   // 0: none given
 	delayMs      int64 // -1: none given
+	// message is the whole message as the file has it (openai only): an assistant message with
+	// tool_calls, or a tool result, is replayed verbatim by history: recorded.
+	message json.RawMessage
+	toolish bool // it carries tool_calls, or it is a tool result
 }
 
 // rawSession is one conversation read from a file.
@@ -137,26 +141,30 @@ func content(raw json.RawMessage) (string, bool) {
 
 func openAILine(text []byte) (rawSession, error) {
 	var raw struct {
-		ID       string `json:"id"`
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
+		ID       string            `json:"id"`
+		Messages []json.RawMessage `json:"messages"`
 	}
 	if err := json.Unmarshal(text, &raw); err != nil {
 		return rawSession{}, fmt.Errorf("not a JSON object (%s); %s", jsonProblem(err), acceptOpenAI)
 	}
 	rs := rawSession{id: raw.ID}
-	for i, m := range raw.Messages {
+	for i, whole := range raw.Messages {
+		var m struct {
+			Role      string          `json:"role"`
+			Content   json.RawMessage `json:"content"`
+			ToolCalls json.RawMessage `json:"tool_calls"`
+		}
+		if err := json.Unmarshal(whole, &m); err != nil {
+			return rawSession{}, fmt.Errorf("messages[%d] is not a message object (%s); %s", i, jsonProblem(err), acceptOpenAI)
+		}
 		c, ok := content(m.Content)
 		if !ok && len(m.Content) > 0 && string(m.Content) != "null" {
 			return rawSession{}, fmt.Errorf("messages[%d].content is neither text nor a list of text parts; %s", i, acceptOpenAI)
 		}
 		switch m.Role {
-		case "system", "developer", "user", "assistant":
-			rs.turns = append(rs.turns, rawTurn{role: m.Role, text: c, delayMs: -1})
-		case "tool":
-			rs.turns = append(rs.turns, rawTurn{role: "tool", text: c, delayMs: -1})
+		case "system", "developer", "user", "assistant", "tool":
+			calls := len(m.ToolCalls) > 0 && string(m.ToolCalls) != "null" && string(m.ToolCalls) != "[]"
+			rs.turns = append(rs.turns, rawTurn{role: m.Role, text: c, delayMs: -1, message: whole, toolish: m.Role == "tool" || calls})
 		default:
 			return rawSession{}, fmt.Errorf("messages[%d].role %q; %s", i, m.Role, acceptOpenAI)
 		}

@@ -156,8 +156,8 @@ func (s *Scenario) readDatasetSource(d *DatasetSpec) (*Source, error) {
 		src.Sessions = append(src.Sessions, ss)
 	}
 	src.LinesUsed = len(src.Sessions)
-	if skippedTools > 0 {
-		src.Warnings = append(src.Warnings, fmt.Sprintf("%d tool messages are not replayed (tool calls come with agent sessions)", skippedTools))
+	if skippedTools > 0 && d.History != "recorded" {
+		src.Warnings = append(src.Warnings, fmt.Sprintf("%d tool calls and tool results are in the file: with history: live they are not sent (the server's live answers are); history: recorded replays them verbatim", skippedTools))
 	}
 	if tooShort > 0 {
 		src.Warnings = append(src.Warnings, fmt.Sprintf("%d conversations start under min_input_tokens %d and are left out", tooShort, d.MinInputTokens))
@@ -191,14 +191,26 @@ turns:
 			if len(ss.Turns) == 0 {
 				system = append(system, t.text)
 			}
-		case "tool":
-			tools++
-		case "assistant":
-			if n := len(ss.Turns); n > 0 && ss.Turns[n-1].Recorded == "" {
-				tokens := g.Count(t.text)
-				ss.Turns[n-1].Recorded, ss.Turns[n-1].RecordedTokens = t.text, tokens
-				prompt += tokens
+		case "assistant", "tool":
+			n := len(ss.Turns)
+			if n == 0 {
+				continue
 			}
+			last := &ss.Turns[n-1]
+			tokens := g.Count(t.text)
+			if t.toolish {
+				tools++
+			}
+			// Everything between a user message and the next is the turn's recorded answer: plain text,
+			// or an agent's tool calls and their results, kept verbatim for history: recorded.
+			if t.message != nil { // openai keeps whole messages; sharegpt's answers are text only
+				last.RecordedMessages = append(last.RecordedMessages, t.message)
+			}
+			if t.role == "assistant" && last.Recorded == "" {
+				last.Recorded = t.text
+			}
+			last.RecordedTokens += tokens
+			prompt += tokens
 		case "user":
 			if len(ss.Turns) == 0 && len(system) > 0 && ss.System == "" {
 				ss.System = strings.Join(system, "\n")
