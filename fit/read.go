@@ -147,6 +147,9 @@ func detect(name string, br *bufio.Reader) (string, error) {
 			return "", fmt.Errorf("%s: empty; accepted formats: %s", name, strings.Join(Formats, ", "))
 		}
 		text := bytes.TrimLeft(head, " \t\r\n\ufeff")
+		if len(text) == 0 && err != nil {
+			return "", fmt.Errorf("%s: empty (only blank lines); accepted formats: %s", name, strings.Join(Formats, ", "))
+		}
 		i := bytes.IndexByte(text, '\n')
 		if i < 0 && err == nil && n < maxLine {
 			continue // the first line is longer than what was peeked

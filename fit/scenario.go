@@ -44,7 +44,7 @@ func Scenario(s *Summary, opts ScenarioOptions) string {
 	w("# Values marked `from logs` were measured; values marked `assumed` are choices to review.\n")
 	w("# Arrivals in the log: %.4g req/s mean, %.4g req/s in the peak minute (peak/mean %.2f), inter-arrival CV %.2f.\n",
 		s.RatePerS.Mean, s.RatePerS.PeakMinute, s.PeakToMean, s.InterarrivalCV)
-	w("name: %s\n", yamlString(name))
+	w("name: %s   # assumed: from the log's file name\n", yamlString(name))
 	w("seed: 1   # assumed: any seed; the same seed sends the same text\n")
 	w("target:\n")
 	w("  base_url: mock   # assumed: point it at your server (http://host:port/v1) and set model\n")
@@ -79,7 +79,7 @@ func Scenario(s *Summary, opts ScenarioOptions) string {
 	w("  # SPEC §12 asks for load.mode request_rate stages (requests/s); until that mode lands (issue 16,\n")
 	w("  # open loop) the same rates are written as session arrivals: sessions_per_sec = requests/s ÷ mean\n")
 	w("  # turns per session (%.3g). request_rate replaces this block when it lands.\n", meanTurns)
-	w("  mode: arrival_rate\n")
+	w("  mode: arrival_rate   # assumed: stands in for request_rate (above)\n")
 	w("  stages:   # the seed's run matrix B: mean, peak minute, peak +30 %%\n")
 	for _, stage := range []struct {
 		name string

@@ -1,0 +1,386 @@
+package fit
+
+import (
+	"bufio"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/plload/plload/workload"
+)
+
+// gamma draws from Gamma(shape k, scale 1) (Marsaglia–Tsang; k < 1 boosted through k+1).
+func gamma(r *rand.Rand, k float64) float64 {
+	if k < 1 {
+		return gamma(r, k+1) * math.Pow(r.Float64(), 1/k)
+	}
+	d := k - 1.0/3
+	c := 1 / math.Sqrt(9*d)
+	for {
+		x := r.NormFloat64()
+		v := 1 + c*x
+		if v <= 0 {
+			continue
+		}
+		v = v * v * v
+		u := r.Float64()
+		if math.Log(u) < 0.5*x*x+d-d*v+d*math.Log(v) {
+			return d * v
+		}
+	}
+}
+
+// params are a generated log's true parameters.
+type params struct {
+	rate, cv             float64 // requests/s and inter-arrival CV (single-turn logs)
+	inMedian, inSigma    float64 // lognormal prompt tokens
+	outMedian, outSigma  float64 // lognormal completion tokens
+	sessions             int     // > 0: a session log instead
+	maxTurns             int     // turns uniform on 1..maxTurns
+	thinkMedian, thinkSD float64 // lognormal start-to-start gap between turns (s)
+}
+
+func lognormalQ(median, sigma, z float64) float64 { return median * math.Exp(sigma*z) }
+
+// writeRequestLog writes a flat request log with the given parameters; seeded, so the same every run.
+func writeRequestLog(t testing.TB, path string, n int, p params, seed uint64) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := bufio.NewWriterSize(f, 1<<20)
+	r := rand.New(rand.NewPCG(seed, 1))
+	draw := func(median, sigma float64) int {
+		return max(1, int(math.Round(median*math.Exp(sigma*r.NormFloat64()))))
+	}
+	if p.sessions == 0 {
+		// Gamma gaps with shape 1/CV² and mean 1/rate have that CV.
+		k := 1 / (p.cv * p.cv)
+		ts := 1764547200.0
+		for i := range n {
+			ts += gamma(r, k) / k / p.rate
+			fmt.Fprintf(w, `{"timestamp": %.6f, "prompt_tokens": %d, "completion_tokens": %d}`+"\n", ts, draw(p.inMedian, p.inSigma), draw(p.outMedian, p.outSigma))
+			_ = i
+		}
+	} else {
+		// Sessions start 1 s apart on average; lines are written in session order (a log need not be
+		// sorted by time: fit sorts).
+		start := 0.0
+		for s := range p.sessions {
+			start += r.ExpFloat64()
+			ts := start
+			for turn := range 1 + r.IntN(p.maxTurns) {
+				if turn > 0 {
+					ts += p.thinkMedian * math.Exp(p.thinkSD*r.NormFloat64())
+				}
+				fmt.Fprintf(w, `{"timestamp": %.6f, "session_id": "s-%d", "prompt_tokens": %d, "completion_tokens": %d}`+"\n", ts, s, draw(p.inMedian, p.inSigma), draw(p.outMedian, p.outSigma))
+			}
+		}
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func within(t *testing.T, name string, got, want, tol float64) {
+	t.Helper()
+	if math.Abs(got-want) > tol*math.Abs(want) {
+		t.Errorf("%s = %.4g, want %.4g within %.0f %%", name, got, want, 100*tol)
+	}
+}
+
+func fitFile(t testing.TB, path, format string) *Summary {
+	t.Helper()
+	l := NewLog()
+	if err := l.ReadFile(path, format); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Summarize(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestRecoversArrivalsAndLengths: a gamma (CV 2) arrival log with lognormal lengths gives back its rate,
+// CV and length percentiles.
+func TestRecoversArrivalsAndLengths(t *testing.T) {
+	p := params{rate: 20, cv: 2, inMedian: 800, inSigma: 0.7, outMedian: 200, outSigma: 0.5}
+	path := filepath.Join(t.TempDir(), "log.jsonl")
+	writeRequestLog(t, path, 100000, p, 7)
+	s := fitFile(t, path, "")
+	if diff := cmp.Diff([]string{FormatRequestLog}, s.Formats); diff != "" {
+		t.Errorf("formats (-want +got):\n%s", diff)
+	}
+	within(t, "rate", s.RatePerS.Mean, p.rate, 0.05)
+	within(t, "interarrival_cv", s.InterarrivalCV, p.cv, 0.10)
+	within(t, "gamma_shape", s.GammaShape, 1/(p.cv*p.cv), 0.20)
+	within(t, "input p50", s.InputTokens.P50, p.inMedian, 0.05)
+	within(t, "input p99", s.InputTokens.P99, lognormalQ(p.inMedian, p.inSigma, z99), 0.05)
+	within(t, "output p50", s.OutputTokens.P50, p.outMedian, 0.05)
+	within(t, "output p99", s.OutputTokens.P99, lognormalQ(p.outMedian, p.outSigma, z99), 0.05)
+	within(t, "input lognormal sigma", s.InputFit.Sigma, p.inSigma, 0.05)
+	if !s.InputFit.Good() || !s.OutputFit.Good() {
+		t.Errorf("lognormal data not fitted as lognormal: input err %.3f, output err %.3f", s.InputFit.Err, s.OutputFit.Err)
+	}
+	if s.Poisson {
+		t.Error("CV 2 called Poisson")
+	}
+	if s.PeakToMean < 1 {
+		t.Errorf("peak_to_mean %.3f < 1", s.PeakToMean)
+	}
+	if s.Sessions != nil || s.PrefixShare != nil {
+		t.Errorf("no session ids or hash ids, yet sessions %+v, prefix_share %v", s.Sessions, s.PrefixShare)
+	}
+}
+
+// TestRecoversPoisson: CV 1 is called Poisson.
+func TestRecoversPoisson(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log.jsonl")
+	writeRequestLog(t, path, 20000, params{rate: 5, cv: 1, inMedian: 100, inSigma: 0.3, outMedian: 50, outSigma: 0.3}, 3)
+	s := fitFile(t, path, FormatRequestLog)
+	within(t, "interarrival_cv", s.InterarrivalCV, 1, 0.05)
+	if !s.Poisson {
+		t.Errorf("CV %.3f not called Poisson", s.InterarrivalCV)
+	}
+}
+
+// TestRecoversSessions: turns and think time of a session log.
+func TestRecoversSessions(t *testing.T) {
+	p := params{inMedian: 300, inSigma: 0.4, outMedian: 100, outSigma: 0.4, sessions: 5000, maxTurns: 9, thinkMedian: 12, thinkSD: 0.6}
+	path := filepath.Join(t.TempDir(), "sessions.jsonl")
+	writeRequestLog(t, path, 0, p, 11)
+	s := fitFile(t, path, "")
+	st := s.Sessions
+	if st == nil {
+		t.Fatal("sessions = nil for a log with session ids")
+	}
+	if st.Count != p.sessions {
+		t.Errorf("sessions count = %d, want %d", st.Count, p.sessions)
+	}
+	within(t, "mean turns", st.MeanTurns, float64(1+p.maxTurns)/2, 0.10)
+	within(t, "turns p50", st.Turns.P50, 5, 0.10)
+	within(t, "turns max", st.Turns.Max, float64(p.maxTurns), 0)
+	within(t, "think p50", st.ThinkTime.P50, p.thinkMedian, 0.10)
+	within(t, "think p99", st.ThinkTime.P99, lognormalQ(p.thinkMedian, p.thinkSD, z99), 0.10)
+	within(t, "think lognormal mean", st.ThinkFit.Mean, p.thinkMedian*math.Exp(p.thinkSD*p.thinkSD/2), 0.10)
+
+	yaml := Scenario(s, ScenarioOptions{Name: "sessions", Sources: []string{path}})
+	sc := loadScenario(t, yaml)
+	within(t, "scenario think mean", sc.Session.ThinkTime.Mean, st.ThinkFit.Mean, 0.01)
+	within(t, "scenario sessions_per_sec", sc.Load.Stages[0].SessionsPerSec, s.RatePerS.Mean/st.MeanTurns, 0.01)
+}
+
+// loadScenario writes yaml to a file and loads it as plload run would, failing on any error.
+func loadScenario(t *testing.T, yaml string) *workload.Scenario {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "fitted.yaml")
+	if err := os.WriteFile(path, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sc, issues := workload.Load(path, workload.LoadOptions{})
+	if err := issues.Err(); err != nil {
+		t.Fatalf("the written scenario does not load: %v\n%s", err, yaml)
+	}
+	if _, err := sc.Build(); err != nil {
+		t.Fatalf("the written scenario does not build: %v", err)
+	}
+	return sc
+}
+
+// TestSamples: each format's sample is detected, read whole, and gives a scenario that loads, with
+// every value commented.
+func TestSamples(t *testing.T) {
+	tests := []struct {
+		file, format string
+		requests     int
+		sessions     int // 0: none
+		prefix       bool
+	}{
+		{"request-log.jsonl", FormatRequestLog, 5, 3, false},
+		{"profile_export.jsonl", FormatRecords, 10, 0, false}, // AIPerf single-turn: conversation_id null
+		{"mooncake.jsonl", FormatMooncake, 40, 0, true},
+		{"azure-2023.csv", FormatAzure, 40, 0, false},
+		{"azure-2024.csv", FormatAzure, 40, 0, false},
+		{"burstgpt.csv", FormatBurstGPT, 41, 0, false},
+		{"qwen-bailian.jsonl", FormatQwenBailian, 24, -1, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			s := fitFile(t, filepath.Join("testdata", tt.file), "")
+			if diff := cmp.Diff([]string{tt.format}, s.Formats); diff != "" {
+				t.Errorf("detected format (-want +got):\n%s", diff)
+			}
+			if tt.requests > 0 && s.Requests != tt.requests {
+				t.Errorf("requests = %d, want %d", s.Requests, tt.requests)
+			}
+			switch {
+			case tt.sessions == 0 && s.Sessions != nil:
+				t.Errorf("sessions = %+v, want none", s.Sessions)
+			case tt.sessions != 0 && s.Sessions == nil:
+				t.Errorf("sessions = nil, want some")
+			case tt.sessions > 0 && s.Sessions.Count != tt.sessions:
+				t.Errorf("sessions = %d, want %d", s.Sessions.Count, tt.sessions)
+			}
+			if (s.PrefixShare != nil) != tt.prefix {
+				t.Errorf("prefix_share = %v, want present: %v", s.PrefixShare, tt.prefix)
+			}
+			yaml := Scenario(s, ScenarioOptions{Name: "sample", Sources: []string{tt.file}})
+			loadScenario(t, yaml)
+			for i, line := range strings.Split(strings.TrimSpace(yaml), "\n") {
+				code, _, _ := strings.Cut(line, "#")
+				if strings.TrimSpace(code) == "" || strings.HasSuffix(strings.TrimSpace(code), ":") {
+					continue // a comment, or a key that opens a block
+				}
+				if !strings.Contains(line, "# from logs (") && !strings.Contains(line, "# assumed: ") && !strings.Contains(line, "assumed:") {
+					t.Errorf("scenario line %d has neither `# from logs (N requests)` nor `# assumed: why`: %s", i+1, line)
+				}
+			}
+		})
+	}
+}
+
+// TestSampleValues pins what the small samples say, worked by hand from the files.
+func TestSampleValues(t *testing.T) {
+	s := fitFile(t, "testdata/request-log.jsonl", "")
+	// Times 1764547200.125, .902, 1764547201.480, 2.010, 2.770: span 2.645 s, 4 gaps.
+	within(t, "span", s.SpanS, 2.645, 1e-6)
+	within(t, "rate", s.RatePerS.Mean, 4/2.645, 1e-6)
+	// Prompt tokens 1840, 655, 2101, 31, 12 sorted 12, 31, 655, 1840, 2101: p50 655, p95 at h=3.8.
+	want := Quantiles{P50: 655, P95: 1840 + 0.8*(2101-1840), P99: 1840 + 0.96*(2101-1840), Max: 2101}
+	if diff := cmp.Diff(want, s.InputTokens, cmp.Comparer(func(a, b float64) bool { return math.Abs(a-b) < 1e-9 })); diff != "" {
+		t.Errorf("input tokens (-want +got):\n%s", diff)
+	}
+	// c-17 has two turns 1.355 s apart; c-18 and c-19 one each; the fifth line has no session.
+	if s.Sessions == nil || s.Sessions.Turns.Max != 2 || math.Abs(s.Sessions.ThinkTime.P50-1.355) > 1e-6 {
+		t.Errorf("sessions = %+v, want 3 with max 2 turns and a 1.355 s gap", s.Sessions)
+	}
+
+	m := fitFile(t, "testdata/mooncake.jsonl", "")
+	var blocks, seen float64
+	ids := map[int64]bool{}
+	f, err := os.ReadFile("testdata/mooncake.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(f)), "\n") {
+		_, list, _ := strings.Cut(line, `"hash_ids": [`)
+		list, _, _ = strings.Cut(list, "]")
+		for _, id := range strings.Split(list, ",") {
+			var v int64
+			fmt.Sscan(strings.TrimSpace(id), &v)
+			blocks++
+			if ids[v] {
+				seen++
+			}
+			ids[v] = true
+		}
+	}
+	within(t, "mooncake prefix_share", *m.PrefixShare, seen/blocks, 1e-9)
+	if *m.PrefixShare <= 0 {
+		t.Errorf("mooncake sample shares a 3-block prefix, prefix_share = %v", *m.PrefixShare)
+	}
+}
+
+// TestBadRows: every error names the file and line (and what is accepted).
+func TestBadRows(t *testing.T) {
+	tests := []struct {
+		name, content, format, want string
+	}{
+		{"bad.jsonl", "{\"timestamp\": 1, \"prompt_tokens\": 3, \"completion_tokens\": 4}\n{\"timestamp\": 2, \"prompt_tokens\": \"x\", \"completion_tokens\": 4}\n", "", "bad.jsonl line 2 (request_log)"},
+		{"nolen.jsonl", "{\"timestamp\": 1, \"usage\": {\"prompt_tokens\": 3, \"completion_tokens\": 4}}\n\n{\"timestamp\": 2, \"usage\": {}}\n", "", "nolen.jsonl line 3 (request_log): no prompt_tokens"},
+		{"time.jsonl", "{\"timestamp\": \"yesterday\", \"prompt_tokens\": 3, \"completion_tokens\": 4}\n", "", "time.jsonl line 1 (request_log): timestamp \"yesterday\"; accepted: epoch seconds"},
+		{"neg.jsonl", "{\"timestamp\": 1, \"input_length\": -3, \"output_length\": 4, \"hash_ids\": []}\n", "", "neg.jsonl line 1 (mooncake): input_length -3"},
+		{"az.csv", "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.1,3,4\nnot a time,3,4\n", "", "az.csv line 3 (azure): timestamp \"not a time\""},
+		{"bg.csv", "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n1,GPT-4,x,3,3,API log\n", "", "bg.csv line 2 (burstgpt): column \"request tokens\" is \"x\""},
+		{"what.txt", "hello\n", "", "what.txt line 1: neither JSON nor a known CSV header"},
+		{"obj.jsonl", "{\"a\": 1}\n", "", "obj.jsonl line 1: a JSON object of no known format"},
+		{"empty.jsonl", "\n\n", "", "empty.jsonl: empty"},
+		{"forced.jsonl", "{\"timestamp\": 1, \"prompt_tokens\": 3, \"completion_tokens\": 4}\n", FormatQwenBailian, "forced.jsonl line 1 (qwen_bailian): chat_id is required"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := NewLog().Read(tt.name, strings.NewReader(tt.content), tt.format)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestRecordsSessions: plload's records carry conversation_id, which makes sessions; a failed request
+// without lengths is skipped, not fitted as zero.
+func TestRecordsSessions(t *testing.T) {
+	data, err := os.ReadFile("testdata/profile_export.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	for i := range lines {
+		lines[i] = strings.Replace(lines[i], `"conversation_id": null`, fmt.Sprintf(`"conversation_id": "s01-%06d"`, i/3), 1)
+	}
+	failed := `{"metadata": {"request_start_ns": 1762551534797067827, "conversation_id": "s01-000099"}, "metrics": {}, "error": {"code": 500, "type": "x", "message": "boom"}}`
+	l := NewLog()
+	if err := l.Read("records.jsonl", strings.NewReader(strings.Join(append(lines, failed), "\n")), ""); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Summarize(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Requests != len(lines) || s.Skipped != 1 {
+		t.Errorf("requests %d, skipped %d; want %d and 1", s.Requests, s.Skipped, len(lines))
+	}
+	if s.Sessions == nil || s.Sessions.Count != (len(lines)+2)/3 || s.Sessions.Turns.Max != 3 {
+		t.Errorf("sessions = %+v, want %d of up to 3 turns", s.Sessions, (len(lines)+2)/3)
+	}
+}
+
+// TestQwenSessions: a later turn joins the session of its parent chain, not of its own chat id.
+func TestQwenSessions(t *testing.T) {
+	log := `{"chat_id": 1, "parent_chat_id": -1, "timestamp": 0, "input_length": 10, "output_length": 5, "hash_ids": [1]}
+{"chat_id": 2, "parent_chat_id": -1, "timestamp": 1, "input_length": 10, "output_length": 5, "hash_ids": [2]}
+{"chat_id": 3, "parent_chat_id": 1, "timestamp": 4, "input_length": 20, "output_length": 5, "hash_ids": [1, 3]}
+{"chat_id": 4, "parent_chat_id": 3, "timestamp": 10, "input_length": 30, "output_length": 5, "hash_ids": [1, 3, 4]}
+`
+	l := NewLog()
+	if err := l.Read("q.jsonl", strings.NewReader(log), ""); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Summarize(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Sessions.Count != 2 || s.Sessions.Turns.Max != 3 {
+		t.Errorf("sessions = %+v, want 2 with a 3-turn chat", s.Sessions)
+	}
+	// Gaps of chat 1: 4 and 6 s.
+	if diff := cmp.Diff(Quantiles{P50: 5, P95: 5.9, P99: 5.98, Max: 6}, s.Sessions.ThinkTime, cmp.Comparer(func(a, b float64) bool { return math.Abs(a-b) < 1e-9 })); diff != "" {
+		t.Errorf("think time (-want +got):\n%s", diff)
+	}
+	// 7 blocks, of which 1, 1, 3 were seen before.
+	within(t, "prefix_share", *s.PrefixShare, 3.0/7, 1e-9)
+}
+
+// BenchmarkFit reads and summarizes a 1M-line request log (the file is written once, outside the timer).
+func BenchmarkFit(b *testing.B) {
+	path := filepath.Join(b.TempDir(), "log.jsonl")
+	writeRequestLog(b, path, 1000000, params{rate: 50, cv: 2, inMedian: 800, inSigma: 0.7, outMedian: 200, outSigma: 0.5}, 1)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		s := fitFile(b, path, "")
+		if s.Requests != 1000000 {
+			b.Fatalf("requests = %d", s.Requests)
+		}
+		_ = Scenario(s, ScenarioOptions{Sources: []string{path}})
+	}
+}
