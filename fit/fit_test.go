@@ -205,7 +205,7 @@ func TestSamples(t *testing.T) {
 		sessions     int // 0: none
 		prefix       bool
 	}{
-		{"request-log.jsonl", FormatRequestLog, 5, 3, false},
+		{"request-log.jsonl", FormatRequestLog, 5, 3, true}, // from the OpenAI-style lines' text
 		{"profile_export.jsonl", FormatRecords, 10, 0, false}, // AIPerf single-turn: conversation_id null
 		{"mooncake.jsonl", FormatMooncake, 40, 0, true},
 		{"azure-2023.csv", FormatAzure, 40, 0, false},
@@ -341,6 +341,35 @@ func TestRecordsSessions(t *testing.T) {
 	}
 	if s.Sessions == nil || s.Sessions.Count != (len(lines)+2)/3 || s.Sessions.Turns.Max != 3 {
 		t.Errorf("sessions = %+v, want %d of up to 3 turns", s.Sessions, (len(lines)+2)/3)
+	}
+}
+
+// TestTextPrefixShare: in an OpenAI-style log, a message counts as shared only when every message
+// before it (and it) was in an earlier request; a plain prompt is compared in 256-byte blocks.
+func TestTextPrefixShare(t *testing.T) {
+	long := strings.Repeat("p", 300)
+	log := `{"timestamp": 1, "request": {"messages": [{"role": "system", "content": "SYS"}, {"role": "user", "content": "Q1"}]}, "usage": {"prompt_tokens": 5, "completion_tokens": 2}}
+{"timestamp": 2, "request": {"messages": [{"role": "system", "content": "SYS"}, {"role": "user", "content": "Q1"}, {"role": "assistant", "content": "A1"}, {"role": "user", "content": "Q2"}]}, "usage": {"prompt_tokens": 9, "completion_tokens": 2}}
+{"timestamp": 3, "request": {"messages": [{"role": "system", "content": "OTHER"}, {"role": "user", "content": "Q1"}]}, "usage": {"prompt_tokens": 5, "completion_tokens": 2}}
+{"timestamp": 4, "request": {"prompt": "` + long + `"}, "usage": {"prompt_tokens": 75, "completion_tokens": 2}}
+{"timestamp": 5, "request": {"prompt": "` + long + `x"}, "usage": {"prompt_tokens": 75, "completion_tokens": 2}}
+`
+	l := NewLog()
+	if err := l.Read("t.jsonl", strings.NewReader(log), ""); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Summarize(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Piece bytes: role + NUL + raw JSON content ("SYS" with its quotes is 5 bytes).
+	sys, q1, a1, q2, other := 6+1+5, 4+1+4, 9+1+4, 4+1+4, 6+1+7
+	// The prompt is the raw JSON string (quotes included): 302 and 303 bytes, first block 256 shared.
+	total := (sys + q1) + (sys + q1 + a1 + q2) + (other + q1) + 302 + 303
+	shared := (sys + q1) + 256 // request 2's first two messages; request 5's first block
+	within(t, "text prefix_share", *s.PrefixShare, float64(shared)/float64(total), 1e-9)
+	if s.PrefixFrom != "text" {
+		t.Errorf("PrefixFrom = %q, want text", s.PrefixFrom)
 	}
 }
 

@@ -49,9 +49,12 @@ func (s *Summary) Print(out io.Writer, sources []string) {
 	} else {
 		fmt.Fprintln(out, "\nsessions: none (no session ids in the log)")
 	}
-	if s.PrefixShare != nil {
+	switch {
+	case s.PrefixShare == nil:
+		fmt.Fprintln(out, "prefix sharing: unknown (no hash_ids and no request text in the log)")
+	case s.PrefixFrom == "text":
+		fmt.Fprintf(out, "prefix sharing: %.1f %% of prompt text (bytes) was in a prefix an earlier request had\n", 100**s.PrefixShare)
+	default:
 		fmt.Fprintf(out, "prefix sharing: %.1f %% of prompt blocks were seen in an earlier request (hash_ids)\n", 100**s.PrefixShare)
-	} else {
-		fmt.Fprintln(out, "prefix sharing: unknown (no hash_ids in the log)")
 	}
 }

@@ -7,10 +7,12 @@ package fit
 import (
 	"bufio"
 	"bytes"
+	"encoding/binary"
 	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"math"
 	"os"
@@ -56,6 +58,12 @@ type Log struct {
 	Blocks, SeenBlocks int64
 	// HasBlocks is set when any request carried hash ids.
 	HasBlocks bool
+	// TextBytes and SharedTextBytes count prompt text (OpenAI-style logs) and the part of it in a
+	// prefix an earlier request had: whole messages for messages, 256-byte blocks for a prompt. Only
+	// hashes of the text are kept.
+	TextBytes, SharedTextBytes int64
+
+	textSeen map[uint64]struct{}
 
 	sessions map[string]int32
 	seen     map[int64]struct{}
@@ -66,7 +74,7 @@ type Log struct {
 
 // NewLog returns an empty log.
 func NewLog() *Log {
-	return &Log{sessions: map[string]int32{}, seen: map[int64]struct{}{}, chats: map[int64]int32{}}
+	return &Log{sessions: map[string]int32{}, seen: map[int64]struct{}{}, chats: map[int64]int32{}, textSeen: map[uint64]struct{}{}}
 }
 
 // Sessions is the number of distinct sessions seen.
@@ -106,6 +114,46 @@ func (l *Log) blocks(ids []int64) {
 			l.seen[id] = struct{}{}
 		}
 	}
+}
+
+// promptBlock is the piece of a plain prompt string hashed as one unit of prefix sharing.
+const promptBlock = 256
+
+// text measures prefix sharing of one request's text: each piece's hash chains the pieces before it,
+// so a piece counts as shared only when the whole prefix up to it was seen before.
+func (l *Log) text(pieces [][]byte) {
+	h := fnv.New64a()
+	var sum [8]byte
+	for _, p := range pieces {
+		h.Write(p)
+		h.Write([]byte{0})
+		key := h.Sum64()
+		binary.LittleEndian.PutUint64(sum[:], key)
+		h.Reset()
+		h.Write(sum[:])
+		l.TextBytes += int64(len(p))
+		if _, ok := l.textSeen[key]; ok {
+			l.SharedTextBytes += int64(len(p))
+		} else {
+			l.textSeen[key] = struct{}{}
+		}
+	}
+}
+
+// requestText splits an OpenAI-style request into the pieces prefix sharing is measured on.
+func requestText(r *requestBody) [][]byte {
+	var pieces [][]byte
+	for _, m := range r.Messages {
+		pieces = append(pieces, append(append([]byte(m.Role), 0), m.Content...))
+	}
+	if len(r.Prompt) > 0 {
+		for p := []byte(r.Prompt); len(p) > 0; {
+			n := min(len(p), promptBlock)
+			pieces = append(pieces, p[:n])
+			p = p[n:]
+		}
+	}
+	return pieces
 }
 
 // ReadFile reads one log file into l. format "" detects it from the first line; the format read is
@@ -225,13 +273,23 @@ func (l *Log) readJSONL(name string, br *bufio.Reader, format string) error {
 	return nil
 }
 
-// requestRow is either shape of a request log line. The request itself is skipped unread (its text is
-// never kept): encoding/json only checks it is valid JSON.
+// requestBody is the part of an OpenAI-style request prefix sharing is measured on; it lives for
+// one line, and only hashes of it are kept.
+type requestBody struct {
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+	Prompt json.RawMessage `json:"prompt"`
+}
+
+// requestRow is either shape of a request log line.
 type requestRow struct {
 	Timestamp        json.RawMessage `json:"timestamp"`
 	SessionID        json.RawMessage `json:"session_id"`
 	PromptTokens     *float64        `json:"prompt_tokens"`
 	CompletionTokens *float64        `json:"completion_tokens"`
+	Request          *requestBody    `json:"request"`
 	Usage            *struct {
 		PromptTokens     *float64 `json:"prompt_tokens"`
 		CompletionTokens *float64 `json:"completion_tokens"`
@@ -267,6 +325,9 @@ func (l *Log) requestLine(text []byte) error {
 		return err
 	}
 	l.add(t, ni, no, l.session(id))
+	if r.Request != nil {
+		l.text(requestText(r.Request))
+	}
 	return nil
 }
 

@@ -53,6 +53,9 @@ type Summary struct {
 	// The rest is for the terminal and the scenario.
 	Formats []string `json:"-"`
 	Skipped int      `json:"-"`
+	// PrefixFrom says what PrefixShare was measured on: "hash_ids" (blocks) or "text" (bytes of
+	// prompt text in a prefix seen before).
+	PrefixFrom string `json:"-"`
 	// Poisson is set when the inter-arrival CV is within 10 % of 1.
 	Poisson bool `json:"-"`
 	// InputFit and OutputFit are lognormal fits of all prompt and answer lengths; FirstInputFit of
@@ -157,9 +160,13 @@ func Summarize(l *Log) (*Summary, error) {
 	s.InputFit, s.OutputFit = fitLognormal(in, 1), fitLognormal(out, 1)
 	s.FirstInputFit, s.FirstInput = s.InputFit, s.InputTokens
 
-	if l.HasBlocks && l.Blocks > 0 {
+	switch {
+	case l.HasBlocks && l.Blocks > 0:
 		share := float64(l.SeenBlocks) / float64(l.Blocks)
-		s.PrefixShare = &share
+		s.PrefixShare, s.PrefixFrom = &share, "hash_ids"
+	case l.TextBytes > 0:
+		share := float64(l.SharedTextBytes) / float64(l.TextBytes)
+		s.PrefixShare, s.PrefixFrom = &share, "text"
 	}
 	if l.Sessions() > 0 {
 		s.Sessions = sessionStats(l)
