@@ -205,7 +205,7 @@ func TestSamples(t *testing.T) {
 		sessions     int // 0: none
 		prefix       bool
 	}{
-		{"request-log.jsonl", FormatRequestLog, 5, 3, true}, // from the OpenAI-style lines' text
+		{"request-log.jsonl", FormatRequestLog, 5, 3, true},   // from the OpenAI-style lines' text
 		{"profile_export.jsonl", FormatRecords, 10, 0, false}, // AIPerf single-turn: conversation_id null
 		{"mooncake.jsonl", FormatMooncake, 40, 0, true},
 		{"azure-2023.csv", FormatAzure, 40, 0, false},
