@@ -413,3 +413,25 @@ func BenchmarkFit(b *testing.B) {
 		_ = Scenario(s, ScenarioOptions{Sources: []string{path}})
 	}
 }
+
+// TestSummarizeRefuses: logs with nothing to fit, or with timestamps in the wrong unit, are refused
+// with what is wrong.
+func TestSummarizeRefuses(t *testing.T) {
+	tests := []struct{ name, log, want string }{
+		{"one", `{"timestamp": 1, "prompt_tokens": 1, "completion_tokens": 1}`, "fewer than 2 requests"},
+		{"same time", "{\"timestamp\": 1, \"prompt_tokens\": 1, \"completion_tokens\": 1}\n{\"timestamp\": 1, \"prompt_tokens\": 1, \"completion_tokens\": 1}", "the same timestamp"},
+		{"nanoseconds", "{\"timestamp\": 1764547200000000000, \"prompt_tokens\": 1, \"completion_tokens\": 1}\n{\"timestamp\": 1764547201000000000, \"prompt_tokens\": 1, \"completion_tokens\": 1}", "nanoseconds read as seconds"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := NewLog()
+			if err := l.Read("x.jsonl", strings.NewReader(tt.log), ""); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Summarize(l)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -495,14 +495,15 @@ func (l *Log) readCSV(name string, br *bufio.Reader, format string) error {
 		if err == io.EOF {
 			return nil
 		}
-		line, _ := cr.FieldPos(0)
 		if err != nil {
+			// FieldPos is only valid after a record was read, so a bad row's line comes from the error.
 			var pe *csv.ParseError
 			if errors.As(err, &pe) {
 				return fmt.Errorf("%s line %d, column %d (%s): %v", name, pe.Line, pe.Column, format, pe.Err)
 			}
-			return fmt.Errorf("%s line %d (%s): %v", name, line, format, err)
+			return fmt.Errorf("%s (%s): %v", name, format, err)
 		}
+		line, _ := cr.FieldPos(0)
 		field := func(k string) (string, error) {
 			i := col[k]
 			if i >= len(rec) {

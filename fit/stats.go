@@ -2,6 +2,7 @@ package fit
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"slices"
 
@@ -64,6 +65,9 @@ type Summary struct {
 	// FirstInput are the first-turn prompt lengths' quantiles (all requests without sessions).
 	FirstInput Quantiles `json:"-"`
 }
+
+// maxTime bounds a request's start, in seconds.
+const maxTime = 1e12
 
 // z-scores of the standard normal at 0.50, 0.95 and 0.99.
 const (
@@ -141,6 +145,11 @@ func Summarize(l *Log) (*Summary, error) {
 	s := &Summary{Requests: n, Formats: l.Formats, Skipped: l.Skipped}
 	times := slices.Clone(l.Start)
 	slices.Sort(times)
+	// Beyond ±10¹² s (year 33658) a timestamp is a unit mix-up (ms or ns read as seconds), and
+	// squares of such gaps would overflow.
+	if times[0] < -maxTime || times[n-1] > maxTime {
+		return nil, fmt.Errorf("a timestamp is beyond ±%g s (%g … %g): epoch milliseconds or nanoseconds read as seconds? Say --format, or convert the log", maxTime, times[0], times[n-1])
+	}
 	s.SpanS = times[n-1] - times[0]
 	if s.SpanS <= 0 {
 		return nil, errors.New("every request has the same timestamp: no arrival rate to fit")
