@@ -435,3 +435,64 @@ func TestSummarizeRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestPeakMinute: the busiest 60 s window, worked by hand; the scenario's stages follow it.
+func TestPeakMinute(t *testing.T) {
+	var b strings.Builder
+	for i := range 30 { // 30 requests in the first 30 s, then one every 100 s
+		fmt.Fprintf(&b, "{\"timestamp\": %d, \"prompt_tokens\": 100, \"completion_tokens\": 10}\n", i)
+	}
+	for _, ts := range []int{100, 200, 300} {
+		fmt.Fprintf(&b, "{\"timestamp\": %d, \"prompt_tokens\": 100, \"completion_tokens\": 10}\n", ts)
+	}
+	l := NewLog()
+	if err := l.Read("p.jsonl", strings.NewReader(b.String()), ""); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Summarize(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	within(t, "mean", s.RatePerS.Mean, 32.0/300, 1e-9)
+	within(t, "peak_minute", s.RatePerS.PeakMinute, 30.0/60, 1e-9)
+	within(t, "peak_to_mean", s.PeakToMean, 0.5/(32.0/300), 1e-9)
+	sc := loadScenario(t, Scenario(s, ScenarioOptions{Name: "peak"}))
+	var got []float64
+	for _, st := range sc.Load.Stages {
+		got = append(got, st.SessionsPerSec)
+	}
+	if diff := cmp.Diff([]float64{0.1067, 0.5, 0.65}, got); diff != "" {
+		t.Errorf("stages' sessions_per_sec: mean, peak, peak+30%% (-want +got):\n%s", diff)
+	}
+	// Every length is 100: a constant, not a lognormal of sigma 0.
+	if sc.Session.UserInputTokens.Kind != workload.DistConstant || sc.Session.UserInputTokens.Value != 100 {
+		t.Errorf("user_input_tokens = %+v, want constant 100", sc.Session.UserInputTokens)
+	}
+}
+
+// TestPoorFitIsUniform: lengths that are not lognormal (two clusters) are written as uniform up to p99.
+func TestPoorFitIsUniform(t *testing.T) {
+	var b strings.Builder
+	for i := range 1000 {
+		in := 50
+		if i%2 == 0 {
+			in = 4000
+		}
+		fmt.Fprintf(&b, "{\"timestamp\": %d, \"prompt_tokens\": %d, \"completion_tokens\": 10}\n", i, in)
+	}
+	l := NewLog()
+	if err := l.Read("u.jsonl", strings.NewReader(b.String()), ""); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Summarize(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.InputFit.Good() {
+		t.Fatalf("a two-cluster length called lognormal (err %.3f)", s.InputFit.Err)
+	}
+	sc := loadScenario(t, Scenario(s, ScenarioOptions{Name: "u"}))
+	if d := sc.Session.UserInputTokens; d.Kind != workload.DistUniform || d.Max != 4000 {
+		t.Errorf("user_input_tokens = %+v, want uniform up to 4000", d)
+	}
+}
