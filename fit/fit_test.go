@@ -395,6 +395,9 @@ func TestQwenSessions(t *testing.T) {
 	if diff := cmp.Diff(Quantiles{P50: 5, P95: 5.9, P99: 5.98, Max: 6}, s.Sessions.ThinkTime, cmp.Comparer(func(a, b float64) bool { return math.Abs(a-b) < 1e-9 })); diff != "" {
 		t.Errorf("think time (-want +got):\n%s", diff)
 	}
+	if diff := cmp.Diff([]float64{10, 20, 30}, s.Sessions.PromptByTurn); diff != "" {
+		t.Errorf("prompt tokens by turn (-want +got):\n%s", diff)
+	}
 	// 7 blocks, of which 1, 1, 3 were seen before.
 	within(t, "prefix_share", *s.PrefixShare, 3.0/7, 1e-9)
 }
@@ -494,5 +497,52 @@ func TestPoorFitIsUniform(t *testing.T) {
 	sc := loadScenario(t, Scenario(s, ScenarioOptions{Name: "u"}))
 	if d := sc.Session.UserInputTokens; d.Kind != workload.DistUniform || d.Max != 4000 {
 		t.Errorf("user_input_tokens = %+v, want uniform up to 4000", d)
+	}
+}
+
+// TestSeveralFiles: files of different formats add up; session ids are per file, so "c-17" in two
+// files is two sessions.
+func TestSeveralFiles(t *testing.T) {
+	l := NewLog()
+	for _, f := range []string{"testdata/request-log.jsonl", "testdata/request-log.jsonl", "testdata/mooncake.jsonl"} {
+		if err := l.ReadFile(f, ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := Summarize(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{FormatRequestLog, FormatRequestLog, FormatMooncake}, s.Formats); diff != "" {
+		t.Errorf("formats (-want +got):\n%s", diff)
+	}
+	if s.Requests != 50 || s.Sessions == nil || s.Sessions.Count != 6 {
+		t.Errorf("requests %d, sessions %+v; want 50 and 6", s.Requests, s.Sessions)
+	}
+}
+
+// TestHourly: a log of two hours or more has its requests counted per hour from the first.
+func TestHourly(t *testing.T) {
+	var b strings.Builder
+	for i, n := range []int{3, 1, 2} {
+		for k := range n {
+			fmt.Fprintf(&b, "{\"timestamp\": %d, \"prompt_tokens\": 5, \"completion_tokens\": 5}\n", i*3600+k*10)
+		}
+	}
+	l := NewLog()
+	if err := l.Read("h.jsonl", strings.NewReader(b.String()), ""); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Summarize(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int{3, 1, 2}, s.Hourly); diff != "" {
+		t.Errorf("hourly (-want +got):\n%s", diff)
+	}
+	var out strings.Builder
+	s.Print(&out, []string{"h.jsonl"})
+	if !strings.Contains(out.String(), "diurnal     requests per hour from the first: 3 1 2 (busiest hour 3, quietest full hour 1)") {
+		t.Errorf("summary lacks the diurnal line:\n%s", out.String())
 	}
 }

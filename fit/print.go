@@ -3,6 +3,7 @@ package fit
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -24,7 +25,14 @@ func (s *Summary) Print(out io.Writer, sources []string) {
 	case s.InterarrivalCV < 1:
 		shape = "more regular than Poisson"
 	}
-	fmt.Fprintf(out, "  burstiness  inter-arrival CV %.3f, gamma shape %.3f: %s\n\n", s.InterarrivalCV, s.GammaShape, shape)
+	fmt.Fprintf(out, "  burstiness  inter-arrival CV %.3f, gamma shape %.3f: %s\n", s.InterarrivalCV, s.GammaShape, shape)
+	if h := s.Hourly; h != nil {
+		lo, hi := slices.Min(h[:len(h)-1]), slices.Max(h) // the last hour is partial
+		shown := h[:min(len(h), 48)]
+		fmt.Fprintf(out, "  diurnal     requests per hour from the first: %s%s (busiest hour %d, quietest full hour %d)\n",
+			strings.Trim(fmt.Sprint(shown), "[]"), map[bool]string{true: " …", false: ""}[len(h) > 48], hi, lo)
+	}
+	fmt.Fprintln(out)
 
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "tokens\tp50\tp95\tp99\tmax\tlognormal p50/p95/p99\tfit error\tbetter")
@@ -46,6 +54,11 @@ func (s *Summary) Print(out io.Writer, sources []string) {
 		fmt.Fprintf(out, "  think time  p50 %.3g s, p95 %.3g s, p99 %.3g s, max %.3g s (start to next start: an upper bound, the log has no answer end)\n",
 			st.ThinkTime.P50, st.ThinkTime.P95, st.ThinkTime.P99, st.ThinkTime.Max)
 		fmt.Fprintf(out, "  first turn  prompt tokens p50 %s, p99 %s (later turns carry the history)\n", num(s.FirstInput.P50), num(s.FirstInput.P99))
+		growth := make([]string, len(st.PromptByTurn))
+		for i, v := range st.PromptByTurn {
+			growth[i] = fmt.Sprintf("%d: %s", i+1, num(v))
+		}
+		fmt.Fprintf(out, "  history     prompt tokens p50 by turn: %s\n", strings.Join(growth, ", "))
 	} else {
 		fmt.Fprintln(out, "\nsessions: none (no session ids in the log)")
 	}

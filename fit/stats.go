@@ -36,7 +36,13 @@ type SessionStats struct {
 	MeanTurns          float64   `json:"-"`
 	// Gaps is the number of think-time gaps measured.
 	Gaps int `json:"-"`
+	// PromptByTurn is the median prompt tokens at turns 1, 2, … (up to maxGrowthTurns): how the
+	// history grows.
+	PromptByTurn []float64 `json:"-"`
 }
+
+// maxGrowthTurns bounds the history-growth list.
+const maxGrowthTurns = 8
 
 // Summary is `plload fit --json`: exactly the keys of SPEC §12.
 type Summary struct {
@@ -57,6 +63,9 @@ type Summary struct {
 	// PrefixFrom says what PrefixShare was measured on: "hash_ids" (blocks) or "text" (bytes of
 	// prompt text in a prefix seen before).
 	PrefixFrom string `json:"-"`
+	// Hourly counts the requests in each hour from the first, when the log spans two hours or more
+	// (the diurnal shape); nil otherwise.
+	Hourly []int `json:"-"`
 	// Poisson is set when the inter-arrival CV is within 10 % of 1.
 	Poisson bool `json:"-"`
 	// InputFit and OutputFit are lognormal fits of all prompt and answer lengths; FirstInputFit of
@@ -163,6 +172,12 @@ func Summarize(l *Log) (*Summary, error) {
 		s.GammaShape = 1 / (s.InterarrivalCV * s.InterarrivalCV)
 	}
 	s.Poisson = math.Abs(s.InterarrivalCV-1) <= 0.1
+	if s.SpanS >= 2*3600 {
+		s.Hourly = make([]int, int(s.SpanS/3600)+1)
+		for _, t := range times {
+			s.Hourly[int((t-times[0])/3600)]++
+		}
+	}
 
 	in, out := sortedFloats(l.In), sortedFloats(l.Out)
 	s.InputTokens, s.OutputTokens = quantiles(in), quantiles(out)
@@ -245,11 +260,15 @@ func sessionStats(l *Log) *SessionStats {
 	idx := bySession(l)
 	turns := make([]float64, 0, l.Sessions())
 	var gaps []float64
+	byTurn := make([][]float64, maxGrowthTurns)
 	for i := 0; i < len(idx); {
 		j := i + 1
 		for j < len(idx) && l.Session[idx[j]] == l.Session[idx[i]] {
 			gaps = append(gaps, l.Start[idx[j]]-l.Start[idx[j-1]])
 			j++
+		}
+		for k := i; k < j && k-i < maxGrowthTurns; k++ {
+			byTurn[k-i] = append(byTurn[k-i], float64(l.In[idx[k]]))
 		}
 		turns = append(turns, float64(j-i))
 		i = j
@@ -263,6 +282,13 @@ func sessionStats(l *Log) *SessionStats {
 		sum += t
 	}
 	st.MeanTurns = sum / float64(len(turns))
+	for _, v := range byTurn {
+		if len(v) == 0 {
+			break
+		}
+		slices.Sort(v)
+		st.PromptByTurn = append(st.PromptByTurn, metrics.Percentile(v, 50))
+	}
 	return st
 }
 
