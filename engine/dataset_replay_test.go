@@ -50,8 +50,7 @@ func TestOpenAIConversationsReplay(t *testing.T) {
 		t.Run(history, func(t *testing.T) {
 			base, cap := startMock(t, nil)
 			text := scenarioYAML(base, "  think_time: 5ms", "  mode: concurrency\n  stages:\n    - {concurrency: 1, duration: 1200ms}")
-			text = strings.Replace(text, "personas:\n  count: 4\n  system_prompt_tokens: {min: 20, max: 60}\n",
-				fmt.Sprintf("workload:\n  dataset: {file: %s, format: openai, output_tokens: 5, history: %s}\n", writeConversations(t), history), 1)
+			text = withSource(text, fmt.Sprintf("workload:\n  dataset: {file: %s, format: openai, output_tokens: 5, history: %s}\n", writeConversations(t), history))
 			res, _, err := runScenario(t, context.Background(), text)
 			if err != nil {
 				t.Fatal(err)
@@ -123,8 +122,7 @@ func TestRecordedToolCallsReplayVerbatim(t *testing.T) {
 	os.WriteFile(path, []byte(line), 0o644)
 	base, cap := startMock(t, nil)
 	text := scenarioYAML(base, "  think_time: 5ms", "  mode: concurrency\n  stages:\n    - {concurrency: 1, duration: 400ms}")
-	text = strings.Replace(text, "personas:\n  count: 4\n  system_prompt_tokens: {min: 20, max: 60}\n",
-		"workload:\n  dataset: {file: "+path+", format: openai, output_tokens: 5, history: recorded}\n", 1)
+	text = withSource(text, "workload:\n  dataset: {file: "+path+", format: openai, output_tokens: 5, history: recorded}\n")
 	if _, _, err := runScenario(t, context.Background(), text); err != nil {
 		t.Fatal(err)
 	}

@@ -48,6 +48,11 @@ cost: {gpu_hourly_usd: 1}
 `, base, session, load)
 }
 
+// withSource puts a workload: block (a dataset or a trace) in place of scenarioYAML's personas.
+func withSource(text, block string) string {
+	return strings.Replace(text, "personas:\n  count: 4\n  system_prompt_tokens: {min: 20, max: 60}\n", block, 1)
+}
+
 const (
 	shortSessions = `  turns: {min: 2, max: 4}
   user_input_tokens: {min: 5, max: 20}

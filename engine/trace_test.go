@@ -62,8 +62,7 @@ func TestTracePrefixCacheHits(t *testing.T) {
 	})
 	// Concurrency 1: requests reach the cache in the trace's order, one after another.
 	text := scenarioYAML(base, "  think_time: 0s", "  mode: concurrency\n  stages:\n    - {concurrency: 1, duration: 1500ms}")
-	text = strings.Replace(text, "personas:\n  count: 4\n  system_prompt_tokens: {min: 20, max: 60}\n",
-		fmt.Sprintf("workload:\n  trace: {file: %s, format: mooncake}\n", path), 1)
+	text = withSource(text, fmt.Sprintf("workload:\n  trace: {file: %s, format: mooncake}\n", path))
 	var sc *workload.Scenario
 	res, dir, err := runScenarioConfig(t, context.Background(), text, func(c *Config) { sc = c.Scenario })
 	if err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 )
@@ -21,8 +20,7 @@ func TestTraceTurnTimesPaceTheSession(t *testing.T) {
 	os.WriteFile(path, []byte(trace), 0o644)
 	base, _ := startMock(t, nil)
 	text := scenarioYAML(base, "  think_time: 5s", "  mode: concurrency\n  stages:\n    - {concurrency: 1, duration: 1500ms}")
-	text = strings.Replace(text, "personas:\n  count: 4\n  system_prompt_tokens: {min: 20, max: 60}\n",
-		"workload:\n  trace: {file: "+path+", format: qwen_bailian}\n", 1)
+	text = withSource(text, "workload:\n  trace: {file: "+path+", format: qwen_bailian}\n")
 	_, dir, err := runScenario(t, context.Background(), text)
 	if err != nil {
 		t.Fatal(err)

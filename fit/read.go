@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/workload"
 )
 
 // Formats plload fit reads.
@@ -240,15 +241,7 @@ func detectLine(name string, line []byte) (string, error) {
 
 // readJSONL reads one JSON object per line; blank lines are skipped.
 func (l *Log) readJSONL(name string, br *bufio.Reader, format string) error {
-	sc := bufio.NewScanner(br)
-	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
-	line := 0
-	for sc.Scan() {
-		line++
-		text := bytes.TrimSpace(sc.Bytes())
-		if len(text) == 0 {
-			continue
-		}
+	_, err := workload.EachJSONLine(name, br, maxLine, func(line int, text []byte) error {
 		var err error
 		switch format {
 		case FormatRequestLog:
@@ -263,14 +256,9 @@ func (l *Log) readJSONL(name string, br *bufio.Reader, format string) error {
 		if err != nil {
 			return fmt.Errorf("%s line %d (%s): %w", name, line, format, err)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return fmt.Errorf("%s line %d: longer than %d bytes", name, line+1, maxLine)
-		}
-		return fmt.Errorf("%s line %d: %w", name, line+1, err)
-	}
-	return nil
+		return nil
+	})
+	return err
 }
 
 // requestBody is the part of an OpenAI-style request prefix sharing is measured on; it lives for

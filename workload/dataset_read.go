@@ -1,8 +1,6 @@
 package workload
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -51,17 +49,15 @@ func readDataset(path, format string) ([]rawSession, int, error) {
 		return nil, 0, fmt.Errorf("cannot read the dataset: %v", err)
 	}
 	defer f.Close()
+	switch format {
+	case FormatPrompts, FormatOpenAI, FormatAIPerf:
+	default:
+		return nil, 0, fmt.Errorf("format %q; accepted: prompts, openai, sharegpt, aiperf", format)
+	}
 	var out []rawSession
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), maxDatasetLine)
-	line := 0
-	for sc.Scan() {
-		line++
-		text := bytes.TrimSpace(sc.Bytes())
-		if len(text) == 0 {
-			continue
-		}
+	lines, err := EachJSONLine(path, f, maxDatasetLine, func(line int, text []byte) error {
 		var rs rawSession
+		var err error
 		switch format {
 		case FormatPrompts:
 			rs, err = promptLine(text)
@@ -69,22 +65,21 @@ func readDataset(path, format string) ([]rawSession, int, error) {
 			rs, err = openAILine(text)
 		case FormatAIPerf:
 			rs, err = aiperfLine(text)
-		default:
-			return nil, 0, fmt.Errorf("format %q; accepted: prompts, openai, sharegpt, aiperf", format)
 		}
 		if err != nil {
-			return nil, line, fmt.Errorf("%s line %d: %v", path, line, err)
+			return fmt.Errorf("%s line %d: %v", path, line, err)
 		}
 		rs.line = line
 		if rs.id == "" {
 			rs.id = fmt.Sprintf("line-%d", line)
 		}
 		out = append(out, rs)
+		return nil
+	})
+	if err != nil {
+		return nil, lines, err
 	}
-	if err := sc.Err(); err != nil {
-		return nil, line, fmt.Errorf("%s line %d: %v (lines may be at most %d bytes)", path, line+1, err, maxDatasetLine)
-	}
-	return out, line, nil
+	return out, lines, nil
 }
 
 const (

@@ -2,7 +2,6 @@ package workload
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,46 +38,36 @@ func readMooncake(tf *traceFile, in *bufio.Reader) error {
 		if err := json.Unmarshal(b, &l); err != nil {
 			return jsonLineError(tf.path, line, err, mooncakeAccepted)
 		}
-		r := traceRow{line: line, idsAt: len(tf.ids), idsN: len(l.HashIDs)}
-		var err error
-		if r.ms, err = traceTime(tf.path, line, "timestamp", l.Timestamp, 1, "a number of ms from the trace's start"); err != nil {
-			return err
-		}
-		if r.in, err = traceTokens(tf.path, line, "input_length", l.InputLength); err != nil {
-			return err
-		}
-		if r.out, err = traceTokens(tf.path, line, "output_length", l.OutputLength); err != nil {
-			return err
-		}
-		tf.ids = append(tf.ids, l.HashIDs...)
-		tf.rows = append(tf.rows, r)
-		return nil
+		return tf.addRow(traceRow{line: line}, l.Timestamp, 1, "a number of ms from the trace's start", l.InputLength, l.OutputLength, l.HashIDs)
 	})
+}
+
+// addRow checks a JSONL row's time (in units of unitMs milliseconds) and lengths, and keeps it with
+// its hash ids.
+func (tf *traceFile) addRow(r traceRow, ts, unitMs float64, what string, in, out float64, ids []int64) error {
+	var err error
+	if r.ms, err = traceTime(tf.path, r.line, "timestamp", ts, unitMs, what); err != nil {
+		return err
+	}
+	if r.in, err = traceTokens(tf.path, r.line, "input_length", in); err != nil {
+		return err
+	}
+	if r.out, err = traceTokens(tf.path, r.line, "output_length", out); err != nil {
+		return err
+	}
+	r.idsAt, r.idsN = len(tf.ids), len(ids)
+	tf.ids = append(tf.ids, ids...)
+	tf.rows = append(tf.rows, r)
+	return nil
 }
 
 // eachJSONLine calls fn with every non-blank line and its 1-based number, and counts the lines.
 func eachJSONLine(tf *traceFile, in *bufio.Reader, fn func(line int, b []byte) error) error {
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 0, 64<<10), maxTraceLine)
-	line := 0
-	for sc.Scan() {
-		line++
-		b := bytes.TrimSpace(sc.Bytes())
-		if len(b) == 0 {
-			continue
-		}
+	_, err := EachJSONLine(tf.path, in, maxTraceLine, func(line int, b []byte) error {
 		tf.lines++
-		if err := fn(line, b); err != nil {
-			return err
-		}
-	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return fmt.Errorf("%s line %d: longer than %d MiB; accepted: one JSON object per line", tf.path, line+1, maxTraceLine>>20)
-		}
-		return fmt.Errorf("cannot read the trace: %v", err)
-	}
-	return nil
+		return fn(line, b)
+	})
+	return err
 }
 
 // traceKeyAccepted says, per key, what a JSONL trace row may hold there.

@@ -44,20 +44,8 @@ func readQwen(tf *traceFile, in *bufio.Reader) error {
 			// Image and file turns carry tokens plload cannot send as text; their lengths still count.
 			tf.nonText++
 		}
-		r := traceRow{line: line, idsAt: len(tf.ids), idsN: len(l.HashIDs), chat: l.ChatID, parent: l.ParentChatID}
-		var err error
-		if r.ms, err = traceTime(tf.path, line, "timestamp", l.Timestamp, 1000, "a number of seconds from the trace's start"); err != nil {
-			return err
-		}
-		if r.in, err = traceTokens(tf.path, line, "input_length", l.InputLength); err != nil {
-			return err
-		}
-		if r.out, err = traceTokens(tf.path, line, "output_length", l.OutputLength); err != nil {
-			return err
-		}
-		tf.ids = append(tf.ids, l.HashIDs...)
-		tf.rows = append(tf.rows, r)
-		return nil
+		return tf.addRow(traceRow{line: line, chat: l.ChatID, parent: l.ParentChatID}, l.Timestamp, 1000,
+			"a number of seconds from the trace's start", l.InputLength, l.OutputLength, l.HashIDs)
 	})
 }
 
