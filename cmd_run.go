@@ -219,6 +219,7 @@ func runScenario(ctx context.Context, sc *workload.Scenario, opt runOptions, std
 // over slo.error_rate_max — or no stage that met the SLO (no headline). [] when none.
 func runFailures(sc *workload.Scenario, stages []*report.StageReport, headline bool) []string {
 	var out []string
+	errMax, errSet := sc.SLO.ErrorRateLimit()
 	for _, st := range stages {
 		sum := st.Summary
 		switch {
@@ -226,12 +227,12 @@ func runFailures(sc *workload.Scenario, stages []*report.StageReport, headline b
 			out = append(out, fmt.Sprintf("stage %02d failed: %s", st.Stage, st.Engine.Aborted))
 		case sum.Requests.Succeeded == 0:
 			out = append(out, fmt.Sprintf("stage %02d failed: no request in its window succeeded (%d errors, %d cancelled)", st.Stage, sum.Requests.Errors, sum.Requests.Cancelled))
-		case sum.ErrorRate.OK && sum.ErrorRate.V > sc.SLO.ErrorRateMax:
-			out = append(out, fmt.Sprintf("stage %02d failed: error rate %.2f%% is over slo.error_rate_max %.2f%%", st.Stage, 100*sum.ErrorRate.V, 100*sc.SLO.ErrorRateMax))
+		case errSet && sum.ErrorRate.OK && sum.ErrorRate.V > errMax:
+			out = append(out, fmt.Sprintf("stage %02d failed: error rate %.2f%% is over the SLO's error rate limit %.2f%%", st.Stage, 100*sum.ErrorRate.V, 100*errMax))
 		}
 	}
-	if !headline && len(stages) > 0 {
-		out = append(out, fmt.Sprintf("no stage met the SLO (TTFT p95 ≤ %s, ITL p95 ≤ %s, error rate ≤ %.2f%%)", sc.SLO.TTFTP95, sc.SLO.ITLP95, 100*sc.SLO.ErrorRateMax))
+	if !headline && len(stages) > 0 && sc.SLO.IsSet() {
+		out = append(out, fmt.Sprintf("no stage met the SLO (TTFT p95 ≤ %s, ITL p95 ≤ %s, error rate ≤ %.2f%%)", sc.SLO.TTFTP95, sc.SLO.ITLP95, 100*errMax))
 	}
 	return out
 }

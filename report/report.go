@@ -128,9 +128,9 @@ func methodSection(r *Report, sc *workload.Scenario) string {
 	b.WriteString("- Window per stage: t0 = the first request's issue time (arrival_rate: the schedule's origin); W = t0 + warmup; E = W + duration; E_eff = min(E, interrupt). Latency, errors and cache hit count requests that started in [W, E_eff); throughput counts successful requests that ended in it, divided by E_eff − W. Warmup is real load, excluded from these numbers.\n")
 	b.WriteString("- Percentiles: linear interpolation between closest ranks. TTFT: first token event (reasoning included) − request start. ITL: all gaps between consecutive token events, pooled.\n")
 	fmt.Fprintf(&b, "- SLO: TTFT p95 ≤ %s, ITL p95 ≤ %s, error rate ≤ %g; any known value over its limit is FAIL, otherwise any unknown value is N/A.\n",
-		sc.SLO.TTFTP95, sc.SLO.ITLP95, sc.SLO.ErrorRateMax)
+		sc.SLO.TTFTP95, sc.SLO.ITLP95, errorRateLimit(sc.SLO))
 	fmt.Fprintf(&b, "- Cost: $%g/h × %d GPU(s)%s; $/1M out = price ÷ (out tok/s × 3600) × 10⁶; $/1K turns = price ÷ (req/s × 3600) × 10³; $/session = $/1K turns ÷ 10³ × E[turns] (%.3f, after clamping). The headline is the complete, SLO-passing stage with the highest out tok/s.\n",
-		sc.Cost.GPUHourlyUSD, sc.Cost.GPUCount, label(sc.Cost.Label), sc.ExpectedTurns())
+		price(sc.Cost), sc.Cost.GPUCount, label(sc.Cost.Label), sc.ExpectedTurns())
 	b.WriteString("\n## Workload\n\n")
 	if src := sc.Source(); src != nil {
 		b.WriteString(sourceText(sc, src))
@@ -247,3 +247,17 @@ func personasText(sc *workload.Scenario) string {
 }
 
 func distText(d workload.Dist) string { return d.String() }
+
+// errorRateLimit is the scenario's error-rate limit (0 when none is set).
+func errorRateLimit(slo workload.SLO) float64 {
+	v, _ := slo.ErrorRateLimit()
+	return v
+}
+
+// price is the hourly GPU price (0 when none is set).
+func price(c workload.Cost) float64 {
+	if c.GPUHourlyUSD == nil {
+		return 0
+	}
+	return *c.GPUHourlyUSD
+}

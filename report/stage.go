@@ -179,11 +179,16 @@ type Outage struct {
 // StageInput is the metrics input for stage i (0-based) of a scenario.
 func StageInput(sc *workload.Scenario, i int) metrics.StageInput {
 	st := sc.Load.Stages[i]
+	errMax, errSet := sc.SLO.ErrorRateLimit()
+	var price float64
+	if sc.Cost.GPUHourlyUSD != nil {
+		price = *sc.Cost.GPUHourlyUSD
+	}
 	return metrics.StageInput{
 		Warmup: st.Warmup.D(), Duration: st.Duration.D(), NeverStarted: -1,
-		SLO: metrics.SLOLimits{TTFTP95Ms: ms(sc.SLO.TTFTP95), ITLP95Ms: ms(sc.SLO.ITLP95), ErrorRateMax: sc.SLO.ErrorRateMax},
-		Cost: metrics.CostInputs{GPUHourlyUSD: sc.Cost.GPUHourlyUSD, GPUCount: sc.Cost.GPUCount,
-			ExpectedTurns: sc.ExpectedTurns()},
+		SLO: metrics.SLOLimits{TTFTP95Ms: ms(sc.SLO.TTFTP95), ITLP95Ms: ms(sc.SLO.ITLP95), ErrorRateMax: errMax, ErrorRateUnset: !errSet},
+		Cost: metrics.CostInputs{GPUHourlyUSD: price, GPUCount: sc.Cost.GPUCount,
+			ExpectedTurns: sc.ExpectedTurns(), Unpriced: sc.Cost.GPUHourlyUSD == nil},
 	}
 }
 

@@ -44,6 +44,10 @@ type SessionPlan struct {
 	ID      string // conversation_id, unique within the run
 	Persona int    // index into Workload.Personas; −1: no system prompt (a dataset without one)
 	Turns   []Turn
+	// At is when a replayed session's first request is due after the stage's origin (the trace's
+	// time × time_scale, from the stage's slice of the trace); Timed says it is set (replay only).
+	At    time.Duration
+	Timed bool
 }
 
 // StagePool is the fixed set of sessions a stage draws from, and its dataset file.
@@ -192,9 +196,12 @@ func questionOpening(lang string) []string {
 // datasetTurn is one turn of AIPerf's multi_turn custom dataset. delay is the wait before the turn in
 // ms; output_length its max output tokens.
 type datasetTurn struct {
-	Role         string `json:"role"`
-	Text         string `json:"text"`
-	Delay        int64  `json:"delay,omitempty"`
+	Role  string `json:"role"`
+	Text  string `json:"text"`
+	Delay int64  `json:"delay,omitempty"`
+	// Timestamp is a replayed session's first request time from the stage's origin in ms (AIPerf's
+	// fixed-schedule field); absent outside replay.
+	Timestamp    *int64 `json:"timestamp,omitempty"`
 	OutputLength int    `json:"output_length,omitempty"`
 }
 
@@ -208,10 +215,13 @@ func datasetLine(sp SessionPlan, personas []Persona) datasetSession {
 	if sp.Persona >= 0 {
 		out.Turns = append(out.Turns, datasetTurn{Role: "system", Text: personas[sp.Persona].SystemPrompt})
 	}
-	for _, t := range sp.Turns {
-		out.Turns = append(out.Turns, datasetTurn{
-			Role: "user", Text: t.User, Delay: max(t.ThinkBefore, t.AfterPrevious).Milliseconds(), OutputLength: t.MaxOutputTokens,
-		})
+	for k, t := range sp.Turns {
+		dt := datasetTurn{Role: "user", Text: t.User, Delay: max(t.ThinkBefore, t.AfterPrevious).Milliseconds(), OutputLength: t.MaxOutputTokens}
+		if k == 0 && sp.Timed {
+			ms := sp.At.Milliseconds()
+			dt.Timestamp = &ms
+		}
+		out.Turns = append(out.Turns, dt)
 	}
 	return out
 }

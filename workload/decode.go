@@ -137,6 +137,7 @@ var (
 	distType     = reflect.TypeFor[Dist]()
 	outputType   = reflect.TypeFor[OutputTokens]()
 	nonceType    = reflect.TypeFor[Nonce]()
+	rateType     = reflect.TypeFor[Rate]()
 )
 
 // maxDepth bounds how deep a scenario nests; only a recursive alias gets near it.
@@ -196,6 +197,18 @@ func (d *decoder) value(n ast.Node, path string, v reflect.Value, tag reflect.St
 			return
 		}
 		d.add(SeverityError, at, path, "found %s; accepted: true (at the start of every request), after_system, or false", describe(n))
+		return
+	case v.Type() == rateType: // a number, or a ramp {from, to, over}
+		if _, isMap := mappingEntries(n); isMap {
+			d.structure(n, path, v)
+			return
+		}
+		f, ok := number(n)
+		if !ok {
+			d.add(SeverityError, at, path, "found %s; accepted: requests per second (a number such as 20) or a ramp {from: 10, to: 50, over: 2m}", describe(n))
+			return
+		}
+		v.Set(reflect.ValueOf(ConstantRate(f)))
 		return
 	case v.Type() == outputType: // from_file, a number or a distribution
 		if text, ok := scalarText(n); ok && text == "from_file" {

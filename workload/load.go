@@ -273,75 +273,17 @@ func (c *checker) rules() {
 
 	c.load()
 
-	if c.require("slo.ttft_p95", "a duration such as 2s") {
-		c.positive("slo.ttft_p95", s.SLO.TTFTP95)
-	}
-	if c.require("slo.itl_p95", "a duration such as 100ms") {
-		c.positive("slo.itl_p95", s.SLO.ITLP95)
-	}
-	if c.require("slo.error_rate_max", "a fraction from 0 to 1, such as 0.01") {
-		c.fraction("slo.error_rate_max", s.SLO.ErrorRateMax)
-	}
-	if c.require("cost.gpu_hourly_usd", "the hourly price of one GPU in USD (0 for a machine you own)") && s.Cost.GPUHourlyUSD < 0 {
-		c.errorf("cost.gpu_hourly_usd", "found %g; accepted: a price ≥ 0", s.Cost.GPUHourlyUSD)
+	c.slo()
+	if p := s.Cost.GPUHourlyUSD; p == nil && !c.bad["cost.gpu_hourly_usd"] {
+		c.warnf("cost.gpu_hourly_usd", "not set: $/1M output tokens, $/1K turns and $/session will be N/A; accepted: the hourly price of one GPU in USD (0 for a machine you own)")
+	} else if p != nil && *p < 0 {
+		c.errorf("cost.gpu_hourly_usd", "found %g; accepted: a price ≥ 0", *p)
 	}
 	if s.Cost.GPUCount < 1 {
 		c.errorf("cost.gpu_count", "found %d; accepted: a whole number ≥ 1", s.Cost.GPUCount)
 	}
 	if s.has("output.prometheus_port") && (s.Output.PrometheusPort < 1 || s.Output.PrometheusPort > 65535) {
 		c.errorf("output.prometheus_port", "found %d; accepted: a TCP port from 1 to 65535", s.Output.PrometheusPort)
-	}
-}
-
-func (c *checker) load() {
-	s := c.s
-	l := s.Load
-	if c.require("load.mode", "concurrency or arrival_rate") {
-		c.oneOf("load.mode", l.Mode, ModeConcurrency, ModeArrivalRate)
-	}
-	if c.require("load.stages", "a list of stages") && len(l.Stages) == 0 && !c.bad["load.stages"] {
-		c.errorf("load.stages", "the list is empty; accepted: at least one stage")
-	}
-	c.positive("load.drain_timeout", l.DrainTimeout)
-	c.positive("load.abort_after", l.AbortAfter)
-	if l.SessionPoolFactor < 1 {
-		c.errorf("load.session_pool_factor", "found %g; accepted: a factor ≥ 1", l.SessionPoolFactor)
-	}
-	if l.DrainTimeout > 0 && l.DrainTimeout < s.Target.Timeout {
-		c.warnf("load.drain_timeout", "drain_timeout %s is shorter than target.timeout %s: slow requests at the end of each stage will be cancelled and counted as errors", l.DrainTimeout, s.Target.Timeout)
-	}
-	for i, st := range l.Stages {
-		p := fmt.Sprintf("load.stages[%d]", i)
-		if c.require(p+".duration", "a duration such as 60s") {
-			c.positive(p+".duration", st.Duration)
-		}
-		if st.Warmup < 0 {
-			c.errorf(p+".warmup", "found %s; accepted: a duration ≥ 0", st.Warmup)
-		}
-		if s.has(p+".sessions") && st.Sessions < 1 {
-			c.errorf(p+".sessions", "found %d; accepted: a whole number ≥ 1", st.Sessions)
-		}
-		switch l.Mode {
-		case ModeConcurrency:
-			if c.require(p+".concurrency", "the number of sessions kept open, ≥ 1") && st.Concurrency < 1 {
-				c.errorf(p+".concurrency", "found %d; accepted: a whole number ≥ 1", st.Concurrency)
-			}
-			for _, k := range []string{"sessions_per_sec", "max_concurrency"} {
-				if s.has(p + "." + k) {
-					c.errorf(p+"."+k, "%s belongs to load.mode arrival_rate; accepted in a concurrency stage: concurrency, duration, warmup, sessions", k)
-				}
-			}
-		case ModeArrivalRate:
-			if c.require(p+".sessions_per_sec", "the mean session arrival rate, > 0") && st.SessionsPerSec <= 0 {
-				c.errorf(p+".sessions_per_sec", "found %g; accepted: a rate > 0", st.SessionsPerSec)
-			}
-			if c.require(p+".max_concurrency", "the most sessions open at once, ≥ 1") && st.MaxConcurrency < 1 {
-				c.errorf(p+".max_concurrency", "found %d; accepted: a whole number ≥ 1", st.MaxConcurrency)
-			}
-			if s.has(p + ".concurrency") {
-				c.errorf(p+".concurrency", "concurrency belongs to load.mode concurrency; accepted in an arrival_rate stage: sessions_per_sec, max_concurrency, duration, warmup, sessions")
-			}
-		}
 	}
 }
 

@@ -51,6 +51,9 @@ type Target struct {
 	// "off" turns scraping off.
 	ServerMetricsURL string      `yaml:"server_metrics_url,omitempty"`
 	Mock             *MockTarget `yaml:"mock,omitempty"`
+	// SessionHeader names a header (X-Session-ID, say) that carries a stable per-session id on every
+	// turn, so a router can keep a session on one replica; "" sends none.
+	SessionHeader string `yaml:"session_header,omitempty"`
 }
 
 // MockTarget asks `plload run` to start the bundled mock in-process instead of reaching a real server.
@@ -102,17 +105,48 @@ type LoadPlan struct {
 	// AbortAfter stops a stage as failed when every request for this long failed before any
 	// response byte: the target is unreachable, and more load would only flood it.
 	AbortAfter Duration `yaml:"abort_after"`
+	// Arrival is request_rate's inter-arrival process: poisson (default), gamma (with CV) or constant.
+	Arrival string `yaml:"arrival,omitempty"`
+	// CV is the gamma process's coefficient of variation of inter-arrival times (1 = Poisson, > 1
+	// bursty).
+	CV float64 `yaml:"cv,omitempty"`
+	// MaxInFlight caps the requests (request_rate, replay) in flight at once; later ones wait for a
+	// slot, never dropped, their send lag recorded.
+	MaxInFlight int `yaml:"max_in_flight,omitempty"`
+	// TimeScale multiplies a replayed trace's times (0.5 = twice as fast).
+	TimeScale float64 `yaml:"time_scale,omitempty"`
 }
 
 // Load modes.
 const (
 	ModeConcurrency = "concurrency"
 	ModeArrivalRate = "arrival_rate"
+	// ModeRequestRate is open loop per request: requests (or sessions, for multi-turn workloads)
+	// arrive at the stage's rate.
+	ModeRequestRate = "request_rate"
+	// ModeReplay sends each request of a trace at its own time × time_scale.
+	ModeReplay = "replay"
 )
 
+// Arrival processes of request_rate.
+const (
+	ArrivalPoisson  = "poisson"
+	ArrivalGamma    = "gamma"
+	ArrivalConstant = "constant"
+)
+
+// DefaultMaxInFlight is max_in_flight when the file does not set it.
+const DefaultMaxInFlight = 1000
+
+// IsOpenLoop reports whether the mode starts work on a schedule rather than keeping sessions open.
+func (l LoadPlan) IsOpenLoop() bool { return l.Mode != ModeConcurrency }
+
 // Stage is one step of the run. Concurrency stages use Concurrency; arrival_rate stages use
-// SessionsPerSec and MaxConcurrency.
+// SessionsPerSec and MaxConcurrency; request_rate stages use Rate; replay stages only their times.
 type Stage struct {
+	// Name labels the stage in reports ("average", "peak +30%"); "" prints its number only.
+	Name           string   `yaml:"name,omitempty"`
+	Rate           *Rate    `yaml:"rate,omitempty,flow"`
 	Concurrency    int      `yaml:"concurrency,omitempty"`
 	SessionsPerSec float64  `yaml:"sessions_per_sec,omitempty"`
 	MaxConcurrency int      `yaml:"max_concurrency,omitempty"`
@@ -121,18 +155,12 @@ type Stage struct {
 	Sessions       int      `yaml:"sessions,omitempty"`
 }
 
-// SLO is the latency and error objective each stage is judged by.
-type SLO struct {
-	TTFTP95      Duration `yaml:"ttft_p95"`
-	ITLP95       Duration `yaml:"itl_p95"`
-	ErrorRateMax float64  `yaml:"error_rate_max"`
-}
-
 // Cost holds the inputs to the cost figures.
 type Cost struct {
-	GPUHourlyUSD float64 `yaml:"gpu_hourly_usd"`
-	GPUCount     int     `yaml:"gpu_count"`
-	Label        string  `yaml:"label,omitempty"`
+	// GPUHourlyUSD is the hourly price of one GPU; nil (not set) makes every cost figure N/A.
+	GPUHourlyUSD *float64 `yaml:"gpu_hourly_usd,omitempty"`
+	GPUCount     int      `yaml:"gpu_count"`
+	Label        string   `yaml:"label,omitempty"`
 }
 
 // Output says where results go and what is served live.
@@ -251,6 +279,20 @@ func (s *Scenario) applyDefaults() {
 	}
 	if !s.has("load.session_pool_factor") {
 		s.Load.SessionPoolFactor = DefaultPoolFactor
+	}
+	if s.Load.IsOpenLoop() && s.Load.Mode != ModeArrivalRate {
+		if s.Load.Arrival == "" && s.Load.Mode == ModeRequestRate {
+			s.Load.Arrival = ArrivalPoisson
+		}
+		if s.Load.Arrival == ArrivalGamma && !s.has("load.cv") {
+			s.Load.CV = 1
+		}
+		if s.Load.MaxInFlight == 0 && !s.has("load.max_in_flight") {
+			s.Load.MaxInFlight = DefaultMaxInFlight
+		}
+		if s.Load.Mode == ModeReplay && !s.has("load.time_scale") {
+			s.Load.TimeScale = 1
+		}
 	}
 	if !s.has("cost.gpu_count") {
 		s.Cost.GPUCount = 1

@@ -2,11 +2,13 @@ package workload
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -32,10 +34,18 @@ func (s *Scenario) buildFromSource(g *TextGen) (*Workload, error) {
 	}
 	w.Picker = NewPersonaPicker(max(1, len(w.Personas)), "uniform", 1)
 	next := 0
+	replay := newReplaySlicer(s)
 	for i, st := range s.Load.Stages {
 		n := st.Sessions
 		if n == 0 {
 			n = min(len(src.Sessions), sourcePoolMax)
+		}
+		picks := replay.stage(st)
+		if s.Load.Mode == ModeReplay {
+			if len(picks) == 0 {
+				return nil, fmt.Errorf("load.stages[%d]: load.mode replay: no request of %s falls in this stage's slice of the trace (%s to %s after time_scale %g); accepted: a trace with request times, and stages that fit in its length", i, src.File, replay.prev, replay.from, s.Load.TimeScale)
+			}
+			n = len(picks)
 		}
 		pool := StagePool{Stage: i + 1, Spec: st, Sessions: make([]SessionPlan, n)}
 		var buf bytes.Buffer
@@ -43,8 +53,12 @@ func (s *Scenario) buildFromSource(g *TextGen) (*Workload, error) {
 		enc.SetEscapeHTML(false)
 		for j := range pool.Sessions {
 			ss := &src.Sessions[next%len(src.Sessions)]
+			var at time.Duration
+			if picks != nil {
+				ss, at = &src.Sessions[picks[j].index], picks[j].at
+			}
 			r := s.rng(streamSession, uint64(i+1)<<32|uint64(j))
-			sp := SessionPlan{ID: fmt.Sprintf("s%02d-%06d", i+1, j), Persona: -1, Turns: make([]Turn, len(ss.Turns))}
+			sp := SessionPlan{ID: fmt.Sprintf("s%02d-%06d", i+1, j), Persona: -1, Turns: make([]Turn, len(ss.Turns)), At: at, Timed: picks != nil}
 			if ss.System != "" {
 				sp.Persona = persona[ss.System]
 			}
@@ -67,6 +81,57 @@ func (s *Scenario) buildFromSource(g *TextGen) (*Workload, error) {
 		w.Stages = append(w.Stages, pool)
 	}
 	return w, nil
+}
+
+// replaySlicer hands each replay stage its slice of the source's clock: stage k replays the sessions
+// whose first request falls, after time_scale, in the warmup + duration that follows stage k−1's,
+// due at their own times from the stage's origin. Sessions without a time are left out (and said
+// at validate: a replay needs times).
+type replaySlicer struct {
+	on     bool
+	scale  float64
+	times  []time.Duration // each session's first time × scale, −1 when it has none
+	from   time.Duration   // where the next stage's slice starts
+	prev   time.Duration   // where the last stage's slice started
+	sorted []int           // session indexes by time
+}
+
+type replayPick struct {
+	index int
+	at    time.Duration
+}
+
+func newReplaySlicer(s *Scenario) *replaySlicer {
+	r := &replaySlicer{on: s.Load.Mode == ModeReplay, scale: s.Load.TimeScale}
+	if !r.on {
+		return r
+	}
+	for i, ss := range s.source.Sessions {
+		at := time.Duration(-1)
+		if len(ss.Turns) > 0 && ss.Turns[0].AtMs >= 0 {
+			at = time.Duration(ss.Turns[0].AtMs * r.scale * float64(time.Millisecond))
+			r.sorted = append(r.sorted, i)
+		}
+		r.times = append(r.times, at)
+	}
+	slices.SortStableFunc(r.sorted, func(a, b int) int { return cmp.Compare(r.times[a], r.times[b]) })
+	return r
+}
+
+// stage returns the sessions of the next stage's slice, in time order (nil outside replay).
+func (r *replaySlicer) stage(st Stage) []replayPick {
+	if !r.on {
+		return nil
+	}
+	until := r.from + st.Warmup.D() + st.Duration.D()
+	picks := []replayPick{}
+	for _, i := range r.sorted {
+		if t := r.times[i]; t >= r.from && t < until {
+			picks = append(picks, replayPick{index: i, at: t - r.from})
+		}
+	}
+	r.prev, r.from = r.from, until
+	return picks
 }
 
 // outputTokens is a turn's max output tokens: a trace's measured length, else the dataset's
