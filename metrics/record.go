@@ -87,6 +87,9 @@ type Record struct {
 	UsageTotalTokens      Opt[int]
 	UsageCachedTokens     Opt[int] // usage_prompt_cache_read_tokens
 	ErrorISL              Opt[int]
+	// OutputChars is the Unicode characters of the streamed content (reasoning and tool-call text
+	// included): output_char_count, a plload metric that needs no tokenizer to compare servers.
+	OutputChars Opt[int]
 
 	Error *RecordError
 }
