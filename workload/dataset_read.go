@@ -24,6 +24,8 @@ type rawTurn struct {
 	role, text   string
 	outputTokens int   // 0: none given
 	delayMs      int64 // -1: none given
+	// atMs is the file's own send time in ms (AIPerf's fixed-schedule timestamp); -1: none given.
+	atMs float64
 	// message is the whole message as the file has it (openai only): an assistant message with
 	// tool_calls, or a tool result, is replayed verbatim by history: recorded.
 	message json.RawMessage
@@ -109,7 +111,7 @@ func promptLine(text []byte) (rawSession, error) {
 	if err != nil {
 		return rawSession{}, fmt.Errorf("%v; %s", err, acceptPrompts)
 	}
-	return rawSession{turns: []rawTurn{{role: "user", text: *prompt, outputTokens: n, delayMs: -1}}}, nil
+	return rawSession{turns: []rawTurn{{role: "user", text: *prompt, outputTokens: n, delayMs: -1, atMs: -1}}}, nil
 }
 
 // content reads a message's content: text, or OpenAI's list of parts (the text parts joined).
@@ -159,7 +161,7 @@ func openAILine(text []byte) (rawSession, error) {
 		switch m.Role {
 		case "system", "developer", "user", "assistant", "tool":
 			calls := len(m.ToolCalls) > 0 && string(m.ToolCalls) != "null" && string(m.ToolCalls) != "[]"
-			rs.turns = append(rs.turns, rawTurn{role: m.Role, text: c, delayMs: -1, message: whole, toolish: m.Role == "tool" || calls})
+			rs.turns = append(rs.turns, rawTurn{role: m.Role, text: c, delayMs: -1, atMs: -1, message: whole, toolish: m.Role == "tool" || calls})
 		default:
 			return rawSession{}, fmt.Errorf("messages[%d].role %q; %s", i, m.Role, acceptOpenAI)
 		}
@@ -175,6 +177,7 @@ func aiperfLine(text []byte) (rawSession, error) {
 			Text         *string     `json:"text"`
 			Texts        []string    `json:"texts"`
 			Delay        json.Number `json:"delay"`
+			Timestamp    json.Number `json:"timestamp"`
 			OutputLength json.Number `json:"output_length"`
 			MaxTokens    json.Number `json:"max_tokens"`
 		} `json:"turns"`
@@ -205,6 +208,12 @@ func aiperfLine(text []byte) (rawSession, error) {
 			}
 			delay = int64(d)
 		}
+		at := -1.0
+		if t.Timestamp != "" {
+			if at, err = t.Timestamp.Float64(); err != nil || at < 0 {
+				return rawSession{}, fmt.Errorf("turns[%d].timestamp %q; accepted: milliseconds ≥ 0 from the dataset's start", i, t.Timestamp)
+			}
+		}
 		role := t.Role
 		if role == "" {
 			role = "user"
@@ -212,7 +221,7 @@ func aiperfLine(text []byte) (rawSession, error) {
 		if role != "user" && role != "system" {
 			return rawSession{}, fmt.Errorf("turns[%d].role %q; accepted: user (default) or system", i, t.Role)
 		}
-		rs.turns = append(rs.turns, rawTurn{role: role, text: body, outputTokens: n, delayMs: delay})
+		rs.turns = append(rs.turns, rawTurn{role: role, text: body, outputTokens: n, delayMs: delay, atMs: at})
 	}
 	return rs, checkHasUser(rs, acceptAIPerf)
 }
@@ -246,7 +255,7 @@ func readShareGPT(path string) ([]rawSession, int, error) {
 			if !ok {
 				return nil, len(raw), fmt.Errorf("%s item %d: conversations[%d].from %q; %s", path, i+1, j, m.From, accept)
 			}
-			rs.turns = append(rs.turns, rawTurn{role: role, text: m.Value, delayMs: -1})
+			rs.turns = append(rs.turns, rawTurn{role: role, text: m.Value, delayMs: -1, atMs: -1})
 		}
 		if err := checkHasUser(rs, accept); err != nil {
 			return nil, len(raw), fmt.Errorf("%s item %d: %v", path, i+1, err)

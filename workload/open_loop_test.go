@@ -153,3 +153,46 @@ func TestReplayStagesSliceTheTrace(t *testing.T) {
 		t.Errorf("a stage past the trace's end: %v", err)
 	}
 }
+
+// TestReplayOfATimedDataset: an aiperf dataset whose turns carry "timestamp" (ms; AIPerf's fixed
+// schedule, and what plload writes into a replay stage's dataset.jsonl) replays at those times; one
+// without times is refused with what is accepted.
+func TestReplayOfATimedDataset(t *testing.T) {
+	dir := t.TempDir()
+	timed := `{"session_id": "a", "turns": [{"text": "hello there", "timestamp": 0, "output_length": 3}]}
+{"session_id": "b", "turns": [{"text": "second one", "timestamp": 250.5, "output_length": 3}]}
+`
+	os.WriteFile(filepath.Join(dir, "d.jsonl"), []byte(timed), 0o644)
+	os.WriteFile(filepath.Join(dir, "plain.jsonl"), []byte(`{"session_id": "a", "turns": [{"text": "hello"}]}`+"\n"), 0o644)
+	scenario := func(file string) string {
+		return "name: r\ntarget: {base_url: mock}\nworkload:\n  dataset: {file: " + file + ", format: aiperf}\n" +
+			"load:\n  mode: replay\n  stages:\n    - {duration: 1s}\n"
+	}
+	path := filepath.Join(dir, "s.yaml")
+	os.WriteFile(path, []byte(scenario("d.jsonl")), 0o644)
+	s, issues := Load(path, LoadOptions{})
+	if issues.Err() != nil {
+		t.Fatal(issues.Err())
+	}
+	w, err := s.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []time.Duration
+	for _, sp := range w.Stages[0].Sessions {
+		got = append(got, sp.At)
+	}
+	if diff := cmp.Diff([]time.Duration{0, 250500 * time.Microsecond}, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if !strings.Contains(string(w.Stages[0].Dataset), `"timestamp":250`) {
+		t.Errorf("dataset.jsonl lacks the replay times:\n%s", w.Stages[0].Dataset)
+	}
+	os.WriteFile(path, []byte(scenario("plain.jsonl")), 0o644)
+	if s, issues = Load(path, LoadOptions{}); issues.Err() != nil {
+		t.Fatal(issues.Err())
+	}
+	if _, err := s.Build(); err == nil || !strings.Contains(err.Error(), "plain.jsonl has no request times") {
+		t.Errorf("a dataset without times: %v", err)
+	}
+}

@@ -42,6 +42,9 @@ func (s *Scenario) buildFromSource(g *TextGen) (*Workload, error) {
 		}
 		picks := replay.stage(st)
 		if s.Load.Mode == ModeReplay {
+			if len(replay.sorted) == 0 {
+				return nil, fmt.Errorf("load.mode replay: %s has no request times; accepted: a trace (mooncake, azure, burstgpt, qwen_bailian) or an aiperf dataset whose turns have \"timestamp\" (ms), or load.mode request_rate", src.File)
+			}
 			if len(picks) == 0 {
 				return nil, fmt.Errorf("load.stages[%d]: load.mode replay: no request of %s falls in this stage's slice of the trace (%s to %s after time_scale %g); accepted: a trace with request times, and stages that fit in its length", i, src.File, replay.prev, replay.from, s.Load.TimeScale)
 			}

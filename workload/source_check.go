@@ -224,7 +224,7 @@ turns:
 			if d.MaxInputTokens > 0 && prompt+n > d.MaxInputTokens {
 				break turns
 			}
-			ss.Turns = append(ss.Turns, SourceTurn{User: t.text, UserTokens: n, OutputTokens: t.outputTokens, AtMs: -1,
+			ss.Turns = append(ss.Turns, SourceTurn{User: t.text, UserTokens: n, OutputTokens: t.outputTokens, AtMs: t.atMs,
 				DelayMs: t.delayMs, Line: rs.line})
 			prompt += n
 			if d.MaxTurns > 0 && len(ss.Turns) == d.MaxTurns {
