@@ -92,15 +92,29 @@ func splitmix(x uint64) uint64 {
 }
 
 // PoolSize is the number of sessions a stage's pool holds (SPEC §4): `sessions` when given; else
-// concurrency × session_pool_factor; for arrival_rate, the expected arrivals over warmup and duration
-// plus four standard deviations of the Poisson count, so a pool runs dry about once in 30,000 stages.
+// concurrency × session_pool_factor; for arrival_rate and request_rate, the expected arrivals over
+// warmup and duration plus four standard deviations of their count (a gamma process's count varies
+// cv² times as much as Poisson's), so a pool runs dry about once in 30,000 stages.
 func (s *Scenario) PoolSize(st Stage) int {
 	if st.Sessions > 0 {
 		return st.Sessions
 	}
-	if s.Load.Mode == ModeArrivalRate {
-		expected := st.SessionsPerSec * (st.Warmup.D() + st.Duration.D()).Seconds()
-		return max(1, int(math.Ceil(expected+4*math.Sqrt(expected)))+1)
+	span := st.Warmup.D() + st.Duration.D()
+	arrivals := func(expected, cv float64) int {
+		return max(1, int(math.Ceil(expected+4*cv*math.Sqrt(expected)))+1)
+	}
+	switch s.Load.Mode {
+	case ModeArrivalRate:
+		return arrivals(st.SessionsPerSec*span.Seconds(), 1)
+	case ModeRequestRate:
+		if st.Rate == nil {
+			return 1
+		}
+		cv := 1.0 // Poisson; a constant rate varies less
+		if s.Load.Arrival == ArrivalGamma {
+			cv = max(cv, s.Load.CV)
+		}
+		return arrivals(st.Rate.Mean(span)*span.Seconds(), cv)
 	}
 	return max(1, int(math.Ceil(float64(st.Concurrency)*s.Load.SessionPoolFactor)))
 }

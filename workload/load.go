@@ -250,6 +250,9 @@ func (c *checker) rules() {
 			{"max_output_tokens", ss.MaxOutputTokens, "a distribution of the max output tokens asked per turn"},
 			{"think_time", ss.ThinkTime, "a distribution of pauses between turns, such as {min: 1s, max: 5s}"},
 		} {
+			if singleTurnDefault(s, f.key) {
+				continue // request_rate's single-turn default (applyDefaults)
+			}
 			if c.require("session."+f.key, f.accepted) {
 				c.dist("session."+f.key, f.d)
 			}
@@ -347,4 +350,10 @@ func (s *Scenario) resolvePath(p string) string {
 // Expand replaces ${NAME} references with the environment's values (for building requests).
 func Expand(v string, getenv func(string) string) string {
 	return envRef.ReplaceAllStringFunc(v, func(m string) string { return getenv(m[2 : len(m)-1]) })
+}
+
+// singleTurnDefault reports whether session.<key> was left out of a request_rate scenario, where
+// requests are single-turn by default: turns 1, think time 0.
+func singleTurnDefault(s *Scenario, key string) bool {
+	return s.Load.Mode == ModeRequestRate && (key == "turns" || key == "think_time") && !s.has("session."+key)
 }

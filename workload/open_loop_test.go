@@ -196,3 +196,39 @@ func TestReplayOfATimedDataset(t *testing.T) {
 		t.Errorf("a dataset without times: %v", err)
 	}
 }
+
+// TestRequestRateIsSingleTurnByDefault: a request_rate scenario that leaves out session.turns and
+// think_time sends single requests, and its pool holds the stage's expected arrivals with room for
+// their spread, so no request reuses another's prompt.
+func TestRequestRateIsSingleTurnByDefault(t *testing.T) {
+	text := `name: rr
+target: {base_url: mock}
+personas: {count: 2, system_prompt_tokens: 20}
+session: {user_input_tokens: 10, max_output_tokens: 5}
+load:
+  mode: request_rate
+  stages:
+    - {rate: 50, warmup: 1s, duration: 3s}
+    - {rate: {from: 0, to: 100, over: 2s}, duration: 4s}
+`
+	s, issues := Parse("rr.yaml", []byte(text), LoadOptions{})
+	if issues.Err() != nil {
+		t.Fatal(issues.Err())
+	}
+	w, err := s.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 200 expected + 4√200 ≈ 57 → 258; the ramp: (50·2 + 100·2) = 300 + 4√300 ≈ 70 → 371.
+	for i, want := range []int{258, 371} {
+		pool := w.Stages[i]
+		if len(pool.Sessions) != want {
+			t.Errorf("stage %d pool %d, want %d", i+1, len(pool.Sessions), want)
+		}
+		for _, sp := range pool.Sessions {
+			if len(sp.Turns) != 1 {
+				t.Fatalf("stage %d session %s has %d turns, want 1", i+1, sp.ID, len(sp.Turns))
+			}
+		}
+	}
+}

@@ -262,6 +262,13 @@ func (s *Scenario) applyDefaults() {
 		}
 	}
 	ss := &s.Session
+	if singleTurnDefault(s, "turns") {
+		ss.Turns = Constant(1)
+	}
+	if singleTurnDefault(s, "think_time") {
+		ss.ThinkTime = Constant(0)
+		ss.ThinkTime.Seconds = true
+	}
 	if ss.Language == "" {
 		ss.Language = DefaultLanguage
 	}
