@@ -16,6 +16,8 @@ type Dist struct {
 	P90  float64 `json:"p90"`
 	P95  float64 `json:"p95"`
 	P99  float64 `json:"p99"`
+	// Std is the population standard deviation (as AIPerf and numpy's default compute it).
+	Std float64 `json:"std"`
 }
 
 // Known reports whether the distribution has any value.
@@ -48,8 +50,16 @@ func summarize(values []float64) Dist {
 	for _, v := range values {
 		sum += v
 	}
-	return Dist{N: len(values), Mean: sum / float64(len(values)), Min: values[0], Max: values[len(values)-1],
-		P50: Percentile(values, 50), P90: Percentile(values, 90), P95: Percentile(values, 95), P99: Percentile(values, 99)}
+	mean := sum / float64(len(values))
+	// Two passes (mean, then squared deviations): one pass of Σx² loses the digits of a narrow
+	// distribution far from 0, as latencies in ns-derived ms are.
+	sq := 0.0
+	for _, v := range values {
+		sq += (v - mean) * (v - mean)
+	}
+	return Dist{N: len(values), Mean: mean, Min: values[0], Max: values[len(values)-1],
+		P50: Percentile(values, 50), P90: Percentile(values, 90), P95: Percentile(values, 95), P99: Percentile(values, 99),
+		Std: math.Sqrt(sq / float64(len(values)))}
 }
 
 // SummarizeSorted is the summary of values already sorted ascending.

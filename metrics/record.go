@@ -42,7 +42,7 @@ func (d Dist) MarshalJSON() ([]byte, error) {
 	if d.N > 0 {
 		return json.Marshal(plain(d))
 	}
-	return []byte(`{"n":0,"mean":null,"min":null,"max":null,"p50":null,"p90":null,"p95":null,"p99":null}`), nil
+	return []byte(`{"n":0,"mean":null,"min":null,"max":null,"p50":null,"p90":null,"p95":null,"p99":null,"std":null}`), nil
 }
 
 // Record is one request, as AIPerf ≥ 0.4 writes it (RECORDS.md), plus plload's intended_start_ns and

@@ -67,7 +67,7 @@ func TestStageJSONAbsentIsNull(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := string(data)
-	for _, want := range []string{`"never_started":null`, `"ttfo_ms":{"n":0,"mean":null,"min":null,"max":null,"p50":null,"p90":null,"p95":null,"p99":null}`,
+	for _, want := range []string{`"never_started":null`, `"ttfo_ms":{"n":0,"mean":null,"min":null,"max":null,"p50":null,"p90":null,"p95":null,"p99":null,"std":null}`,
 		`"warnings":[]`, `"ttft_ms":{"n":1,`} {
 		if !strings.Contains(text, want) {
 			t.Errorf("summary JSON lacks %s:\n%s", want, text)
@@ -87,9 +87,11 @@ func TestStageJSONAbsentIsNull(t *testing.T) {
 		want string
 	}{
 		{SLOLimits{ErrorRateUnset: true}, CostInputs{GPUCount: 1, ExpectedTurns: 1, Unpriced: true},
-			`{"ttft_p95_ms":null,"itl_p95_ms":null,"error_rate_max":null}{"gpu_hourly_usd":null,"gpu_count":1,"expected_turns":1}`},
+			`{"ttft_p95_ms":null,"itl_p95_ms":null,"error_rate_max":null,"latency":[]}{"gpu_hourly_usd":null,"gpu_count":1,"expected_turns":1}`},
 		{SLOLimits{TTFTP95Ms: 250, ITLP95Ms: 50, ErrorRateMax: 0}, CostInputs{GPUHourlyUSD: 0, GPUCount: 2, ExpectedTurns: 3},
-			`{"ttft_p95_ms":250,"itl_p95_ms":50,"error_rate_max":0}{"gpu_hourly_usd":0,"gpu_count":2,"expected_turns":3}`},
+			`{"ttft_p95_ms":250,"itl_p95_ms":50,"error_rate_max":0,"latency":[]}{"gpu_hourly_usd":0,"gpu_count":2,"expected_turns":3}`},
+		{SLOLimits{ErrorRateUnset: true, Latency: []LatencyLimit{{"tpot", "p99", 50}, {"e2e", "p90", 10000}}}, CostInputs{GPUCount: 1, Unpriced: true},
+			`{"ttft_p95_ms":null,"itl_p95_ms":null,"error_rate_max":null,"latency":[{"metric":"tpot","stat":"p99","limit_ms":50},{"metric":"e2e","stat":"p90","limit_ms":10000}]}{"gpu_hourly_usd":null,"gpu_count":1,"expected_turns":0}`},
 	} {
 		a, _ := json.Marshal(tc.slo)
 		b, _ := json.Marshal(tc.cost)
@@ -98,8 +100,8 @@ func TestStageJSONAbsentIsNull(t *testing.T) {
 		}
 		var slo SLOLimits
 		var cost CostInputs
-		if err := json.Unmarshal(a, &slo); err != nil || slo != tc.slo {
-			t.Errorf("SLO round trip: %+v %v, want %+v", slo, err, tc.slo)
+		if err := json.Unmarshal(a, &slo); err != nil || !cmp.Equal(slo, tc.slo) {
+			t.Errorf("SLO round trip: %v (-got +want):\n%s", err, cmp.Diff(slo, tc.slo))
 		}
 		if err := json.Unmarshal(b, &cost); err != nil || cost != tc.cost {
 			t.Errorf("cost round trip: %+v %v, want %+v", cost, err, tc.cost)

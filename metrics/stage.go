@@ -23,6 +23,9 @@ type StageInput struct {
 	Warnings []string
 	// NeverStarted is the number of arrival_rate sessions still queued at the end (−1 unknown).
 	NeverStarted int
+	// Replay marks a stage of load.mode replay: its summary then says whether the client kept the
+	// trace's pace (replay_valid).
+	Replay bool
 }
 
 // Thresholds of the client-bottleneck warnings (SPEC §7).
@@ -60,70 +63,6 @@ type Stage struct {
 }
 
 type interval struct{ start, end int64 }
-
-// StageSummary is every number of one stage (SPEC §7). Values that could not be computed are absent
-// (Opt) or have N = 0, never 0 standing for "unknown".
-type StageSummary struct {
-	Window struct {
-		T0Ns    int64   `json:"t0_ns"`
-		WNs     int64   `json:"w_ns"`
-		ENs     int64   `json:"e_ns"`
-		EEffNs  int64   `json:"e_eff_ns"`
-		Seconds float64 `json:"seconds"`
-	} `json:"window"`
-	Partial  bool `json:"partial"`
-	Requests struct {
-		Total       int `json:"total"`        // records in the file
-		InWindow    int `json:"in_window"`    // started in [W, E_eff)
-		Succeeded   int `json:"succeeded"`    // of those
-		Errors      int `json:"errors"`       // of those, cancelled excluded
-		Cancelled   int `json:"cancelled"`    // of those
-		RateLimited int `json:"rate_limited"` // of the errors: HTTP 429
-		Warmup      int `json:"warmup"`       // started before W
-		Late        int `json:"late"`         // started at or after E_eff
-	} `json:"requests"`
-	TTFT          Dist   `json:"ttft_ms"`
-	TTFO          Dist   `json:"ttfo_ms"`
-	E2E           Dist   `json:"e2e_ms"`
-	ITL           Dist   `json:"itl_ms"` // pooled gaps between token events
-	ITLMethod     string `json:"itl_method"`
-	ITLPerRequest Dist   `json:"itl_per_request_ms"`
-	ReasoningSeen bool   `json:"reasoning_seen"`
-	// Censored: some requests were cancelled, so latency percentiles are lower bounds.
-	Censored       bool         `json:"censored"`
-	ErrorRate      Opt[float64] `json:"error_rate"`
-	Throughput     Throughput   `json:"throughput"`
-	CacheHit       Opt[float64] `json:"cache_hit"` // 0–1
-	CachedReported int          `json:"cached_reported"`
-	UsageReported  int          `json:"usage_reported"`
-	MissingUsage   int          `json:"missing_usage"`
-	Active         struct {
-		Mean float64 `json:"mean"`
-		Min  int     `json:"min"`
-		Max  int     `json:"max"`
-	} `json:"active_sessions"`
-	StartLag       Dist     `json:"start_lag_ms"`
-	ThinkLag       Dist     `json:"think_lag_ms"`
-	QueuedSessions int      `json:"queued_sessions"`
-	NeverStarted   Opt[int] `json:"never_started"` // null: unknown
-	ClockAnomalies int      `json:"clock_anomalies"`
-	// ErrorKinds counts in-window errors and cancellations by kind ("500 Internal Server Error",
-	// "TransportError", ...), for the report and the handoff.
-	ErrorKinds map[string]int `json:"error_kinds,omitempty"`
-	SLO        SLOResult      `json:"slo"`
-	Cost       CostResult     `json:"cost"`
-	Warnings   []string       `json:"warnings"`
-}
-
-// Throughput is counted over successful requests that ended in the window.
-type Throughput struct {
-	Requests      int     `json:"requests"`
-	OutputTokens  int     `json:"output_tokens"`
-	ReqPerSec     float64 `json:"req_per_sec"`
-	OutTokPerSec  float64 `json:"out_tok_per_sec"`
-	GoodRequests  int     `json:"good_requests"`
-	GoodputPerSec float64 `json:"goodput_per_sec"`
-}
 
 // NewStage starts a stage whose t0 is known (in.T0Ns set).
 func NewStage(in StageInput) *Stage {
@@ -334,7 +273,7 @@ func (s *Stage) Summary() *StageSummary {
 	if s.hdr != nil {
 		h := s.hdr
 		ms := func(ns int64) float64 { return float64(ns) / 1e6 }
-		sum.ITL = Dist{N: int(h.TotalCount()), Mean: h.Mean() / 1e6, Min: ms(h.Min()), Max: ms(h.Max()),
+		sum.ITL = Dist{N: int(h.TotalCount()), Mean: h.Mean() / 1e6, Min: ms(h.Min()), Max: ms(h.Max()), Std: h.StdDev() / 1e6,
 			P50: ms(h.ValueAtQuantile(50)), P90: ms(h.ValueAtQuantile(90)), P95: ms(h.ValueAtQuantile(95)), P99: ms(h.ValueAtQuantile(99))}
 	} else {
 		sum.ITL = summarize(s.gaps)
@@ -360,6 +299,9 @@ func (s *Stage) Summary() *StageSummary {
 	sum.Warnings = append(sum.Warnings, s.in.Warnings...)
 	if sum.Warnings == nil {
 		sum.Warnings = []string{} // a list is [] in JSON, never null
+	}
+	if sum.CacheHitByTurn == nil {
+		sum.CacheHitByTurn = []TurnCacheHit{}
 	}
 	return sum
 }
