@@ -25,31 +25,74 @@ type Rule struct {
 	Word   string // for slo
 }
 
-// gateMetrics are the metrics a rule may name, with how to read them from a stage.
-var gateMetrics = map[string]func(*StageReport) (float64, bool){
-	"ttft_p50": dist(func(s *metrics.StageSummary) metrics.Dist { return s.TTFT }, 50),
-	"ttft_p90": dist(func(s *metrics.StageSummary) metrics.Dist { return s.TTFT }, 90),
-	"ttft_p95": dist(func(s *metrics.StageSummary) metrics.Dist { return s.TTFT }, 95),
-	"ttft_p99": dist(func(s *metrics.StageSummary) metrics.Dist { return s.TTFT }, 99),
-	"itl_p50":  dist(func(s *metrics.StageSummary) metrics.Dist { return s.ITL }, 50),
-	"itl_p95":  dist(func(s *metrics.StageSummary) metrics.Dist { return s.ITL }, 95),
-	"itl_p99":  dist(func(s *metrics.StageSummary) metrics.Dist { return s.ITL }, 99),
-	"e2e_p50":  dist(func(s *metrics.StageSummary) metrics.Dist { return s.E2E }, 50),
-	"e2e_p95":  dist(func(s *metrics.StageSummary) metrics.Dist { return s.E2E }, 95),
-	"e2e_p99":  dist(func(s *metrics.StageSummary) metrics.Dist { return s.E2E }, 99),
-	"error_rate": func(r *StageReport) (float64, bool) {
-		return r.Summary.ErrorRate.V, r.Summary.ErrorRate.OK
-	},
-	"cache_hit": func(r *StageReport) (float64, bool) { return r.Summary.CacheHit.V, r.Summary.CacheHit.OK },
-	"out_tok_s": func(r *StageReport) (float64, bool) { return r.Summary.Throughput.OutTokPerSec, true },
-	"req_s":     func(r *StageReport) (float64, bool) { return r.Summary.Throughput.ReqPerSec, true },
-	"goodput":   func(r *StageReport) (float64, bool) { return r.Summary.Throughput.GoodputPerSec, true },
-	"usd_per_1m_out": func(r *StageReport) (float64, bool) {
-		return deref64(r.Summary.Cost.USDPer1MOut)
-	},
-	"usd_per_1k_turns": func(r *StageReport) (float64, bool) { return deref64(r.Summary.Cost.USDPer1KTurns) },
-	"usd_per_session":  func(r *StageReport) (float64, bool) { return deref64(r.Summary.Cost.USDPerSession) },
+// gateMetric is one metric a rule may name: how to read it from a stage, and how its value is
+// written (a latency such as 500ms, a fraction such as 1%, or a plain number such as 10/s).
+type gateMetric struct {
+	name string
+	unit gateUnit
+	get  func(*StageReport) (float64, bool)
 }
+
+type gateUnit int
+
+const (
+	unitMs       gateUnit = iota // a latency in ms: 500ms, 2s
+	unitFraction                 // 1% or 0.01
+	unitNumber                   // 10, 10/s, $0.40
+)
+
+// gateLatencies are the latency blocks a rule may name, each at every statistic of gateStats
+// (ttft_p95, tpot_p99, e2e_mean, …).
+var gateLatencies = []struct {
+	name string
+	get  func(*metrics.StageSummary) metrics.Dist
+}{
+	{"ttft", func(s *metrics.StageSummary) metrics.Dist { return s.TTFT }},
+	{"ttfo", func(s *metrics.StageSummary) metrics.Dist { return s.TTFO }},
+	{"itl", func(s *metrics.StageSummary) metrics.Dist { return s.ITL }},
+	{"e2e", func(s *metrics.StageSummary) metrics.Dist { return s.E2E }},
+}
+
+// gateStats are the statistics of a latency block a rule may name.
+var gateStats = []struct {
+	name string
+	get  func(metrics.Dist) float64
+}{
+	{"mean", func(d metrics.Dist) float64 { return d.Mean }},
+	{"p50", func(d metrics.Dist) float64 { return d.P50 }},
+	{"p90", func(d metrics.Dist) float64 { return d.P90 }},
+	{"p95", func(d metrics.Dist) float64 { return d.P95 }},
+	{"p99", func(d metrics.Dist) float64 { return d.P99 }},
+	{"max", func(d metrics.Dist) float64 { return d.Max }},
+}
+
+// gateScalars are the metrics a rule may name that are one number of a stage.
+var gateScalars = []gateMetric{
+	{"error_rate", unitFraction, func(r *StageReport) (float64, bool) { return r.Summary.ErrorRate.V, r.Summary.ErrorRate.OK }},
+	{"cache_hit", unitFraction, func(r *StageReport) (float64, bool) { return r.Summary.CacheHit.V, r.Summary.CacheHit.OK }},
+	{"out_tok_s", unitNumber, func(r *StageReport) (float64, bool) { return r.Summary.Throughput.OutTokPerSec, true }},
+	{"req_s", unitNumber, func(r *StageReport) (float64, bool) { return r.Summary.Throughput.ReqPerSec, true }},
+	{"goodput", unitNumber, func(r *StageReport) (float64, bool) { return r.Summary.Throughput.GoodputPerSec, true }},
+	{"usd_per_1m_out", unitNumber, func(r *StageReport) (float64, bool) { return deref64(r.Summary.Cost.USDPer1MOut) }},
+	{"usd_per_1k_turns", unitNumber, func(r *StageReport) (float64, bool) { return deref64(r.Summary.Cost.USDPer1KTurns) }},
+	{"usd_per_session", unitNumber, func(r *StageReport) (float64, bool) { return deref64(r.Summary.Cost.USDPerSession) }},
+}
+
+// gateMetrics are the metrics a rule may name, by name: every latency block at every statistic,
+// then the scalars.
+var gateMetrics = func() map[string]gateMetric {
+	out := map[string]gateMetric{}
+	for _, l := range gateLatencies {
+		for _, st := range gateStats {
+			name := l.name + "_" + st.name
+			out[name] = gateMetric{name, unitMs, dist(l.get, st.get)}
+		}
+	}
+	for _, m := range gateScalars {
+		out[m.name] = m
+	}
+	return out
+}()
 
 func deref64(v *float64) (float64, bool) {
 	if v == nil {
@@ -58,13 +101,14 @@ func deref64(v *float64) (float64, bool) {
 	return *v, true
 }
 
-func dist(get func(*metrics.StageSummary) metrics.Dist, p float64) func(*StageReport) (float64, bool) {
+// dist reads one statistic of a latency block; unknown when the block has no value.
+func dist(get func(*metrics.StageSummary) metrics.Dist, stat func(metrics.Dist) float64) func(*StageReport) (float64, bool) {
 	return func(r *StageReport) (float64, bool) {
 		d := get(r.Summary)
 		if !d.Known() {
 			return 0, false
 		}
-		return map[float64]float64{50: d.P50, 90: d.P90, 95: d.P95, 99: d.P99}[p], true
+		return stat(d), true
 	}
 }
 
@@ -104,7 +148,7 @@ func ParseRule(text string) (Rule, error) {
 	if _, ok := gateMetrics[r.Metric]; !ok {
 		return Rule{}, fmt.Errorf("rule %q: unknown metric %q; accepted: %s", text, r.Metric, strings.Join(GateMetricNames(), ", "))
 	}
-	v, err := parseGateValue(r.Metric, m[5])
+	v, err := parseGateValue(gateMetrics[r.Metric].unit, m[5])
 	if err != nil {
 		return Rule{}, fmt.Errorf("rule %q: %v", text, err)
 	}
@@ -115,15 +159,15 @@ func ParseRule(text string) (Rule, error) {
 func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
 
 // parseGateValue reads 500ms, 2s (latencies, in ms), 1% or 0.01 (rates), 10/s, $0.40 or plain numbers.
-func parseGateValue(metric, s string) (float64, error) {
-	switch {
-	case strings.HasPrefix(metric, "ttft") || strings.HasPrefix(metric, "itl") || strings.HasPrefix(metric, "e2e"):
+func parseGateValue(unit gateUnit, s string) (float64, error) {
+	switch unit {
+	case unitMs:
 		d, err := time.ParseDuration(s)
 		if err != nil {
 			return 0, fmt.Errorf("value %q: accepted: a duration such as 500ms or 2s", s)
 		}
 		return float64(d) / 1e6, nil
-	case metric == "error_rate" || metric == "cache_hit":
+	case unitFraction:
 		if p, ok := strings.CutSuffix(s, "%"); ok {
 			v, err := strconv.ParseFloat(p, 64)
 			return v / 100, err
@@ -240,7 +284,7 @@ func Evaluate(rules []Rule, stages []*StageReport) []Check {
 				out = append(out, c)
 				continue
 			}
-			v, known := gateMetrics[r.Metric](s)
+			v, known := gateMetrics[r.Metric].get(s)
 			if !known {
 				c.Status, c.Message = "fail", fmt.Sprintf("stage %02d: %s is unknown (no data)", s.Stage, r.Metric)
 			} else {
@@ -285,7 +329,7 @@ func ParseTolerances(s string) (Tolerances, error) {
 			return nil, fmt.Errorf("--max-regression %q: accepted: METRIC=PERCENT, such as ttft_p95=10%%", item)
 		}
 		if _, known := regressionMetrics[k]; !known {
-			return nil, fmt.Errorf("--max-regression %q: accepted metrics: ttft_p50, ttft_p95, ttft_p99, itl_p95, itl_p99, e2e_p95, out_tok_s, req_s, goodput", item)
+			return nil, fmt.Errorf("--max-regression %q: accepted metrics: %s", item, strings.Join(regressionNames, ", "))
 		}
 		if isPct {
 			f /= 100
@@ -298,6 +342,9 @@ func ParseTolerances(s string) (Tolerances, error) {
 // regressionMetrics: for latencies, the samples grouped by request and the percentile (a cluster
 // bootstrap; higher is worse); for throughputs (lower is worse) only stage.json's numbers and request
 // counts exist.
+// regressionNames are the metrics a baseline comparison may name, in the order errors list them.
+var regressionNames = []string{"ttft_p50", "ttft_p95", "ttft_p99", "itl_p95", "itl_p99", "e2e_p95", "out_tok_s", "req_s", "goodput"}
+
 var regressionMetrics = map[string]struct {
 	samples func(metrics.StageSeries) [][]float64 // nil: a throughput, lower is worse
 	p       float64
@@ -367,82 +414,120 @@ func Regressions(base, cand []*StageReport, tol Tolerances, samples Samples) []C
 // regression decides one metric of one stage pair.
 func regression(name string, limit float64, b, c *StageReport, read func(string, *StageReport),
 	series map[string]*metrics.StageSeries, seriesErr map[string]error) Check {
-	m := regressionMetrics[name]
 	ch := Check{Name: fmt.Sprintf("stage %02d %s regression", c.Stage, name), Kind: "regression", Stage: c.Stage,
 		Limit: fmt.Sprintf("≤ %.0f%% worse", 100*limit)}
-	undecided := func(cause, run, why string) Check {
-		ch.Status, ch.Cause, ch.Run, ch.Reason = StatusInconclusive, cause, run, why
-		return ch
-	}
-	bv, bok := gateMetrics[name](b)
-	cv, cok := gateMetrics[name](c)
-	var worse [2]float64                   // the interval of how much worse the candidate is
-	var scaleMs func(*StageReport) float64 // what D ms of client delay is relative to
+	bv, bok := gateMetrics[name].get(b)
+	cv, cok := gateMetrics[name].get(c)
 	if !bok || !cok {
 		run := map[[2]bool]string{{false, true}: "baseline", {true, false}: "candidate", {false, false}: "baseline and candidate"}[[2]bool{bok, cok}]
 		why := fmt.Sprintf("%s is unknown in the %s run (no successful request with it)", name, run)
 		ch.Message = why
-		return undecided(CauseUnknown, run, why)
+		return undecided(ch, CauseUnknown, run, why)
 	}
 	ch.Baseline, ch.Candidate = ptr(bv), ptr(cv)
-	if m.samples != nil {
+	p := pair{name: name, limit: limit, bv: bv, cv: cv, b: b, c: c}
+	var ch2 Check
+	var m change
+	if samples := regressionMetrics[name].samples; samples != nil {
 		read("baseline", b)
 		read("candidate", c)
-		var missing, whys []string
-		for _, run := range []string{"baseline", "candidate"} {
-			if err := seriesErr[run]; err != nil {
-				missing = append(missing, run)
-				whys = append(whys, fmt.Sprintf("the %s run's records cannot be read (%v)", run, err))
-			}
+		var decided bool
+		if ch2, m, decided = p.latency(ch, samples, series, seriesErr); !decided {
+			return ch2
 		}
-		if len(missing) > 0 {
-			why := strings.Join(whys, "; ") + ": latency percentiles are compared on records"
-			ch.Message = fmt.Sprintf("%s %s → %s ms: not decided: %s", name, fmtG(bv), fmtG(cv), why)
-			return undecided(CauseNoRecords, strings.Join(missing, " and "), why)
-		}
-		bs, cs := m.samples(*series["baseline"]), m.samples(*series["candidate"])
-		if len(bs) < minSamples || len(cs) < minSamples {
-			why := fmt.Sprintf("fewer than %d requests with %s in a run (%d in the baseline, %d in the candidate): too thin to decide; run the stage longer", minSamples, name, len(bs), len(cs))
-			ch.Message = fmt.Sprintf("%s %s → %s ms: %s", name, fmtG(bv), fmtG(cv), why)
-			return undecided(CauseFewSamples, "", why)
-		}
-		iv := metrics.BootstrapRelDiff(bs, cs, m.p, 1000, uint64(c.Stage))
-		ch.Interval = &[2]float64{iv.Lo, iv.Hi}
-		ch.Status = decide(iv.Lo, iv.Hi, limit)
-		worse = [2]float64{iv.Lo, iv.Hi}
-		// A delay of D ms on the strained run's measurements moves the relative change by D ÷ the
-		// baseline's value (the candidate's c−D against b, or c against b−D).
-		scaleMs = func(*StageReport) float64 { return bv }
-		ch.Message = fmt.Sprintf("%s %s → %s ms (%+.1f%%, 95%% interval %+.1f%% … %+.1f%%, tolerance %.0f%%; %s vs %s)",
-			name, fmtG(bv), fmtG(cv), 100*iv.Point, 100*iv.Lo, 100*iv.Hi, 100*limit, sampleCount(bs), sampleCount(cs))
 	} else {
-		// Throughput: one number per run, counted over N requests. Its relative noise is about
-		// 1/√N (a Poisson count), so the 95 % interval of the change is ±1.96·√(1/Nb + 1/Nc). Lower
-		// is worse, so the "worse" interval is the change's, negated.
-		nb, nc := float64(b.Summary.Throughput.Requests), float64(c.Summary.Throughput.Requests)
-		change := 0.0
-		if bv > 0 {
-			change = cv/bv - 1
-		}
-		half := math.Inf(1)
-		if nb > 0 && nc > 0 {
-			half = 1.96 * math.Sqrt(1/nb+1/nc)
-		}
-		ch.Interval = &[2]float64{change - half, change + half}
-		ch.Status = decide(-change-half, -change+half, limit)
-		worse = [2]float64{-change - half, -change + half}
-		// A delay of D ms per request lowers a closed loop's throughput by about D ÷ its cycle; the
-		// mean end-to-end latency is shorter than the cycle (think time is left out), so D ÷ it
-		// overstates the effect, which is the safe side.
-		scaleMs = func(st *StageReport) float64 {
-			if st.Summary.E2E.Known() {
-				return st.Summary.E2E.Mean
-			}
-			return 0
-		}
-		ch.Message = fmt.Sprintf("%s %s → %s (%+.1f%%, 95%% interval ±%.1f%% from %.0f and %.0f requests, tolerance %.0f%%)",
-			name, fmtG(bv), fmtG(cv), 100*change, 100*half, nb, nc, 100*limit)
+		ch2, m = p.throughput(ch)
 	}
+	return p.settle(ch2, m)
+}
+
+// pair is one metric of a baseline stage and its candidate, known in both.
+type pair struct {
+	name   string
+	limit  float64
+	bv, cv float64
+	b, c   *StageReport
+}
+
+// change is a decided comparison: the 95 % interval of how much worse the candidate is, and what a
+// client delay of D ms is relative to (so D ÷ scaleMs moves the interval).
+type change struct {
+	worse   [2]float64
+	scaleMs func(*StageReport) float64
+}
+
+// undecided marks ch not decided, saying why.
+func undecided(ch Check, cause, run, why string) Check {
+	ch.Status, ch.Cause, ch.Run, ch.Reason = StatusInconclusive, cause, run, why
+	return ch
+}
+
+// latency compares a latency percentile on the records: a cluster bootstrap of the relative change.
+// decided is false when the records are missing or too few (ch then says why).
+func (p pair) latency(ch Check, samples func(metrics.StageSeries) [][]float64,
+	series map[string]*metrics.StageSeries, seriesErr map[string]error) (_ Check, _ change, decided bool) {
+	var missing, whys []string
+	for _, run := range []string{"baseline", "candidate"} {
+		if err := seriesErr[run]; err != nil {
+			missing = append(missing, run)
+			whys = append(whys, fmt.Sprintf("the %s run's records cannot be read (%v)", run, err))
+		}
+	}
+	if len(missing) > 0 {
+		why := strings.Join(whys, "; ") + ": latency percentiles are compared on records"
+		ch.Message = fmt.Sprintf("%s %s → %s ms: not decided: %s", p.name, fmtG(p.bv), fmtG(p.cv), why)
+		return undecided(ch, CauseNoRecords, strings.Join(missing, " and "), why), change{}, false
+	}
+	bs, cs := samples(*series["baseline"]), samples(*series["candidate"])
+	if len(bs) < minSamples || len(cs) < minSamples {
+		why := fmt.Sprintf("fewer than %d requests with %s in a run (%d in the baseline, %d in the candidate): too thin to decide; run the stage longer", minSamples, p.name, len(bs), len(cs))
+		ch.Message = fmt.Sprintf("%s %s → %s ms: %s", p.name, fmtG(p.bv), fmtG(p.cv), why)
+		return undecided(ch, CauseFewSamples, "", why), change{}, false
+	}
+	iv := metrics.BootstrapRelDiff(bs, cs, regressionMetrics[p.name].p, 1000, uint64(p.c.Stage))
+	ch.Interval = &[2]float64{iv.Lo, iv.Hi}
+	ch.Status = decide(iv.Lo, iv.Hi, p.limit)
+	ch.Message = fmt.Sprintf("%s %s → %s ms (%+.1f%%, 95%% interval %+.1f%% … %+.1f%%, tolerance %.0f%%; %s vs %s)",
+		p.name, fmtG(p.bv), fmtG(p.cv), 100*iv.Point, 100*iv.Lo, 100*iv.Hi, 100*p.limit, sampleCount(bs), sampleCount(cs))
+	// A delay of D ms on the strained run's measurements moves the relative change by D ÷ the
+	// baseline's value (the candidate's c−D against b, or c against b−D).
+	bv := p.bv
+	return ch, change{worse: [2]float64{iv.Lo, iv.Hi}, scaleMs: func(*StageReport) float64 { return bv }}, true
+}
+
+// throughput compares a throughput: one number per run, counted over N requests. Its relative noise
+// is about 1/√N (a Poisson count), so the 95 % interval of the change is ±1.96·√(1/Nb + 1/Nc). Lower
+// is worse, so the "worse" interval is the change's, negated.
+func (p pair) throughput(ch Check) (Check, change) {
+	nb, nc := float64(p.b.Summary.Throughput.Requests), float64(p.c.Summary.Throughput.Requests)
+	rel := 0.0
+	if p.bv > 0 {
+		rel = p.cv/p.bv - 1
+	}
+	half := math.Inf(1)
+	if nb > 0 && nc > 0 {
+		half = 1.96 * math.Sqrt(1/nb+1/nc)
+	}
+	ch.Interval = &[2]float64{rel - half, rel + half}
+	ch.Status = decide(-rel-half, -rel+half, p.limit)
+	ch.Message = fmt.Sprintf("%s %s → %s (%+.1f%%, 95%% interval ±%.1f%% from %.0f and %.0f requests, tolerance %.0f%%)",
+		p.name, fmtG(p.bv), fmtG(p.cv), 100*rel, 100*half, nb, nc, 100*p.limit)
+	// A delay of D ms per request lowers a closed loop's throughput by about D ÷ its cycle; the mean
+	// end-to-end latency is shorter than the cycle (think time is left out), so D ÷ it overstates the
+	// effect, which is the safe side.
+	scale := func(st *StageReport) float64 {
+		if st.Summary.E2E.Known() {
+			return st.Summary.E2E.Mean
+		}
+		return 0
+	}
+	return ch, change{worse: [2]float64{-rel - half, -rel + half}, scaleMs: scale}
+}
+
+// settle keeps a decision only when the evidence and the clients allow it: an interval that
+// straddles the tolerance is thin evidence, and a strained client that could have swayed it leaves
+// it undecided.
+func (p pair) settle(ch Check, m change) Check {
 	if ch.Status == StatusInconclusive {
 		why := "the interval straddles the tolerance: the evidence is too thin to decide; more requests per stage would decide it"
 		ch.Message += ": " + why
@@ -450,21 +535,21 @@ func regression(name string, limit float64, b, c *StageReport, read func(string,
 		return ch
 	}
 	sways := func(st *StageReport, lateMs float64) bool {
-		scale := scaleMs(st)
+		scale := m.scaleMs(st)
 		if scale <= 0 {
 			return true
 		}
 		d := lateMs / scale
 		if ch.Status == StatusFail { // the candidate's numbers, less the delay, must still fail
-			return worse[0]-d <= limit
+			return m.worse[0]-d <= p.limit
 		}
 		// the candidate against a baseline better by the delay must still pass
-		return d >= 1 || (1+worse[1])/(1-d)-1 > limit
+		return d >= 1 || (1+m.worse[1])/(1-d)-1 > p.limit
 	}
-	run, why, note := strainedInjector(b, c, ch.Status, sways)
+	run, why, note := strainedInjector(p.b, p.c, ch.Status, sways)
 	if why != "" {
 		ch.Message += "; not decided: " + why
-		return undecided(CauseStrained, run, why)
+		return undecided(ch, CauseStrained, run, why)
 	}
 	if note != "" {
 		ch.Message += "; " + note
