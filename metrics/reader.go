@@ -182,6 +182,7 @@ type rawMetrics struct {
 	UsageTotalTokens      rawMetric[number]  `json:"usage_total_tokens"`
 	UsageCachedTokens     rawMetric[number]  `json:"usage_prompt_cache_read_tokens"`
 	ErrorISL              rawMetric[number]  `json:"error_isl"`
+	OutputChars           rawMetric[number]  `json:"output_char_count"`
 	InterChunkLatency     rawMetric[numbers] `json:"inter_chunk_latency"`
 }
 
@@ -241,6 +242,7 @@ func (m *rawMetrics) apply(rec *Record) error {
 		{"usage_total_tokens", &m.UsageTotalTokens.Value, &rec.UsageTotalTokens},
 		{"usage_prompt_cache_read_tokens", &m.UsageCachedTokens.Value, &rec.UsageCachedTokens},
 		{"error_isl", &m.ErrorISL.Value, &rec.ErrorISL},
+		{tagCharCount, &m.OutputChars.Value, &rec.OutputChars},
 	}, func(v float64) int { return int(math.Round(v)) })
 	if err != nil {
 		return err
