@@ -36,15 +36,6 @@ func (o *Opt[T]) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, &o.V)
 }
 
-// MarshalJSON writes a distribution of no values with null statistics: its 0s are not measurements.
-func (d Dist) MarshalJSON() ([]byte, error) {
-	type plain Dist // without this method
-	if d.N > 0 {
-		return json.Marshal(plain(d))
-	}
-	return []byte(`{"n":0,"mean":null,"min":null,"max":null,"p50":null,"p90":null,"p95":null,"p99":null,"std":null}`), nil
-}
-
 // Record is one request, as AIPerf ≥ 0.4 writes it (RECORDS.md), plus plload's intended_start_ns and
 // persona. Times in *Ns are wall-clock epoch nanoseconds derived from one monotonic anchor; the metric
 // times are milliseconds.

@@ -3,7 +3,6 @@ package metrics
 import (
 	"fmt"
 	"math"
-	"sort"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -45,28 +44,39 @@ const (
 
 // Stage accumulates one stage's records. Add every record (any order), then call Summary once.
 type Stage struct {
-	in          StageInput
-	w, e        int64
-	latTTFT     []float64
-	latTTFO     []float64
-	latE2E      []float64
-	itlPerReq   []float64
-	gaps        []float64
-	hdr         *hdrhistogram.Histogram
-	startLag    []float64
-	thinkLag    []float64
-	sessions    map[string]*interval
-	s           StageSummary
-	promptSum   int64
-	cachedSum   int64
-	promptCount int
+	in     StageInput
+	limits []LatencyLimit // in.SLO's, folded once
+	w, e   int64
+	// Per-request values of the successful in-window requests, in ms.
+	latTTFT, latTTFO, latE2E, itlPerReq, tpot []float64
+	ttftFirst, ttftLater                      []float64
+	ttftIntended, e2eIntended                 []float64
+	gaps                                      []float64 // pooled chunk gaps
+	hdr                                       *hdrhistogram.Histogram
+	// Lags of the in-window requests that have an intended start, in ms.
+	startLag, thinkLag, sendLag []float64
+	sessions                    map[string]*interval
+	inFlight                    []interval // requests, start to end, that overlap the window
+	turns                       map[int]*turnCache
+	s                           StageSummary
+	promptSum, cachedSum        int64
+	promptCount                 int
+	goodStarted                 int   // good requests among those that started in the window
+	outputChars                 int64 // Σ output_char_count of the requests throughput counts
+	charsMissing                bool  // one of them had no output_char_count
 }
 
 type interval struct{ start, end int64 }
 
+// turnCache sums one turn index's prompt and cached tokens.
+type turnCache struct {
+	requests       int
+	prompt, cached int64
+}
+
 // NewStage starts a stage whose t0 is known (in.T0Ns set).
 func NewStage(in StageInput) *Stage {
-	s := &Stage{in: in, sessions: map[string]*interval{}}
+	s := &Stage{in: in, limits: in.SLO.Limits(), sessions: map[string]*interval{}, turns: map[int]*turnCache{}}
 	t0 := in.T0Ns.V
 	s.w = t0 + int64(in.Warmup)
 	s.e = s.w + int64(in.Duration)
@@ -94,17 +104,32 @@ func issueNs(r *Record) int64 {
 	return r.RequestStartNs
 }
 
+// endNs is when the request stopped occupying the server: its end, its cancellation, or (neither
+// known) its start.
+func endNs(r *Record) int64 {
+	switch {
+	case r.RequestEndNs.OK:
+		return r.RequestEndNs.V
+	case r.CancellationTimeNs.OK:
+		return r.CancellationTimeNs.V
+	}
+	return r.RequestStartNs
+}
+
 // Add counts one record.
 func (s *Stage) Add(r *Record) {
 	sum := &s.s
 	sum.Requests.Total++
 	s.session(r)
+	if start, end := r.RequestStartNs, endNs(r); end > start && end > s.w && start < sum.Window.EEffNs {
+		s.inFlight = append(s.inFlight, interval{start, end})
+	}
 	if s.anomalous(r) {
 		sum.ClockAnomalies++
 	}
-	ok := r.OK()
-	if ok && r.RequestEndNs.OK && s.inWindow(r.RequestEndNs.V) {
-		s.throughput(r)
+	good := r.OK() && meetsLimits(s.limits, r)
+	if r.OK() && r.RequestEndNs.OK && s.inWindow(r.RequestEndNs.V) {
+		s.throughput(r, good)
 	}
 	switch {
 	case r.RequestStartNs < s.w:
@@ -115,17 +140,37 @@ func (s *Stage) Add(r *Record) {
 		return
 	}
 	sum.Requests.InWindow++
-	if r.IntendedStartNs.OK {
-		lag := Ms(issueNs(r) - r.IntendedStartNs.V)
-		if r.TurnIndex == 0 {
-			s.startLag = append(s.startLag, lag)
-			if lag > StartLagWarnMs {
-				sum.QueuedSessions++
-			}
-		} else {
-			s.thinkLag = append(s.thinkLag, lag)
-		}
+	s.lags(r)
+	if !s.outcome(r) {
+		return
 	}
+	if good {
+		s.goodStarted++
+	}
+	s.success(r)
+}
+
+// lags files the in-window request's send lag (issue − intended start), and its start or think lag
+// by whether it opens its session.
+func (s *Stage) lags(r *Record) {
+	if !r.IntendedStartNs.OK {
+		return
+	}
+	lag := Ms(issueNs(r) - r.IntendedStartNs.V)
+	s.sendLag = append(s.sendLag, lag)
+	if r.TurnIndex != 0 {
+		s.thinkLag = append(s.thinkLag, lag)
+		return
+	}
+	s.startLag = append(s.startLag, lag)
+	if lag > StartLagWarnMs {
+		s.s.QueuedSessions++
+	}
+}
+
+// outcome counts how the in-window request ended; true when it succeeded.
+func (s *Stage) outcome(r *Record) bool {
+	sum := &s.s
 	if r.Error != nil {
 		if sum.ErrorKinds == nil {
 			sum.ErrorKinds = map[string]int{}
@@ -140,26 +185,41 @@ func (s *Stage) Add(r *Record) {
 	case r.WasCancelled:
 		sum.Requests.Cancelled++
 		sum.Censored = true
-		return
+		return false
 	case r.Error != nil:
 		sum.Requests.Errors++
 		if r.Error.Code.OK && r.Error.Code.V == StatusTooManyRequests {
 			sum.Requests.RateLimited++
 		}
-		return
+		return false
 	}
 	sum.Requests.Succeeded++
+	return true
+}
+
+// success takes the latencies, gaps and usage of a successful in-window request.
+func (s *Stage) success(r *Record) {
+	sum := &s.s
+	appendOpt(&s.latTTFT, r.TTFT)
+	appendOpt(&s.latTTFO, r.TTFO)
+	appendOpt(&s.latE2E, r.RequestLatency)
+	appendOpt(&s.itlPerReq, r.InterTokenLatency)
+	appendOpt(&s.tpot, requestTPOT(r))
 	if r.TTFT.OK {
-		s.latTTFT = append(s.latTTFT, r.TTFT.V)
+		if r.TurnIndex == 0 {
+			s.ttftFirst = append(s.ttftFirst, r.TTFT.V)
+		} else {
+			s.ttftLater = append(s.ttftLater, r.TTFT.V)
+		}
 	}
-	if r.TTFO.OK {
-		s.latTTFO = append(s.latTTFO, r.TTFO.V)
-	}
-	if r.RequestLatency.OK {
-		s.latE2E = append(s.latE2E, r.RequestLatency.V)
-	}
-	if r.InterTokenLatency.OK {
-		s.itlPerReq = append(s.itlPerReq, r.InterTokenLatency.V)
+	if r.IntendedStartNs.OK {
+		late := Ms(r.RequestStartNs - r.IntendedStartNs.V) // the wait before the send
+		if r.TTFT.OK {
+			s.ttftIntended = append(s.ttftIntended, late+r.TTFT.V)
+		}
+		if r.RequestLatency.OK {
+			s.e2eIntended = append(s.e2eIntended, late+r.RequestLatency.V)
+		}
 	}
 	if r.ReasoningTokenCount.OK && r.ReasoningTokenCount.V > 0 {
 		sum.ReasoningSeen = true
@@ -170,40 +230,50 @@ func (s *Stage) Add(r *Record) {
 	} else {
 		sum.MissingUsage++
 	}
-	if r.UsagePromptTokens.OK {
-		s.promptCount++
-		s.promptSum += int64(r.UsagePromptTokens.V)
-		if r.UsageCachedTokens.OK {
-			s.cachedSum += int64(min(r.UsageCachedTokens.V, r.UsagePromptTokens.V)) // a server's cached > prompt must not pass 100 %
-		}
-	}
 	if r.UsageCachedTokens.OK {
 		sum.CachedReported++
 	}
+	if !r.UsagePromptTokens.OK {
+		return
+	}
+	prompt, cached := int64(r.UsagePromptTokens.V), int64(0)
+	if r.UsageCachedTokens.OK {
+		cached = min(int64(r.UsageCachedTokens.V), prompt) // a server's cached > prompt must not pass 100 %
+	}
+	s.promptCount++
+	s.promptSum, s.cachedSum = s.promptSum+prompt, s.cachedSum+cached
+	tc := s.turns[r.TurnIndex]
+	if tc == nil {
+		tc = &turnCache{}
+		s.turns[r.TurnIndex] = tc
+	}
+	tc.requests, tc.prompt, tc.cached = tc.requests+1, tc.prompt+prompt, tc.cached+cached
 }
 
-func (s *Stage) throughput(r *Record) {
+func appendOpt(to *[]float64, v Opt[float64]) {
+	if v.OK {
+		*to = append(*to, v.V)
+	}
+}
+
+// throughput counts a successful request that ended in the window.
+func (s *Stage) throughput(r *Record, good bool) {
 	t := &s.s.Throughput
 	t.Requests++
+	if r.InputSequenceLength.OK {
+		t.InputTokens += r.InputSequenceLength.V
+	}
 	if r.OutputSequenceLength.OK {
 		t.OutputTokens += r.OutputSequenceLength.V
 	}
-	if s.meetsSLO(r) {
+	if r.OutputChars.OK {
+		s.outputChars += int64(r.OutputChars.V)
+	} else {
+		s.charsMissing = true
+	}
+	if good {
 		t.GoodRequests++
 	}
-}
-
-// meetsSLO is the per-request SLO of goodput: TTFT and mean ITL within their limits (a request with
-// one token has no ITL and meets that part).
-func (s *Stage) meetsSLO(r *Record) bool {
-	l := s.in.SLO
-	if l.TTFTP95Ms > 0 && (!r.TTFT.OK || r.TTFT.V > l.TTFTP95Ms) {
-		return false
-	}
-	if l.ITLP95Ms > 0 && r.InterTokenLatency.OK && r.InterTokenLatency.V > l.ITLP95Ms {
-		return false
-	}
-	return true
 }
 
 func (s *Stage) addGaps(gaps []float64) {
@@ -263,178 +333,4 @@ func (s *Stage) anomalous(r *Record) bool {
 		}
 	}
 	return false
-}
-
-// Summary computes the stage's numbers. Call it once, after the last Add.
-func (s *Stage) Summary() *StageSummary {
-	sum := &s.s
-	sum.TTFT, sum.TTFO, sum.E2E = summarize(s.latTTFT), summarize(s.latTTFO), summarize(s.latE2E)
-	sum.ITLPerRequest = summarize(s.itlPerReq)
-	if s.hdr != nil {
-		h := s.hdr
-		ms := func(ns int64) float64 { return float64(ns) / 1e6 }
-		sum.ITL = Dist{N: int(h.TotalCount()), Mean: h.Mean() / 1e6, Min: ms(h.Min()), Max: ms(h.Max()), Std: h.StdDev() / 1e6,
-			P50: ms(h.ValueAtQuantile(50)), P90: ms(h.ValueAtQuantile(90)), P95: ms(h.ValueAtQuantile(95)), P99: ms(h.ValueAtQuantile(99))}
-	} else {
-		sum.ITL = summarize(s.gaps)
-	}
-	sum.StartLag, sum.ThinkLag = summarize(s.startLag), summarize(s.thinkLag)
-	counted := sum.Requests.Succeeded + sum.Requests.Errors + sum.Requests.Cancelled
-	if counted > 0 {
-		sum.ErrorRate = Some(float64(sum.Requests.Errors+sum.Requests.Cancelled) / float64(counted))
-	}
-	if s.promptCount > 0 && s.promptSum > 0 {
-		sum.CacheHit = Some(float64(s.cachedSum) / float64(s.promptSum))
-	}
-	if secs := sum.Window.Seconds; secs > 0 {
-		t := &sum.Throughput
-		t.ReqPerSec = float64(t.Requests) / secs
-		t.OutTokPerSec = float64(t.OutputTokens) / secs
-		t.GoodputPerSec = float64(t.GoodRequests) / secs
-	}
-	s.activeSessions()
-	sum.SLO = judge(s.in.SLO, sum)
-	sum.Cost = cost(s.in.Cost, sum)
-	sum.Warnings = append(sum.Warnings, s.warnings()...)
-	sum.Warnings = append(sum.Warnings, s.in.Warnings...)
-	if sum.Warnings == nil {
-		sum.Warnings = []string{} // a list is [] in JSON, never null
-	}
-	if sum.CacheHitByTurn == nil {
-		sum.CacheHitByTurn = []TurnCacheHit{}
-	}
-	return sum
-}
-
-// activeSessions is the time-weighted mean, and the min and max, of open sessions over [W, E_eff).
-func (s *Stage) activeSessions() {
-	w, eff := s.w, s.s.Window.EEffNs
-	if eff <= w {
-		return
-	}
-	type change struct {
-		at    int64
-		delta int
-	}
-	var changes []change
-	open := 0
-	for _, iv := range s.sessions {
-		start, end := max(iv.start, w), min(iv.end, eff)
-		if end <= start {
-			if iv.start <= w && iv.end >= eff { // open across the whole window
-				open++
-			}
-			continue
-		}
-		if start == w {
-			open++
-		} else {
-			changes = append(changes, change{start, +1})
-		}
-		if end < eff {
-			changes = append(changes, change{end, -1})
-		}
-	}
-	// By time; at the same instant ends before starts, so a handover is not counted as two open.
-	sort.Slice(changes, func(i, j int) bool {
-		if changes[i].at != changes[j].at {
-			return changes[i].at < changes[j].at
-		}
-		return changes[i].delta < changes[j].delta
-	})
-	// The min and max ignore levels held for under a millisecond: in concurrency mode a slot's next
-	// session starts microseconds after the last one ended, and that dip is not a real one.
-	const minHold = int64(time.Millisecond)
-	area, prev := 0.0, w
-	lo, hi, seen := 0, 0, false
-	hold := func(level int, d int64) {
-		if d < minHold && seen {
-			return
-		}
-		if !seen || level < lo {
-			lo = level
-		}
-		if !seen || level > hi {
-			hi = level
-		}
-		seen = true
-	}
-	for _, c := range changes {
-		area += float64(open) * float64(c.at-prev)
-		hold(open, c.at-prev)
-		prev = c.at
-		open += c.delta
-	}
-	area += float64(open) * float64(eff-prev)
-	hold(open, eff-prev)
-	a := &s.s.Active
-	a.Mean, a.Min, a.Max = area/float64(eff-w), lo, hi
-}
-
-func (s *Stage) warnings() []string {
-	sum := &s.s
-	var out []string
-	if sum.ThinkLag.Known() && sum.ThinkLag.P99 > ThinkLagWarnMs {
-		out = append(out, fmt.Sprintf("think lag p99 is %.0f ms (> %.0f ms): turns went out later than their think time allowed — the client may be the bottleneck", sum.ThinkLag.P99, ThinkLagWarnMs))
-	}
-	if sum.StartLag.Known() && sum.StartLag.P95 > StartLagWarnMs {
-		out = append(out, fmt.Sprintf("start lag p95 is %.0f ms (> %.0f ms): %d sessions waited to start — max_concurrency was full or the client is the bottleneck", sum.StartLag.P95, StartLagWarnMs, sum.QueuedSessions))
-	}
-	if sum.NeverStarted.V > 0 {
-		out = append(out, fmt.Sprintf("%d arrivals never started before the stage ended (max_concurrency was full)", sum.NeverStarted.V))
-	}
-	if sum.ClockAnomalies > 0 {
-		out = append(out, fmt.Sprintf("%d records have times out of order (end before start, or TTFT after the last token): check the clock of whatever wrote them", sum.ClockAnomalies))
-	}
-	if sum.Requests.Cancelled > 0 {
-		out = append(out, fmt.Sprintf("%d requests were cancelled (drain timeout or interrupt) and count as errors; latency percentiles are censored lower bounds", sum.Requests.Cancelled))
-	}
-	if sum.MissingUsage > 0 {
-		out = append(out, fmt.Sprintf("%d of %d successful requests carried no server usage: output tokens are the client's count of streamed chunks, and cache hit %% is N/A without prompt usage", sum.MissingUsage, sum.Requests.Succeeded))
-	}
-	if sum.ITLMethod == ITLHDR {
-		out = append(out, fmt.Sprintf("pooled ITL percentiles come from an HDR histogram with 3 significant digits (0.1 %% resolution): more than %d chunk gaps", exactITLLimit))
-	}
-	return out
-}
-
-// T0Finder reads t0 from the records when the caller does not know it: the first request's issue
-// time; for arrival_rate, the minimum over sessions of (turn-0 issue time − its scheduled offset),
-// the offsets read from turn-0 intended start times (plload's first arrival is at the origin).
-type T0Finder struct {
-	ArrivalRate bool
-	minIssue    int64
-	maxEnd      int64
-	has         bool
-	firsts      [][2]int64 // turn-0 (issue, intended)
-}
-
-// Add looks at one record.
-func (f *T0Finder) Add(r *Record) {
-	if !f.has || issueNs(r) < f.minIssue {
-		f.minIssue, f.has = issueNs(r), true
-	}
-	f.maxEnd = max(f.maxEnd, r.RequestStartNs, r.RequestEndNs.V)
-	if f.ArrivalRate && r.TurnIndex == 0 && r.IntendedStartNs.OK {
-		f.firsts = append(f.firsts, [2]int64{issueNs(r), r.IntendedStartNs.V})
-	}
-}
-
-// T0 is the stage's t0 (absent when there were no records).
-func (f *T0Finder) T0() Opt[int64] {
-	if !f.has {
-		return Opt[int64]{}
-	}
-	if !f.ArrivalRate || len(f.firsts) == 0 {
-		return Some(f.minIssue)
-	}
-	origin := f.firsts[0][1]
-	for _, p := range f.firsts {
-		origin = min(origin, p[1])
-	}
-	t0 := f.firsts[0][0] - (f.firsts[0][1] - origin)
-	for _, p := range f.firsts {
-		t0 = min(t0, p[0]-(p[1]-origin))
-	}
-	return Some(t0)
 }

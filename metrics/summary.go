@@ -1,5 +1,11 @@
 package metrics
 
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
 // StageSummary is every number of one stage (SPEC §7, §13). Values that could not be computed are
 // absent (Opt) or have N = 0, never 0 standing for "unknown".
 type StageSummary struct {
@@ -137,3 +143,134 @@ const (
 	ReplayLagP99LimitMs = 10.0
 	ReplayLateLimitMs   = 1000.0
 )
+
+// Summary computes the stage's numbers. Call it once, after the last Add.
+func (s *Stage) Summary() *StageSummary {
+	sum := &s.s
+	sum.TTFT, sum.TTFO, sum.E2E = summarize(s.latTTFT), summarize(s.latTTFO), summarize(s.latE2E)
+	sum.ITLPerRequest, sum.TPOT = summarize(s.itlPerReq), summarize(s.tpot)
+	sum.TTFTFromIntended, sum.E2EFromIntended = summarize(s.ttftIntended), summarize(s.e2eIntended)
+	sum.TTFTByTurn = TurnSplit{First: summarize(s.ttftFirst), Later: summarize(s.ttftLater)}
+	sum.ITL = s.pooledITL()
+	sum.StartLag, sum.ThinkLag, sum.SendLag = summarize(s.startLag), summarize(s.thinkLag), summarize(s.sendLag)
+	counted := sum.Requests.Succeeded + sum.Requests.Errors + sum.Requests.Cancelled
+	if counted > 0 {
+		sum.ErrorRate = Some(float64(sum.Requests.Errors+sum.Requests.Cancelled) / float64(counted))
+	}
+	if s.promptCount > 0 && s.promptSum > 0 {
+		sum.CacheHit = Some(float64(s.cachedSum) / float64(s.promptSum))
+	}
+	sum.CacheHitByTurn = s.cacheHitByTurn()
+	s.rates()
+	s.activeSessions()
+	s.inFlightLevels()
+	s.replayValidity()
+	sum.SLO = judge(s.in.SLO, sum)
+	sum.Cost = cost(s.in.Cost, sum)
+	sum.Warnings = append(sum.Warnings, s.warnings()...)
+	sum.Warnings = append(sum.Warnings, s.in.Warnings...)
+	if sum.Warnings == nil {
+		sum.Warnings = []string{} // a list is [] in JSON, never null
+	}
+	return sum
+}
+
+// pooledITL summarizes the pooled chunk gaps, from the HDR histogram once they outgrew exact keeping.
+func (s *Stage) pooledITL() Dist {
+	h := s.hdr
+	if h == nil {
+		return summarize(s.gaps)
+	}
+	ms := func(ns int64) float64 { return float64(ns) / 1e6 }
+	return Dist{N: int(h.TotalCount()), Mean: h.Mean() / 1e6, Min: ms(h.Min()), Max: ms(h.Max()), Std: h.StdDev() / 1e6,
+		P50: ms(h.ValueAtQuantile(50)), P90: ms(h.ValueAtQuantile(90)), P95: ms(h.ValueAtQuantile(95)), P99: ms(h.ValueAtQuantile(99))}
+}
+
+// rates divides the window's counts by its seconds: throughput, and goodput when the SLO sets a
+// per-request limit.
+func (s *Stage) rates() {
+	sum := &s.s
+	t, secs := &sum.Throughput, sum.Window.Seconds
+	if len(s.limits) > 0 && sum.Requests.InWindow > 0 {
+		sum.Goodput.Share = Some(float64(s.goodStarted) / float64(sum.Requests.InWindow))
+	}
+	if secs <= 0 {
+		return
+	}
+	t.ReqPerSec = float64(t.Requests) / secs
+	t.InTokPerSec = float64(t.InputTokens) / secs
+	t.OutTokPerSec = float64(t.OutputTokens) / secs
+	t.TotalTokPerSec = float64(t.InputTokens+t.OutputTokens) / secs
+	if !s.charsMissing {
+		t.OutCharsPerSec = Some(float64(s.outputChars) / secs)
+	}
+	t.GoodputPerSec = float64(t.GoodRequests) / secs
+	if len(s.limits) > 0 {
+		sum.Goodput.ReqPerSec = Some(t.GoodputPerSec)
+	}
+}
+
+// cacheHitByTurn lists the turn indices that had successful in-window requests with prompt usage,
+// in order (a map, not a slice by index, so a file's absurd turn_index cannot cost memory).
+func (s *Stage) cacheHitByTurn() []TurnCacheHit {
+	out := make([]TurnCacheHit, 0, len(s.turns))
+	for turn, tc := range s.turns {
+		e := TurnCacheHit{Turn: turn, Requests: tc.requests}
+		if tc.prompt > 0 {
+			e.CacheHit = Some(float64(tc.cached) / float64(tc.prompt))
+		}
+		out = append(out, e)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Turn < out[j].Turn })
+	return out
+}
+
+// replayValidity judges a replay stage's pacing (SPEC §13): the send lag's p99 within
+// ReplayLagP99LimitMs and no request more than ReplayLateLimitMs late. Without intended starts there
+// is nothing to judge, and it stays null.
+func (s *Stage) replayValidity() {
+	sum := &s.s
+	if !s.in.Replay || !sum.SendLag.Known() {
+		return
+	}
+	lags := s.sendLag // sorted by summarize
+	late := len(lags) - sort.Search(len(lags), func(i int) bool { return lags[i] > ReplayLateLimitMs })
+	var why []string
+	if sum.SendLag.P99 > ReplayLagP99LimitMs {
+		why = append(why, fmt.Sprintf("send lag p99 %.1f ms > %.0f ms", sum.SendLag.P99, ReplayLagP99LimitMs))
+	}
+	if late > 0 {
+		why = append(why, fmt.Sprintf("%d requests more than %.0f s late", late, ReplayLateLimitMs/1000))
+	}
+	sum.ReplayValid = Some(len(why) == 0)
+	if len(why) > 0 {
+		sum.ReplayInvalidReason = "client could not keep the trace's pace: " + strings.Join(why, "; ")
+	}
+}
+
+func (s *Stage) warnings() []string {
+	sum := &s.s
+	var out []string
+	if sum.ThinkLag.Known() && sum.ThinkLag.P99 > ThinkLagWarnMs {
+		out = append(out, fmt.Sprintf("think lag p99 is %.0f ms (> %.0f ms): turns went out later than their think time allowed — the client may be the bottleneck", sum.ThinkLag.P99, ThinkLagWarnMs))
+	}
+	if sum.StartLag.Known() && sum.StartLag.P95 > StartLagWarnMs {
+		out = append(out, fmt.Sprintf("start lag p95 is %.0f ms (> %.0f ms): %d sessions waited to start — max_concurrency was full or the client is the bottleneck", sum.StartLag.P95, StartLagWarnMs, sum.QueuedSessions))
+	}
+	if sum.NeverStarted.V > 0 {
+		out = append(out, fmt.Sprintf("%d arrivals never started before the stage ended (max_concurrency was full)", sum.NeverStarted.V))
+	}
+	if sum.ClockAnomalies > 0 {
+		out = append(out, fmt.Sprintf("%d records have times out of order (end before start, or TTFT after the last token): check the clock of whatever wrote them", sum.ClockAnomalies))
+	}
+	if sum.Requests.Cancelled > 0 {
+		out = append(out, fmt.Sprintf("%d requests were cancelled (drain timeout or interrupt) and count as errors; latency percentiles are censored lower bounds", sum.Requests.Cancelled))
+	}
+	if sum.MissingUsage > 0 {
+		out = append(out, fmt.Sprintf("%d of %d successful requests carried no server usage: output tokens are the client's count of streamed chunks, and cache hit %% is N/A without prompt usage", sum.MissingUsage, sum.Requests.Succeeded))
+	}
+	if sum.ITLMethod == ITLHDR {
+		out = append(out, fmt.Sprintf("pooled ITL percentiles come from an HDR histogram with 3 significant digits (0.1 %% resolution): more than %d chunk gaps", exactITLLimit))
+	}
+	return out
+}

@@ -6,8 +6,8 @@ import (
 	"slices"
 )
 
-// The inputs a stage is judged and priced by, and their "not set" states: a limit or a price that
-// was not given is not a zero (which would FAIL every stage, or make the GPUs free).
+// The SLO a stage is judged by, its verdict, and the per-request half of it that goodput counts. A
+// limit that was not given is not a zero (which would FAIL every stage).
 
 // SLOLimits are the SLO a stage is judged by. A limit that is not set takes no part in the verdict
 // and is null in JSON; with none set the verdict is N/A. A zero latency limit is not set (no latency
@@ -65,16 +65,6 @@ func (l LatencyLimit) CheckName() string { return l.Metric + "_" + l.Stat + "_ms
 
 // Set reports whether any limit is set.
 func (l SLOLimits) Set() bool { return len(l.Limits()) > 0 || !l.ErrorRateUnset }
-
-// CostInputs are the cost inputs and E[turns]. A price of 0 is a real one (a machine you own); the
-// price is not set only when Unpriced says so (`plload report --records` without --gpu-hourly-usd):
-// then every cost is absent, not $0, and gpu_hourly_usd is null in JSON.
-type CostInputs struct {
-	GPUHourlyUSD  float64
-	GPUCount      int
-	ExpectedTurns float64
-	Unpriced      bool
-}
 
 // Limits lists every latency limit set, the turn-1 fields folded in as ttft p95 and itl p95 (a
 // bound given twice keeps the stricter), in SLOMetrics × SLOStats order. A limit of a metric or
@@ -158,31 +148,129 @@ func (l *SLOLimits) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// costJSON is CostInputs in stage.json: an unset price is null.
-type costJSON struct {
-	GPUHourlyUSD  *float64 `json:"gpu_hourly_usd"`
-	GPUCount      int      `json:"gpu_count"`
-	ExpectedTurns float64  `json:"expected_turns"`
+// SLO verdicts.
+const (
+	SLOPass = "PASS"
+	SLOFail = "FAIL"
+	SLONA   = "N/A"
+)
+
+// SLOCheck is one limit of the SLO against its measured value.
+type SLOCheck struct {
+	Name  string   `json:"name"`
+	Limit float64  `json:"limit"`
+	Value *float64 `json:"value"` // null when unknown
+	Pass  *bool    `json:"pass"`  // null when unknown
 }
 
-// MarshalJSON writes the inputs, the price null when it is not set.
-func (c CostInputs) MarshalJSON() ([]byte, error) {
-	j := costJSON{GPUCount: c.GPUCount, ExpectedTurns: c.ExpectedTurns}
-	if !c.Unpriced {
-		j.GPUHourlyUSD = &c.GPUHourlyUSD
-	}
-	return json.Marshal(j)
+// SLOResult: any known value over its limit ⇒ FAIL; else any unknown ⇒ N/A; else PASS. Only the
+// limits that are set are checked; with none set the verdict is N/A and Checks is empty.
+type SLOResult struct {
+	Verdict string     `json:"verdict"`
+	Checks  []SLOCheck `json:"checks"`
 }
 
-// UnmarshalJSON reads the inputs; a null price leaves them unpriced.
-func (c *CostInputs) UnmarshalJSON(b []byte) error {
-	var j costJSON
-	if err := json.Unmarshal(b, &j); err != nil {
-		return err
+// judge checks every limit set — each latency limit against the stage's distribution of its metric
+// (itl: the pooled gaps; tpot: the per-request TPOT), then the error rate.
+func judge(l SLOLimits, s *StageSummary) SLOResult {
+	r := SLOResult{Checks: []SLOCheck{}} // [] in JSON, never null
+	check := func(name string, limit float64, known bool, value float64) {
+		c := SLOCheck{Name: name, Limit: limit}
+		if known {
+			v, pass := value, value <= limit
+			c.Value, c.Pass = &v, &pass
+		}
+		r.Checks = append(r.Checks, c)
 	}
-	*c = CostInputs{GPUCount: j.GPUCount, ExpectedTurns: j.ExpectedTurns, Unpriced: j.GPUHourlyUSD == nil}
-	if j.GPUHourlyUSD != nil {
-		c.GPUHourlyUSD = *j.GPUHourlyUSD
+	for _, lim := range l.Limits() {
+		v, known := s.LatencyDist(lim.Metric).Stat(lim.Stat)
+		check(lim.CheckName(), lim.LimitMs, known, v)
 	}
-	return nil
+	if !l.ErrorRateUnset {
+		check("error_rate", l.ErrorRateMax, s.ErrorRate.OK, s.ErrorRate.V)
+	}
+	r.Verdict = verdict(r.Checks)
+	return r
+}
+
+// verdict: no check ⇒ N/A; any known value over its limit ⇒ FAIL; else any unknown ⇒ N/A; else PASS.
+func verdict(checks []SLOCheck) string {
+	if len(checks) == 0 {
+		return SLONA
+	}
+	v := SLOPass
+	for _, c := range checks {
+		switch {
+		case c.Pass == nil:
+			v = SLONA
+		case !*c.Pass:
+			return SLOFail
+		}
+	}
+	return v
+}
+
+// LatencyDist is the stage's distribution an SLO metric is judged on (N = 0 for a name it does not
+// know).
+func (s *StageSummary) LatencyDist(metric string) Dist {
+	switch metric {
+	case SLOMetricTTFT:
+		return s.TTFT
+	case SLOMetricTTFO:
+		return s.TTFO
+	case SLOMetricTPOT:
+		return s.TPOT
+	case SLOMetricITL:
+		return s.ITL
+	case SLOMetricE2E:
+		return s.E2E
+	}
+	return Dist{}
+}
+
+// meetsLimits is goodput's test of one request (DistServe): its own value of each limit's metric is
+// within the limit, whatever the statistic (a p95 limit of 500 ms asks this request's TTFT ≤ 500 ms).
+// A request with one output token has no TPOT or ITL and meets those limits; one without a TTFT, TTFO
+// or E2E (nothing streamed, or only reasoning) fails theirs. With no limit every request meets them.
+func meetsLimits(limits []LatencyLimit, r *Record) bool {
+	for _, l := range limits {
+		v, ok := requestValue(l.Metric, r)
+		switch {
+		case !ok && (l.Metric == SLOMetricTPOT || l.Metric == SLOMetricITL):
+			continue
+		case !ok || v > l.LimitMs:
+			return false
+		}
+	}
+	return true
+}
+
+// requestValue is one request's own value of an SLO metric, in ms: itl is its mean ITL (the record's
+// inter_token_latency, else its TPOT).
+func requestValue(metric string, r *Record) (float64, bool) {
+	var v Opt[float64]
+	switch metric {
+	case SLOMetricTTFT:
+		v = r.TTFT
+	case SLOMetricTTFO:
+		v = r.TTFO
+	case SLOMetricTPOT:
+		v = requestTPOT(r)
+	case SLOMetricITL:
+		if v = r.InterTokenLatency; !v.OK {
+			v = requestTPOT(r)
+		}
+	case SLOMetricE2E:
+		v = r.RequestLatency
+	}
+	return v.V, v.OK
+}
+
+// requestTPOT is (E2E − TTFT) ÷ (OSL − 1), OSL = output_sequence_length with reasoning tokens: the
+// time per output token after the first, as AIPerf's inter_token_latency; absent below 2 tokens.
+func requestTPOT(r *Record) Opt[float64] {
+	if !r.RequestLatency.OK || !r.TTFT.OK || !r.OutputSequenceLength.OK || r.OutputSequenceLength.V < 2 {
+		return Opt[float64]{}
+	}
+	return Some((r.RequestLatency.V - r.TTFT.V) / float64(r.OutputSequenceLength.V-1))
 }

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"encoding/json"
 	"math"
 	"sort"
 )
@@ -22,6 +23,42 @@ type Dist struct {
 
 // Known reports whether the distribution has any value.
 func (d Dist) Known() bool { return d.N > 0 }
+
+// Stat is one statistic by its JSON key (n aside): mean, min, max, p50, p90, p95, p99 or std; false
+// when the distribution is empty or the name unknown.
+func (d Dist) Stat(name string) (float64, bool) {
+	if d.N == 0 {
+		return 0, false
+	}
+	switch name {
+	case "mean":
+		return d.Mean, true
+	case "min":
+		return d.Min, true
+	case "max":
+		return d.Max, true
+	case "p50":
+		return d.P50, true
+	case "p90":
+		return d.P90, true
+	case "p95":
+		return d.P95, true
+	case "p99":
+		return d.P99, true
+	case "std":
+		return d.Std, true
+	}
+	return 0, false
+}
+
+// MarshalJSON writes a distribution of no values with null statistics: its 0s are not measurements.
+func (d Dist) MarshalJSON() ([]byte, error) {
+	type plain Dist // without this method
+	if d.N > 0 {
+		return json.Marshal(plain(d))
+	}
+	return []byte(`{"n":0,"mean":null,"min":null,"max":null,"p50":null,"p90":null,"p95":null,"p99":null,"std":null}`), nil
+}
 
 // Percentile returns the p-th percentile (0–100) of sorted values, interpolated linearly.
 func Percentile(sorted []float64, p float64) float64 {
