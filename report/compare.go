@@ -58,11 +58,17 @@ func sourceName(src *SourceInfo) string {
 	return fmt.Sprintf("%s %s (%s, sha256 %.12s…)", src.Kind, src.File, src.Format, src.SHA256)
 }
 
-// Comparison is the text `plload report` prints: warnings, each run's headline, one table of all stages.
+// Comparison is the text `plload report` prints: warnings (workloads that differ, replays that lost
+// their trace's pace), each run's headline, one table of all stages.
 func Comparison(runs []Run) string {
 	var b strings.Builder
 	for _, w := range WorkloadWarnings(runs) {
 		b.WriteString("warning: " + w + "\n")
+	}
+	for _, r := range runs {
+		for _, w := range ReplayWarnings(r.Stages) {
+			b.WriteString("warning: " + r.Name + ": " + w + "\n")
+		}
 	}
 	if b.Len() > 0 {
 		b.WriteString("\n")

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -95,12 +96,15 @@ func (r *Report) Write(dir string, sc *workload.Scenario) error {
 	return metrics.WriteFileAtomic(filepath.Join(dir, "report.html"), page)
 }
 
-// Warnings lists every stage's warnings, prefixed with the stage.
+// Warnings lists every stage's warnings, prefixed with the stage: first the replays that could not
+// keep their trace's pace (ReplayWarnings), then each stage's own.
 func (r *Report) Warnings() []string {
-	var out []string
+	out := ReplayWarnings(r.Stages)
 	for _, s := range r.Stages {
 		for _, w := range s.Summary.Warnings {
-			out = append(out, fmt.Sprintf("stage %02d: %s", s.Stage, w))
+			if line := fmt.Sprintf("stage %02d: %s", s.Stage, w); !slices.Contains(out, line) {
+				out = append(out, line)
+			}
 		}
 	}
 	return out
@@ -110,6 +114,9 @@ func (r *Report) Warnings() []string {
 func (r *Report) Markdown(sc *workload.Scenario) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# plload report: %s\n\n%s\n\n", r.Run, r.Headline)
+	for _, w := range ReplayWarnings(r.Stages) {
+		b.WriteString("**Warning**: " + mdCell(w) + "\n\n")
+	}
 	if r.Interrupted {
 		b.WriteString("The run was interrupted: the last stage is partial (its window ends at the interrupt) and later stages did not run.\n\n")
 	}
@@ -125,12 +132,10 @@ func methodSection(r *Report, sc *workload.Scenario) string {
 	m := sc.Masked()
 	b.WriteString("\n## Method\n\n")
 	b.WriteString("- Tool: " + r.Tool + ", one goroutine per session, streaming SSE; every chunk is timestamped on the monotonic clock when the read that completed it returned, before JSON parsing; wall-clock times come from one anchor plus monotonic offsets.\n")
-	b.WriteString("- Window per stage: t0 = the first request's issue time (arrival_rate: the schedule's origin); W = t0 + warmup; E = W + duration; E_eff = min(E, interrupt). Latency, errors and cache hit count requests that started in [W, E_eff); throughput counts successful requests that ended in it, divided by E_eff − W. Warmup is real load, excluded from these numbers.\n")
-	b.WriteString("- Percentiles: linear interpolation between closest ranks. TTFT: first token event (reasoning included) − request start. ITL: all gaps between consecutive token events, pooled.\n")
-	fmt.Fprintf(&b, "- SLO: TTFT p95 ≤ %s, ITL p95 ≤ %s, error rate ≤ %g; any known value over its limit is FAIL, otherwise any unknown value is N/A.\n",
-		sc.SLO.TTFTP95, sc.SLO.ITLP95, errorRateLimit(sc.SLO))
-	fmt.Fprintf(&b, "- Cost: $%g/h × %d GPU(s)%s; $/1M out = price ÷ (out tok/s × 3600) × 10⁶; $/1K turns = price ÷ (req/s × 3600) × 10³; $/session = $/1K turns ÷ 10³ × E[turns] (%.3f, after clamping). The headline is the complete, SLO-passing stage with the highest out tok/s.\n",
-		price(sc.Cost), sc.Cost.GPUCount, label(sc.Cost.Label), sc.ExpectedTurns())
+	b.WriteString("- Window per stage: t0 = the first request's issue time (arrival_rate, request_rate, replay: the schedule's origin); W = t0 + warmup; E = W + duration; E_eff = min(E, interrupt). Latency, errors and cache hit count requests that started in [W, E_eff); throughput counts successful requests that ended in it, divided by E_eff − W. Warmup is real load, excluded from these numbers.\n")
+	b.WriteString("- Percentiles: linear interpolation between closest ranks. TTFT: first token event (reasoning included) − request start. ITL: all gaps between consecutive token events, pooled. TPOT: per request, (E2E − TTFT) ÷ (output tokens − 1), reasoning tokens included (vLLM's TPOT, AIPerf's inter_token_latency). Open loop: \"from intended\" latencies start at the send the schedule intended, so a client that fell behind (coordinated omission) shows there; send lag = send − intended send.\n")
+	b.WriteString(sloMethodLine(sc.SLO))
+	b.WriteString(costMethodLine(sc))
 	b.WriteString("\n## Workload\n\n")
 	if src := sc.Source(); src != nil {
 		b.WriteString(sourceText(sc, src))
@@ -248,16 +253,29 @@ func personasText(sc *workload.Scenario) string {
 
 func distText(d workload.Dist) string { return d.String() }
 
-// errorRateLimit is the scenario's error-rate limit (0 when none is set).
-func errorRateLimit(slo workload.SLO) float64 {
-	v, _ := slo.ErrorRateLimit()
-	return v
+// sloMethodLine lists every limit the scenario sets, in the order the stages are judged by them, or
+// says that none is set (then every verdict is N/A, never PASS).
+func sloMethodLine(slo workload.SLO) string {
+	var parts []string
+	for _, l := range slo.LatencyLimits() {
+		parts = append(parts, fmt.Sprintf("%s %s ≤ %s", strings.ToUpper(l.Metric), l.Stat, workload.Duration(l.Limit)))
+	}
+	if v, ok := slo.ErrorRateLimit(); ok {
+		parts = append(parts, fmt.Sprintf("error rate ≤ %g", v))
+	}
+	if len(parts) == 0 {
+		return "- SLO: no SLO set: verdicts are N/A, goodput is unknown, and the headline names the stage with the best throughput.\n"
+	}
+	return "- SLO: " + strings.Join(parts, ", ") + "; any known value over its limit is FAIL, otherwise any unknown value is N/A. " +
+		"Goodput counts the requests whose own TTFT, TTFO, TPOT, mean ITL and E2E meet every latency limit (a p95 limit of 500 ms: this request ≤ 500 ms).\n"
 }
 
-// price is the hourly GPU price (0 when none is set).
-func price(c workload.Cost) float64 {
-	if c.GPUHourlyUSD == nil {
-		return 0
+// costMethodLine is how costs were figured, or that no price was set.
+func costMethodLine(sc *workload.Scenario) string {
+	head := "The headline is the complete, SLO-passing stage with the highest out tok/s (with no SLO set, the complete stage with the highest out tok/s, as the best throughput)."
+	if sc.Cost.GPUHourlyUSD == nil {
+		return "- Cost: no price set: cost N/A (cost.gpu_hourly_usd prices the stages). " + head + "\n"
 	}
-	return *c.GPUHourlyUSD
+	return fmt.Sprintf("- Cost: $%g/h × %d GPU(s)%s; $/1M out = price ÷ (out tok/s × 3600) × 10⁶; $/1K turns = price ÷ (req/s × 3600) × 10³; $/session = $/1K turns ÷ 10³ × E[turns] (%.3f, after clamping). %s\n",
+		*sc.Cost.GPUHourlyUSD, sc.Cost.GPUCount, label(sc.Cost.Label), sc.ExpectedTurns(), head)
 }

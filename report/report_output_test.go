@@ -56,7 +56,7 @@ func markdownTables(text string) [][]string {
 
 // TestStageTablesFitALaptop: the stage numbers come in narrow tables (≤ 10 columns, so the cost is on
 // screen at 1280 px), each row starting with its stage and load, in the terminal (StageTable),
-// report.md and `plload report` (Comparison), whose `| 02 | 4 |` .ci/run greps.
+// report.md and `plload report` (Comparison), whose `| 02 | c=4 |` .ci/run greps.
 func TestStageTablesFitALaptop(t *testing.T) {
 	sc, r := goldenReport(t)
 	_, again := troubledStages(t)
@@ -72,9 +72,9 @@ func TestStageTablesFitALaptop(t *testing.T) {
 			if cols := strings.Count(tb[0], "|") - 1; cols > 10 {
 				t.Errorf("%s: a table of %d columns does not fit a laptop: %s", name, cols, tb[0])
 			}
-			want := "| 02 | 4 |"
+			want := "| 02 | c=4 |"
 			if two {
-				want = "| b | 02 | 4 |"
+				want = "| b | 02 | c=4 |"
 			}
 			if !strings.Contains(strings.Join(tb, "\n"), "\n"+want) {
 				t.Errorf("%s: no row starting %q in\n%s", name, want, strings.Join(tb, "\n"))

@@ -47,6 +47,7 @@ func rec(startS, ttft float64, osl int, corr string) *metrics.Record {
 	return &metrics.Record{XCorrelationID: corr, CreditIssuedNs: start, RequestStartNs: start,
 		RequestEndNs: metrics.Some(start + int64(lat*1e6)), TTFT: metrics.Some(ttft), RequestLatency: metrics.Some(lat),
 		InterChunkLatency: gaps, OutputSequenceLength: metrics.Some(osl), InterTokenLatency: metrics.Some((lat - ttft) / float64(osl-1)),
+		InputSequenceLength: metrics.Some(200), OutputChars: metrics.Some(4 * osl),
 		UsageCompletionTokens: metrics.Some(osl), UsagePromptTokens: metrics.Some(200), UsageCachedTokens: metrics.Some(128)}
 }
 
@@ -148,11 +149,11 @@ func TestComparisonAndHandoff(t *testing.T) {
 	runs := []Run{{Dir: "/r/before", Name: "before", Stages: a}, {Dir: "/r/after", Name: "after", Stages: b}}
 	text := Comparison(runs)
 	if !strings.Contains(text, "workload differs: stage 02 of before ran dataset bbbbbbbbbbbb…, of after ffffffffffff…") ||
-		strings.Contains(text, "stage 01 of before") || strings.Count(text, "| before |") != 6 {
+		strings.Contains(text, "stage 01 of before") || strings.Count(text, "| before |") != 2*5 {
 		t.Fatalf("comparison:\n%s", text)
 	}
 	h := Handoff(runs, "/abs/golden.yaml")
-	for _, want := range []string{"stage 02 (load 4): TTFT p95 over the SLO", "against a limit of 250 ms", "Done when: TTFT p95 ≤ 250 ms at stage 02",
+	for _, want := range []string{"stage 02 (load c=4): TTFT p95 over the SLO", "against a limit of 250 ms", "Done when: TTFT p95 ≤ 250 ms at stage 02",
 		"plload run /abs/golden.yaml", "plload report /r/before /r/after"} {
 		if !strings.Contains(h, want) {
 			t.Errorf("handoff lacks %q:\n%s", want, h)

@@ -186,10 +186,13 @@ func lagText(d metrics.Dist) string {
 }
 
 // columnNotes explains the stage tables' columns.
-const columnNotes = "\nColumns: load is the concurrency (or arrival rate and its cap); active sess is the time-weighted mean (min–max) of open sessions; " +
-	"req/s, out tok/s and goodput/s count successful requests that ended in the measurement window (goodput: those that also met the TTFT and ITL limits); " +
-	"latencies are in ms; RTT is the network round trip (GET /v1/models on a warm connection, measured before the stage): the part of TTFT no server can remove; ITL is the pooled distribution of gaps between streamed tokens; err% counts cancellations as errors (†: some requests were cancelled, so latency percentiles are lower bounds); " +
-	"cache hit% is cached ÷ prompt tokens over successful requests that reported usage; SLO N/A (not set) means no limit was given, cost N/A (no price) that no GPU price was.\n"
+const columnNotes = "\nColumns: load is the concurrency (c=), the session arrival rate and its cap, the request rate (or ramp), its arrival process and max_in_flight, or the replay's time scale and cap; " +
+	"active sess is the time-weighted mean (min–max) of open sessions (a session thinking between turns holds no request); in flight is the time-weighted mean (max) of requests open at once, the number other tools' --max-concurrency caps; " +
+	"req/s and tok/s count successful requests that ended in the measurement window (input tokens per request are input_sequence_length; total = input + output; out chars/s is N/A unless every request counted its characters); " +
+	"goodput counts those that also met every latency limit of the SLO, per request, and its share of the requests that started in the window; " +
+	"latencies are in ms, as mean/median/p99 plus any statistic the SLO limits; TPOT is per request, ITL the pooled gaps between streamed tokens; RTT is the network round trip (GET /v1/models on a warm connection, measured before the stage): the part of TTFT no server can remove; " +
+	"err% counts cancellations as errors (†: some requests were cancelled, so latency percentiles are lower bounds); " +
+	"cache hit% is cached ÷ prompt tokens over successful requests that reported usage, by turn t1, t2, … as well; SLO N/A (not set) means no limit was given, cost N/A (no price) that no GPU price was.\n"
 
 // sections is everything after the stage tables and before the method: warnings, errors, retries
 // and outages, the server's view and the injector's health.

@@ -19,12 +19,24 @@ const SchemaVersion = 1
 // StageReport is stage_NN/stage.json: everything `plload report` needs about one stage, so it works
 // when the request records were deleted (output.record_requests: false).
 type StageReport struct {
-	SchemaVersion  int     `json:"schema_version"`
-	Tool           string  `json:"tool"`
-	Run            string  `json:"run"` // the scenario's name
-	Stage          int     `json:"stage"`
-	Stages         int     `json:"stages"`
-	Mode           string  `json:"mode"`
+	SchemaVersion int    `json:"schema_version"`
+	Tool          string `json:"tool"`
+	Run           string `json:"run"` // the scenario's name
+	Stage         int    `json:"stage"`
+	Stages        int    `json:"stages"`
+	Mode          string `json:"mode"`
+	// Name is the stage's label from the scenario ("average", "peak +30%"); absent when it has none.
+	Name string `json:"name,omitempty"`
+	// Rate is a request_rate stage's rate: requests/s, or a ramp.
+	Rate *StageRate `json:"rate,omitempty"`
+	// Arrival is request_rate's inter-arrival process (poisson, gamma, constant), CV the gamma
+	// process's coefficient of variation.
+	Arrival string  `json:"arrival,omitempty"`
+	CV      float64 `json:"cv,omitempty"`
+	// MaxInFlight caps the requests in flight of a request_rate or replay stage.
+	MaxInFlight int `json:"max_in_flight,omitempty"`
+	// TimeScale multiplies a replayed trace's times (0.5 = twice as fast).
+	TimeScale      float64 `json:"time_scale,omitempty"`
 	Concurrency    int     `json:"concurrency,omitempty"`
 	SessionsPerSec float64 `json:"sessions_per_sec,omitempty"`
 	MaxConcurrency int     `json:"max_concurrency,omitempty"`
@@ -180,15 +192,74 @@ type Outage struct {
 func NewStageReport(tool string, sc *workload.Scenario, i int, sha string, sum *metrics.StageSummary, eng EngineCounts) *StageReport {
 	st := sc.Load.Stages[i]
 	in := StageInput(sc, i)
-	return &StageReport{
+	r := &StageReport{
 		SchemaVersion: SchemaVersion, Tool: tool, Run: sc.Name, Stage: i + 1, Stages: len(sc.Load.Stages),
-		Mode: sc.Load.Mode, Concurrency: st.Concurrency, SessionsPerSec: st.SessionsPerSec, MaxConcurrency: st.MaxConcurrency,
+		Mode: sc.Load.Mode, Name: st.Name, Concurrency: st.Concurrency, SessionsPerSec: st.SessionsPerSec, MaxConcurrency: st.MaxConcurrency,
 		Warmup: st.Warmup.String(), Duration: st.Duration.String(), DatasetSHA256: sha, Source: sourceInfo(sc),
 		Target: Target{BaseURL: sc.Masked().Target.BaseURL, Model: sc.Target.Model, Endpoint: sc.Target.Endpoint,
 			MaxTokensField: sc.Target.MaxTokensField},
 		SLO: in.SLO, Cost: CostInputs{CostInputs: in.Cost, Label: sc.Cost.Label},
 		Partial: sum.Partial, RecordsKept: sc.Output.RecordRequests, Engine: eng.withLists(), Summary: sum,
 	}
+	openLoopFields(r, sc.Load, st)
+	return r
+}
+
+// openLoopFields copies the keys of request_rate and replay into the stage report; each is set only
+// in the mode that reads it, so a concurrency stage's stage.json is as it was.
+func openLoopFields(r *StageReport, l workload.LoadPlan, st workload.Stage) {
+	switch l.Mode {
+	case workload.ModeRequestRate:
+		if st.Rate != nil {
+			r.Rate = &StageRate{From: st.Rate.From, To: st.Rate.To, Over: st.Rate.Over.String()}
+			if !st.Rate.IsRamp() {
+				r.Rate = &StageRate{From: st.Rate.To, To: st.Rate.To}
+			}
+		}
+		r.Arrival = l.Arrival
+		if l.Arrival == workload.ArrivalGamma {
+			r.CV = l.CV
+		}
+		r.MaxInFlight = l.MaxInFlight
+	case workload.ModeReplay:
+		r.MaxInFlight, r.TimeScale = l.MaxInFlight, l.TimeScale
+	}
+}
+
+// StageRate is a request_rate stage's rate in stage.json: a number (requests/s) when it is constant,
+// else the ramp {"from", "to", "over"}, as the scenario writes it.
+type StageRate struct {
+	From float64 `json:"from"`
+	To   float64 `json:"to"`
+	Over string  `json:"over"` // "" for a constant rate
+}
+
+// IsRamp reports whether the rate changes over the stage.
+func (r StageRate) IsRamp() bool { return r.Over != "" && r.From != r.To }
+
+// MarshalJSON writes a number for a constant rate, else the ramp.
+func (r StageRate) MarshalJSON() ([]byte, error) {
+	if !r.IsRamp() {
+		return json.Marshal(r.To)
+	}
+	type ramp StageRate // without this method
+	return json.Marshal(ramp(r))
+}
+
+// UnmarshalJSON reads a number or a ramp.
+func (r *StageRate) UnmarshalJSON(b []byte) error {
+	var v float64
+	if err := json.Unmarshal(b, &v); err == nil {
+		*r = StageRate{From: v, To: v}
+		return nil
+	}
+	type ramp StageRate
+	var rp ramp
+	if err := json.Unmarshal(b, &rp); err != nil {
+		return fmt.Errorf("rate: accepted: a number (requests/s) or {\"from\", \"to\", \"over\"}: %w", err)
+	}
+	*r = StageRate(rp)
+	return nil
 }
 
 // Write writes stage.json into dir (atomically).

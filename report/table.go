@@ -71,14 +71,64 @@ func money(v *float64, digits int) string {
 	return fmt.Sprintf("$%.*f", digits, *v)
 }
 
+// loadOf is the load column: what the stage held the target at, in the words of its mode — "c=16",
+// "2.0 sess/s ≤ 32", "20 req/s poisson ≤ 1000", "10→50 req/s over 2m poisson ≤ 1000", "replay ×0.5 ≤
+// 1000" — after the stage's name when it has one; "n/a" when the stage does not say (records read
+// without a scenario).
 func loadOf(r *StageReport) string {
-	if r.Mode == "arrival_rate" {
-		return fmt.Sprintf("%g/s (max %d)", r.SessionsPerSec, r.MaxConcurrency)
+	load := loadText(r)
+	if r.Name != "" {
+		return r.Name + ": " + load
+	}
+	return load
+}
+
+func loadText(r *StageReport) string {
+	switch r.Mode {
+	case "arrival_rate":
+		if r.SessionsPerSec <= 0 {
+			return "n/a"
+		}
+		return fmt.Sprintf("%s sess/s%s", oneDecimal(r.SessionsPerSec), capText(r.MaxConcurrency))
+	case "request_rate":
+		if r.Rate == nil {
+			return "n/a"
+		}
+		rate := fmt.Sprintf("%g req/s", r.Rate.To)
+		if r.Rate.IsRamp() {
+			rate = fmt.Sprintf("%g→%g req/s over %s", r.Rate.From, r.Rate.To, r.Rate.Over)
+		}
+		arrival := r.Arrival
+		if arrival == "gamma" {
+			arrival += fmt.Sprintf(" cv %g", r.CV)
+		}
+		if arrival != "" {
+			arrival = " " + arrival
+		}
+		return rate + arrival + capText(r.MaxInFlight)
+	case "replay":
+		return fmt.Sprintf("replay ×%g%s", r.TimeScale, capText(r.MaxInFlight))
 	}
 	if r.Concurrency == 0 {
 		return "n/a"
 	}
-	return fmt.Sprintf("%d", r.Concurrency)
+	return fmt.Sprintf("c=%d", r.Concurrency)
+}
+
+// capText is " ≤ N" for a cap on what is open at once, "" when there is none.
+func capText(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" ≤ %d", n)
+}
+
+// oneDecimal prints a rate with at least one decimal (2.0, 0.25), so it does not read as a count.
+func oneDecimal(v float64) string {
+	if v == math.Trunc(v) {
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%g", v)
 }
 
 // runStage is one row of the tables: a stage, and the run it belongs to when several are shown.
@@ -96,102 +146,6 @@ func rowsOf(runs []Run) []runStage {
 		}
 	}
 	return out
-}
-
-// columns decides the optional columns from the stages shown together.
-type columns struct{ ttfo, startLag, run, server bool }
-
-func columnsFor(rows []runStage, withRun bool) columns {
-	c := columns{run: withRun}
-	for _, rs := range rows {
-		r := rs.st
-		c.ttfo = c.ttfo || r.Summary.ReasoningSeen
-		c.startLag = c.startLag || r.Mode == "arrival_rate"
-		c.server = c.server || (r.Server != nil && r.Server.Samples > 0)
-	}
-	return c
-}
-
-// table is one Markdown table with its title.
-type table struct {
-	title  string
-	header []string
-	rows   [][]string
-}
-
-// lead is the cells every table starts with, so each row reads on its own: the run (when several),
-// the stage and its load.
-func (c columns) lead(rs runStage) []string {
-	stage := fmt.Sprintf("%02d", rs.st.Stage)
-	if rs.st.Partial {
-		stage += " (partial)"
-	}
-	if c.run {
-		return []string{rs.run, stage, loadOf(rs.st)}
-	}
-	return []string{stage, loadOf(rs.st)}
-}
-
-func (c columns) leadHeader() []string {
-	if c.run {
-		return []string{"run", "stage", "load"}
-	}
-	return []string{"stage", "load"}
-}
-
-// tables splits the stage columns into three tables that each fit a laptop screen: throughput and
-// errors, latency, cost (one table of all of them was 18 columns wide and scrolled the cost away).
-func (c columns) tables(rows []runStage) []table {
-	tp := table{title: "Throughput and errors", header: append(c.leadHeader(), "active sess", "req/s", "out tok/s", "goodput/s", "err%", "429", "cache hit%")}
-	la := table{title: "Latency (ms)", header: append(c.leadHeader(), "TTFT p50/p95/p99")}
-	if c.server {
-		la.header = append(la.header, "server TTFT p50/p95")
-	}
-	la.header = append(la.header, "RTT p50/p95")
-	if c.ttfo {
-		la.header = append(la.header, "TTFO p50/p95")
-	}
-	la.header = append(la.header, "ITL p50/p95", "E2E p95")
-	if c.startLag {
-		la.header = append(la.header, "start lag p50/p95/p99")
-	}
-	la.header = append(la.header, "SLO")
-	co := table{title: "Cost", header: append(c.leadHeader(), "SLO", "out tok/s", "$/1M out", "$/1K turns", "$/session")}
-	for _, rs := range rows {
-		s := rs.st.Summary
-		errPct := "N/A"
-		if s.ErrorRate.OK {
-			errPct = fmt.Sprintf("%.1f%%", 100*s.ErrorRate.V)
-			if s.Censored {
-				errPct += " †"
-			}
-		}
-		cache := "N/A (no usage)"
-		if s.CacheHit.OK {
-			cache = fmt.Sprintf("%s (cached reported %d/%d)", pct(s.CacheHit.V, true), s.CachedReported, s.Requests.Succeeded)
-		} else if s.Requests.Succeeded == 0 {
-			cache = "N/A"
-		}
-		tp.rows = append(tp.rows, append(c.lead(rs), fmt.Sprintf("%.1f (%d–%d)", s.Active.Mean, s.Active.Min, s.Active.Max),
-			num(s.Throughput.ReqPerSec, 2), num(s.Throughput.OutTokPerSec, 1), num(s.Throughput.GoodputPerSec, 2),
-			errPct, fmt.Sprint(s.Requests.RateLimited), cache))
-		lr := append(c.lead(rs), lats(s.TTFT, 50, 95, 99))
-		if c.server {
-			lr = append(lr, serverTTFT(rs.st.Server))
-		}
-		lr = append(lr, rtt(rs.st.NetworkRTT))
-		if c.ttfo {
-			lr = append(lr, lats(s.TTFO, 50, 95))
-		}
-		lr = append(lr, lats(s.ITL, 50, 95), lats(s.E2E, 95))
-		if c.startLag {
-			lr = append(lr, lats(s.StartLag, 50, 95, 99))
-		}
-		la.rows = append(la.rows, append(lr, sloText(rs.st)))
-		co.rows = append(co.rows, append(c.lead(rs), sloText(rs.st), num(s.Throughput.OutTokPerSec, 1),
-			costText(rs.st, s.Cost.USDPer1MOut, 3), costText(rs.st, s.Cost.USDPer1KTurns, 4), costText(rs.st, s.Cost.USDPerSession, 6)))
-	}
-	return []table{tp, la, co}
 }
 
 // sloText is the verdict, saying when N/A means that no limit was set.
@@ -257,34 +211,4 @@ func stageTables(rows []runStage, withRun bool) string {
 // terminal and report.md show them.
 func StageTable(stages []*StageReport) string {
 	return stageTables(rowsOf([]Run{{Stages: stages}}), false)
-}
-
-// HeadlineLine is the report's first line in Markdown: the cost at the best SLO-passing stage.
-func HeadlineLine(stages []*StageReport) string { return "**Headline**: " + HeadlineText(stages) }
-
-// HeadlineText is the headline in plain text (report.json), without its label.
-func HeadlineText(stages []*StageReport) string {
-	sums := make([]*metrics.StageSummary, len(stages))
-	for i, r := range stages {
-		sums[i] = r.Summary
-	}
-	best := metrics.Headline(sums)
-	set := false
-	for _, r := range stages {
-		set = set || r.SLO.Set()
-	}
-	switch {
-	case !set:
-		return "no SLO was set, so no stage is judged and there is no cost at the SLO."
-	case best < 0:
-		return "no complete stage passed the SLO, so there is no cost at the SLO."
-	}
-	r := stages[best]
-	s := r.Summary
-	if r.Cost.Unpriced {
-		return fmt.Sprintf("stage %02d: out tok/s %.1f, SLO %s; no GPU price was given, so costs are N/A", r.Stage, s.Throughput.OutTokPerSec, s.SLO.Verdict)
-	}
-	return fmt.Sprintf("stage %02d: %s/1M out, %s/1K turns, %s/session (out tok/s %.1f, SLO %s)",
-		r.Stage, money(s.Cost.USDPer1MOut, 3), money(s.Cost.USDPer1KTurns, 4), money(s.Cost.USDPerSession, 6),
-		s.Throughput.OutTokPerSec, s.SLO.Verdict)
 }

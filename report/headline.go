@@ -1,0 +1,97 @@
+package report
+
+import (
+	"fmt"
+
+	"github.com/plload/plload/metrics"
+)
+
+// HeadlineLine is the report's first line in Markdown: the cost at the best SLO-passing stage.
+func HeadlineLine(stages []*StageReport) string { return "**Headline**: " + HeadlineText(stages) }
+
+// HeadlineText is the headline in plain text (report.json), without its label: the cost at the
+// complete, SLO-passing stage with the highest out tok/s; with no SLO set, that stage is the best
+// throughput among the complete ones, named as such (nothing was judged, so nothing failed).
+func HeadlineText(stages []*StageReport) string {
+	sums := make([]*metrics.StageSummary, len(stages))
+	set := false
+	for i, r := range stages {
+		sums[i] = r.Summary
+		set = set || r.SLO.Set()
+	}
+	best := metrics.Headline(sums)
+	switch {
+	case !set:
+		return noSLOHeadline(stages)
+	case best < 0:
+		return "no complete stage passed the SLO, so there is no cost at the SLO."
+	}
+	r := stages[best]
+	s := r.Summary
+	if r.Cost.Unpriced {
+		return fmt.Sprintf("stage %02d: out tok/s %.1f, SLO %s; no GPU price was given, so costs are N/A", r.Stage, s.Throughput.OutTokPerSec, s.SLO.Verdict)
+	}
+	return fmt.Sprintf("stage %02d: %s/1M out, %s/1K turns, %s/session (out tok/s %.1f, SLO %s)",
+		r.Stage, money(s.Cost.USDPer1MOut, 3), money(s.Cost.USDPer1KTurns, 4), money(s.Cost.USDPerSession, 6),
+		s.Throughput.OutTokPerSec, s.SLO.Verdict)
+}
+
+// noSLOHeadline names the best throughput when no SLO was set.
+func noSLOHeadline(stages []*StageReport) string {
+	const lead = "no SLO was set, so no stage is judged"
+	best := bestThroughput(stages)
+	if best < 0 {
+		return lead + ", and no stage completed."
+	}
+	r := stages[best]
+	s := r.Summary
+	line := fmt.Sprintf("%s; best throughput: stage %02d (load %s), out tok/s %.1f", lead, r.Stage, loadOf(r), s.Throughput.OutTokPerSec)
+	if r.Cost.Unpriced {
+		return line + "; no price set: cost N/A"
+	}
+	return line + fmt.Sprintf(", %s/1M out, %s/1K turns, %s/session", money(s.Cost.USDPer1MOut, 3), money(s.Cost.USDPer1KTurns, 4),
+		money(s.Cost.USDPerSession, 6))
+}
+
+// bestThroughput is the complete stage with the highest out tok/s (ties: the lower stage number);
+// −1 when no stage is complete.
+func bestThroughput(stages []*StageReport) int {
+	best := -1
+	for i, r := range stages {
+		if r.Summary == nil || r.Summary.Partial {
+			continue
+		}
+		if best < 0 || r.Summary.Throughput.OutTokPerSec > stages[best].Summary.Throughput.OutTokPerSec {
+			best = i
+		}
+	}
+	return best
+}
+
+// ReplayWarnings are the lines, one per replay stage that did not keep its trace's pace, that say
+// so: "stage 02: client could not keep the trace's pace: …". Such a stage's latencies are not the
+// trace's (requests went out later, and bunched), so the terminal, report.md, `plload report` and
+// the handoff all show them.
+func ReplayWarnings(stages []*StageReport) []string {
+	var out []string
+	for _, r := range stages {
+		if w := replayWarning(r.Summary); w != "" {
+			out = append(out, fmt.Sprintf("stage %02d: %s", r.Stage, w))
+		}
+	}
+	return out
+}
+
+// replayWarning is the stage's replay warning without its stage ("" when it kept pace or is not a
+// replay).
+func replayWarning(s *metrics.StageSummary) string {
+	if s == nil || !s.ReplayValid.OK || s.ReplayValid.V {
+		return ""
+	}
+	why := s.ReplayInvalidReason
+	if why == "" {
+		why = fmt.Sprintf("send lag p99 %.2f ms, max %.2f ms (a valid replay has p99 ≤ %g ms and no request over %g ms late)",
+			s.SendLag.P99, s.SendLag.Max, metrics.ReplayLagP99LimitMs, metrics.ReplayLateLimitMs)
+	}
+	return "client could not keep the trace's pace: " + why
+}

@@ -1,0 +1,294 @@
+package report
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/plload/plload/metrics"
+)
+
+// The stage tables of the terminal, report.md and `plload report`: the metric table people already
+// read from `vllm bench serve` and AIPerf (throughput in requests, input, output and total tokens per
+// second; TTFT, TPOT, ITL and E2E as mean / median / p99), split into tables narrow enough for a
+// laptop screen (≤ 10 columns with the run's), each row starting with its stage and load so it reads on its own.
+
+// columns decides the optional columns from the stages shown together.
+type columns struct {
+	ttfo, startLag, run, server, openLoop, replay bool
+	// stats lists, by SLO metric, the statistics its cells show: mean, median and p99, plus any
+	// other one an SLO of these stages limits (ttft p95, e2e p90).
+	stats map[string][]string
+}
+
+func columnsFor(rows []runStage, withRun bool) columns {
+	c := columns{run: withRun, stats: map[string][]string{}}
+	limited := map[string]map[string]bool{}
+	for _, rs := range rows {
+		r := rs.st
+		c.ttfo = c.ttfo || r.Summary.ReasoningSeen
+		c.startLag = c.startLag || r.Mode == "arrival_rate"
+		c.server = c.server || (r.Server != nil && r.Server.Samples > 0)
+		c.openLoop = c.openLoop || (r.Mode != "concurrency" && r.Mode != "") || r.Summary.SendLag.Known()
+		c.replay = c.replay || r.Mode == "replay" || r.Summary.ReplayValid.OK
+		for _, l := range r.SLO.Limits() {
+			if limited[l.Metric] == nil {
+				limited[l.Metric] = map[string]bool{}
+			}
+			limited[l.Metric][l.Stat] = true
+		}
+	}
+	for _, m := range metrics.SLOMetrics {
+		for _, st := range metrics.SLOStats {
+			if st == metrics.SLOStatMean || st == metrics.SLOStatP50 || st == metrics.SLOStatP99 || limited[m][st] {
+				c.stats[m] = append(c.stats[m], st)
+			}
+		}
+	}
+	return c
+}
+
+// table is one Markdown table with its title.
+type table struct {
+	title  string
+	header []string
+	rows   [][]string
+}
+
+// add appends a row: the lead cells, then the rest.
+func (t *table) add(lead []string, cells ...string) {
+	t.rows = append(t.rows, append(slices.Clone(lead), cells...))
+}
+
+// lead is the cells every table starts with, so each row reads on its own: the run (when several),
+// the stage and its load.
+func (c columns) lead(rs runStage) []string {
+	stage := fmt.Sprintf("%02d", rs.st.Stage)
+	if rs.st.Partial {
+		stage += " (partial)"
+	}
+	if c.run {
+		return []string{mdCell(rs.run), stage, mdCell(loadOf(rs.st))}
+	}
+	return []string{stage, mdCell(loadOf(rs.st))}
+}
+
+func (c columns) leadHeader(rest ...string) []string {
+	if c.run {
+		return append([]string{"run", "stage", "load"}, rest...)
+	}
+	return append([]string{"stage", "load"}, rest...)
+}
+
+// statHeader is a latency column's title: "TTFT mean/median/p99" (median is p50).
+func (c columns) statHeader(label, metric string) string {
+	names := make([]string, len(c.stats[metric]))
+	for i, st := range c.stats[metric] {
+		names[i] = map[string]string{metrics.SLOStatP50: "median"}[st]
+		if names[i] == "" {
+			names[i] = st
+		}
+	}
+	return label + " " + strings.Join(names, "/")
+}
+
+// statCell is a latency cell with the statistics of statHeader.
+func (c columns) statCell(metric string, d metrics.Dist) string {
+	if !d.Known() {
+		return "N/A"
+	}
+	parts := make([]string, len(c.stats[metric]))
+	for i, st := range c.stats[metric] {
+		parts[i] = lat(statOf(d, st))
+	}
+	return strings.Join(parts, "/")
+}
+
+// statOf is one statistic of a distribution.
+func statOf(d metrics.Dist, stat string) float64 {
+	return map[string]float64{metrics.SLOStatMean: d.Mean, metrics.SLOStatP50: d.P50, metrics.SLOStatP90: d.P90,
+		metrics.SLOStatP95: d.P95, metrics.SLOStatP99: d.P99, metrics.SLOStatMax: d.Max}[stat]
+}
+
+// tables splits the stage columns into tables that each fit a laptop screen (≤ 10 columns; one table
+// of all of them was 18 columns wide and scrolled the cost away): throughput, errors and cache,
+// latency, TTFT by turn and the network, the open-loop schedule (when a stage has one), cost.
+func (c columns) tables(rows []runStage) []table {
+	ts := []table{c.throughputTable(rows), c.errorsTable(rows), c.latencyTable(rows), c.turnsTable(rows)}
+	if c.openLoop {
+		ts = append(ts, c.openLoopTable(rows))
+	}
+	return append(ts, c.costTable(rows))
+}
+
+func (c columns) throughputTable(rows []runStage) table {
+	t := table{title: "Throughput (per second)", header: c.leadHeader("active sess", "in flight mean (max)", "req/s", "input tok/s",
+		"out tok/s", "total tok/s", "out chars/s")}
+	for _, rs := range rows {
+		s := rs.st.Summary
+		tp := s.Throughput
+		chars := "N/A"
+		if tp.OutCharsPerSec.OK {
+			chars = num(tp.OutCharsPerSec.V, 1)
+		}
+		t.add(c.lead(rs), fmt.Sprintf("%.1f (%d–%d)", s.Active.Mean, s.Active.Min, s.Active.Max),
+			fmt.Sprintf("%.1f (%d)", s.InFlight.Mean, s.InFlight.Max), num(tp.ReqPerSec, 2), num(tp.InTokPerSec, 1),
+			num(tp.OutTokPerSec, 1), num(tp.TotalTokPerSec, 1), chars)
+	}
+	return t
+}
+
+// goodputText is goodput as req/s and share of requests, saying when N/A means no latency limit.
+func goodputText(r *StageReport) string {
+	g := r.Summary.Goodput
+	switch {
+	case g.ReqPerSec.OK && g.Share.OK:
+		return fmt.Sprintf("%s (%s)", num(g.ReqPerSec.V, 2), pct(g.Share.V, true))
+	case g.ReqPerSec.OK:
+		return num(g.ReqPerSec.V, 2)
+	case len(r.SLO.Limits()) == 0:
+		return "N/A (no latency SLO)"
+	}
+	return "N/A"
+}
+
+func (c columns) errorsTable(rows []runStage) table {
+	t := table{title: "Goodput, errors and cache", header: c.leadHeader("goodput req/s (% of req)", "err%", "429", "cache hit%", "cache hit% by turn")}
+	for _, rs := range rows {
+		s := rs.st.Summary
+		errPct := "N/A"
+		if s.ErrorRate.OK {
+			errPct = fmt.Sprintf("%.1f%%", 100*s.ErrorRate.V)
+			if s.Censored {
+				errPct += " †"
+			}
+		}
+		cache := "N/A (no usage)"
+		if s.CacheHit.OK {
+			cache = fmt.Sprintf("%s (cached reported %d/%d)", pct(s.CacheHit.V, true), s.CachedReported, s.Requests.Succeeded)
+		} else if s.Requests.Succeeded == 0 {
+			cache = "N/A"
+		}
+		t.add(c.lead(rs), goodputText(rs.st), errPct, fmt.Sprint(s.Requests.RateLimited), cache, cacheByTurn(s.CacheHitByTurn))
+	}
+	return t
+}
+
+// maxTurnCells is how many turns the cache-by-turn cell shows: the first ones and the last.
+const maxTurnCells = 6
+
+// cacheByTurn is the cache hit of each turn, numbered from 1 as people count turns ("t1 0.0% · t2
+// 64.0%"); a long session shows its first turns, then "…" and its last.
+func cacheByTurn(turns []metrics.TurnCacheHit) string {
+	if len(turns) == 0 {
+		return "N/A"
+	}
+	cell := func(t metrics.TurnCacheHit) string {
+		return fmt.Sprintf("t%d %s", t.Turn+1, pct(t.CacheHit.V, t.CacheHit.OK))
+	}
+	var parts []string
+	for i, t := range turns {
+		if len(turns) > maxTurnCells && i == maxTurnCells-1 {
+			parts = append(parts, "…", cell(turns[len(turns)-1]))
+			break
+		}
+		parts = append(parts, cell(t))
+	}
+	return strings.Join(parts, " · ")
+}
+
+func (c columns) latencyTable(rows []runStage) table {
+	t := table{title: "Latency (ms)", header: c.leadHeader(c.statHeader("TTFT", metrics.SLOMetricTTFT))}
+	if c.ttfo {
+		t.header = append(t.header, c.statHeader("TTFO", metrics.SLOMetricTTFO))
+	}
+	t.header = append(t.header, c.statHeader("TPOT", metrics.SLOMetricTPOT), c.statHeader("ITL", metrics.SLOMetricITL),
+		c.statHeader("E2E", metrics.SLOMetricE2E), "SLO")
+	for _, rs := range rows {
+		s := rs.st.Summary
+		cells := []string{c.statCell(metrics.SLOMetricTTFT, s.TTFT)}
+		if c.ttfo {
+			cells = append(cells, c.statCell(metrics.SLOMetricTTFO, s.TTFO))
+		}
+		cells = append(cells, c.statCell(metrics.SLOMetricTPOT, s.TPOT), c.statCell(metrics.SLOMetricITL, s.ITL),
+			c.statCell(metrics.SLOMetricE2E, s.E2E), sloText(rs.st))
+		t.add(c.lead(rs), cells...)
+	}
+	return t
+}
+
+func (c columns) turnsTable(rows []runStage) table {
+	t := table{title: "TTFT by turn and the network (ms)", header: c.leadHeader(c.statHeader("TTFT first turn", metrics.SLOMetricTTFT),
+		c.statHeader("TTFT later turns", metrics.SLOMetricTTFT))}
+	if c.server {
+		t.header = append(t.header, "server TTFT p50/p95")
+	}
+	t.header = append(t.header, "RTT p50/p95")
+	for _, rs := range rows {
+		s := rs.st.Summary
+		cells := []string{c.statCell(metrics.SLOMetricTTFT, s.TTFTByTurn.First), c.statCell(metrics.SLOMetricTTFT, s.TTFTByTurn.Later)}
+		if c.server {
+			cells = append(cells, serverTTFT(rs.st.Server))
+		}
+		t.add(c.lead(rs), append(cells, rtt(rs.st.NetworkRTT))...)
+	}
+	return t
+}
+
+// openLoopTable puts latency from the send next to latency from the intended send (coordinated
+// omission: a client that fell behind its schedule hides the wait in "from send"), with how late
+// the client sent.
+func (c columns) openLoopTable(rows []runStage) table {
+	t := table{title: "Open loop: from send vs from the intended send (ms)", header: c.leadHeader(
+		c.statHeader("TTFT", metrics.SLOMetricTTFT), c.statHeader("TTFT from intended", metrics.SLOMetricTTFT),
+		c.statHeader("E2E", metrics.SLOMetricE2E), c.statHeader("E2E from intended", metrics.SLOMetricE2E), "send lag p50/p99/max")}
+	if c.startLag {
+		t.header = append(t.header, "start lag p50/p95/p99")
+	}
+	if c.replay {
+		t.header = append(t.header, "replay")
+	}
+	for _, rs := range rows {
+		s := rs.st.Summary
+		cells := []string{c.statCell(metrics.SLOMetricTTFT, s.TTFT), c.statCell(metrics.SLOMetricTTFT, s.TTFTFromIntended),
+			c.statCell(metrics.SLOMetricE2E, s.E2E), c.statCell(metrics.SLOMetricE2E, s.E2EFromIntended), sendLag(s.SendLag)}
+		if c.startLag {
+			cells = append(cells, lats(s.StartLag, 50, 95, 99))
+		}
+		if c.replay {
+			cells = append(cells, replayText(s))
+		}
+		t.add(c.lead(rs), cells...)
+	}
+	return t
+}
+
+// sendLag is the send lag's p50/p99/max with two decimals: a client keeping pace lags by fractions of
+// a millisecond.
+func sendLag(d metrics.Dist) string {
+	if !d.Known() {
+		return "N/A"
+	}
+	return fmt.Sprintf("%.2f/%.2f/%.2f", d.P50, d.P99, d.Max)
+}
+
+// replayText is a replay stage's verdict on its pace ("" for a stage that is not a replay).
+func replayText(s *metrics.StageSummary) string {
+	switch {
+	case !s.ReplayValid.OK:
+		return ""
+	case s.ReplayValid.V:
+		return "valid"
+	}
+	return "INVALID (see warning)"
+}
+
+func (c columns) costTable(rows []runStage) table {
+	t := table{title: "Cost", header: c.leadHeader("SLO", "out tok/s", "$/1M out", "$/1K turns", "$/session")}
+	for _, rs := range rows {
+		s := rs.st.Summary
+		t.add(c.lead(rs), sloText(rs.st), num(s.Throughput.OutTokPerSec, 1),
+			costText(rs.st, s.Cost.USDPer1MOut, 3), costText(rs.st, s.Cost.USDPer1KTurns, 4), costText(rs.st, s.Cost.USDPerSession, 6))
+	}
+	return t
+}
