@@ -51,6 +51,12 @@ var gateLatencies = []struct {
 	{"ttfo", func(s *metrics.StageSummary) metrics.Dist { return s.TTFO }},
 	{"itl", func(s *metrics.StageSummary) metrics.Dist { return s.ITL }},
 	{"e2e", func(s *metrics.StageSummary) metrics.Dist { return s.E2E }},
+	{"tpot", func(s *metrics.StageSummary) metrics.Dist { return s.TPOT }},
+	{"ttft_from_intended", func(s *metrics.StageSummary) metrics.Dist { return s.TTFTFromIntended }},
+	{"e2e_from_intended", func(s *metrics.StageSummary) metrics.Dist { return s.E2EFromIntended }},
+	{"ttft_first_turn", func(s *metrics.StageSummary) metrics.Dist { return s.TTFTByTurn.First }},
+	{"ttft_later_turns", func(s *metrics.StageSummary) metrics.Dist { return s.TTFTByTurn.Later }},
+	{"send_lag", func(s *metrics.StageSummary) metrics.Dist { return s.SendLag }},
 }
 
 // gateStats are the statistics of a latency block a rule may name.
@@ -73,6 +79,14 @@ var gateScalars = []gateMetric{
 	{"out_tok_s", unitNumber, func(r *StageReport) (float64, bool) { return r.Summary.Throughput.OutTokPerSec, true }},
 	{"req_s", unitNumber, func(r *StageReport) (float64, bool) { return r.Summary.Throughput.ReqPerSec, true }},
 	{"goodput", unitNumber, func(r *StageReport) (float64, bool) { return r.Summary.Throughput.GoodputPerSec, true }},
+	{"goodput_share", unitFraction, func(r *StageReport) (float64, bool) { return r.Summary.Goodput.Share.V, r.Summary.Goodput.Share.OK }},
+	{"input_tok_s", unitNumber, func(r *StageReport) (float64, bool) { return r.Summary.Throughput.InTokPerSec, true }},
+	{"total_tok_s", unitNumber, func(r *StageReport) (float64, bool) { return r.Summary.Throughput.TotalTokPerSec, true }},
+	{"out_chars_s", unitNumber, func(r *StageReport) (float64, bool) {
+		return r.Summary.Throughput.OutCharsPerSec.V, r.Summary.Throughput.OutCharsPerSec.OK
+	}},
+	{"in_flight_mean", unitNumber, func(r *StageReport) (float64, bool) { return r.Summary.InFlight.Mean, true }},
+	{"in_flight_max", unitNumber, func(r *StageReport) (float64, bool) { return float64(r.Summary.InFlight.Max), true }},
 	{"usd_per_1m_out", unitNumber, func(r *StageReport) (float64, bool) { return deref64(r.Summary.Cost.USDPer1MOut) }},
 	{"usd_per_1k_turns", unitNumber, func(r *StageReport) (float64, bool) { return deref64(r.Summary.Cost.USDPer1KTurns) }},
 	{"usd_per_session", unitNumber, func(r *StageReport) (float64, bool) { return deref64(r.Summary.Cost.USDPerSession) }},

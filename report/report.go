@@ -266,13 +266,18 @@ func sloMethodLine(slo workload.SLO) string {
 	if len(parts) == 0 {
 		return "- SLO: no SLO set: verdicts are N/A, goodput is unknown, and the headline names the stage with the best throughput.\n"
 	}
-	return "- SLO: " + strings.Join(parts, ", ") + "; any known value over its limit is FAIL, otherwise any unknown value is N/A. " +
-		"Goodput counts the requests whose own TTFT, TTFO, TPOT, mean ITL and E2E meet every latency limit (a p95 limit of 500 ms: this request ≤ 500 ms).\n"
+	line := "- SLO: " + strings.Join(parts, ", ") + "; any known value over its limit is FAIL, otherwise any unknown value is N/A."
+	if len(slo.LatencyLimits()) > 0 {
+		line += " Goodput counts the requests whose own value of each limited metric (mean ITL for ITL) is within its limit (a p95 limit of 500 ms: this request ≤ 500 ms)."
+	} else {
+		line += " No latency limit is set, so goodput is unknown."
+	}
+	return line + "\n"
 }
 
 // costMethodLine is how costs were figured, or that no price was set.
 func costMethodLine(sc *workload.Scenario) string {
-	head := "The headline is the complete, SLO-passing stage with the highest out tok/s (with no SLO set, the complete stage with the highest out tok/s, as the best throughput)."
+	head := "The headline is the complete, SLO-passing stage with the highest out tok/s (when the scenario sets no SLO, the complete stage with the highest out tok/s, named as the best throughput)."
 	if sc.Cost.GPUHourlyUSD == nil {
 		return "- Cost: no price set: cost N/A (cost.gpu_hourly_usd prices the stages). " + head + "\n"
 	}
