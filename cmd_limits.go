@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"syscall"
 
 	"github.com/plload/plload/workload"
@@ -15,13 +16,24 @@ const fileHeadroom = 64
 // connections than this process may open files: past the limit every new connection fails, and the
 // run would measure the machine's limit as the server's errors. Go raises the soft limit to the hard
 // one at start; the hard limit only an administrator can raise.
-func checkOpenFiles(sc *workload.Scenario) error {
+//
+// The connections are a concurrency stage's sessions, an arrival_rate stage's max_concurrency, or
+// request_rate's and replay's load.max_in_flight. That last one is a cap, not a need: when it is
+// the default (nobody chose it), a limit below it is a warning on stderr, because a run whose rate ×
+// latency stays under the limit never opens that many.
+func checkOpenFiles(sc *workload.Scenario, stderr io.Writer) error {
 	var lim syscall.Rlimit
 	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) != nil {
 		return nil // not knowable here; the run will say so in its errors if it comes to that
 	}
 	for i, st := range sc.Load.Stages {
-		conns := st.Concurrency + st.MaxConcurrency
+		conns, field := st.Concurrency, fmt.Sprintf("load.stages[%d].concurrency", i)
+		switch sc.Load.Mode {
+		case workload.ModeArrivalRate:
+			conns, field = st.MaxConcurrency, fmt.Sprintf("load.stages[%d].max_concurrency", i)
+		case workload.ModeRequestRate, workload.ModeReplay:
+			conns, field = sc.Load.MaxInFlight, "load.max_in_flight"
+		}
 		need, mockNote := conns+fileHeadroom, ""
 		if sc.UsesMock() {
 			need += conns
@@ -30,14 +42,14 @@ func checkOpenFiles(sc *workload.Scenario) error {
 		if uint64(need) <= lim.Cur {
 			continue
 		}
-		field := "concurrency"
-		if st.MaxConcurrency > 0 {
-			field = "max_concurrency"
+		msg := fmt.Sprintf("%d open connections need about %d file descriptors%s, but this process may open %d (hard limit %d); raise the limit (`ulimit -n %d` in the shell, LimitNOFILE= for a systemd service) or lower the %s",
+			conns, need, mockNote, lim.Cur, lim.Max, need, field)
+		if field == "load.max_in_flight" && conns == workload.DefaultMaxInFlight {
+			fmt.Fprintf(stderr, "%s: warning: %s: the default cap of %d requests in flight is more than this machine allows: %s; the run goes on, and fails requests only if that many are ever in flight\n",
+				sc.File, field, conns, msg)
+			return nil
 		}
-		issue := sc.IssueAt(fmt.Sprintf("load.stages[%d].%s", i, field), fmt.Sprintf(
-			"%d open connections need about %d file descriptors%s, but this process may open %d (hard limit %d); raise the limit (`ulimit -n %d` in the shell, LimitNOFILE= for a systemd service) or lower the concurrency; nothing was sent",
-			conns, need, mockNote, lim.Cur, lim.Max, need))
-		return badInput("%v", issue)
+		return badInput("%v", sc.IssueAt(field, msg+"; nothing was sent"))
 	}
 	return nil
 }

@@ -29,8 +29,9 @@ func runCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "run",
 		Usage:     "run every stage of a scenario and write the results directory",
-		ArgsUsage: "SCENARIO.yaml",
-		Description: "Validates the scenario first: a scenario with errors, an unset ${ENV} or api_key_env variable, or\n" +
+		ArgsUsage: "[SCENARIO.yaml]",
+		UsageText: runExamples,
+		Description: flagsHelp + "Validates the scenario first: a scenario with errors, an unset ${ENV} or api_key_env variable, or\n" +
 			"an unwritable results directory sends nothing and exits 2. Then it runs each stage in order\n" +
 			"(warmup, duration, drain) and writes results/<name>-<YYYYmmdd-HHMMSS>/: scenario.resolved.yaml\n" +
 			"(secrets masked) and per stage dataset.jsonl, profile_export.jsonl (one AIPerf record per\n" +
@@ -44,21 +45,21 @@ func runCommand() *cli.Command {
 			"Ctrl+C, SIGTERM or SIGHUP once: stop issuing, cancel what is in flight, write the stage as\n" +
 			"partial, skip the rest, exit 130. A second signal exits at once.\n\n" +
 			"Exit codes:\n" +
-			"  0    every stage ran; at least one met the SLO; the gate (if any) passed\n" +
+			"  0    every stage ran; at least one met the SLO (or none is set); the gate (if any) passed\n" +
 			"  1    a stage failed (stopped as unreachable, no successful request, or error rate over\n" +
-			"       slo.error_rate_max), no stage met the SLO, or the gate failed\n" +
+			"       the SLO's limit), a replay fell behind its trace, no stage met the SLO, or the gate failed\n" +
 			"  2    bad input: flags, scenario, files, or a target the preflight refused; nothing was sent\n" +
 			"  3    the gate could not decide (see plload gate --help)\n" +
 			"  130  interrupted",
-		Flags: append([]cli.Flag{
+		Flags: append(append(scenarioFlags(), []cli.Flag{
 			&cli.StringFlag{Name: "out", Usage: "results base directory (overrides output.dir)"},
 			&cli.BoolFlag{Name: "quiet", Usage: "no progress display (stage lines and the final table still print)"},
 			&cli.StringFlag{Name: "baseline", Usage: "after the run, gate it against this results directory (see plload gate)"},
 			&cli.BoolFlag{Name: "no-preflight", Usage: "skip the one streamed request sent before the first stage to check the target"},
-		}, gateFlags()...),
+		}...), gateFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
-			sc, warnings, err := loadScenario(cmd, workload.LoadOptions{ForRun: true})
+			sc, warnings, overridden, err := runInput(cmd)
 			if err != nil {
 				return err
 			}
@@ -72,7 +73,7 @@ func runCommand() *cli.Command {
 			if err := checkGateRules(sc); err != nil {
 				return err
 			}
-			dir, err := runScenario(ctx, sc, runOptions{base: base, quiet: cmd.Bool("quiet"), preflight: !cmd.Bool("no-preflight")}, stdout, stderr)
+			dir, err := runScenario(ctx, sc, runOptions{base: base, quiet: cmd.Bool("quiet"), preflight: !cmd.Bool("no-preflight"), fromResolved: overridden}, stdout, stderr)
 			if dir == "" {
 				return err
 			}
@@ -95,6 +96,9 @@ type runOptions struct {
 	base      string // results base directory
 	quiet     bool   // no progress display
 	preflight bool   // one streamed request before the first stage
+	// fromResolved: flags made or changed the scenario, so the run is reproduced from its
+	// scenario.resolved.yaml rather than from the file.
+	fromResolved bool
 }
 
 // runScenario builds the workload, starts the mock when asked, checks the target with one request,
@@ -108,7 +112,7 @@ func runScenario(ctx context.Context, sc *workload.Scenario, opt runOptions, std
 	if err := checkTarget(ctx, sc); err != nil {
 		return "", err
 	}
-	if err := checkOpenFiles(sc); err != nil {
+	if err := checkOpenFiles(sc, stderr); err != nil {
 		return "", err
 	}
 	w, err := sc.Build()
@@ -187,8 +191,12 @@ func runScenario(ctx context.Context, sc *workload.Scenario, opt runOptions, std
 	})
 	prog.Stop()
 	interrupted := errors.Is(err, engine.ErrInterrupted)
-	rep := report.New(sc, stages, report.Meta{Tool: toolName(), ScenarioFile: absPath(sc.File),
-		Command: "plload run " + absPath(sc.File) + " --out " + absPath(base), Started: started, Finished: time.Now(), Interrupted: interrupted})
+	scenarioFile := absPath(sc.File)
+	if opt.fromResolved {
+		scenarioFile = absPath(filepath.Join(dir, "scenario.resolved.yaml"))
+	}
+	rep := report.New(sc, stages, report.Meta{Tool: toolName(), ScenarioFile: scenarioFile,
+		Command: "plload run " + scenarioFile + " --out " + absPath(base), Started: started, Finished: time.Now(), Interrupted: interrupted})
 	if werr := rep.Write(dir, sc); werr != nil {
 		summaryErr = errors.Join(summaryErr, werr)
 	}
@@ -216,7 +224,8 @@ func runScenario(ctx context.Context, sc *workload.Scenario, opt runOptions, std
 
 // runFailures says what makes a finished run exit 1 (README, "Exit codes"): a stage that failed —
 // stopped because the target was unreachable, without one successful request, or with an error rate
-// over slo.error_rate_max — or no stage that met the SLO (no headline). [] when none.
+// over slo.error_rate_max —, a replay stage that could not keep the trace's pace, or no stage that
+// met the SLO (no headline; only when the scenario sets one). [] when none.
 func runFailures(sc *workload.Scenario, stages []*report.StageReport, headline bool) []string {
 	var out []string
 	errMax, errSet := sc.SLO.ErrorRateLimit()
@@ -230,11 +239,35 @@ func runFailures(sc *workload.Scenario, stages []*report.StageReport, headline b
 		case errSet && sum.ErrorRate.OK && sum.ErrorRate.V > errMax:
 			out = append(out, fmt.Sprintf("stage %02d failed: error rate %.2f%% is over the SLO's error rate limit %.2f%%", st.Stage, 100*sum.ErrorRate.V, 100*errMax))
 		}
+		if sum.ReplayValid.OK && !sum.ReplayValid.V { // a replay that fell behind did not measure the trace
+			out = append(out, fmt.Sprintf("stage %02d is not a valid replay: client could not keep the trace's pace: %s", st.Stage, replayReason(sum)))
+		}
 	}
 	if !headline && len(stages) > 0 && sc.SLO.IsSet() {
-		out = append(out, fmt.Sprintf("no stage met the SLO (TTFT p95 ≤ %s, ITL p95 ≤ %s, error rate ≤ %.2f%%)", sc.SLO.TTFTP95, sc.SLO.ITLP95, 100*errMax))
+		out = append(out, fmt.Sprintf("no stage met the SLO (%s)", sloText(sc.SLO)))
 	}
 	return out
+}
+
+// sloText lists the SLO's limits as the user set them: "ttft p95 ≤ 500ms, error rate ≤ 1.00%".
+func sloText(slo workload.SLO) string {
+	var parts []string
+	for _, l := range slo.LatencyLimits() {
+		parts = append(parts, fmt.Sprintf("%s %s ≤ %s", l.Metric, l.Stat, workload.Duration(l.Limit)))
+	}
+	if v, ok := slo.ErrorRateLimit(); ok {
+		parts = append(parts, fmt.Sprintf("error rate ≤ %.2f%%", 100*v))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// replayReason says how far behind the trace a replay stage fell, and what to do about it.
+func replayReason(sum *metrics.StageSummary) string {
+	why := sum.ReplayInvalidReason
+	if why == "" {
+		why = fmt.Sprintf("send lag p99 %.1f ms, max %.1f ms (limits: p99 ≤ %g ms, none > %g ms)", sum.SendLag.P99, sum.SendLag.Max, metrics.ReplayLagP99LimitMs, metrics.ReplayLateLimitMs)
+	}
+	return why + "; raise load.max_in_flight, replay slower (load.time_scale > 1), or run on a machine with more cores"
 }
 
 // summarizeStage computes a finished stage's numbers from its records and writes stage.json.
@@ -247,7 +280,7 @@ func summarizeStage(sc *workload.Scenario, w *workload.Workload, r engine.StageR
 	if r.InterruptNs != 0 {
 		in.InterruptNs = metrics.Some(r.InterruptNs)
 	}
-	if sc.Load.Mode == workload.ModeArrivalRate {
+	if sc.Load.IsOpenLoop() {
 		in.NeverStarted = r.NotStarted
 	}
 	if strain := r.Injector.Warnings(); len(strain) > 0 && !failuresExplainStrain(r) {
@@ -260,7 +293,7 @@ func summarizeStage(sc *workload.Scenario, w *workload.Workload, r engine.StageR
 		}
 		in.Warnings = append(in.Warnings, fmt.Sprintf("dataset reuse: the pool of %d sessions ran dry and %d sessions were reused (%s)", len(w.Stages[i].Sessions), r.Reused, advice))
 	}
-	sum, err := metrics.SummarizeFile(filepath.Join(r.Dir, "profile_export.jsonl"), in, sc.Load.Mode == workload.ModeArrivalRate)
+	sum, err := metrics.SummarizeFile(filepath.Join(r.Dir, "profile_export.jsonl"), in, sc.Load.IsOpenLoop())
 	if err != nil {
 		return nil, fmt.Errorf("stage %d: %w", r.Stage, err)
 	}

@@ -176,7 +176,10 @@ func TestRecoversSessions(t *testing.T) {
 	yaml := Scenario(s, ScenarioOptions{Name: "sessions", Sources: []string{path}})
 	sc := loadScenario(t, yaml)
 	within(t, "scenario think mean", sc.Session.ThinkTime.Mean, st.ThinkFit.Mean, 0.01)
-	within(t, "scenario sessions_per_sec", sc.Load.Stages[0].SessionsPerSec, s.RatePerS.Mean/st.MeanTurns, 0.01)
+	if sc.Load.Mode != workload.ModeRequestRate || sc.Load.Arrival != workload.ArrivalPoisson {
+		t.Errorf("load: mode %q arrival %q, want request_rate with Poisson session arrivals", sc.Load.Mode, sc.Load.Arrival)
+	}
+	within(t, "scenario rate (sessions/s)", sc.Load.Stages[0].Rate.To, s.RatePerS.Mean/st.MeanTurns, 0.01)
 }
 
 // loadScenario writes yaml to a file and loads it as plload run would, failing on any error.
@@ -460,12 +463,17 @@ func TestPeakMinute(t *testing.T) {
 	within(t, "peak_minute", s.RatePerS.PeakMinute, 30.0/60, 1e-9)
 	within(t, "peak_to_mean", s.PeakToMean, 0.5/(32.0/300), 1e-9)
 	sc := loadScenario(t, Scenario(s, ScenarioOptions{Name: "peak"}))
-	var got []float64
-	for _, st := range sc.Load.Stages {
-		got = append(got, st.SessionsPerSec)
+	type stage struct {
+		Name string
+		Rate workload.Rate
 	}
-	if diff := cmp.Diff([]float64{0.1067, 0.5, 0.65}, got); diff != "" {
-		t.Errorf("stages' sessions_per_sec: mean, peak, peak+30%% (-want +got):\n%s", diff)
+	var got []stage
+	for _, st := range sc.Load.Stages {
+		got = append(got, stage{st.Name, *st.Rate})
+	}
+	want := []stage{{"average", workload.ConstantRate(0.1067)}, {"peak", workload.ConstantRate(0.5)}, {"peak +30 %", workload.ConstantRate(0.65)}}
+	if diff := cmp.Diff(want, got); diff != "" || sc.Load.Mode != workload.ModeRequestRate {
+		t.Errorf("stages: average, peak, peak +30 %% request_rate stages (mode %q) (-want +got):\n%s", sc.Load.Mode, diff)
 	}
 	// Every length is 100: a constant, not a lognormal of sigma 0.
 	if sc.Session.UserInputTokens.Kind != workload.DistConstant || sc.Session.UserInputTokens.Value != 100 {

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/plload/plload/workload"
 )
 
 // Limits the scenario schema puts on the fields written (workload.Session's `limit` tags).
@@ -70,32 +72,37 @@ func Scenario(s *Summary, opts ScenarioOptions) string {
 	}
 
 	meanTurns := 1.0
-	sessionSec := 0.0
 	if st := s.Sessions; st != nil {
 		meanTurns = math.Max(1, st.MeanTurns)
-		sessionSec = (meanTurns - 1) * st.ThinkFit.Mean
 	}
 	w("load:\n")
-	w("  # SPEC §12 asks for load.mode request_rate stages (requests/s); until that mode lands (issue 16,\n")
-	w("  # open loop) the same rates are written as session arrivals: sessions_per_sec = requests/s ÷ mean\n")
-	w("  # turns per session (%.3g). request_rate replaces this block when it lands.\n", meanTurns)
-	w("  mode: arrival_rate   # assumed: stands in for request_rate (above)\n")
-	w("  stages:   # the seed's run matrix B: mean, peak minute, peak +30 %%\n")
+	w("  mode: request_rate   # assumed: open loop (SPEC §12), the log's requests arrive on their own clock, not when answers end\n")
+	if s.Sessions == nil && s.InterarrivalCV > 0 && !math.IsInf(s.InterarrivalCV, 0) {
+		w("  arrival: gamma   %s: inter-arrival times' CV %.3g (1 = Poisson, > 1 bursty)\n", from, s.InterarrivalCV)
+		w("  cv: %s   %s\n", num(s.InterarrivalCV), from)
+	} else {
+		w("  arrival: poisson   # assumed: sessions arrive independently (the log's CV is of requests, whose turns follow their sessions)\n")
+	}
+	// Requests in flight are rate × latency; a minute of the highest stage's arrivals is far more
+	// than a healthy server holds, and the default cap bounds the client's sockets.
+	inFlight := min(workload.DefaultMaxInFlight, max(4, int(math.Ceil(1.3*s.RatePerS.PeakMinute*60))))
+	w("  max_in_flight: %d   # assumed: a minute of the highest stage's requests, at most %d; past it requests wait (lag recorded)\n", inFlight, workload.DefaultMaxInFlight)
+	if meanTurns > 1 {
+		w("  # With sessions, rate is sessions/s (their turns follow their own think time): requests/s ÷\n")
+		w("  # mean turns per session (%.3g).\n", meanTurns)
+	}
+	w("  stages:   # the seed's run matrix B: average, peak minute, peak +30 %%\n")
 	for _, stage := range []struct {
 		name string
 		rate float64
 		why  string
 	}{
-		{"mean", s.RatePerS.Mean, "mean rate"},
+		{"average", s.RatePerS.Mean, "mean rate"},
 		{"peak", s.RatePerS.PeakMinute, "peak-minute rate"},
-		{"peak+30%", 1.3 * s.RatePerS.PeakMinute, "1.3 × peak-minute rate"},
+		{"peak +30 %", 1.3 * s.RatePerS.PeakMinute, "1.3 × peak-minute rate"},
 	} {
-		sps := stage.rate / meanTurns
-		// Generous: a minute of arrivals, or twice the sessions a mean session's life holds open.
-		maxConc := int(math.Ceil(math.Max(sps*60, 2*sps*sessionSec)))
-		maxConc = max(4, maxConc)
-		w("    - {sessions_per_sec: %s, max_concurrency: %d, warmup: %s, duration: %s}   # %s: %.4g req/s %s (%s); assumed: max_concurrency a generous bound (a minute of arrivals), warmup and duration\n",
-			num(sps), maxConc, stageWarmup, stageDuration, stage.name, stage.rate, from[2:], stage.why)
+		w("    - {name: %q, rate: %s, warmup: %s, duration: %s}   # %.4g req/s %s (%s); assumed: warmup and duration\n",
+			stage.name, num(stage.rate/meanTurns), stageWarmup, stageDuration, stage.rate, from[2:], stage.why)
 	}
 	w("cost: {gpu_hourly_usd: 2.50}   # assumed: an example GPU price; put yours here for the $/request columns\n")
 	w("slo: {ttft_p95: 2s, itl_p95: 100ms, error_rate_max: 0.01}   # assumed: put your service's objective here\n")
