@@ -8,9 +8,10 @@ import (
 // Levels over time: how many sessions, or requests, were open at once during the window.
 
 // levels sweeps intervals clipped to [w, eff) and returns the time-weighted mean of how many are
-// open at once, and the lowest and highest level held for at least minHold (the level at w counts
-// however briefly it is held). An interval is open from its start (inclusive) to its end; at one
-// instant ends go before starts, so a handover is not counted as two open.
+// open at once, and the lowest and highest level held for at least minHold ≥ 1 ns (the level at w
+// counts however briefly it is held). An interval is open from its start (inclusive) to its end. A
+// level between two changes at one instant is held for no time and never counts, so a handover (one
+// ends as the next starts) is not two open, in whatever order the sort leaves the two changes.
 func levels(ivs []interval, w, eff, minHold int64) (mean float64, lo, hi int) {
 	if eff <= w {
 		return 0, 0, 0
@@ -35,12 +36,7 @@ func levels(ivs []interval, w, eff, minHold int64) (mean float64, lo, hi int) {
 			changes = append(changes, change{end, -1})
 		}
 	}
-	sort.Slice(changes, func(i, j int) bool {
-		if changes[i].at != changes[j].at {
-			return changes[i].at < changes[j].at
-		}
-		return changes[i].delta < changes[j].delta
-	})
+	sort.Slice(changes, func(i, j int) bool { return changes[i].at < changes[j].at })
 	area, prev, seen := 0.0, w, false
 	hold := func(level int, d int64) {
 		if d < minHold && seen {

@@ -127,7 +127,7 @@ func (s *Stage) Add(r *Record) {
 	if s.anomalous(r) {
 		sum.ClockAnomalies++
 	}
-	good := r.OK() && meetsLimits(s.limits, r)
+	good := meetsLimits(s.limits, r) // counted only for successes, below
 	if r.OK() && r.RequestEndNs.OK && s.inWindow(r.RequestEndNs.V) {
 		s.throughput(r, good)
 	}

@@ -237,10 +237,14 @@ func (s *Stage) replayValidity() {
 	late := len(lags) - sort.Search(len(lags), func(i int) bool { return lags[i] > ReplayLateLimitMs })
 	var why []string
 	if sum.SendLag.P99 > ReplayLagP99LimitMs {
-		why = append(why, fmt.Sprintf("send lag p99 %.1f ms > %.0f ms", sum.SendLag.P99, ReplayLagP99LimitMs))
+		why = append(why, fmt.Sprintf("send lag p99 %.3f ms > %g ms", sum.SendLag.P99, ReplayLagP99LimitMs))
 	}
 	if late > 0 {
-		why = append(why, fmt.Sprintf("%d requests more than %.0f s late", late, ReplayLateLimitMs/1000))
+		noun := "requests"
+		if late == 1 {
+			noun = "request"
+		}
+		why = append(why, fmt.Sprintf("%d %s more than %g s late", late, noun, ReplayLateLimitMs/1000))
 	}
 	sum.ReplayValid = Some(len(why) == 0)
 	if len(why) > 0 {
@@ -259,6 +263,9 @@ func (s *Stage) warnings() []string {
 	}
 	if sum.NeverStarted.V > 0 {
 		out = append(out, fmt.Sprintf("%d arrivals never started before the stage ended (max_concurrency was full)", sum.NeverStarted.V))
+	}
+	if sum.ReplayInvalidReason != "" {
+		out = append(out, "replay is not valid: "+sum.ReplayInvalidReason+" (the server saw a different load than the trace's)")
 	}
 	if sum.ClockAnomalies > 0 {
 		out = append(out, fmt.Sprintf("%d records have times out of order (end before start, or TTFT after the last token): check the clock of whatever wrote them", sum.ClockAnomalies))
