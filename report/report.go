@@ -253,9 +253,10 @@ func personasText(sc *workload.Scenario) string {
 
 func distText(d workload.Dist) string { return d.String() }
 
-// sloMethodLine lists every limit the scenario sets, in the order the stages are judged by them, or
-// says that none is set (then every verdict is N/A, never PASS).
-func sloMethodLine(slo workload.SLO) string {
+// SLOText lists every limit the scenario sets, "TTFT p95 ≤ 500ms, TPOT p99 ≤ 50ms, error rate ≤
+// 0.01" (the turn-1 keys as TTFT p95 and ITL p95), in the order stages are judged by them; "" when
+// it sets none.
+func SLOText(slo workload.SLO) string {
 	var parts []string
 	for _, l := range slo.LatencyLimits() {
 		parts = append(parts, fmt.Sprintf("%s %s ≤ %s", strings.ToUpper(l.Metric), l.Stat, workload.Duration(l.Limit)))
@@ -263,10 +264,17 @@ func sloMethodLine(slo workload.SLO) string {
 	if v, ok := slo.ErrorRateLimit(); ok {
 		parts = append(parts, fmt.Sprintf("error rate ≤ %g", v))
 	}
-	if len(parts) == 0 {
+	return strings.Join(parts, ", ")
+}
+
+// sloMethodLine lists every limit the scenario sets, in the order the stages are judged by them, or
+// says that none is set (then every verdict is N/A, never PASS).
+func sloMethodLine(slo workload.SLO) string {
+	text := SLOText(slo)
+	if text == "" {
 		return "- SLO: no SLO set: verdicts are N/A, goodput is unknown, and the headline names the stage with the best throughput.\n"
 	}
-	line := "- SLO: " + strings.Join(parts, ", ") + "; any known value over its limit is FAIL, otherwise any unknown value is N/A."
+	line := "- SLO: " + text + "; any known value over its limit is FAIL, otherwise any unknown value is N/A."
 	if len(slo.LatencyLimits()) > 0 {
 		line += " Goodput counts the requests whose own value of each limited metric (mean ITL for ITL) is within its limit (a p95 limit of 500 ms: this request ≤ 500 ms)."
 	} else {

@@ -29,7 +29,9 @@ func columnsFor(rows []runStage, withRun bool) columns {
 		c.ttfo = c.ttfo || r.Summary.ReasoningSeen
 		c.startLag = c.startLag || r.Mode == "arrival_rate"
 		c.server = c.server || (r.Server != nil && r.Server.Samples > 0)
-		c.openLoop = c.openLoop || (r.Mode != "concurrency" && r.Mode != "") || r.Summary.SendLag.Known()
+		// A concurrency stage's intended sends are its think times' ends: their lag is the think
+		// lag of the injector table, not a schedule the load kept.
+		c.openLoop = c.openLoop || r.Mode == "arrival_rate" || r.Mode == "request_rate" || r.Mode == "replay"
 		c.replay = c.replay || r.Mode == "replay" || r.Summary.ReplayValid.OK
 		for _, l := range r.SLO.Limits() {
 			if limited[l.Metric] == nil {
