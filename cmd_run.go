@@ -286,7 +286,9 @@ func summarizeStage(sc *workload.Scenario, w *workload.Workload, r engine.StageR
 	if strain := r.Injector.Warnings(); len(strain) > 0 && !failuresExplainStrain(r) {
 		in.Warnings = append(in.Warnings, strain...)
 	}
-	if r.Reused > 0 && !failuresExplainStrain(r) { // sessions that fail at once use the pool up
+	// Sessions that fail at once use the pool up; and with a nonce at the start of every request a
+	// repeat cannot hit the prefix cache, which is what the warning is for (engine.reused counts them).
+	if r.Reused > 0 && !failuresExplainStrain(r) && sc.NonceAt() != workload.NonceStart {
 		advice := "raise load.session_pool_factor or sessions"
 		if sc.Source() != nil {
 			advice = "the file's conversations were replayed again: a longer file, or workload.nonce, keeps a repeat from hitting the server's prefix cache"

@@ -202,7 +202,7 @@ func flagsOnlyDoc(fs flagSet) (yaml.MapSlice, error) {
 		missing = append(missing, "--concurrency N[,N...] or --request-rate R[,R...]")
 	}
 	if len(missing) > 0 {
-		return nil, badInput("run: expected a scenario file (plload run SCENARIO.yaml), or without one %s; for example: plload run --base-url http://127.0.0.1:8000/v1 --model M --request-rate 20 --duration 60s (see plload run --help); nothing was sent",
+		return nil, badInput("run: expected a scenario file (plload run SCENARIO.yaml) or, without one, the flags %s; for example: plload run --base-url http://127.0.0.1:8000/v1 --model M --request-rate 20 --duration 60s (see plload run --help); nothing was sent",
 			strings.Join(missing, " and "))
 	}
 	session := yaml.MapSlice{{Key: "turns", Value: 1}, {Key: "user_input_tokens", Value: defaultFlagISL},
@@ -488,7 +488,7 @@ func runInput(cmd *cli.Command) (sc *workload.Scenario, warnings workload.Issues
 		return sc, warnings, false, err
 	}
 	if cmd.Args().Len() > 1 {
-		return nil, nil, true, badInput("run: expected at most one argument, the scenario file (got %d: %s); flags go before or after it as --name value",
+		return nil, nil, true, badInput("run: expected at most one argument, the scenario file (got %d: %s); flags go before or after it as --name value; nothing was sent",
 			cmd.Args().Len(), strings.Join(cmd.Args().Slice(), " "))
 	}
 	sc, warnings, err = scenarioFromFlags(cmd.Args().First(), fs, opts)
