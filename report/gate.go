@@ -285,8 +285,7 @@ func Evaluate(rules []Rule, stages []*StageReport) []Check {
 			}
 		}
 		if len(targets) == 0 {
-			out = append(out, Check{Name: r.Text, Kind: "threshold", Limit: r.Text, Status: "fail",
-				Message: map[bool]string{true: "no stage passed the SLO, so there is no headline stage", false: fmt.Sprintf("the run has no stage %d", r.Stage)}[r.Scope == "headline"]})
+			out = append(out, Check{Name: r.Text, Kind: "threshold", Limit: r.Text, Status: "fail", Message: noTarget(r, stages)})
 			continue
 		}
 		for _, s := range targets {
@@ -309,6 +308,20 @@ func Evaluate(rules []Rule, stages []*StageReport) []Check {
 		}
 	}
 	return out
+}
+
+// noTarget says why a rule has no stage to check: the stage number is not in the run, or there is no
+// headline stage because none passed the SLO, or because the scenario set none.
+func noTarget(r Rule, stages []*StageReport) string {
+	if r.Scope != "headline" {
+		return fmt.Sprintf("the run has no stage %d", r.Stage)
+	}
+	for _, s := range stages {
+		if s.SLO.Set() {
+			return "no stage passed the SLO, so there is no headline stage"
+		}
+	}
+	return "no SLO was set, so there is no headline stage (the stage that passes it); scope the rule with all: or stage N:"
 }
 
 func status(ok bool) string {

@@ -411,3 +411,21 @@ func TestNoSLOGoodputCell(t *testing.T) {
 		t.Errorf("goodput %q", got)
 	}
 }
+
+// TestGateHeadlineWithoutSLO: a rule on the headline stage of a run without an SLO fails saying why
+// and what to write instead; with an SLO that no stage passed, it says that.
+func TestGateHeadlineWithoutSLO(t *testing.T) {
+	sc := modeScenario(t, "  mode: concurrency\n  stages: [{concurrency: 2, warmup: 1s, duration: 10s}]\n", "")
+	st := stageOf(t, sc, 0)
+	r, _ := ParseRule("ttft_p95 < 1s")
+	checks := Evaluate([]Rule{r}, []*StageReport{st})
+	if len(checks) != 1 || checks[0].Status != StatusFail || !strings.Contains(checks[0].Message, "no SLO was set, so there is no headline stage") ||
+		!strings.Contains(checks[0].Message, "all: or stage N:") {
+		t.Errorf("no SLO: %+v", checks)
+	}
+	_, golden := goldenStages(t)
+	golden[0].Summary.SLO.Verdict = metrics.SLOFail
+	if checks := Evaluate([]Rule{r}, golden); len(checks) != 1 || checks[0].Message != "no stage passed the SLO, so there is no headline stage" {
+		t.Errorf("SLO failed: %+v", checks)
+	}
+}
