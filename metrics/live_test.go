@@ -148,3 +148,17 @@ func TestLiveSnapshotsKeepEveryStage(t *testing.T) {
 		t.Fatalf("an empty stage at elapsed 0: %+v", s)
 	}
 }
+
+// TestLiveCacheReadCountsOnlyRequestsWithPromptTokens: the live cache-read % cannot pass 100 %: an
+// answer that reports cached tokens but no prompt tokens adds to neither side.
+func TestLiveCacheReadCountsOnlyRequestsWithPromptTokens(t *testing.T) {
+	l := NewLive(1)
+	l.StageStarted(1)
+	l.Record(&Record{OutputSequenceLength: Some(1), UsagePromptTokens: Some(100), UsageCachedTokens: Some(50)})
+	l.Record(&Record{OutputSequenceLength: Some(1), UsageCachedTokens: Some(400)})
+	l.Record(&Record{OutputSequenceLength: Some(1), UsagePromptTokens: Some(100), UsageCachedTokens: Some(300)})
+	s, _ := l.Snapshot()
+	if s.CacheReadPct != 75 { // (50 + 100) of 200
+		t.Fatalf("live cache read %v %%, want 75", s.CacheReadPct)
+	}
+}

@@ -1,9 +1,3 @@
-// Package metrics holds the per-request record (AIPerf's profile_export.jsonl layout), its writer and
-// reader, and the arithmetic that turns records into a stage's numbers.
-//
-// Beyond RECORDS.md's tags, plload writes one metric of its own, which AIPerf's readers skip:
-// output_char_count (unit "chars"), the Unicode characters of the streamed content, reasoning and
-// tool-call text included — output per second that needs no tokenizer to compare two servers.
 package metrics
 
 import "encoding/json"

@@ -120,7 +120,7 @@ func endNs(r *Record) int64 {
 func (s *Stage) Add(r *Record) {
 	sum := &s.s
 	sum.Requests.Total++
-	s.session(r)
+	widenSession(s.sessions, r)
 	if start, end := r.RequestStartNs, endNs(r); end > start && end > s.w && start < sum.Window.EEffNs {
 		s.inFlight = append(s.inFlight, interval{start, end})
 	}
@@ -296,8 +296,9 @@ func (s *Stage) addGaps(gaps []float64) {
 
 func nsOf(ms float64) int64 { return max(1, int64(math.Round(ms*1e6))) }
 
-// session widens the interval of the record's session instance.
-func (s *Stage) session(r *Record) {
+// widenSession widens the interval of the record's session instance (keyed by correlation id, else
+// conversation id; a record with neither has no session): first issue to last end.
+func widenSession(sessions map[string]*interval, r *Record) {
 	key := r.XCorrelationID
 	if key == "" {
 		key = r.ConversationID
@@ -309,9 +310,9 @@ func (s *Stage) session(r *Record) {
 	if r.RequestEndNs.OK {
 		end = r.RequestEndNs.V
 	}
-	iv, ok := s.sessions[key]
+	iv, ok := sessions[key]
 	if !ok {
-		s.sessions[key] = &interval{issueNs(r), end}
+		sessions[key] = &interval{issueNs(r), end}
 		return
 	}
 	iv.start, iv.end = min(iv.start, issueNs(r)), max(iv.end, end)

@@ -32,21 +32,7 @@ func Series(recs []*Record, sum *StageSummary) StageSeries {
 		if r.RequestEndNs.OK {
 			last = max(last, r.RequestEndNs.V)
 		}
-		key := r.XCorrelationID
-		if key == "" {
-			key = r.ConversationID
-		}
-		if key != "" {
-			end := r.RequestStartNs
-			if r.RequestEndNs.OK {
-				end = r.RequestEndNs.V
-			}
-			if iv, ok := sessions[key]; ok {
-				iv.start, iv.end = min(iv.start, issueNs(r)), max(iv.end, end)
-			} else {
-				sessions[key] = &interval{issueNs(r), end}
-			}
-		}
+		widenSession(sessions, r)
 	}
 	n := int(math.Ceil(float64(last-s.T0Ns)/1e9)) + 1
 	if n <= 0 || n > 1_000_000 {
@@ -54,38 +40,7 @@ func Series(recs []*Record, sum *StageSummary) StageSeries {
 	}
 	s.Seconds = make([]float64, n)
 	s.ReqPerSec, s.OutTokPerSec, s.TTFTP95Ms, s.ActiveSessions = make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
-	ttftBy := make([][]float64, n)
-	bucket := func(ns int64) int {
-		b := int((ns - s.T0Ns) / 1e9)
-		if ns < s.T0Ns || b >= n { // not b < 0: the division truncates [t0 − 1 s, t0) to bucket 0
-			return -1
-		}
-		return b
-	}
-	for _, r := range recs {
-		if !r.OK() {
-			continue
-		}
-		if b := bucket(r.RequestEndNs.V); b >= 0 {
-			s.ReqPerSec[b]++
-			s.OutTokPerSec[b] += float64(r.OutputSequenceLength.V)
-		}
-		if b := bucket(r.RequestStartNs); b >= 0 && r.TTFT.OK {
-			ttftBy[b] = append(ttftBy[b], r.TTFT.V)
-		}
-		if r.RequestStartNs >= s.WNs && r.RequestStartNs < s.EEffNs {
-			if r.TTFT.OK {
-				s.TTFT = append(s.TTFT, r.TTFT.V)
-			}
-			if r.RequestLatency.OK {
-				s.E2E = append(s.E2E, r.RequestLatency.V)
-			}
-			s.ITL = append(s.ITL, r.InterChunkLatency...)
-			if len(r.InterChunkLatency) > 0 {
-				s.ITLByRequest = append(s.ITLByRequest, r.InterChunkLatency)
-			}
-		}
-	}
+	ttftBy := s.fill(recs, n)
 	for b := range n {
 		s.Seconds[b] = float64(b)
 		s.TTFTP95Ms[b] = math.NaN()
@@ -110,4 +65,39 @@ func Series(recs []*Record, sum *StageSummary) StageSeries {
 		s.ITL = thin
 	}
 	return s
+}
+
+// fill counts the successes into the n one-second buckets and the window's samples, and returns
+// the TTFTs of each bucket's starts.
+func (s *StageSeries) fill(recs []*Record, n int) [][]float64 {
+	ttftBy := make([][]float64, n)
+	bucket := func(ns int64) int {
+		b := int((ns - s.T0Ns) / 1e9)
+		if ns < s.T0Ns || b >= n { // not b < 0: the division truncates [t0 − 1 s, t0) to bucket 0
+			return -1
+		}
+		return b
+	}
+	for _, r := range recs {
+		if !r.OK() {
+			continue
+		}
+		if b := bucket(r.RequestEndNs.V); b >= 0 {
+			s.ReqPerSec[b]++
+			s.OutTokPerSec[b] += float64(r.OutputSequenceLength.V)
+		}
+		if b := bucket(r.RequestStartNs); b >= 0 && r.TTFT.OK {
+			ttftBy[b] = append(ttftBy[b], r.TTFT.V)
+		}
+		if r.RequestStartNs < s.WNs || r.RequestStartNs >= s.EEffNs {
+			continue
+		}
+		appendOpt(&s.TTFT, r.TTFT)
+		appendOpt(&s.E2E, r.RequestLatency)
+		s.ITL = append(s.ITL, r.InterChunkLatency...)
+		if len(r.InterChunkLatency) > 0 {
+			s.ITLByRequest = append(s.ITLByRequest, r.InterChunkLatency)
+		}
+	}
+	return ttftBy
 }

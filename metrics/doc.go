@@ -1,0 +1,21 @@
+// Package metrics holds the per-request record (AIPerf's profile_export.jsonl layout), its writer and
+// reader, and the arithmetic that turns records into a stage's numbers. Its files, by part:
+//
+//   - the record and its files: record.go (Record, Opt), record_json.go (one line, written by hand),
+//     record_read.go and record_read_parallel.go (plload's and AIPerf's layouts), record_file.go
+//     (the JSON-lines writer goroutine, atomic files), record_session.go (sessions.jsonl),
+//     record_failure.go (what kind of failure a record is);
+//   - the window, summary, SLO and cost: stage.go (Stage: the records of one stage, counted),
+//     stage_window.go (t0), stage_levels.go (open sessions and requests over time),
+//     stage_summary.go (StageSummary and its computation), stage_file.go (a records file's summary),
+//     stage_series.go (the per-second view for charts), dist.go (distributions, percentiles), slo.go
+//     (limits, verdict, goodput's per-request test), cost.go (prices, the headline), bootstrap.go
+//     (confidence intervals of comparisons);
+//   - the server scrape: server_scrape.go (a Prometheus endpoint read) and server_summary.go;
+//   - the live export: live.go (the running view) and live_prom.go (served to Prometheus);
+//   - the injector's health: injector_health.go.
+//
+// Beyond RECORDS.md's tags, plload writes one metric of its own, which AIPerf's readers skip:
+// output_char_count (unit "chars"), the Unicode characters of the streamed content, reasoning and
+// tool-call text included — output per second that needs no tokenizer to compare two servers.
+package metrics
