@@ -87,7 +87,7 @@ func HTML(runs []Run, tool, method string, stageSVGs ...[]byte) ([]byte, error) 
 	for _, part := range []struct {
 		dst *template.HTML
 		md  string
-	}{{&d.Tables, stageTables(rows, withRun)}, {&d.Notes, columnNotes}, {&d.Sections, sections(rows, withRun, WorkloadWarnings(runs))}, {&d.Method, method}} {
+	}{{&d.Tables, stageTables(rows, withRun)}, {&d.Notes, columnNotes}, {&d.Sections, sections(rows, withRun, htmlWarnings(runs))}, {&d.Method, method}} {
 		if *part.dst, err = mdToHTML(part.md); err != nil {
 			return nil, err
 		}
@@ -97,10 +97,34 @@ func HTML(runs []Run, tool, method string, stageSVGs ...[]byte) ([]byte, error) 
 	return out.Bytes(), err
 }
 
-// verdict is the paragraph under the headline: how many stages pass, and where the SLO breaks.
+// htmlWarnings are the warnings about whole runs: workloads that differ, replays that lost their
+// trace's pace (named by run when there are several).
+func htmlWarnings(runs []Run) []string {
+	out := WorkloadWarnings(runs)
+	for _, r := range runs {
+		for _, w := range ReplayWarnings(r.Stages) {
+			if len(runs) > 1 {
+				w = r.Name + ": " + w
+			}
+			out = append(out, w)
+		}
+	}
+	return out
+}
+
+// verdict is the paragraph under the headline: how many stages pass, and where the SLO breaks; a run
+// without an SLO is not judged, so none of its stages "does not meet" it.
 func verdict(runs []Run) string {
 	var parts []string
 	for _, r := range runs {
+		if !sloSetIn(r.Stages) {
+			text := "No SLO was set, so no stage is judged"
+			if len(runs) > 1 {
+				text = r.Name + ": no SLO was set, so no stage is judged"
+			}
+			parts = append(parts, text+".")
+			continue
+		}
 		pass, lastPass, firstFail := 0, 0.0, -1
 		for _, s := range r.Stages {
 			if s.Summary.SLO.Verdict == metrics.SLOPass && !s.Partial {
@@ -123,4 +147,14 @@ func verdict(runs []Run) string {
 		parts = append(parts, text+".")
 	}
 	return strings.Join(parts, " ")
+}
+
+// sloSetIn reports whether any stage was judged by a limit.
+func sloSetIn(stages []*StageReport) bool {
+	for _, s := range stages {
+		if s.SLO.Set() {
+			return true
+		}
+	}
+	return false
 }

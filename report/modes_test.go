@@ -429,3 +429,23 @@ func TestGateHeadlineWithoutSLO(t *testing.T) {
 		t.Errorf("SLO failed: %+v", checks)
 	}
 }
+
+// TestHTMLWithoutSLOAndInvalidReplay: report.html does not count stages of a run without an SLO as
+// failing it, and shows the replay warning.
+func TestHTMLWithoutSLOAndInvalidReplay(t *testing.T) {
+	sc := modeScenario(t, "  mode: concurrency\n  stages: [{concurrency: 2, warmup: 1s, duration: 10s}]\n", "")
+	page, err := HTML([]Run{{Name: "x", Stages: []*StageReport{stageOf(t, sc, 0)}}}, "plload test", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if html := string(page); !strings.Contains(html, "No SLO was set, so no stage is judged.") || strings.Contains(html, "is the first that does not") {
+		t.Errorf("report.html without an SLO judges it")
+	}
+	page, err = HTML([]Run{{Name: "r", Stages: []*StageReport{invalidReplay(t)}}}, "plload test", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(page), "stage 01: client could not keep the trace's pace: send lag p99 14.20 ms &gt; 10 ms") {
+		t.Errorf("report.html lacks the replay warning")
+	}
+}
