@@ -22,6 +22,8 @@ type CurvePoint struct {
 	TTFTP95, TTFTP99        float64 // ms; NaN when unknown
 	ITLP95, ITLP99          float64
 	Pass, Partial, Headline bool
+	// Failed: judged by an SLO and did not pass it (a stage of a run without an SLO is not failed).
+	Failed bool
 }
 
 // CurveRun is one run's curve.
@@ -60,7 +62,8 @@ func Curve(runs []Run) CurveModel {
 			cr.Points = append(cr.Points, CurvePoint{Stage: s.Stage, OutTokPerSec: sum.Throughput.OutTokPerSec, ReqPerSec: sum.Throughput.ReqPerSec,
 				TTFTP95: nanIfUnknown(sum.TTFT, sum.TTFT.P95), TTFTP99: nanIfUnknown(sum.TTFT, sum.TTFT.P99),
 				ITLP95: nanIfUnknown(sum.ITL, sum.ITL.P95), ITLP99: nanIfUnknown(sum.ITL, sum.ITL.P99),
-				Pass: sum.SLO.Verdict == metrics.SLOPass, Partial: s.Partial, Headline: k == best})
+				Pass: sum.SLO.Verdict == metrics.SLOPass, Partial: s.Partial, Headline: k == best,
+				Failed: s.SLO.Set() && sum.SLO.Verdict != metrics.SLOPass})
 		}
 		m.Runs = append(m.Runs, cr)
 		if i == 0 && len(r.Stages) > 0 {
@@ -123,7 +126,7 @@ func (m CurveModel) panel(title, ylabel string, slo float64, p95, p99 func(Curve
 			if math.IsNaN(y) {
 				continue
 			}
-			if !pt.Pass || pt.Partial {
+			if pt.Failed || pt.Partial {
 				fail = append(fail, plotter.XY{X: pt.OutTokPerSec, Y: y})
 			}
 			if pt.Headline {

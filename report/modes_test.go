@@ -449,3 +449,16 @@ func TestHTMLWithoutSLOAndInvalidReplay(t *testing.T) {
 		t.Errorf("report.html lacks the replay warning")
 	}
 }
+
+// TestChartWithoutSLO: the chart marks no stage of a run without an SLO as failed; with an SLO, the
+// stage that did not pass is marked.
+func TestChartWithoutSLO(t *testing.T) {
+	sc := modeScenario(t, "  mode: concurrency\n  stages: [{concurrency: 2, warmup: 1s, duration: 10s}]\n", "")
+	if pt := Curve([]Run{{Name: "x", Stages: []*StageReport{stageOf(t, sc, 0)}}}).Runs[0].Points[0]; pt.Failed || pt.Pass {
+		t.Errorf("a stage without an SLO: %+v", pt)
+	}
+	_, golden := goldenStages(t)
+	if pts := Curve([]Run{{Name: "g", Stages: golden}}).Runs[0].Points; pts[0].Failed || !pts[1].Failed {
+		t.Errorf("golden stages: %+v", pts)
+	}
+}
