@@ -61,43 +61,106 @@ func (d Dist) MarshalJSON() ([]byte, error) {
 }
 
 // Percentile returns the p-th percentile (0–100) of sorted values, interpolated linearly.
-func Percentile(sorted []float64, p float64) float64 {
-	n := len(sorted)
+func Percentile(sorted []float64, p float64) float64 { return sortedView{a: sorted}.percentile(p) }
+
+// summarize sorts values in place and returns their summary (N = 0 for none).
+func summarize(values []float64) Dist {
+	sort.Float64s(values)
+	return sortedView{a: values}.summary()
+}
+
+// summarizeUnion sorts a and b in place and returns the summary of both together, without a merged
+// copy: a stage keeps TTFT by turn and lags by kind apart, and a million requests' worth of a
+// second copy is memory the summary does not need.
+func summarizeUnion(a, b []float64) Dist {
+	sort.Float64s(a)
+	sort.Float64s(b)
+	return sortedView{a, b}.summary()
+}
+
+// SummarizeSorted is the summary of values already sorted ascending.
+func SummarizeSorted(sorted []float64) Dist { return sortedView{a: sorted}.summary() }
+
+// sortedView reads the ascending union of two sorted slices (b may be empty) by rank, or in order.
+type sortedView struct{ a, b []float64 }
+
+func (v sortedView) len() int { return len(v.a) + len(v.b) }
+
+// at is the k-th smallest value (0-based): the split i of a and k+1−i of b whose largest is the k-th,
+// found by bisection on i.
+func (v sortedView) at(k int) float64 {
+	a, b := v.a, v.b
+	if len(b) == 0 {
+		return a[k]
+	}
+	if len(a) == 0 {
+		return b[k]
+	}
+	// The smallest i (taken from a) with a[i] ≥ b[k−i]: then a[:i] and b[:k+1−i] are the k+1 smallest.
+	lo, hi := max(0, k+1-len(b)), min(k+1, len(a))
+	for lo < hi {
+		i := (lo + hi) / 2
+		if a[i] < b[k-i] {
+			lo = i + 1
+		} else {
+			hi = i
+		}
+	}
+	i, j := lo, k+1-lo
+	switch {
+	case i == 0:
+		return b[j-1]
+	case j == 0:
+		return a[i-1]
+	}
+	return max(a[i-1], b[j-1])
+}
+
+// each calls fn on every value in ascending order (a merge), so sums add in the same order as over
+// one sorted slice and come out bit-identical.
+func (v sortedView) each(fn func(float64)) {
+	i, j := 0, 0
+	for i < len(v.a) || j < len(v.b) {
+		if j == len(v.b) || (i < len(v.a) && v.a[i] <= v.b[j]) {
+			fn(v.a[i])
+			i++
+		} else {
+			fn(v.b[j])
+			j++
+		}
+	}
+}
+
+func (v sortedView) percentile(p float64) float64 {
+	n := v.len()
 	switch {
 	case n == 0:
 		return math.NaN()
 	case n == 1:
-		return sorted[0]
+		return v.at(0)
 	}
 	h := float64(n-1) * p / 100
 	lo := int(math.Floor(h))
 	if lo >= n-1 {
-		return sorted[n-1]
+		return v.at(n - 1)
 	}
-	return sorted[lo] + (h-float64(lo))*(sorted[lo+1]-sorted[lo])
+	x := v.at(lo)
+	return x + (h-float64(lo))*(v.at(lo+1)-x)
 }
 
-// summarize sorts values in place and returns their summary (N = 0 for none).
-func summarize(values []float64) Dist {
-	if len(values) == 0 {
+func (v sortedView) summary() Dist {
+	n := v.len()
+	if n == 0 {
 		return Dist{}
 	}
-	sort.Float64s(values)
 	sum := 0.0
-	for _, v := range values {
-		sum += v
-	}
-	mean := sum / float64(len(values))
+	v.each(func(x float64) { sum += x })
+	mean := sum / float64(n)
 	// Two passes (mean, then squared deviations): one pass of Σx² loses the digits of a narrow
 	// distribution far from 0, as latencies in ns-derived ms are.
 	sq := 0.0
-	for _, v := range values {
-		sq += (v - mean) * (v - mean)
-	}
-	return Dist{N: len(values), Mean: mean, Min: values[0], Max: values[len(values)-1],
-		P50: Percentile(values, 50), P90: Percentile(values, 90), P95: Percentile(values, 95), P99: Percentile(values, 99),
-		Std: math.Sqrt(sq / float64(len(values)))}
+	v.each(func(x float64) { sq += (x - mean) * (x - mean) })
+	return Dist{N: n, Mean: mean, Min: v.at(0), Max: v.at(n - 1),
+		P50: v.percentile(50), P90: v.percentile(90), P95: v.percentile(95), P99: v.percentile(99),
+		Std: math.Sqrt(sq / float64(n))}
 }
-
-// SummarizeSorted is the summary of values already sorted ascending.
-func SummarizeSorted(sorted []float64) Dist { return summarize(sorted) }

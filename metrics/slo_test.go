@@ -240,6 +240,11 @@ func TestInFlightLevels(t *testing.T) {
 		r.RequestEndNs = Some(sec(endS))
 		return r
 	}
+	cancelledAt := func(startS, cancelS float64) *Record {
+		r := failed(startS, CodeCancelled, ErrTypeCancelled)
+		r.RequestEndNs, r.CancellationTimeNs = Opt[int64]{}, Some(sec(cancelS))
+		return r
+	}
 	cases := []struct {
 		name string
 		recs []*Record
@@ -249,6 +254,7 @@ func TestInFlightLevels(t *testing.T) {
 		{"a 0.5 ms overlap", []*Record{span(2, 4), span(3.9995, 6)}, (2 + 2.0005) / 10, 2},
 		{"a handover at one instant", []*Record{span(2, 4), span(4, 6)}, 4.0 / 10, 1},
 		{"across the whole window, and one in warmup", []*Record{span(0.5, 12), span(0.1, 0.9)}, 1, 1},
+		{"a cancelled request without an end: until its cancellation", []*Record{cancelledAt(2, 5)}, 3.0 / 10, 1},
 		{"none", nil, 0, 0},
 	}
 	for _, tc := range cases {

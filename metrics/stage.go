@@ -47,23 +47,25 @@ type Stage struct {
 	in     StageInput
 	limits []LatencyLimit // in.SLO's, folded once
 	w, e   int64
-	// Per-request values of the successful in-window requests, in ms.
-	latTTFT, latTTFO, latE2E, itlPerReq, tpot []float64
-	ttftFirst, ttftLater                      []float64
-	ttftIntended, e2eIntended                 []float64
-	gaps                                      []float64 // pooled chunk gaps
-	hdr                                       *hdrhistogram.Histogram
-	// Lags of the in-window requests that have an intended start, in ms.
-	startLag, thinkLag, sendLag []float64
-	sessions                    map[string]*interval
-	inFlight                    []interval // requests, start to end, that overlap the window
-	turns                       map[int]*turnCache
-	s                           StageSummary
-	promptSum, cachedSum        int64
-	promptCount                 int
-	goodStarted                 int   // good requests among those that started in the window
-	outputChars                 int64 // Σ output_char_count of the requests throughput counts
-	charsMissing                bool  // one of them had no output_char_count
+	// Per-request values of the successful in-window requests, in ms. TTFT is kept by turn only
+	// (first turns, later ones) and the send lag by kind only (start, think): the whole is their
+	// union, summarized without a copy.
+	ttftFirst, ttftLater             []float64
+	latTTFO, latE2E, itlPerReq, tpot []float64
+	ttftIntended, e2eIntended        []float64
+	gaps                             []float64 // pooled chunk gaps
+	hdr                              *hdrhistogram.Histogram
+	startLag, thinkLag               []float64 // of in-window requests with an intended start
+	sessions                         map[string]*interval
+	flightStarts, flightEnds         []int64 // of the requests in flight in the window, clipped to it
+	flightArea                       int64   // Σ ns in flight within the window
+	turns                            map[int]*turnCache
+	s                                StageSummary
+	promptSum, cachedSum             int64
+	promptCount                      int
+	goodStarted                      int   // good requests among those that started in the window
+	outputChars                      int64 // Σ output_char_count of the requests throughput counts
+	charsMissing                     bool  // one of them had no output_char_count
 }
 
 type interval struct{ start, end int64 }
@@ -121,9 +123,7 @@ func (s *Stage) Add(r *Record) {
 	sum := &s.s
 	sum.Requests.Total++
 	widenSession(s.sessions, r)
-	if start, end := r.RequestStartNs, endNs(r); end > start && end > s.w && start < sum.Window.EEffNs {
-		s.inFlight = append(s.inFlight, interval{start, end})
-	}
+	s.inFlight(r)
 	if s.anomalous(r) {
 		sum.ClockAnomalies++
 	}
@@ -150,6 +150,16 @@ func (s *Stage) Add(r *Record) {
 	s.success(r)
 }
 
+// inFlight takes the part of the request's time, start to end, that falls in the window.
+func (s *Stage) inFlight(r *Record) {
+	start, end := max(r.RequestStartNs, s.w), min(endNs(r), s.s.Window.EEffNs)
+	if end <= start {
+		return
+	}
+	s.flightStarts, s.flightEnds = append(s.flightStarts, start), append(s.flightEnds, end)
+	s.flightArea += end - start
+}
+
 // lags files the in-window request's send lag (issue − intended start), and its start or think lag
 // by whether it opens its session.
 func (s *Stage) lags(r *Record) {
@@ -157,7 +167,6 @@ func (s *Stage) lags(r *Record) {
 		return
 	}
 	lag := Ms(issueNs(r) - r.IntendedStartNs.V)
-	s.sendLag = append(s.sendLag, lag)
 	if r.TurnIndex != 0 {
 		s.thinkLag = append(s.thinkLag, lag)
 		return
@@ -200,7 +209,6 @@ func (s *Stage) outcome(r *Record) bool {
 // success takes the latencies, gaps and usage of a successful in-window request.
 func (s *Stage) success(r *Record) {
 	sum := &s.s
-	appendOpt(&s.latTTFT, r.TTFT)
 	appendOpt(&s.latTTFO, r.TTFO)
 	appendOpt(&s.latE2E, r.RequestLatency)
 	appendOpt(&s.itlPerReq, r.InterTokenLatency)

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"slices"
 	"sort"
 	"time"
 )
@@ -74,9 +75,28 @@ func (s *Stage) activeSessions() {
 }
 
 // inFlightLevels is the time-weighted mean and the max of requests in flight (request_start to
-// request_end) over [W, E_eff). The max is of levels held for any time at all: two requests at once
-// for a microsecond were two in flight.
+// request_end) over [W, E_eff). The max is of levels held for any time at all (two requests at once
+// for a microsecond were two in flight); a level only rises at a start, so it is read after each
+// instant that has one, its ends taken first (a handover is not two).
 func (s *Stage) inFlightLevels() {
+	w, eff := s.w, s.s.Window.EEffNs
+	if eff <= w {
+		return
+	}
 	f := &s.s.InFlight
-	f.Mean, _, f.Max = levels(s.inFlight, s.w, s.s.Window.EEffNs, 1)
+	f.Mean = float64(s.flightArea) / float64(eff-w)
+	starts, ends := s.flightStarts, s.flightEnds
+	slices.Sort(starts)
+	slices.Sort(ends)
+	open, j := 0, 0
+	for i := 0; i < len(starts); {
+		at := starts[i]
+		for ; j < len(ends) && ends[j] <= at; j++ {
+			open--
+		}
+		for ; i < len(starts) && starts[i] == at; i++ {
+			open++
+		}
+		f.Max = max(f.Max, open)
+	}
 }

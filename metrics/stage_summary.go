@@ -147,12 +147,13 @@ const (
 // Summary computes the stage's numbers. Call it once, after the last Add.
 func (s *Stage) Summary() *StageSummary {
 	sum := &s.s
-	sum.TTFT, sum.TTFO, sum.E2E = summarize(s.latTTFT), summarize(s.latTTFO), summarize(s.latE2E)
+	sum.TTFTByTurn = TurnSplit{First: summarize(s.ttftFirst), Later: summarize(s.ttftLater)}
+	sum.TTFT, sum.TTFO, sum.E2E = summarizeUnion(s.ttftFirst, s.ttftLater), summarize(s.latTTFO), summarize(s.latE2E)
 	sum.ITLPerRequest, sum.TPOT = summarize(s.itlPerReq), summarize(s.tpot)
 	sum.TTFTFromIntended, sum.E2EFromIntended = summarize(s.ttftIntended), summarize(s.e2eIntended)
-	sum.TTFTByTurn = TurnSplit{First: summarize(s.ttftFirst), Later: summarize(s.ttftLater)}
 	sum.ITL = s.pooledITL()
-	sum.StartLag, sum.ThinkLag, sum.SendLag = summarize(s.startLag), summarize(s.thinkLag), summarize(s.sendLag)
+	sum.StartLag, sum.ThinkLag = summarize(s.startLag), summarize(s.thinkLag)
+	sum.SendLag = summarizeUnion(s.startLag, s.thinkLag)
 	counted := sum.Requests.Succeeded + sum.Requests.Errors + sum.Requests.Cancelled
 	if counted > 0 {
 		sum.ErrorRate = Some(float64(sum.Requests.Errors+sum.Requests.Cancelled) / float64(counted))
@@ -233,8 +234,10 @@ func (s *Stage) replayValidity() {
 	if !s.in.Replay || !sum.SendLag.Known() {
 		return
 	}
-	lags := s.sendLag // sorted by summarize
-	late := len(lags) - sort.Search(len(lags), func(i int) bool { return lags[i] > ReplayLateLimitMs })
+	late := 0
+	for _, lags := range [][]float64{s.startLag, s.thinkLag} { // sorted by summarize
+		late += len(lags) - sort.Search(len(lags), func(i int) bool { return lags[i] > ReplayLateLimitMs })
+	}
 	var why []string
 	if sum.SendLag.P99 > ReplayLagP99LimitMs {
 		why = append(why, fmt.Sprintf("send lag p99 %.3f ms > %g ms", sum.SendLag.P99, ReplayLagP99LimitMs))
