@@ -79,3 +79,34 @@ func inputScenario(t *testing.T, load, slo string) *workload.Scenario {
 	}
 	return sc
 }
+
+// TestReplayStageMatchesSchema: a replay stage with every issue-16 summary field known — goodput,
+// cache hit by turn, send lag with a stall (replay_valid false and its reason), chars/s, TTFT by turn
+// — writes a stage.json the committed schema accepts. Catches: a summary key or SLO field the schema
+// does not list, a type it does not allow.
+func TestReplayStageMatchesSchema(t *testing.T) {
+	sc := inputScenario(t, "  mode: replay\n  stages: [{duration: 10s}]\n", "slo: {ttft: {p95: 500ms}, tpot: {p99: 50ms}, error_rate: 0.01}\n")
+	in := StageInput(sc, 0)
+	in.T0Ns = metrics.Some(t0)
+	s := metrics.NewStage(in)
+	for i, lagMs := range []float64{0.2, 0.3, 1500} {
+		r := rec(1+float64(i), 100, 8, "a")
+		r.TurnIndex = i
+		r.IntendedStartNs = metrics.Some(r.CreditIssuedNs - int64(lagMs*1e6))
+		s.Add(r)
+	}
+	st := NewStageReport("plload test", sc, 0, strings.Repeat("a", 64), s.Summary(), EngineCounts{})
+	sum := st.Summary
+	if !sum.Goodput.Share.OK || len(sum.CacheHitByTurn) != 3 || sum.ReplayValid != metrics.Some(false) || !sum.Throughput.OutCharsPerSec.OK {
+		t.Fatalf("the fixture must fill every new field: goodput %+v, cache by turn %+v, replay %+v, chars/s %+v",
+			sum.Goodput, sum.CacheHitByTurn, sum.ReplayValid, sum.Throughput.OutCharsPerSec)
+	}
+	data, err := json.Marshal(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stageSchema := schemas(t)
+	if err := validate(t, stageSchema, "stage.json", data); err != nil {
+		t.Fatalf("stage.json does not match its schema: %v\n%s", err, data)
+	}
+}
