@@ -254,9 +254,12 @@ func (d *scenarioDoc) workloadFlags() {
 	fs := d.flags
 	if v, ok := fs["dataset"]; ok {
 		if abs, err := filepath.Abs(v); err == nil {
-			v = abs // the command line's path is the working directory's, not the scenario file's
+			v = abs + "" // the command line's path is the working directory's, not the scenario file's
 		}
-		d.del("workload.trace")
+		// The file's text replaces the synthetic shape; the keys it makes unused would each warn.
+		for _, k := range []string{"workload.trace", "personas", "session.turns", "session.user_input_tokens", "session.max_output_tokens"} {
+			d.del(k)
+		}
 		d.set("dataset", "workload.dataset", yaml.MapSlice{{Key: "file", Value: v}})
 	}
 	if v, ok := fs["dataset-format"]; ok {
@@ -510,6 +513,7 @@ const flagsHelp = "Without a scenario file the flags make one: synthetic single-
 	"or slo section: SLO verdicts and goodput are N/A; no --gpu-hourly-usd: cost is N/A.\n\n" +
 	"--concurrency counts open sessions, not requests: a session thinking between turns holds no\n" +
 	"request. With --turns 1 (the default) the two are the same, as in vllm bench --max-concurrency.\n" +
-	"Each stage reports the requests actually in flight (mean and max) beside it. --request-rate is\n" +
-	"open loop: requests are due on a Poisson schedule drawn from the seed whether or not earlier\n" +
-	"ones have answered (at most load.max_in_flight, 1000, at once; a late one's lag is recorded).\n\n"
+	"Each stage reports the requests actually in flight (mean and max) beside the open sessions.\n" +
+	"--request-rate is open loop: requests are due on a Poisson schedule drawn from the seed whether\n" +
+	"or not earlier ones have answered (at most load.max_in_flight, 1000, at once; a late one waits and\n" +
+	"its lag is recorded). With --turns above 1, sessions arrive at that rate and their turns follow.\n\n"

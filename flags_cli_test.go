@@ -293,3 +293,27 @@ func withLimit(d workload.Dist, limit float64) workload.Dist {
 	d.Limit = limit
 	return d
 }
+
+// TestDatasetFlagOverAFile: --dataset is a path from the working directory, not from the scenario
+// file's folder, and it replaces the file's synthetic shape without a warning for each unused key.
+func TestDatasetFlagOverAFile(t *testing.T) {
+	t.Setenv("PLLOAD_TINY_KEY", "k")
+	t.Setenv("PLLOAD_TINY_SECRET", "s")
+	out := t.TempDir()
+	code, stdout, stderr := plload(t, "run", "testdata/tiny.yaml", "--dataset", "scenarios/data/prompts.jsonl", "--dataset-format", "prompts",
+		"--osl", "4", "--duration", "500ms", "--out", out, "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if strings.Contains(stderr, "ignored with workload.dataset") {
+		t.Errorf("the synthetic keys the dataset replaced were left in:\n%s", stderr)
+	}
+	sc, issues := workload.Load(filepath.Join(onlyRun(t, out), "scenario.resolved.yaml"), workload.LoadOptions{})
+	if issues.Err() != nil {
+		t.Fatal(issues.Err())
+	}
+	abs, _ := filepath.Abs("scenarios/data/prompts.jsonl")
+	if d := sc.Workload.Dataset; d == nil || d.File != abs || d.Format != "prompts" || d.OutputTokens.Dist == nil || d.OutputTokens.Dist.Value != 4 {
+		t.Errorf("workload.dataset: %+v, want %s, prompts, output_tokens 4", d, abs)
+	}
+}
