@@ -106,7 +106,6 @@ type runOptions struct {
 // before the first stage. It returns the results directory ("" when the run did not finish) and, for
 // a finished run, an exit-1 error when a stage failed or no stage met the SLO.
 func runScenario(ctx context.Context, sc *workload.Scenario, opt runOptions, stdout, stderr io.Writer) (string, error) {
-	base, quiet := opt.base, opt.quiet
 	ctx, stop := interruptible(ctx, stderr)
 	defer stop()
 	if err := checkTarget(ctx, sc); err != nil {
@@ -131,33 +130,12 @@ func runScenario(ctx context.Context, sc *workload.Scenario, opt runOptions, std
 		defer stopProm()
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	baseURL := ""
-	if sc.UsesMock() {
-		m, err := startMock(sc)
-		if err != nil {
-			return "", badInput("starting the in-process mock: %v", err)
-		}
-		defer func() {
-			closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = m.Close(closeCtx)
-		}()
-		baseURL = m.BaseURL()
-		log.Info("started the bundled mock in-process", "url", baseURL)
+	baseURL, closeMock, err := startTarget(ctx, sc, w, opt.preflight, log, stderr)
+	if err != nil {
+		return "", err
 	}
-
-	if opt.preflight {
-		warning, err := engine.Preflight(ctx, engine.Config{Scenario: sc, Workload: w, BaseURL: baseURL})
-		switch {
-		case ctx.Err() != nil:
-			return "", &exitError{code: exitInterrupted, err: errors.New("interrupted before the first stage; nothing was written")}
-		case err != nil:
-			return "", &exitError{code: exitBadInput, err: fmt.Errorf("%s: %w", sc.File, err)}
-		case warning != "":
-			fmt.Fprintln(stderr, "warning: "+warning)
-		}
-	}
-	dir, err := makeRunDir(base, sc.Name)
+	defer closeMock()
+	dir, err := makeRunDir(opt.base, sc.Name)
 	if err != nil {
 		return "", badInput("results directory: %v; choose another with --out or output.dir", err)
 	}
@@ -172,7 +150,7 @@ func runScenario(ctx context.Context, sc *workload.Scenario, opt runOptions, std
 	fmt.Fprintf(stdout, "plload %s: %d stage(s), results in %s\n", sc.Name, len(w.Stages), dir)
 	var stages []*report.StageReport
 	var summaryErr error
-	prog := startProgress(stdout, stderr, live, quiet)
+	prog := startProgress(stdout, stderr, live, opt.quiet)
 	_, err = engine.Run(ctx, engine.Config{
 		Scenario: sc, Workload: w, BaseURL: baseURL, Dir: dir, Log: log, Live: live,
 		ServerMetricsURL: serverMetricsURL(sc, baseURL),
@@ -190,13 +168,56 @@ func runScenario(ctx context.Context, sc *workload.Scenario, opt runOptions, std
 		},
 	})
 	prog.Stop()
-	interrupted := errors.Is(err, engine.ErrInterrupted)
+	return finishRun(sc, stages, dir, opt, started, err, summaryErr, stdout)
+}
+
+// startTarget starts the in-process mock when the scenario asks for it (baseURL is then its URL; ""
+// means the scenario's own) and sends the preflight request. release stops the mock.
+func startTarget(ctx context.Context, sc *workload.Scenario, w *workload.Workload, preflight bool, log *slog.Logger, stderr io.Writer) (baseURL string, release func(), err error) {
+	release = func() {}
+	if sc.UsesMock() {
+		m, err := startMock(sc)
+		if err != nil {
+			return "", release, badInput("starting the in-process mock: %v", err)
+		}
+		release = func() {
+			closeCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = m.Close(closeCtx)
+		}
+		baseURL = m.BaseURL()
+		log.Info("started the bundled mock in-process", "url", baseURL)
+	}
+	if !preflight {
+		return baseURL, release, nil
+	}
+	warning, err := engine.Preflight(ctx, engine.Config{Scenario: sc, Workload: w, BaseURL: baseURL})
+	switch {
+	case ctx.Err() != nil:
+		err = &exitError{code: exitInterrupted, err: errors.New("interrupted before the first stage; nothing was written")}
+	case err != nil:
+		err = &exitError{code: exitBadInput, err: fmt.Errorf("%s: %w", sc.File, err)}
+	case warning != "":
+		fmt.Fprintln(stderr, "warning: "+warning)
+	}
+	if err != nil {
+		release()
+		return "", func() {}, err
+	}
+	return baseURL, release, nil
+}
+
+// finishRun writes the report of a run whose stages ended (runErr: why the engine stopped, if it
+// did), prints the headline and the table, and decides the outcome: the results directory and, for a
+// finished run, an exit-1 error listing what failed.
+func finishRun(sc *workload.Scenario, stages []*report.StageReport, dir string, opt runOptions, started time.Time, runErr, summaryErr error, stdout io.Writer) (string, error) {
+	interrupted := errors.Is(runErr, engine.ErrInterrupted)
 	scenarioFile := absPath(sc.File)
 	if opt.fromResolved {
 		scenarioFile = absPath(filepath.Join(dir, "scenario.resolved.yaml"))
 	}
 	rep := report.New(sc, stages, report.Meta{Tool: toolName(), ScenarioFile: scenarioFile,
-		Command: "plload run " + scenarioFile + " --out " + absPath(base), Started: started, Finished: time.Now(), Interrupted: interrupted})
+		Command: "plload run " + scenarioFile + " --out " + absPath(opt.base), Started: started, Finished: time.Now(), Interrupted: interrupted})
 	if werr := rep.Write(dir, sc); werr != nil {
 		summaryErr = errors.Join(summaryErr, werr)
 	}
@@ -213,8 +234,8 @@ func runScenario(ctx context.Context, sc *workload.Scenario, opt runOptions, std
 		return "", &exitError{code: exitFailed, err: fmt.Errorf("writing the report: %w (results in %s)", summaryErr, dir)}
 	}
 	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(dir, "report.md"))
-	if err != nil {
-		failures = append([]string{fmt.Sprintf("the run stopped: %v", err)}, failures...)
+	if runErr != nil {
+		failures = append([]string{fmt.Sprintf("the run stopped: %v", runErr)}, failures...)
 	}
 	if len(failures) > 0 {
 		return dir, &exitError{code: exitFailed, err: fmt.Errorf("FAILED (exit 1):\n  %s\nresults in %s", strings.Join(failures, "\n  "), dir)}
