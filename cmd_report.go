@@ -126,17 +126,21 @@ func reportRecords(cmd *cli.Command, path string) error {
 		Warmup: cmd.Duration("warmup"), Duration: cmd.Duration("duration"),
 	}
 	arrival := cmd.Bool("arrival-rate")
+	var sc *workload.Scenario
+	i := 0
 	if file := cmd.String("scenario"); file != "" {
-		sc, issues := workload.Load(file, workload.LoadOptions{})
+		var issues workload.Issues
+		sc, issues = workload.Load(file, workload.LoadOptions{})
 		if err := issues.Err(); err != nil {
 			return badInput("report --scenario: %v", err)
 		}
-		i := cmd.Int("stage") - 1
+		i = cmd.Int("stage") - 1
 		if i < 0 || i >= len(sc.Load.Stages) {
 			return badInput("report --stage %d: the scenario has stages 1–%d", i+1, len(sc.Load.Stages))
 		}
 		in = report.StageInput(sc, i)
-		arrival = sc.Load.Mode == workload.ModeArrivalRate
+		// Every open-loop mode measures its window from the schedule's origin, as arrival_rate does.
+		arrival = sc.Load.IsOpenLoop()
 	}
 	if _, err := os.Stat(path); err != nil {
 		return badInput("report --records: %v", err)
@@ -146,8 +150,12 @@ func reportRecords(cmd *cli.Command, path string) error {
 		return badInput("report --records: %v", err)
 	}
 	st := &report.StageReport{SchemaVersion: report.SchemaVersion, Tool: toolName(), Run: filepath.Base(path), Stage: 1, Stages: 1,
-		Mode: map[bool]string{true: "arrival_rate", false: "concurrency"}[arrival], SLO: in.SLO,
+		Mode: map[bool]string{true: workload.ModeArrivalRate, false: workload.ModeConcurrency}[arrival], SLO: in.SLO,
 		Cost: report.CostInputs{CostInputs: in.Cost}, Summary: sum}
+	if sc != nil { // the stage's load as the scenario says it: mode, rate, arrival, name
+		st = report.NewStageReport(toolName(), sc, i, "", sum, report.EngineCounts{})
+		st.Run = filepath.Base(path)
+	}
 	out := cmd.Root().Writer
 	fmt.Fprintf(out, "%s\n\n%s", report.HeadlineLine([]*report.StageReport{st}), report.StageTable([]*report.StageReport{st}))
 	if len(sum.Warnings) > 0 {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,7 +78,9 @@ func TestOpenLoopExamplesRun(t *testing.T) {
 			InFlight            bool
 		}
 		var got []view
-		for _, st := range readStages(t, onlyRun(t, out)) {
+		dir := onlyRun(t, out)
+		stages := readStages(t, dir)
+		for _, st := range stages {
 			got = append(got, view{st.Mode, st.Name, st.Arrival, st.CV, *st.Rate, st.Summary.InFlight.Max >= 1 && st.Summary.InFlight.Mean > 0})
 		}
 		want := []view{
@@ -86,6 +89,14 @@ func TestOpenLoopExamplesRun(t *testing.T) {
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("stages (-want +got):\n%s", diff)
+		}
+		// plload report on the records with the scenario computes the stage again, the same way.
+		code, stdout, stderr = plload(t, "report", "--records", filepath.Join(dir, "stage_02", "profile_export.jsonl"),
+			"--scenario", "scenarios/request-rate.yaml", "--stage", "2")
+		row := "| 02 | ramp: 10→40 req/s over 2s gamma cv 2 ≤ 200 |"
+		tok := fmt.Sprintf("| %.1f |", stages[1].Summary.Throughput.OutTokPerSec)
+		if code != 0 || !strings.Contains(stdout, row) || !strings.Contains(stdout, tok) {
+			t.Errorf("report --records: exit %d, want rows with %q and %q:\n%s\n%s", code, row, tok, stdout, stderr)
 		}
 	})
 	t.Run("replay-mooncake", func(t *testing.T) {
