@@ -56,20 +56,27 @@ type Config struct {
 // StageResult is what the engine knows of a finished stage; the numbers users read come from the
 // records (metrics), these are the engine's own counts.
 type StageResult struct {
-	Stage      int
-	Dir        string
-	Partial    bool // interrupted: the stage did not run its full duration
-	Issued     int  // requests issued; always equals Records
-	Records    int
-	OK         int
-	Errors     int // not counting cancellations
-	RateLimit  int // HTTP 429s, also counted in Errors
-	Cancelled  int
-	OutTokens  int // output_sequence_length of successful requests
-	NoUsage    int // successful requests whose answer carried no usage
-	Sessions   int // session instances started
-	Reused     int // sessions that reused a dataset entry because the pool ran dry
-	NotStarted int // arrival_rate sessions still queued at the end of the stage
+	Stage     int
+	Dir       string
+	Partial   bool // interrupted: the stage did not run its full duration
+	Issued    int  // requests issued; always equals Records
+	Records   int
+	OK        int
+	Errors    int // not counting cancellations
+	RateLimit int // HTTP 429s, also counted in Errors
+	Cancelled int
+	OutTokens int // output_sequence_length of successful requests
+	NoUsage   int // successful requests whose answer carried no usage
+	Sessions  int // session instances started
+	Reused    int // sessions that reused a dataset entry because the pool ran dry
+	// NotStarted counts the open-loop modes' arrivals (arrival_rate, request_rate and replay sessions)
+	// that were due but still waiting for a slot when the stage stopped issuing.
+	NotStarted int
+	// Scheduled is the number of arrivals the schedule of a request_rate or replay stage holds over
+	// warmup + duration (0 in the other modes); WaitedForSlot counts the requests that found every
+	// load.max_in_flight slot taken and waited for one (never dropped: their wait is send lag).
+	Scheduled     int
+	WaitedForSlot int
 	// Retried counts requests sent a second time, at once, on a new connection because the reused
 	// connection the first went out on failed before any response byte (see retryable); each is
 	// still one request, one record.
@@ -84,8 +91,9 @@ type StageResult struct {
 	Start, End time.Time
 	Warmup     time.Duration
 	Duration   time.Duration
-	// T0Ns is the stage's t0 in epoch ns (the first request's issue time, or for arrival_rate the
-	// schedule's origin); 0 when nothing was issued. InterruptNs is when a signal stopped it (0: none).
+	// T0Ns is the stage's t0 in epoch ns (the first request's issue time, or for the open-loop modes —
+	// arrival_rate, request_rate, replay — the schedule's origin, whether or not anything was sent
+	// then); 0 when nothing was issued. InterruptNs is when a signal stopped it (0: none).
 	T0Ns        int64
 	InterruptNs int64
 	// Injector is how hard plload itself worked during the stage.
@@ -166,8 +174,12 @@ type stageRun struct {
 	records       *metrics.Writer[*metrics.Record]
 	sessions      *metrics.Writer[*metrics.SessionRecord]
 
-	// t0, warmupEnd and end are fixed when the first request is issued.
-	times         stageTimes
+	// t0, warmupEnd and end are fixed when the first request is issued (open loop: at the origin).
+	times stageTimes
+	// slots caps the requests in flight (request_rate, replay: load.max_in_flight); nil: no cap.
+	slots chan struct{}
+	// scheduled is the number of arrivals in an open-loop schedule.
+	scheduled     int
 	counts        counters
 	reason        cancelReason
 	interruptedAt time.Time
@@ -255,6 +267,7 @@ func runStage(ctx context.Context, cfg *Config, clk clock, i int, pool *workload
 	recErr := s.records.Close()
 	sessErr := s.sessions.Close()
 	s.counts.fill(&res)
+	res.Scheduled = s.scheduled
 	res.Records = s.records.Written()
 	res.Partial = interrupted
 	if !s.times.t0.IsZero() {
@@ -301,7 +314,9 @@ func (s *stageRun) prepareClient() error {
 	if u, err := url.Parse(base); err == nil && u.Host != "" {
 		s.host = u.Host
 	}
-	maxConns := s.pool.Spec.Concurrency + s.pool.Spec.MaxConcurrency
+	// One connection per request that can be in flight: concurrency sessions, arrival_rate's open
+	// sessions, or the open-loop modes' max_in_flight.
+	maxConns := s.pool.Spec.Concurrency + s.pool.Spec.MaxConcurrency + s.maxInFlight()
 	tr, err := newTransport(sc, maxConns)
 	if err != nil {
 		return err

@@ -10,52 +10,53 @@ import (
 	"github.com/plload/plload/workload"
 )
 
+// sessionStart is one session to play: its plan, whether the pool had wrapped around to it, when
+// the schedule (or the slot) wanted it, and whether the caller already holds its first request's
+// in-flight slot (the open-loop dispatcher takes it before starting the session).
+type sessionStart struct {
+	plan      *workload.SessionPlan
+	reused    bool
+	scheduled time.Time
+	slotHeld  bool
+}
+
+// session is a session in progress: its record, the history sent so far and the times its next turn
+// is due by.
+type session struct {
+	sr       *metrics.SessionRecord
+	history  []message
+	isl      int
+	persona  metrics.Opt[int]
+	recorded bool
+	// intended is the turn's intended send time; due the trace's own time of the turn, for turns due
+	// AfterPrevious; lastEnd the previous answer's end.
+	intended, due, lastEnd time.Time
+	bodyHint               int
+}
+
 // runSession plays one session from the pool: each turn waits for its intended send time (the
 // previous answer's end plus think time), sends the whole history with the new user message, and
 // adds the answer exactly as streamed. The session ends at its last turn, at its first failed
 // request (a user whose message failed does not carry on as if answered), or when the stage stops
 // issuing. It returns the session's last exchange (nil when it sent nothing), for the slot's backoff.
-func (s *stageRun) runSession(issueCtx, reqCtx context.Context, scheduled time.Time) (last *exchange) {
-	sp, reused := s.nextSession()
-	sr := &metrics.SessionRecord{ConversationID: sp.ID, XCorrelationID: newUUID(), Persona: sp.Persona,
-		ScheduledNs: s.clock.ns(scheduled), PlannedTurns: len(sp.Turns), Reused: reused, Outcome: metrics.SessionCompleted}
-	history := make([]message, 0, 1+2*len(sp.Turns))
-	isl := 0
-	var persona metrics.Opt[int]
-	if sp.Persona >= 0 { // a dataset's conversation may have no system prompt
-		p := s.cfg.Workload.Personas[sp.Persona]
-		history = append(history, newMessage("system", p.SystemPrompt, p.Tokens))
-		isl, persona = p.Tokens, metrics.Some(sp.Persona)
-	}
-	recorded := s.cfg.Scenario.Workload != nil && s.cfg.Scenario.Workload.Dataset != nil && s.cfg.Scenario.Workload.Dataset.History == "recorded"
-	intended, lastEnd := scheduled, time.Time{}
-	due := scheduled // the trace's own time of the turn, for turns due AfterPrevious
-	bodyHint := 4096
+func (s *stageRun) runSession(issueCtx, reqCtx context.Context, st sessionStart) (last *exchange) {
+	ss := s.newSession(st)
 	defer func() {
-		if sr.Requests == 0 && sr.Outcome == metrics.SessionStageEnd {
+		if st.slotHeld && ss.sr.Requests == 0 {
+			s.releaseSlot() // the first request never went: give its slot back
+		}
+		if ss.sr.Requests == 0 && ss.sr.Outcome == metrics.SessionStageEnd {
 			return // the stage ended before this slot's next session began: it never existed
 		}
-		if !lastEnd.IsZero() {
-			sr.EndNs = s.clock.ns(lastEnd)
+		if !ss.lastEnd.IsZero() {
+			ss.sr.EndNs = s.clock.ns(ss.lastEnd)
 		}
-		s.sessions.Write(sr)
+		s.sessions.Write(ss.sr)
 	}()
-	for k, turn := range sp.Turns {
-		switch {
-		case k > 0 && turn.AfterPrevious > 0:
-			// A trace's own turn times, kept from the session's start (a late turn does not push the
-			// later ones back), and never before the previous answer: then right after it, the lag
-			// showing in intended_start_ns versus request_start_ns.
-			due = due.Add(turn.AfterPrevious)
-			intended = due
-			if intended.Before(lastEnd) {
-				intended = lastEnd
-			}
-		case k > 0:
-			intended = lastEnd.Add(turn.ThinkBefore)
-		}
-		if !sleepUntil(issueCtx, intended) {
-			sr.Outcome = metrics.SessionStageEnd
+	for k, turn := range st.plan.Turns {
+		ss.setIntended(k, turn)
+		if !sleepUntil(issueCtx, ss.intended) || !(k == 0 && st.slotHeld) && !s.acquireSlot(issueCtx) {
+			ss.sr.Outcome = metrics.SessionStageEnd
 			return last
 		}
 		credit := time.Now()
@@ -66,59 +67,105 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, scheduled time.T
 				defer live.SessionClosed()
 			}
 			s.counts.sessions.Add(1)
-			if reused {
+			if st.reused {
 				s.counts.reused.Add(1)
 			}
-			sr.StartNs = s.clock.ns(credit)
-			lag := metrics.Ms(int64(credit.Sub(scheduled)))
-			sr.StartLagMs = &lag
+			ss.sr.StartNs = s.clock.ns(credit)
+			lag := metrics.Ms(int64(credit.Sub(st.scheduled)))
+			ss.sr.StartLagMs = &lag
 		}
-		history = append(history, newMessage("user", turn.User, turn.UserTokens))
-		isl += turn.UserTokens
-		ex := &exchange{rec: metrics.Record{
-			SessionNum:      int(s.counts.issued.Add(1) - 1),
-			XRequestID:      newUUID(),
-			XCorrelationID:  sr.XCorrelationID,
-			ConversationID:  sp.ID,
-			TurnIndex:       k,
-			CreditIssuedNs:  s.clock.ns(credit),
-			IntendedStartNs: metrics.Some(s.clock.ns(intended)),
-			Persona:         persona,
-		}}
-		// A fresh buffer per request: the transport may still hold the last one.
-		body := s.body.build(make([]byte, 0, bodyHint), withNonce(history, s.cfg.Scenario.NonceAt(), ex.rec.XRequestID), turn.MaxOutputTokens, turn.ExactOutput)
-		bodyHint = len(body) + len(body)/4
-		s.send(reqCtx, ex, body, isl)
+		ex := s.sendTurn(reqCtx, ss, k, turn, credit)
+		s.releaseSlot()
 		last = ex
-		lastEnd = s.clock.at(ex.rec.RequestEndNs.V)
-		s.counts.count(ex)
-		s.watch(&ex.rec, lastEnd)
-		s.records.Write(&ex.rec)
-		sr.Requests++
 		switch {
 		case ex.rec.WasCancelled:
-			sr.Outcome = metrics.SessionCancelled
+			ss.sr.Outcome = metrics.SessionCancelled
 			return last
 		case ex.rec.Error != nil:
-			sr.Outcome = metrics.SessionError
+			ss.sr.Outcome = metrics.SessionError
 			return last
 		}
-		if recorded && len(turn.RecordedMessages) > 0 {
-			// The file's own answer — text, or an agent's tool calls and their results — verbatim:
-			// the next turn was written against it.
-			history = append(history, recordedMessages(turn)...)
-			isl += turn.RecordedTokens
-			continue
-		}
-		if recorded && turn.Recorded != "" {
-			history = append(history, newMessage("assistant", turn.Recorded, turn.RecordedTokens))
-			isl += turn.RecordedTokens
-			continue
-		}
-		history = append(history, newMessage("assistant", ex.answer.String(), ex.answered))
-		isl += ex.answered
+		ss.addAnswer(turn, ex)
 	}
 	return last
+}
+
+func (s *stageRun) newSession(st sessionStart) *session {
+	sp := st.plan
+	ss := &session{
+		sr: &metrics.SessionRecord{ConversationID: sp.ID, XCorrelationID: newUUID(), Persona: sp.Persona,
+			ScheduledNs: s.clock.ns(st.scheduled), PlannedTurns: len(sp.Turns), Reused: st.reused, Outcome: metrics.SessionCompleted},
+		history:  make([]message, 0, 1+2*len(sp.Turns)),
+		recorded: s.cfg.Scenario.Workload != nil && s.cfg.Scenario.Workload.Dataset != nil && s.cfg.Scenario.Workload.Dataset.History == "recorded",
+		intended: st.scheduled, due: st.scheduled, bodyHint: 4096,
+	}
+	if sp.Persona >= 0 { // a dataset's conversation may have no system prompt
+		p := s.cfg.Workload.Personas[sp.Persona]
+		ss.history = append(ss.history, newMessage("system", p.SystemPrompt, p.Tokens))
+		ss.isl, ss.persona = p.Tokens, metrics.Some(sp.Persona)
+	}
+	return ss
+}
+
+// setIntended sets turn k's intended send time.
+func (ss *session) setIntended(k int, turn workload.Turn) {
+	switch {
+	case k > 0 && turn.AfterPrevious > 0:
+		// A trace's own turn times, kept from the session's start (a late turn does not push the
+		// later ones back), and never before the previous answer: then right after it, the lag
+		// showing in intended_start_ns versus request_start_ns.
+		ss.due = ss.due.Add(turn.AfterPrevious)
+		ss.intended = ss.due
+		if ss.intended.Before(ss.lastEnd) {
+			ss.intended = ss.lastEnd
+		}
+	case k > 0:
+		ss.intended = ss.lastEnd.Add(turn.ThinkBefore)
+	}
+}
+
+// sendTurn sends turn k (credit issued at credit) and writes its record.
+func (s *stageRun) sendTurn(reqCtx context.Context, ss *session, k int, turn workload.Turn, credit time.Time) *exchange {
+	ss.history = append(ss.history, newMessage("user", turn.User, turn.UserTokens))
+	ss.isl += turn.UserTokens
+	ex := &exchange{rec: metrics.Record{
+		SessionNum:      int(s.counts.issued.Add(1) - 1),
+		XRequestID:      newUUID(),
+		XCorrelationID:  ss.sr.XCorrelationID,
+		ConversationID:  ss.sr.ConversationID,
+		TurnIndex:       k,
+		CreditIssuedNs:  s.clock.ns(credit),
+		IntendedStartNs: metrics.Some(s.clock.ns(ss.intended)),
+		Persona:         ss.persona,
+	}}
+	// A fresh buffer per request: the transport may still hold the last one.
+	body := s.body.build(make([]byte, 0, ss.bodyHint), withNonce(ss.history, s.cfg.Scenario.NonceAt(), ex.rec.XRequestID), turn.MaxOutputTokens, turn.ExactOutput)
+	ss.bodyHint = len(body) + len(body)/4
+	s.send(reqCtx, ex, body, ss.isl)
+	ss.lastEnd = s.clock.at(ex.rec.RequestEndNs.V)
+	s.counts.count(ex)
+	s.watch(&ex.rec, ss.lastEnd)
+	s.records.Write(&ex.rec)
+	ss.sr.Requests++
+	return ex
+}
+
+// addAnswer adds turn's answer to the history: the file's own (history: recorded) or the server's.
+func (ss *session) addAnswer(turn workload.Turn, ex *exchange) {
+	if ss.recorded && len(turn.RecordedMessages) > 0 {
+		// The file's own answer — text, or an agent's tool calls and their results — verbatim:
+		// the next turn was written against it.
+		ss.history = append(ss.history, recordedMessages(turn)...)
+		ss.isl += turn.RecordedTokens
+		return
+	}
+	if ss.recorded && turn.Recorded != "" {
+		ss.history = append(ss.history, newMessage("assistant", turn.Recorded, turn.RecordedTokens))
+		ss.isl += turn.RecordedTokens
+		return
+	}
+	ss.history = append(ss.history, newMessage("assistant", ex.answer.String(), ex.answered))
+	ss.isl += ex.answered
 }
 
 // withNonce returns the messages to send with a short string unique to the request — its request

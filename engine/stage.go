@@ -12,7 +12,7 @@ import (
 )
 
 // stageTimes are the stage's boundaries (SPEC §7): t0 is the first request's issue time (for
-// arrival_rate the schedule's origin), warmup ends at t0 + warmup, and issuing stops at end.
+// the open-loop modes, arrival_rate, request_rate and replay, the schedule's origin), warmup ends at t0 + warmup, and issuing stops at end.
 type stageTimes struct {
 	once               sync.Once
 	t0, warmupEnd, end time.Time
@@ -44,6 +44,7 @@ func (s *stageRun) phase(start time.Time) string {
 type counters struct {
 	issued, ok, errors, rateLimited, cancelled, outTokens, noUsage atomic.Int64
 	sessions, reused, notStarted, retried                          atomic.Int64
+	waited                                                         atomic.Int64 // requests that waited for an in-flight slot
 	next                                                           atomic.Int64 // next pool index
 }
 
@@ -51,7 +52,7 @@ func (c *counters) fill(r *StageResult) {
 	r.Issued, r.OK, r.Errors = int(c.issued.Load()), int(c.ok.Load()), int(c.errors.Load())
 	r.RateLimit, r.Cancelled, r.OutTokens = int(c.rateLimited.Load()), int(c.cancelled.Load()), int(c.outTokens.Load())
 	r.NoUsage, r.Sessions, r.Reused, r.NotStarted = int(c.noUsage.Load()), int(c.sessions.Load()), int(c.reused.Load()), int(c.notStarted.Load())
-	r.Retried = int(c.retried.Load())
+	r.Retried, r.WaitedForSlot = int(c.retried.Load()), int(c.waited.Load())
 }
 
 func (c *counters) count(ex *exchange) {
@@ -96,47 +97,22 @@ func (s *stageRun) drive(ctx context.Context) bool {
 	issueCtx, stopIssuing := context.WithCancel(reqCtx)
 	defer stopIssuing()
 
+	model := s.newLoadModel() // an open loop's schedule is drawn before the origin, not on its time
+	if n := s.maxInFlight(); n > 0 {
+		s.slots = make(chan struct{}, n)
+	}
 	begin := time.Now()
-	if sc.Load.Mode == workload.ModeArrivalRate {
+	if model.fixedOrigin() {
 		s.markStart(begin)
 	}
-	go func() { // stop issuing at the end of the duration
-		select {
-		case <-s.times.started:
-		case <-issueCtx.Done():
-			return
-		}
-		t := time.NewTimer(time.Until(s.times.end))
-		defer t.Stop()
-		select {
-		case <-t.C:
-			stopIssuing()
-		case <-issueCtx.Done():
-		}
-	}()
+	go s.stopAtEnd(issueCtx, stopIssuing)
 
 	var wg sync.WaitGroup
-	if sc.Load.Mode == workload.ModeArrivalRate {
-		wg.Add(1)
-		go s.arrivals(issueCtx, reqCtx, &wg, begin)
-	} else {
-		for range s.pool.Spec.Concurrency {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				var bo backoff
-				for issueCtx.Err() == nil {
-					last := s.runSession(issueCtx, reqCtx, time.Now())
-					if last == nil {
-						continue
-					}
-					if wait := bo.after(last); wait > 0 && !sleepUntil(issueCtx, time.Now().Add(wait)) {
-						return
-					}
-				}
-			}()
-		}
-	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		model.run(&loadRun{s: s, issueCtx: issueCtx, reqCtx: reqCtx, wg: &wg, origin: begin})
+	}()
 	aborted := make(chan string, 1)
 	go s.abortWhenUnreachable(issueCtx, sc.Load.AbortAfter.D(), aborted, func() { stopIssuing(); cancelRequests() })
 	<-issueCtx.Done()
@@ -151,9 +127,32 @@ func (s *stageRun) drive(ctx context.Context) bool {
 	if s.cfg.Live != nil {
 		s.cfg.Live.Draining()
 	}
+	s.drain(ctx, &wg, cancelRequests)
+	return ctx.Err() != nil
+}
+
+// stopAtEnd stops issuing at the end of the duration (once t0 is known).
+func (s *stageRun) stopAtEnd(issueCtx context.Context, stopIssuing func()) {
+	select {
+	case <-s.times.started:
+	case <-issueCtx.Done():
+		return
+	}
+	t := time.NewTimer(time.Until(s.times.end))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		stopIssuing()
+	case <-issueCtx.Done():
+	}
+}
+
+// drain waits for the sessions in wg to finish, for at most load.drain_timeout; then it cancels the
+// requests still in flight and waits for their records.
+func (s *stageRun) drain(ctx context.Context, wg *sync.WaitGroup, cancelRequests func()) {
 	drained := make(chan struct{})
 	go func() { wg.Wait(); close(drained) }()
-	drain := time.NewTimer(sc.Load.DrainTimeout.D())
+	drain := time.NewTimer(s.cfg.Scenario.Load.DrainTimeout.D())
 	defer drain.Stop()
 	select {
 	case <-drained:
@@ -164,7 +163,6 @@ func (s *stageRun) drive(ctx context.Context) bool {
 		s.interruptedAt = time.Now()
 		<-drained
 	}
-	return ctx.Err() != nil
 }
 
 // abortWhenUnreachable stops the stage when every request for abortAfter got no answer at all: a
@@ -199,38 +197,6 @@ func (s *stageRun) watch(rec *metrics.Record, end time.Time) {
 	}
 }
 
-// arrivals starts sessions at Poisson arrival times drawn from the stage's seed, the first at the
-// stage's origin (so the schedule's offsets, and t0, can be read back from the records). At most
-// max_concurrency run at once; later arrivals wait for a slot (never dropped) and their start lag is
-// recorded. Arrivals still waiting when the stage ends never start.
-func (s *stageRun) arrivals(issueCtx, reqCtx context.Context, wg *sync.WaitGroup, origin time.Time) {
-	defer wg.Done()
-	rng := s.cfg.Scenario.StageRNG(s.pool.Stage)
-	rate := s.pool.Spec.SessionsPerSec
-	slots := make(chan struct{}, s.pool.Spec.MaxConcurrency)
-	at := origin
-	for first := true; ; first = false {
-		if !first {
-			at = at.Add(time.Duration(rng.ExpFloat64() / rate * float64(time.Second)))
-		}
-		if !at.Before(s.times.end) || !sleepUntil(issueCtx, at) {
-			return
-		}
-		wg.Add(1)
-		go func(scheduled time.Time) {
-			defer wg.Done()
-			select {
-			case slots <- struct{}{}:
-			case <-issueCtx.Done():
-				s.neverStarted(scheduled)
-				return
-			}
-			defer func() { <-slots }()
-			s.runSession(issueCtx, reqCtx, scheduled)
-		}(at)
-	}
-}
-
 // sleepUntil waits for t; false when ctx ended first.
 func sleepUntil(ctx context.Context, t time.Time) bool {
 	d := time.Until(t)
@@ -254,8 +220,9 @@ func (s *stageRun) nextSession() (*workload.SessionPlan, bool) {
 	return &s.pool.Sessions[n%size], n >= size
 }
 
-func (s *stageRun) neverStarted(scheduled time.Time) {
-	sp, reused := s.nextSession()
+// neverStarted records a session whose arrival was due but that never started: every slot stayed
+// taken until the stage stopped issuing.
+func (s *stageRun) neverStarted(sp *workload.SessionPlan, reused bool, scheduled time.Time) {
 	s.counts.notStarted.Add(1)
 	s.sessions.Write(&metrics.SessionRecord{ConversationID: sp.ID, Persona: sp.Persona, ScheduledNs: s.clock.ns(scheduled),
 		PlannedTurns: len(sp.Turns), Reused: reused, Outcome: metrics.SessionNeverStarted})

@@ -1,0 +1,44 @@
+package engine
+
+import "time"
+
+// arrivalLoad starts sessions at Poisson arrival times drawn from the stage's seed (arrival_rate),
+// the first at the stage's origin (so the schedule's offsets, and t0, can be read back from the
+// records). At most maxOpen sessions run at once; later arrivals wait for a slot (never dropped) and
+// their start lag is recorded. Arrivals still waiting when the stage ends never start. The gaps are
+// drawn as the stage goes (one ExpFloat64 per arrival, in order), so the schedule is the seed's.
+type arrivalLoad struct {
+	rate    float64 // sessions/s
+	maxOpen int
+}
+
+func (arrivalLoad) fixedOrigin() bool { return true }
+
+func (a arrivalLoad) run(l *loadRun) {
+	s := l.s
+	rng := s.cfg.Scenario.StageRNG(s.pool.Stage)
+	slots := make(chan struct{}, a.maxOpen)
+	at := l.origin
+	for first := true; ; first = false {
+		if !first {
+			at = at.Add(time.Duration(rng.ExpFloat64() / a.rate * float64(time.Second)))
+		}
+		if !at.Before(s.times.end) || !sleepUntil(l.issueCtx, at) {
+			return
+		}
+		l.wg.Add(1)
+		go func(scheduled time.Time) {
+			defer l.wg.Done()
+			select {
+			case slots <- struct{}{}:
+			case <-l.issueCtx.Done():
+				sp, reused := s.nextSession()
+				s.neverStarted(sp, reused, scheduled)
+				return
+			}
+			defer func() { <-slots }()
+			sp, reused := s.nextSession()
+			s.runSession(l.issueCtx, l.reqCtx, sessionStart{plan: sp, reused: reused, scheduled: scheduled})
+		}(at)
+	}
+}

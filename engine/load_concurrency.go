@@ -1,0 +1,31 @@
+package engine
+
+import "time"
+
+// concurrencyLoad keeps a fixed number of sessions open (closed loop at the session level): each slot
+// starts the pool's next session as soon as its last one ends, after a backoff when the server
+// pushed back (429, 5xx, no answer).
+type concurrencyLoad struct{ sessions int }
+
+func (concurrencyLoad) fixedOrigin() bool { return false }
+
+func (c concurrencyLoad) run(l *loadRun) {
+	s := l.s
+	for range c.sessions {
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			var bo backoff
+			for l.issueCtx.Err() == nil {
+				sp, reused := s.nextSession()
+				last := s.runSession(l.issueCtx, l.reqCtx, sessionStart{plan: sp, reused: reused, scheduled: time.Now()})
+				if last == nil {
+					continue
+				}
+				if wait := bo.after(last); wait > 0 && !sleepUntil(l.issueCtx, time.Now().Add(wait)) {
+					return
+				}
+			}
+		}()
+	}
+}

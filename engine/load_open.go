@@ -1,0 +1,73 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/plload/plload/workload"
+)
+
+// dispatch sends an open-loop schedule (request_rate, replay): arrival i is due at origin +
+// Offsets[i], on absolute deadlines from the one origin, so a late wake-up never pushes the later
+// arrivals back (no drift). Every arrival already due is issued at once, one after another; only then
+// does the dispatcher sleep, on one reused timer, to the next deadline. Nothing is ever sent before
+// its time. Each arrival takes an in-flight slot first (load.max_in_flight caps requests): when
+// every slot is taken the dispatcher waits — the arrival is never dropped, and keeps its intended
+// time, so its wait shows as send lag (credit_issued_ns − intended_start_ns) — and the arrivals due
+// behind it queue in order. The session then runs in its own goroutine: its first request at once,
+// its later turns on their own timing. Arrivals still waiting when the stage stops issuing never
+// start (sessions.jsonl says so, and StageResult.NotStarted counts them).
+func (l *loadRun) dispatch(sched Schedule, pick func(i int) (*workload.SessionPlan, bool)) {
+	s := l.s
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	i := 0
+	defer func() { l.neverStarted(sched, i, pick) }()
+	for ; i < sched.Len(); i++ {
+		at := l.origin.Add(sched.Offsets[i])
+		if !l.waitUntil(timer, at) || !s.acquireSlot(l.issueCtx) {
+			return
+		}
+		sp, reused := pick(i)
+		l.wg.Add(1)
+		go func() {
+			defer l.wg.Done()
+			s.runSession(l.issueCtx, l.reqCtx, sessionStart{plan: sp, reused: reused, scheduled: at, slotHeld: true})
+		}()
+	}
+}
+
+// waitUntil sleeps on timer until at (at once when it is due already); false when the stage stopped
+// issuing first. It checks the clock again on waking, so an early timer could not send early either.
+func (l *loadRun) waitUntil(timer *time.Timer, at time.Time) bool {
+	for {
+		if l.issueCtx.Err() != nil {
+			return false
+		}
+		d := time.Until(at)
+		if d <= 0 {
+			return true
+		}
+		timer.Reset(d)
+		select {
+		case <-timer.C:
+		case <-l.issueCtx.Done():
+			return false
+		}
+	}
+}
+
+// neverStarted records the arrivals from i on that were due when the stage stopped issuing but never
+// got to start (every slot was taken); those not yet due (the stage was stopped early) were never
+// part of it.
+func (l *loadRun) neverStarted(sched Schedule, i int, pick func(int) (*workload.SessionPlan, bool)) {
+	now := time.Now()
+	for ; i < sched.Len(); i++ {
+		at := l.origin.Add(sched.Offsets[i])
+		if at.After(now) {
+			return
+		}
+		sp, reused := pick(i)
+		l.s.neverStarted(sp, reused, at)
+	}
+}

@@ -1,0 +1,17 @@
+package engine
+
+import "github.com/plload/plload/workload"
+
+// replayLoad is a trace on its own clock (load.mode replay): session i of the stage's pool (workload
+// puts them in time order) sends its first request at origin + SessionPlan.At (trace time ×
+// time_scale), and its later turns at the trace's own gaps (Turn.AfterPrevious), right after the
+// previous answer when that is still streaming. The pool is used once, in order: a replay never
+// wraps around.
+type replayLoad struct{ schedule Schedule }
+
+func (replayLoad) fixedOrigin() bool { return true }
+
+func (r replayLoad) run(l *loadRun) {
+	pool := l.s.pool.Sessions
+	l.dispatch(r.schedule, func(i int) (*workload.SessionPlan, bool) { return &pool[i], false })
+}
