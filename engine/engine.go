@@ -166,9 +166,11 @@ type stageRun struct {
 	url         string
 	host        string
 	headers     http.Header
-	secrets     []string
-	timeout     time.Duration
-	body        *bodyBuilder
+	// sessionHeader is target.session_header: a header carrying the session's id ("" = off).
+	sessionHeader string
+	secrets       []string
+	timeout       time.Duration
+	body          *bodyBuilder
 
 	maxEventBytes int
 	records       *metrics.Writer[*metrics.Record]
@@ -326,6 +328,7 @@ func (s *stageRun) prepareClient() error {
 	fresh.DisableKeepAlives = true
 	s.freshClient = &http.Client{Transport: fresh}
 	s.headers = http.Header{}
+	s.sessionHeader = sc.Target.SessionHeader
 	s.headers.Set("Content-Type", "application/json")
 	s.headers.Set("Accept", "text/event-stream")
 	s.headers.Set("User-Agent", "plload")

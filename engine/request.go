@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/sse"
@@ -68,6 +69,10 @@ func (s *stageRun) send(ctx context.Context, ex *exchange, body []byte, islEstim
 		}
 		h.Set("X-Request-ID", rec.XRequestID)
 		h.Set("X-Correlation-ID", rec.XCorrelationID)
+		if s.sessionHeader != "" {
+			// target.session_header: the session's id on every turn, for a router's session affinity.
+			h.Set(s.sessionHeader, rec.XCorrelationID)
+		}
 		resp, err = client.Do(req)
 		if err == nil || attempt > 0 || !retryable(conn, responded.Load(), err, ctx, reqCtx) {
 			break
@@ -124,84 +129,105 @@ func (s *stageRun) send(ctx context.Context, ex *exchange, body []byte, islEstim
 	s.readStream(ctx, reqCtx, ex, resp.Body, start, islEstimate)
 }
 
+// streamRead is what reading an SSE answer gathered.
+type streamRead struct {
+	tokens     []time.Time // every token event
+	firstOut   time.Time   // first non-reasoning content
+	reasoning  int         // reasoning token events
+	chars      int         // Unicode characters of content, reasoning and tool-call text
+	usage      *sse.Usage
+	last       time.Time // last message of any kind
+	done       bool
+	streamErr  *sse.StreamError
+	readFailed error
+}
+
 // readStream reads the SSE answer and computes the record's metrics (RECORDS.md).
 func (s *stageRun) readStream(ctx, reqCtx context.Context, ex *exchange, body io.Reader, start time.Time, isl int) {
 	rec := &ex.rec
+	st := s.readEvents(ex, body)
+	switch {
+	case st.streamErr != nil:
+		rec.RequestEndNs = metrics.Some(s.clock.ns(st.last))
+		rec.ErrorISL = metrics.Some(isl)
+		rec.Error = &metrics.RecordError{Code: metrics.Some(metrics.CodeSSEError), Type: metrics.ErrTypeSSE,
+			Message: s.scrub(metrics.TruncateMessage(st.streamErr.Error()))}
+		return
+	case st.readFailed != nil:
+		s.transportFailure(ctx, reqCtx, rec, time.Now(), isl, st.readFailed)
+		return
+	case !st.done:
+		s.fail(rec, st.last, isl, metrics.ErrTypeTransport,
+			fmt.Sprintf("the stream ended without data: [DONE] after %d token events (truncated answer?)", len(st.tokens)))
+		return
+	case len(st.tokens) == 0:
+		s.fail(rec, st.last, isl, metrics.ErrTypeInvalidResult, "the answer has no content: no chunk carried content, reasoning or tool-call text")
+		rec.Error.Code = metrics.Opt[int]{}
+		return
+	}
+	rec.RequestEndNs = metrics.Some(s.clock.ns(st.last))
+	st.timings(rec, start)
+	st.counts(rec)
+	rec.InputSequenceLength = metrics.Some(isl)
+	if st.usage != nil {
+		ex.hasUsage = true
+		applyUsage(rec, st.usage)
+	}
+}
+
+// readEvents reads the answer's events to [DONE], an error, or the end of the stream, adding its
+// content to ex's answer as streamed.
+func (s *stageRun) readEvents(ex *exchange, body io.Reader) *streamRead {
+	st := &streamRead{}
 	rd := sse.NewReader(body, s.maxEventBytes)
-	var (
-		tokens     []time.Time // every token event
-		firstOut   time.Time   // first non-reasoning content
-		reasoning  int
-		usage      *sse.Usage
-		last       time.Time // last message of any kind
-		done       bool
-		streamErr  *sse.StreamError
-		readFailed error
-	)
-	for !done {
+	for !st.done {
 		ev, err := rd.Next()
 		if err != nil {
 			var malformed *sse.MalformedError
 			if errors.As(err, &malformed) {
-				readFailed = err
-				last = ev.At
-				break
-			}
-			if !errors.Is(err, io.EOF) {
-				readFailed = err
+				st.readFailed, st.last = err, ev.At
+			} else if !errors.Is(err, io.EOF) {
+				st.readFailed = err
 			}
 			break
 		}
-		last = ev.At
+		st.last = ev.At
 		if ev.Err != nil {
-			streamErr = ev.Err
+			st.streamErr = ev.Err
 			break
 		}
 		if ev.IsToken() {
 			if s.cfg.OnTokenEvent != nil {
 				s.cfg.OnTokenEvent(&ev)
 			}
-			tokens = append(tokens, ev.At)
+			st.tokens = append(st.tokens, ev.At)
+			st.chars += utf8.RuneCountInString(ev.Content) + utf8.RuneCountInString(ev.Reasoning) + utf8.RuneCountInString(ev.ToolCall)
 			if ev.Reasoning != "" {
-				reasoning++
+				st.reasoning++
 			}
 			if ev.Content != "" {
-				if firstOut.IsZero() {
-					firstOut = ev.At
+				if st.firstOut.IsZero() {
+					st.firstOut = ev.At
 				}
 				ex.answer.WriteString(ev.Content)
 				ex.answered++
 			}
 		}
 		if ev.Usage != nil {
-			usage = ev.Usage
+			st.usage = ev.Usage
 		}
-		done = ev.Done
+		st.done = ev.Done
 	}
-	if last.IsZero() {
-		last = time.Now()
+	if st.last.IsZero() {
+		st.last = time.Now()
 	}
-	switch {
-	case streamErr != nil:
-		rec.RequestEndNs = metrics.Some(s.clock.ns(last))
-		rec.ErrorISL = metrics.Some(isl)
-		rec.Error = &metrics.RecordError{Code: metrics.Some(metrics.CodeSSEError), Type: metrics.ErrTypeSSE,
-			Message: s.scrub(metrics.TruncateMessage(streamErr.Error()))}
-		return
-	case readFailed != nil:
-		s.transportFailure(ctx, reqCtx, rec, time.Now(), isl, readFailed)
-		return
-	case !done:
-		s.fail(rec, last, isl, metrics.ErrTypeTransport,
-			fmt.Sprintf("the stream ended without data: [DONE] after %d token events (truncated answer?)", len(tokens)))
-		return
-	case len(tokens) == 0:
-		s.fail(rec, last, isl, metrics.ErrTypeInvalidResult, "the answer has no content: no chunk carried content, reasoning or tool-call text")
-		rec.Error.Code = metrics.Opt[int]{}
-		return
-	}
-	rec.RequestEndNs = metrics.Some(s.clock.ns(last))
+	return st
+}
+
+// timings fills the record's latencies from the token events' times.
+func (st *streamRead) timings(rec *metrics.Record, start time.Time) {
 	ms := func(d time.Duration) float64 { return metrics.Ms(int64(d)) }
+	tokens := st.tokens
 	rec.TTFT = metrics.Some(ms(tokens[0].Sub(start)))
 	if len(tokens) > 1 {
 		rec.TTST = metrics.Some(ms(tokens[1].Sub(tokens[0])))
@@ -210,20 +236,24 @@ func (s *stageRun) readStream(ctx, reqCtx context.Context, ex *exchange, body io
 			rec.InterChunkLatency[i-1] = ms(tokens[i].Sub(tokens[i-1]))
 		}
 	}
-	if !firstOut.IsZero() {
-		rec.TTFO = metrics.Some(ms(firstOut.Sub(start)))
+	if !st.firstOut.IsZero() {
+		rec.TTFO = metrics.Some(ms(st.firstOut.Sub(start)))
 	}
-	latency := tokens[len(tokens)-1].Sub(start)
-	rec.RequestLatency = metrics.Some(ms(latency))
-	osl := len(tokens)
-	if usage != nil && usage.HasCompletion {
-		osl = usage.CompletionTokens
+	rec.RequestLatency = metrics.Some(ms(tokens[len(tokens)-1].Sub(start)))
+}
+
+// counts fills the record's token and character counts, and the per-request ITL from them.
+func (st *streamRead) counts(rec *metrics.Record) {
+	rec.OutputChars = metrics.Some(st.chars)
+	osl := len(st.tokens)
+	if st.usage != nil && st.usage.HasCompletion {
+		osl = st.usage.CompletionTokens
 	}
 	rec.OutputSequenceLength = metrics.Some(osl)
-	if reasoning > 0 {
-		r := reasoning
-		if usage != nil && usage.HasReasoning {
-			r = usage.ReasoningTokens
+	if st.reasoning > 0 {
+		r := st.reasoning
+		if st.usage != nil && st.usage.HasReasoning {
+			r = st.usage.ReasoningTokens
 		}
 		rec.ReasoningTokenCount = metrics.Some(r)
 		rec.OutputTokenCount = metrics.Some(osl - r)
@@ -237,22 +267,22 @@ func (s *stageRun) readStream(ctx, reqCtx context.Context, ex *exchange, body io
 			rec.ThroughputPerUser = metrics.Some(1000 / itl)
 		}
 	}
-	rec.InputSequenceLength = metrics.Some(isl)
-	if usage != nil {
-		ex.hasUsage = true
-		if usage.HasPrompt {
-			rec.InputSequenceLength = metrics.Some(usage.PromptTokens)
-			rec.UsagePromptTokens = metrics.Some(usage.PromptTokens)
-		}
-		if usage.HasCompletion {
-			rec.UsageCompletionTokens = metrics.Some(usage.CompletionTokens)
-		}
-		if usage.HasTotal {
-			rec.UsageTotalTokens = metrics.Some(usage.TotalTokens)
-		}
-		if usage.HasCached {
-			rec.UsageCachedTokens = metrics.Some(usage.CachedTokens)
-		}
+}
+
+// applyUsage takes the server's own token accounting into the record.
+func applyUsage(rec *metrics.Record, usage *sse.Usage) {
+	if usage.HasPrompt {
+		rec.InputSequenceLength = metrics.Some(usage.PromptTokens)
+		rec.UsagePromptTokens = metrics.Some(usage.PromptTokens)
+	}
+	if usage.HasCompletion {
+		rec.UsageCompletionTokens = metrics.Some(usage.CompletionTokens)
+	}
+	if usage.HasTotal {
+		rec.UsageTotalTokens = metrics.Some(usage.TotalTokens)
+	}
+	if usage.HasCached {
+		rec.UsageCachedTokens = metrics.Some(usage.CachedTokens)
 	}
 }
 
