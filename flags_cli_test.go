@@ -218,6 +218,7 @@ func TestBadFlagsExitTwoBeforeTraffic(t *testing.T) {
 		{"two files", []string{"testdata/tiny.yaml", "testdata/tiny.yaml", "--concurrency", "1"}, []string{"expected at most one argument"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			chats.Store(0) // each case on its own count
 			out := t.TempDir()
 			code, stdout, stderr := plload(t, append(append([]string{"run"}, tc.args...), "--out", out)...)
 			if code != 2 {
