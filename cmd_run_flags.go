@@ -202,7 +202,7 @@ func flagsOnlyDoc(fs flagSet) (yaml.MapSlice, error) {
 		missing = append(missing, "--concurrency N[,N...] or --request-rate R[,R...]")
 	}
 	if len(missing) > 0 {
-		return nil, badInput("run: expected a scenario file (plload run SCENARIO.yaml) or, without one, the flags %s; for example: plload run --base-url http://127.0.0.1:8000/v1 --model M --request-rate 20 --duration 60s (see plload run --help); nothing was sent",
+		return nil, badInput("expected a scenario file or, without one, the flags %s; for example: plload run --base-url http://127.0.0.1:8000/v1 --model M --request-rate 20 --duration 60s (see plload run --help); nothing was sent",
 			strings.Join(missing, " and "))
 	}
 	session := yaml.MapSlice{{Key: "turns", Value: 1}, {Key: "user_input_tokens", Value: defaultFlagISL},
@@ -480,19 +480,24 @@ func (d *scenarioDoc) relabel(issues workload.Issues, file string, original []by
 // alone. overridden says whether flags changed or made the scenario (the file alone then no longer
 // reproduces the run; its scenario.resolved.yaml does).
 func runInput(cmd *cli.Command) (sc *workload.Scenario, warnings workload.Issues, overridden bool, err error) {
-	opts := workload.LoadOptions{ForRun: true}
-	fs := setScenarioFlags(cmd)
-	if len(fs) == 0 && cmd.Args().Len() == 0 {
-		_, err = flagsOnlyDoc(fs) // says what a run without a file needs
+	if len(setScenarioFlags(cmd)) == 0 && cmd.Args().Len() == 0 {
+		_, err = flagsOnlyDoc(flagSet{}) // says what a run without a file needs
 		return nil, nil, false, err
 	}
+	return scenarioInput(cmd, workload.LoadOptions{ForRun: true})
+}
+
+// scenarioInput is the scenario of a command that takes [SCENARIO.yaml] and the scenario flags (run,
+// validate): the file as it is when no flag is set.
+func scenarioInput(cmd *cli.Command, opts workload.LoadOptions) (sc *workload.Scenario, warnings workload.Issues, overridden bool, err error) {
+	fs := setScenarioFlags(cmd)
 	if len(fs) == 0 {
 		sc, warnings, err = loadScenario(cmd, opts)
 		return sc, warnings, false, err
 	}
 	if cmd.Args().Len() > 1 {
-		return nil, nil, true, badInput("run: expected at most one argument, the scenario file (got %d: %s); flags go before or after it as --name value; nothing was sent",
-			cmd.Args().Len(), strings.Join(cmd.Args().Slice(), " "))
+		return nil, nil, true, badInput("%s: expected at most one argument, the scenario file (got %d: %s); flags go before or after it as --name value; nothing was sent",
+			cmd.Name, cmd.Args().Len(), strings.Join(cmd.Args().Slice(), " "))
 	}
 	sc, warnings, err = scenarioFromFlags(cmd.Args().First(), fs, opts)
 	return sc, warnings, true, err

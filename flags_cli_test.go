@@ -318,3 +318,25 @@ func TestDatasetFlagOverAFile(t *testing.T) {
 		t.Errorf("workload.dataset: %+v, want %s, prompts, output_tokens 4", d, abs)
 	}
 }
+
+// TestValidateTakesTheRunFlags: validate shows the scenario the flags make, as run would run it,
+// and refuses a bad flag as run does; it never sends anything.
+func TestValidateTakesTheRunFlags(t *testing.T) {
+	base, chats := countingMock(t)
+	code, stdout, stderr := plload(t, "validate", "--base-url", base, "--model", "m", "--request-rate", "20,40", "--duration", "5s")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	for _, want := range []string{"mode: request_rate", "{rate: 20.0, duration: 5s, warmup: 10s}", "{rate: 40.0, duration: 5s, warmup: 10s}", "base_url: " + base, "\n02 "} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("validate output lacks %q:\n%s", want, stdout)
+		}
+	}
+	code, _, stderr = plload(t, "validate", "testdata/tiny.yaml", "--request-rate", "0")
+	if code != 2 || !strings.Contains(stderr, `--request-rate "0": load.stages[0].rate: found 0`) {
+		t.Errorf("validate with a bad flag: exit %d\n%s", code, stderr)
+	}
+	if n := chats.Load(); n != 0 {
+		t.Errorf("validate sent %d requests", n)
+	}
+}

@@ -131,14 +131,17 @@ func validateCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "validate",
 		Usage:     "check a scenario and show what it would send; never sends traffic",
-		ArgsUsage: "SCENARIO.yaml",
+		ArgsUsage: "[SCENARIO.yaml] [the scenario flags of plload run]",
+		Flags:     scenarioFlags(),
 		Description: "Prints the resolved scenario (defaults filled, secrets masked as ***), then per stage the mode,\n" +
 			"load, warmup, duration, session pool size, expected turns per session, estimated requests,\n" +
 			"mean prompt tokens at the first / middle / last turn, and the dataset's size and sha256,\n" +
 			"then every warning. Exit 0 when the scenario can run (warnings included), 2 on any error.\n" +
-			"Unset ${ENV} references and api_key_env variables are warnings here and errors at run.",
+			"Unset ${ENV} references and api_key_env variables are warnings here and errors at run.\n" +
+			"With run's scenario flags (--base-url, --request-rate, ...) it shows the scenario they make,\n" +
+			"from a file or from the flags alone, as plload run would run it.",
 		Action: func(_ context.Context, cmd *cli.Command) error {
-			sc, warnings, err := loadScenario(cmd, workload.LoadOptions{})
+			sc, warnings, _, err := scenarioInput(cmd, workload.LoadOptions{})
 			if err != nil {
 				return err
 			}
