@@ -265,21 +265,9 @@ func runFailures(sc *workload.Scenario, stages []*report.StageReport, headline b
 		}
 	}
 	if !headline && len(stages) > 0 && sc.SLO.IsSet() {
-		out = append(out, fmt.Sprintf("no stage met the SLO (%s)", sloText(sc.SLO)))
+		out = append(out, fmt.Sprintf("no stage met the SLO (%s)", report.SLOText(sc.SLO)))
 	}
 	return out
-}
-
-// sloText lists the SLO's limits as the user set them: "ttft p95 ≤ 500ms, error rate ≤ 1.00%".
-func sloText(slo workload.SLO) string {
-	var parts []string
-	for _, l := range slo.LatencyLimits() {
-		parts = append(parts, fmt.Sprintf("%s %s ≤ %s", l.Metric, l.Stat, workload.Duration(l.Limit)))
-	}
-	if v, ok := slo.ErrorRateLimit(); ok {
-		parts = append(parts, fmt.Sprintf("error rate ≤ %.2f%%", 100*v))
-	}
-	return strings.Join(parts, ", ")
 }
 
 // replayReason says how far behind the trace a replay stage fell, and what to do about it.

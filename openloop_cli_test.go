@@ -38,7 +38,7 @@ func TestRunFailures(t *testing.T) {
 		want     []string
 	}{
 		{"no SLO, no headline", workload.SLO{}, stage(fine), false, nil},
-		{"SLO set, no stage met it", sloSet, stage(fine), false, []string{"no stage met the SLO (ttft p95 ≤ 500ms, error rate ≤ 1.00%)"}},
+		{"SLO set, no stage met it", sloSet, stage(fine), false, []string{"no stage met the SLO (TTFT p95 ≤ 500ms, error rate ≤ 0.01)"}},
 		{"SLO met", sloSet, stage(fine), true, nil},
 		{"error rate over the limit", sloSet, stage(func(s *metrics.StageSummary) { s.ErrorRate = metrics.Some(0.2) }), true,
 			[]string{"stage 01 failed: error rate 20.00% is over the SLO's error rate limit 1.00%"}},
