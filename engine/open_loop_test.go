@@ -1,0 +1,322 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/plload/plload/mock"
+	"github.com/plload/plload/workload"
+)
+
+// sent is one record's times, in ns from the stage's t0.
+type sent struct {
+	intended, credit, start, end int64
+	turn                         int
+	conv                         string
+}
+
+// sentTimes reads a stage's records as times from its t0, sorted by intended time.
+func sentTimes(t *testing.T, dir string, t0 int64) []sent {
+	t.Helper()
+	var out []sent
+	for _, r := range readRecords(t, filepath.Join(dir, "stage_01", "profile_export.jsonl")) {
+		md := r["metadata"].(map[string]any)
+		s := sent{intended: integer(md["intended_start_ns"]) - t0, credit: integer(md["credit_issued_ns"]) - t0,
+			start: integer(md["request_start_ns"]) - t0, end: integer(md["request_end_ns"]) - t0,
+			turn: int(integer(md["turn_index"])), conv: md["conversation_id"].(string)}
+		out = append(out, s)
+	}
+	slices.SortStableFunc(out, func(a, b sent) int { return int(a.intended - b.intended) })
+	return out
+}
+
+// neverEarly fails when a request was issued or started before its intended time.
+func neverEarly(t *testing.T, recs []sent) {
+	t.Helper()
+	for _, r := range recs {
+		if r.credit < r.intended || r.start < r.intended {
+			t.Fatalf("a request went early: intended %d ns, credit %d, start %d (from t0)", r.intended, r.credit, r.start)
+		}
+	}
+}
+
+func requestRateYAML(base, load string) string {
+	return scenarioYAML(base, "  user_input_tokens: {min: 5, max: 10}\n  max_output_tokens: {min: 2, max: 4}", load)
+}
+
+// TestRequestRateSendsTheSchedule: every record of a request_rate stage is on the seed's
+// precomputed schedule from t0 (the schedule's origin), none early, with small lag at low load; a
+// second run sends at the same offsets; and the realized start gaps reproduce the schedule's rate
+// within 2 % and CV within 5 %.
+func TestRequestRateSendsTheSchedule(t *testing.T) {
+	base, _ := startMock(t, nil)
+	text := requestRateYAML(base, "  mode: request_rate\n  stages:\n    - {rate: 300, warmup: 200ms, duration: 2s}")
+	var offsets [2][]int64
+	for run := range 2 {
+		var sc *workload.Scenario
+		res, dir, err := runScenarioConfig(t, context.Background(), text, func(c *Config) { sc = c.Scenario })
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := res[0]
+		want := RequestSchedule(*sc.Load.Stages[0].Rate, sc.Load.Arrival, sc.Load.CV, 2200*time.Millisecond, sc.StageRNG(1))
+		recs := sentTimes(t, dir, r.T0Ns)
+		if r.Scheduled != want.Len() || len(recs)+r.NotStarted != want.Len() || r.Errors != 0 {
+			t.Fatalf("run %d: %d scheduled, %d records + %d never started, %d errors; the schedule holds %d", run, r.Scheduled, len(recs), r.NotStarted, r.Errors, want.Len())
+		}
+		neverEarly(t, recs)
+		lags := make([]float64, len(recs))
+		for i, rec := range recs {
+			offsets[run] = append(offsets[run], rec.intended)
+			if w := int64(want.Offsets[i]); rec.intended != w {
+				t.Fatalf("run %d: request %d intended at %d ns from t0, the schedule says %d", run, i, rec.intended, w)
+			}
+			lags[i] = float64(rec.credit - rec.intended)
+		}
+		slices.Sort(lags)
+		if p50 := time.Duration(lags[len(lags)/2]); p50 > 5*time.Millisecond {
+			t.Errorf("run %d: send lag p50 %v at 300 req/s with free slots", run, p50)
+		}
+		if run == 0 {
+			starts := make([]time.Duration, len(recs))
+			for i, rec := range recs {
+				starts[i] = time.Duration(rec.start)
+			}
+			slices.Sort(starts)
+			wantRate, wantCV := gapStats(want.Offsets)
+			gotRate, gotCV := gapStats(starts)
+			if math.Abs(gotRate-wantRate)/wantRate > 0.02 || math.Abs(gotCV-wantCV)/wantCV > 0.05 {
+				t.Errorf("realized starts: %.1f req/s, CV %.3f; the schedule: %.1f req/s, CV %.3f (want within 2 %%, 5 %%)", gotRate, gotCV, wantRate, wantCV)
+			}
+		}
+	}
+	if diff := cmp.Diff(offsets[0], offsets[1]); diff != "" {
+		t.Fatalf("two runs of one seed sent at different offsets:\n%s", diff)
+	}
+}
+
+// TestRequestRateRampCounts: a ramp of constant-gap arrivals (0 → 400 req/s over 1.5 s, then held)
+// starts, in each 250 ms window, the ramp's integral over it — within two requests.
+func TestRequestRateRampCounts(t *testing.T) {
+	base, _ := startMock(t, nil)
+	text := requestRateYAML(base, "  mode: request_rate\n  arrival: constant\n  stages:\n    - {rate: {from: 0, to: 400, over: 1500ms}, duration: 2s}")
+	res, dir, err := runScenario(t, context.Background(), text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := sentTimes(t, dir, res[0].T0Ns)
+	rate := workload.Rate{From: 0, To: 400, Over: workload.Duration(1500 * time.Millisecond)}
+	lambda := func(t time.Duration) float64 { // ∫ rate, closed form
+		if t <= rate.Over.D() {
+			return 400 / 1.5 * t.Seconds() * t.Seconds() / 2
+		}
+		return 300 + 400*(t-rate.Over.D()).Seconds()
+	}
+	const w = 250 * time.Millisecond
+	for from := time.Duration(0); from < 2*time.Second; from += w {
+		n := 0
+		for _, r := range recs {
+			if r.credit >= int64(from) && r.credit < int64(from+w) {
+				n++
+			}
+		}
+		if want := lambda(from+w) - lambda(from); math.Abs(float64(n)-want) > 2 {
+			t.Errorf("[%v, %v): %d requests sent, the ramp's integral is %.1f", from, from+w, n, want)
+		}
+	}
+}
+
+// TestMaxInFlightQueuesRequests: at 200 req/s against answers that take ~100 ms, max_in_flight 4
+// is never exceeded (overlap of the records' [request_start, request_end]); requests that found every
+// slot taken waited — kept, their intended time the schedule's, their lag growing — and those still
+// queued at the stage's end are counted as never started, so records + never started = scheduled.
+func TestMaxInFlightQueuesRequests(t *testing.T) {
+	base, _ := startMock(t, func(c *mock.Config) { c.TTFT = 100 * time.Millisecond })
+	text := requestRateYAML(base, "  mode: request_rate\n  max_in_flight: 4\n  stages:\n    - {rate: 200, duration: 1s}")
+	res, dir, err := runScenario(t, context.Background(), text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res[0]
+	recs := sentTimes(t, dir, r.T0Ns)
+	type edge struct {
+		at    int64
+		delta int
+	}
+	var edges []edge
+	lagged := 0
+	for _, rec := range recs {
+		edges = append(edges, edge{rec.start, 1}, edge{rec.end, -1})
+		if rec.credit-rec.intended > int64(50*time.Millisecond) {
+			lagged++
+		}
+	}
+	slices.SortFunc(edges, func(a, b edge) int {
+		if a.at != b.at {
+			return int(a.at - b.at)
+		}
+		return a.delta - b.delta // an end before a start at the same ns
+	})
+	open, most := 0, 0
+	for _, e := range edges {
+		open += e.delta
+		most = max(most, open)
+	}
+	if most > 4 || most < 3 {
+		t.Errorf("%d requests in flight at most, max_in_flight 4", most)
+	}
+	if r.WaitedForSlot == 0 || lagged == 0 || r.NotStarted == 0 || len(recs)+r.NotStarted != r.Scheduled {
+		t.Errorf("%d waited for a slot, %d sent > 50 ms late, %d records + %d never started of %d scheduled", r.WaitedForSlot, lagged, len(recs), r.NotStarted, r.Scheduled)
+	}
+	neverEarly(t, recs)
+}
+
+// writeTrace writes a trace file and returns its path.
+func writeTrace(t *testing.T, name, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestReplaySendsTheTracesTimes: a bursty Mooncake trace (bursts of five requests at one
+// millisecond) is replayed at its own times × time_scale from t0 — intended_start_ns is the trace's
+// time exactly — never early, every request once; time_scale 0.5 halves every offset.
+func TestReplaySendsTheTracesTimes(t *testing.T) {
+	var trace strings.Builder
+	var want []int64 // ms
+	for burst := range 12 {
+		ms := int64(burst * 70)
+		for range 5 {
+			fmt.Fprintf(&trace, `{"timestamp": %d, "input_length": 20, "output_length": 3, "hash_ids": [%d]}`+"\n", 1000+ms, len(want))
+			want = append(want, ms)
+		}
+	}
+	path := writeTrace(t, "burst.jsonl", trace.String())
+	base, _ := startMock(t, nil)
+	for _, scale := range []float64{1, 0.5} {
+		text := scenarioYAML(base, "  think_time: 0s", fmt.Sprintf("  mode: replay\n  time_scale: %g\n  stages:\n    - {duration: 1s}", scale))
+		text = withSource(text, "workload:\n  trace: {file: "+path+", format: mooncake}\n")
+		res, dir, err := runScenario(t, context.Background(), text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs := sentTimes(t, dir, res[0].T0Ns)
+		if len(recs) != len(want) || res[0].Reused != 0 || res[0].Errors != 0 {
+			t.Fatalf("time_scale %g: %d requests of the trace's %d (%d reused, %d errors)", scale, len(recs), len(want), res[0].Reused, res[0].Errors)
+		}
+		neverEarly(t, recs)
+		for i, rec := range recs {
+			if w := int64(float64(want[i]) * scale * float64(time.Millisecond)); rec.intended != w {
+				t.Fatalf("time_scale %g: request %d intended at %v from t0, the trace says %v", scale, i, time.Duration(rec.intended), time.Duration(w))
+			}
+		}
+	}
+}
+
+// TestReplayMultiTurnFollowsTheTrace: a qwen_bailian session (turns at 0, 300 ms and 900 ms) and a
+// second one starting 200 ms later are replayed on the trace's clock: each session's first request
+// at its own time from t0, its later turns at the trace's gaps from it.
+func TestReplayMultiTurnFollowsTheTrace(t *testing.T) {
+	path := writeTrace(t, "q.jsonl", `{"chat_id": 1, "parent_chat_id": -1, "timestamp": 10.0, "input_length": 40, "output_length": 5, "type": "text", "turn": 1, "hash_ids": [1, 2, 3]}
+{"chat_id": 4, "parent_chat_id": -1, "timestamp": 10.2, "input_length": 40, "output_length": 5, "type": "text", "turn": 1, "hash_ids": [9]}
+{"chat_id": 2, "parent_chat_id": 1, "timestamp": 10.3, "input_length": 70, "output_length": 5, "type": "text", "turn": 2, "hash_ids": [1, 2, 3, 4, 5]}
+{"chat_id": 3, "parent_chat_id": 2, "timestamp": 10.9, "input_length": 100, "output_length": 5, "type": "text", "turn": 3, "hash_ids": [1, 2, 3, 4, 5, 6, 7]}
+`)
+	base, _ := startMock(t, nil)
+	text := scenarioYAML(base, "  think_time: 5s", "  mode: replay\n  stages:\n    - {duration: 1500ms}")
+	text = withSource(text, "workload:\n  trace: {file: "+path+", format: qwen_bailian}\n")
+	res, dir, err := runScenario(t, context.Background(), text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := sentTimes(t, dir, res[0].T0Ns)
+	var got []string
+	for _, r := range recs {
+		got = append(got, fmt.Sprintf("%s turn %d at %v", r.conv, r.turn, time.Duration(r.intended)))
+	}
+	want := []string{"s01-000000 turn 0 at 0s", "s01-000001 turn 0 at 200ms", "s01-000000 turn 1 at 300ms", "s01-000000 turn 2 at 900ms"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("replayed turns (-trace +sent):\n%s", diff)
+	}
+	neverEarly(t, recs)
+}
+
+// TestSessionHeader: target.session_header sends the session's id on every turn of it (the same id
+// across turns, another for each session); without the key no such header goes out. Every answer's
+// output_char_count is the characters the mock streamed.
+func TestSessionHeader(t *testing.T) {
+	for _, header := range []string{"X-Session-ID", ""} {
+		base, cap := startMock(t, nil)
+		text := scenarioYAML(base, shortSessions, "  mode: concurrency\n  stages:\n    - {concurrency: 3, duration: 800ms}")
+		if header != "" {
+			text = strings.Replace(text, "  model: m\n", "  model: m\n  session_header: "+header+"\n", 1)
+		}
+		_, dir, err := runScenario(t, context.Background(), text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		chars := map[string]int64{}
+		for _, r := range readRecords(t, filepath.Join(dir, "stage_01", "profile_export.jsonl")) {
+			if m, ok := r["metrics"].(map[string]any)["output_char_count"].(map[string]any); ok {
+				chars[r["metadata"].(map[string]any)["x_request_id"].(string)] = integer(m["value"])
+			}
+		}
+		cap.mu.Lock()
+		multi, ids := 0, map[string]string{}
+		for corr, reqs := range cap.requests {
+			if len(reqs) > 1 {
+				multi++
+			}
+			for _, req := range reqs {
+				got := req.header.Get("X-Session-ID")
+				if header == "" && got != "" || header != "" && (got == "" || got != corr) {
+					t.Errorf("session_header %q: session %s sent X-Session-ID %q", header, corr, got)
+				}
+				if other, seen := ids[got]; header != "" && seen && other != corr {
+					t.Errorf("sessions %s and %s sent one id %q", corr, other, got)
+				}
+				ids[got] = corr
+				if want := int64(utf8.RuneCountInString(req.answer)); chars[req.header.Get("X-Request-ID")] != want || want == 0 {
+					t.Errorf("output_char_count %d, the mock streamed %d characters", chars[req.header.Get("X-Request-ID")], want)
+				}
+			}
+		}
+		cap.mu.Unlock()
+		if multi == 0 {
+			t.Fatal("no session had two turns")
+		}
+	}
+}
+
+// TestOutputCharsCountsEveryTextKind: output_char_count counts Unicode characters, not bytes, of the
+// streamed reasoning, content and tool-call text (name and arguments): "думаю" 5 + "한국어" 3 +
+// `get{"q":"é"}` 12 = 20 characters in 32 bytes.
+func TestOutputCharsCountsEveryTextKind(t *testing.T) {
+	base := faultServer(t, func(w http.ResponseWriter) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.Write([]byte("data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"думаю\"}}]}\n\n" +
+			"data: {\"choices\":[{\"delta\":{\"content\":\"한국어\"}}]}\n\n" +
+			"data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"function\":{\"name\":\"get\",\"arguments\":\"{\\\"q\\\":\\\"é\\\"}\"}}]}}]}\n\n" +
+			"data: [DONE]\n\n"))
+	})
+	recs, _, _ := runShort(t, base, 0)
+	for _, r := range recs {
+		m, _ := r["metrics"].(map[string]any)["output_char_count"].(map[string]any)
+		if m == nil || integer(m["value"]) != 20 {
+			t.Fatalf("output_char_count %v, want 20", m)
+		}
+	}
+}
