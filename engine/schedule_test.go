@@ -19,7 +19,7 @@ func gapStats(offsets []time.Duration) (rate, cv float64) {
 	mean := (offsets[n] - offsets[0]).Seconds() / float64(n)
 	ss := 0.0
 	for i := 1; i <= n; i++ {
-		d := (offsets[i]-offsets[i-1]).Seconds() - mean
+		d := (offsets[i] - offsets[i-1]).Seconds() - mean
 		ss += d * d
 	}
 	return 1 / mean, math.Sqrt(ss/float64(n-1)) / mean
