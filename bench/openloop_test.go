@@ -1,0 +1,161 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/plload/plload/engine"
+	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/mock"
+	"github.com/plload/plload/workload"
+)
+
+// The open-loop benchmarks (figures in bench/README.md, "Open loop") send on a precomputed schedule
+// to a mock in a child process (this test binary re-executed), so the CPU time measured here
+// (getrusage of this process) is the client's alone. They take about a minute; run them on purpose:
+//
+//	PLLOAD_OPENLOOP=1 go test ./bench -run '^$' -bench OpenLoop -benchtime 1x -count 3 -v
+func TestMain(m *testing.M) {
+	if os.Getenv("PLLOAD_BENCH_MOCK_CHILD") == "1" {
+		cfg := mock.DefaultConfig()
+		cfg.TTFT, cfg.TPS, cfg.PrefillPerToken = 2*time.Millisecond, 2000, 0
+		r, err := mock.Start(cfg, "")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		fmt.Println(r.BaseURL())
+		io.Copy(io.Discard, os.Stdin)
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		r.Close(ctx)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// childMock starts the mock in a child process and returns its base URL.
+func childMock(tb testing.TB) string {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), "PLLOAD_BENCH_MOCK_CHILD=1")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return strings.TrimSpace(line)
+}
+
+const openLoopScenario = `name: openloop
+seed: 1
+target: {base_url: %s, model: m, timeout: 30s}
+session: {user_input_tokens: {min: 5, max: 10}, max_output_tokens: 2}
+personas: {count: 1, system_prompt_tokens: 5}
+%s
+load:
+  drain_timeout: 10s
+%s
+`
+
+// openLoopStage runs one stage of text and reports send lag (credit_issued − intended) p50/p99/max,
+// start lag (request_start − intended) p99, client CPU per request, and the rate actually sent.
+func openLoopStage(b *testing.B, text string, span time.Duration) {
+	sc, issues := workload.Parse("openloop.yaml", []byte(text), workload.LoadOptions{ForRun: true})
+	if err := issues.Err(); err != nil {
+		b.Fatal(err)
+	}
+	w, err := sc.Build()
+	if err != nil {
+		b.Fatal(err)
+	}
+	runtime.GC()
+	dir := b.TempDir()
+	cpu0 := engine.ProcessCPU()
+	res, err := engine.Run(context.Background(), engine.Config{Scenario: sc, Workload: w, Dir: dir})
+	cpu := engine.ProcessCPU() - cpu0
+	if err != nil {
+		b.Fatal(err)
+	}
+	r := res[0]
+	var lag, startLag []float64
+	f, err := os.Open(filepath.Join(r.Dir, "profile_export.jsonl"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	metrics.ReadRecords(f, func(rec *metrics.Record) error {
+		lag = append(lag, metrics.Ms(rec.CreditIssuedNs-rec.IntendedStartNs.V))
+		startLag = append(startLag, metrics.Ms(rec.RequestStartNs-rec.IntendedStartNs.V))
+		return nil
+	})
+	f.Close()
+	if len(lag) == 0 {
+		b.Fatal("no records")
+	}
+	slices.Sort(lag)
+	slices.Sort(startLag)
+	b.ReportMetric(metrics.Percentile(lag, 50), "lag-p50-ms")
+	b.ReportMetric(metrics.Percentile(lag, 99), "lag-p99-ms")
+	b.ReportMetric(lag[len(lag)-1], "lag-max-ms")
+	b.ReportMetric(metrics.Percentile(startLag, 99), "start-lag-p99-ms")
+	b.ReportMetric(float64(cpu.Microseconds())/float64(len(lag)), "µs-CPU/req")
+	b.ReportMetric(float64(len(lag))/span.Seconds(), "sent-req/s")
+	b.ReportMetric(float64(r.Scheduled), "scheduled")
+	b.ReportMetric(float64(r.NotStarted), "never-started")
+	b.ReportMetric(float64(r.Errors+r.Cancelled), "errors")
+}
+
+// burstyTrace writes a Mooncake trace of n requests in bursts of size requests at one millisecond,
+// a burst every gap.
+func burstyTrace(b *testing.B, n, size int, gap time.Duration) string {
+	var sb strings.Builder
+	for i := range n {
+		fmt.Fprintf(&sb, `{"timestamp": %d, "input_length": 8, "output_length": 2, "hash_ids": [%d]}`+"\n", int64(i/size)*gap.Milliseconds(), i)
+	}
+	path := filepath.Join(b.TempDir(), "bursty.jsonl")
+	if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+// BenchmarkOpenLoop: (a) replay of a 20,000-request bursty trace (bursts of 20 requests at one
+// millisecond every 10 ms: 2,000 req/s for 10 s) at max_in_flight 500; (b) request_rate (Poisson) at
+// 1k, 5k and 20k req/s for 5 s, max_in_flight 500.
+func BenchmarkOpenLoop(b *testing.B) {
+	if os.Getenv("PLLOAD_OPENLOOP") != "1" {
+		b.Skip("set PLLOAD_OPENLOOP=1 to run the open-loop benchmarks (about a minute)")
+	}
+	base := childMock(b)
+	b.Run("replay_20k_bursty", func(b *testing.B) {
+		trace := burstyTrace(b, 20000, 20, 10*time.Millisecond)
+		text := fmt.Sprintf(openLoopScenario, base, "workload:\n  trace: {file: "+trace+", format: mooncake}",
+			"  mode: replay\n  max_in_flight: 500\n  stages:\n    - {duration: 10s}")
+		for b.Loop() {
+			openLoopStage(b, text, 10*time.Second)
+		}
+	})
+	for _, rate := range []int{1000, 5000, 20000} {
+		b.Run(fmt.Sprintf("request_rate_%dk", rate/1000), func(b *testing.B) {
+			text := fmt.Sprintf(openLoopScenario, base, "", fmt.Sprintf("  mode: request_rate\n  max_in_flight: 500\n  stages:\n    - {rate: %d, duration: 5s}", rate))
+			for b.Loop() {
+				openLoopStage(b, text, 5*time.Second)
+			}
+		})
+	}
+}
