@@ -136,7 +136,8 @@ func burstyTrace(b *testing.B, n, size int, gap time.Duration) string {
 
 // BenchmarkOpenLoop: (a) replay of a 20,000-request bursty trace (bursts of 20 requests at one
 // millisecond every 10 ms: 2,000 req/s for 10 s) at max_in_flight 500; (b) request_rate (Poisson) at
-// 1k, 5k and 20k req/s for 5 s, max_in_flight 500.
+// 1k, 5k and 20k req/s for 5 s, max_in_flight 500, with 2k and 3k between to show where this box
+// stops keeping up.
 func BenchmarkOpenLoop(b *testing.B) {
 	if os.Getenv("PLLOAD_OPENLOOP") != "1" {
 		b.Skip("set PLLOAD_OPENLOOP=1 to run the open-loop benchmarks (about a minute)")
@@ -150,8 +151,8 @@ func BenchmarkOpenLoop(b *testing.B) {
 			openLoopStage(b, text, 10*time.Second)
 		}
 	})
-	for _, rate := range []int{1000, 5000, 20000} {
-		b.Run(fmt.Sprintf("request_rate_%dk", rate/1000), func(b *testing.B) {
+	for _, rate := range []int{1000, 2000, 3000, 5000, 20000} {
+		b.Run(fmt.Sprintf("request_rate_%02dk", rate/1000), func(b *testing.B) {
 			text := fmt.Sprintf(openLoopScenario, base, "", fmt.Sprintf("  mode: request_rate\n  max_in_flight: 500\n  stages:\n    - {rate: %d, duration: 5s}", rate))
 			for b.Loop() {
 				openLoopStage(b, text, 5*time.Second)

@@ -24,7 +24,10 @@ type Estimate struct {
 	SessionSeconds float64 // a typical session from first request to last answer
 	TurnSeconds    float64 // one request, TTFT plus decode of the mean max_output_tokens
 	Requests       float64 // requests issued over warmup + duration
-	SessionsNeeded float64 // sessions started over warmup + duration, with headroom for arrival_rate noise
+	SessionsNeeded float64 // sessions started over warmup + duration, with headroom for arrival noise
+	// InFlight is the requests expected in flight at once (Little's law: request rate × TurnSeconds,
+	// capped by load.max_in_flight), for request_rate and replay: the connections they open.
+	InFlight float64
 }
 
 // Assumption says on what server speed the estimates rest.
@@ -92,7 +95,11 @@ func (s *Scenario) EstimateStage(st Stage) Estimate {
 	think := s.Session.ThinkTime.MeanSeconds()
 	e.SessionSeconds = turns*e.TurnSeconds + (turns-1)*think
 	span := (st.Warmup.D() + st.Duration.D()).Seconds()
-	if s.Load.Mode == ModeArrivalRate {
+	switch s.Load.Mode {
+	case ModeRequestRate, ModeReplay:
+		s.estimateOpenLoop(st, turns, &e)
+		return e
+	case ModeArrivalRate:
 		arrivals := st.SessionsPerSec * span
 		e.SessionsNeeded = arrivals + 3*math.Sqrt(arrivals) // Poisson: mean + 3σ
 		// Little's law caps the sessions open at once at max_concurrency.
@@ -104,6 +111,61 @@ func (s *Scenario) EstimateStage(st Stage) Estimate {
 	e.SessionsNeeded = c * (1 + span/e.SessionSeconds)
 	e.Requests = c * span / (e.TurnSeconds + think*(turns-1)/turns)
 	return e
+}
+
+// estimateOpenLoop fills e for request_rate and replay. Sessions arrive on the schedule: request_rate
+// at the stage's mean rate (a ramp's integral) with a count that varies by cv²× Poisson's (headroom
+// of 3σ), replay as many as the trace holds in the stage's slice; each brings its turns. Requests in
+// flight follow Little's law (request rate × one request's time); past load.max_in_flight requests
+// wait for a slot, so what the stage can send is capped at max_in_flight ÷ TurnSeconds per second.
+func (s *Scenario) estimateOpenLoop(st Stage, turns float64, e *Estimate) {
+	span := (st.Warmup.D() + st.Duration.D()).Seconds()
+	var sessions, requests float64
+	if s.Load.Mode == ModeReplay {
+		sessions, requests = s.replaySlice(st)
+		e.SessionsNeeded = sessions
+	} else {
+		if st.Rate != nil {
+			sessions = st.Rate.Mean(st.Warmup.D()+st.Duration.D()) * span
+		}
+		cv := 1.0
+		if s.Load.Arrival == ArrivalGamma {
+			cv = max(cv, s.Load.CV)
+		}
+		e.SessionsNeeded = sessions + 3*cv*math.Sqrt(sessions)
+		requests = sessions * turns
+	}
+	capped := float64(max(1, s.Load.MaxInFlight)) * span / e.TurnSeconds
+	e.Requests = math.Min(requests, capped)
+	e.InFlight = math.Min(requests/max(span, 1e-9)*e.TurnSeconds, float64(max(1, s.Load.MaxInFlight)))
+}
+
+// replaySlice is the sessions, and their requests, of the source whose first request falls (after
+// time_scale) in st's slice of the trace: the stages before it take the slices before (workload's
+// replay pools are sliced the same way). A stage is found by value, so of two equal stages both
+// read the first one's slice.
+func (s *Scenario) replaySlice(st Stage) (sessions, requests float64) {
+	if s.source == nil {
+		return 0, 0
+	}
+	var from time.Duration
+	for _, o := range s.Load.Stages {
+		if o == st {
+			break
+		}
+		from += o.Warmup.D() + o.Duration.D()
+	}
+	until := from + st.Warmup.D() + st.Duration.D()
+	for _, ss := range s.source.Sessions {
+		if len(ss.Turns) == 0 || ss.Turns[0].AtMs < 0 {
+			continue
+		}
+		if at := time.Duration(ss.Turns[0].AtMs * s.Load.TimeScale * float64(time.Millisecond)); at >= from && at < until {
+			sessions++
+			requests += float64(len(ss.Turns))
+		}
+	}
+	return sessions, requests
 }
 
 // estimates adds the warnings that need the distributions' expected values.
@@ -172,8 +234,15 @@ func (s *Scenario) Stats(w *Workload) []StageStats {
 	for i, pool := range w.Stages {
 		st := pool.Spec
 		load := fmt.Sprintf("concurrency %d", st.Concurrency)
-		if s.Load.Mode == ModeArrivalRate {
+		switch s.Load.Mode {
+		case ModeArrivalRate:
 			load = fmt.Sprintf("%g sessions/s (max %d open)", st.SessionsPerSec, st.MaxConcurrency)
+		case ModeRequestRate:
+			if st.Rate != nil {
+				load = fmt.Sprintf("%s %s (max %d in flight)", st.Rate, s.Load.Arrival, s.Load.MaxInFlight)
+			}
+		case ModeReplay:
+			load = fmt.Sprintf("replay × %g (max %d in flight)", s.Load.TimeScale, s.Load.MaxInFlight)
 		}
 		ss := StageStats{
 			Stage: pool.Stage, Mode: s.Load.Mode, Load: load, Warmup: st.Warmup, Duration: st.Duration,
