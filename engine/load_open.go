@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"runtime"
 	"time"
 
 	"github.com/plload/plload/workload"
@@ -40,6 +41,7 @@ func (l *loadRun) dispatch(sched Schedule, pick func(i int) (*workload.SessionPl
 // waitUntil sleeps on timer until at (at once when it is due already); false when the stage stopped
 // issuing first. It checks the clock again on waking, so an early timer could not send early either.
 func (l *loadRun) waitUntil(timer *time.Timer, at time.Time) bool {
+	spin := false // woken early from a long sleep: yield in a loop to the deadline
 	for {
 		if l.issueCtx.Err() != nil {
 			return false
@@ -47,6 +49,13 @@ func (l *loadRun) waitUntil(timer *time.Timer, at time.Time) bool {
 		d := time.Until(at)
 		if d <= 0 {
 			return true
+		}
+		if spin {
+			runtime.Gosched()
+			continue
+		}
+		if d > 2*spinWindow {
+			d, spin = d-spinWindow, true
 		}
 		timer.Reset(d)
 		select {
@@ -56,6 +65,13 @@ func (l *loadRun) waitUntil(timer *time.Timer, at time.Time) bool {
 		}
 	}
 }
+
+// spinWindow is how early the dispatcher wakes from a sleep longer than twice this, to yield in a
+// loop until the deadline: Go's timers wake up to a millisecond late here (the network poller waits
+// in whole milliseconds on Linux), which alone would be the send lag of every arrival after a pause.
+// Short sleeps (dense arrivals) use the timer alone, so the spinning costs at most one window per
+// long sleep.
+const spinWindow = time.Millisecond
 
 // neverStarted records the arrivals from i on that were due when the stage stopped issuing but never
 // got to start (every slot was taken); those not yet due (the stage was stopped early) were never
