@@ -18,6 +18,7 @@ lint:
 # a finding to read, not a broken recipe: `-` keeps it from failing the recipe.
 bench:
     go test ./... -run '^$' -bench . -benchtime 5x -count 5
+    PLLOAD_OPENLOOP=1 go test ./bench -run '^$' -bench OpenLoop -benchtime 1x -count 3
     -go run . selftest --ladder 1,10,100,500,1000 --duration 4s --warmup 2s
 
 # fuzz the scenario parser for a minute
