@@ -267,7 +267,7 @@ func (c *checker) rules() {
 	if ss.ZipfS <= 0 {
 		c.errorf("session.zipf_s", "found %g; accepted: an exponent > 0", ss.ZipfS)
 	}
-	if ss.PersonaSelection != "zipf" && s.has("session.zipf_s") {
+	if ss.PersonaSelection != "zipf" && s.has("session.zipf_s") && ss.ZipfS != 1 { // 1 is the default a resolved file writes
 		c.warnf("session.zipf_s", "zipf_s is used only with persona_selection: zipf")
 	}
 	if s.has("session.think_time") && !c.bad["session.think_time"] && ss.ThinkTime.MaxValue() > 60 {
