@@ -15,7 +15,7 @@ func TestEstimateOpenLoop(t *testing.T) {
 	base := "name: e\nseed: 1\ntarget: {base_url: mock, mock: {ttft: 200ms, tps: 1000}}\npersonas: {count: 1, system_prompt_tokens: 5}\n" +
 		"session: {turns: 1, user_input_tokens: 5, max_output_tokens: 5, think_time: 0s}\nload:\n  mode: request_rate\n%s  stages:\n%s"
 	cases := []struct {
-		name, load, stage              string
+		name, load, stage            string
 		requests, sessions, inFlight float64
 	}{
 		{"constant", "", "    - {rate: 20, warmup: 1s, duration: 9s}\n", 200, 200 + 3*math.Sqrt(200), 20 * 0.205},
