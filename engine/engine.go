@@ -268,7 +268,21 @@ func runStage(ctx context.Context, cfg *Config, clk clock, i int, pool *workload
 	res.End = time.Now()
 	recErr := s.records.Close()
 	sessErr := s.sessions.Close()
-	s.counts.fill(&res)
+	s.fillResult(&res, interrupted)
+	if err := errors.Join(recErr, sessErr); err != nil {
+		return res, fmt.Errorf("stage %d: %w", pool.Stage, err)
+	}
+	if res.Records != res.Issued {
+		return res, fmt.Errorf("stage %d: %d requests issued but %d records written", pool.Stage, res.Issued, res.Records)
+	}
+	return res, nil
+}
+
+// fillResult fills a finished stage's result from its counts and times, and logs what users should
+// know of it (pool reuse, missing usage, the totals).
+func (s *stageRun) fillResult(res *StageResult, interrupted bool) {
+	clk, log := s.clock, s.log
+	s.counts.fill(res)
 	res.Scheduled = s.scheduled
 	res.Records = s.records.Written()
 	res.Partial = interrupted
@@ -283,20 +297,16 @@ func runStage(ctx context.Context, cfg *Config, clk clock, i int, pool *workload
 		res.Aborted, res.InterruptNs = s.aborted, clk.ns(s.abortedAt) // the window ends where the stage did
 	}
 	if res.Reused > 0 {
-		log.Warn("the session pool ran dry: sessions were reused", "reused", res.Reused, "pool", len(pool.Sessions))
+		log.Warn("the session pool ran dry: sessions were reused", "reused", res.Reused, "pool", len(s.pool.Sessions))
 	}
 	if res.NoUsage > 0 {
 		log.Warn("the server sent no usage for some answers: output tokens were counted from chunks", "requests", res.NoUsage)
 	}
+	if res.WaitedForSlot > 0 || res.NotStarted > 0 {
+		log.Info("open loop: requests waited for a load.max_in_flight slot", "waited", res.WaitedForSlot, "never_started", res.NotStarted, "scheduled", res.Scheduled)
+	}
 	log.Info("stage ended", "partial", res.Partial, "requests", res.Records, "ok", res.OK, "errors", res.Errors,
 		"rate_limited", res.RateLimit, "cancelled", res.Cancelled, "retried_requests", res.Retried)
-	if err := errors.Join(recErr, sessErr); err != nil {
-		return res, fmt.Errorf("stage %d: %w", pool.Stage, err)
-	}
-	if res.Records != res.Issued {
-		return res, fmt.Errorf("stage %d: %d requests issued but %d records written", pool.Stage, res.Issued, res.Records)
-	}
-	return res, nil
 }
 
 // prepareClient builds the stage's HTTP client, URL and headers. Each stage gets fresh connections.

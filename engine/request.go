@@ -58,20 +58,10 @@ func (s *stageRun) send(ctx context.Context, ex *exchange, body []byte, islEstim
 	client := s.client
 	for attempt := 0; ; attempt++ {
 		var req *http.Request
-		req, err = http.NewRequestWithContext(httptrace.WithClientTrace(reqCtx, trace), http.MethodPost, s.url, bytes.NewReader(body))
+		req, err = s.newRequest(httptrace.WithClientTrace(reqCtx, trace), rec, body)
 		if err != nil {
 			s.fail(rec, time.Now(), islEstimate, metrics.ErrTypeTransport, fmt.Sprintf("building the request: %v", err))
 			return
-		}
-		h := req.Header
-		for k, v := range s.headers {
-			h[k] = v
-		}
-		h.Set("X-Request-ID", rec.XRequestID)
-		h.Set("X-Correlation-ID", rec.XCorrelationID)
-		if s.sessionHeader != "" {
-			// target.session_header: the session's id on every turn, for a router's session affinity.
-			h.Set(s.sessionHeader, rec.XCorrelationID)
 		}
 		resp, err = client.Do(req)
 		if err == nil || attempt > 0 || !retryable(conn, responded.Load(), err, ctx, reqCtx) {
@@ -101,21 +91,7 @@ func (s *stageRun) send(ctx context.Context, ex *exchange, body []byte, islEstim
 	}()
 	ack := time.Now()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
-		end := time.Now()
-		rec.RequestEndNs = metrics.Some(s.clock.ns(end))
-		rec.ErrorISL = metrics.Some(islEstimate)
-		text := http.StatusText(resp.StatusCode)
-		if text == "" {
-			text = fmt.Sprintf("HTTP %d", resp.StatusCode)
-		}
-		message := strings.TrimSpace(string(msg))
-		if ra := resp.Header.Get("Retry-After"); ra != "" {
-			message = "Retry-After: " + ra + "; " + message
-			ex.retryAfter = parseRetryAfter(ra, end)
-		}
-		rec.Error = &metrics.RecordError{Code: metrics.Some(resp.StatusCode), Type: text,
-			Message: s.scrub(metrics.TruncateMessage(message))}
+		s.httpError(ex, resp, islEstimate)
 		return
 	}
 	rec.RequestAckNs = metrics.Some(s.clock.ns(ack))
@@ -140,6 +116,46 @@ type streamRead struct {
 	done       bool
 	streamErr  *sse.StreamError
 	readFailed error
+}
+
+// newRequest is the POST of body with the stage's headers and the request's ids: X-Request-ID,
+// X-Correlation-ID (the session's), and target.session_header's header with the session's id on every
+// turn, for a router's session affinity.
+func (s *stageRun) newRequest(ctx context.Context, rec *metrics.Record, body []byte) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	h := req.Header
+	for k, v := range s.headers {
+		h[k] = v
+	}
+	h.Set("X-Request-ID", rec.XRequestID)
+	h.Set("X-Correlation-ID", rec.XCorrelationID)
+	if s.sessionHeader != "" {
+		h.Set(s.sessionHeader, rec.XCorrelationID)
+	}
+	return req, nil
+}
+
+// httpError makes ex's record the error of a non-2xx answer: its status, and the start of its body.
+func (s *stageRun) httpError(ex *exchange, resp *http.Response, islEstimate int) {
+	rec := &ex.rec
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	end := time.Now()
+	rec.RequestEndNs = metrics.Some(s.clock.ns(end))
+	rec.ErrorISL = metrics.Some(islEstimate)
+	text := http.StatusText(resp.StatusCode)
+	if text == "" {
+		text = fmt.Sprintf("HTTP %d", resp.StatusCode)
+	}
+	message := strings.TrimSpace(string(msg))
+	if ra := resp.Header.Get("Retry-After"); ra != "" {
+		message = "Retry-After: " + ra + "; " + message
+		ex.retryAfter = parseRetryAfter(ra, end)
+	}
+	rec.Error = &metrics.RecordError{Code: metrics.Some(resp.StatusCode), Type: text,
+		Message: s.scrub(metrics.TruncateMessage(message))}
 }
 
 // readStream reads the SSE answer and computes the record's metrics (RECORDS.md).
