@@ -320,3 +320,41 @@ func TestOutputCharsCountsEveryTextKind(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestRateMultiTurnSessions: with multi-turn sessions each arrival of the schedule starts a
+// session (its first request on the schedule's offset), and its later turns follow its own timing:
+// the previous answer's end plus the turn's think time, never on the schedule.
+func TestRequestRateMultiTurnSessions(t *testing.T) {
+	base, _ := startMock(t, nil)
+	text := scenarioYAML(base, shortSessions, "  mode: request_rate\n  stages:\n    - {rate: 30, duration: 1s}")
+	var sc *workload.Scenario
+	res, dir, err := runScenarioConfig(t, context.Background(), text, func(c *Config) { sc = c.Scenario })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := RequestSchedule(*sc.Load.Stages[0].Rate, sc.Load.Arrival, sc.Load.CV, time.Second, sc.StageRNG(1))
+	recs := sentTimes(t, dir, res[0].T0Ns)
+	var firsts []int64
+	prevEnd, later := map[string]int64{}, 0
+	slices.SortStableFunc(recs, func(a, b sent) int { return a.turn - b.turn })
+	for _, r := range recs {
+		if r.turn == 0 {
+			firsts = append(firsts, r.intended)
+		} else {
+			end, ok := prevEnd[r.conv]
+			if !ok || r.intended <= end || r.intended > end+int64(61*time.Millisecond) {
+				t.Fatalf("%s turn %d intended %v from t0; the previous answer ended at %v (think 10–60 ms)", r.conv, r.turn, time.Duration(r.intended), time.Duration(end))
+			}
+			later++
+		}
+		prevEnd[r.conv] = r.end
+	}
+	slices.Sort(firsts)
+	var offs []int64
+	for _, o := range want.Offsets[:len(firsts)] {
+		offs = append(offs, int64(o))
+	}
+	if diff := cmp.Diff(offs, firsts); diff != "" || len(firsts)+res[0].NotStarted != want.Len() || later == 0 {
+		t.Fatalf("%d sessions (+%d never started) of %d arrivals, %d later turns; first requests off the schedule:\n%s", len(firsts), res[0].NotStarted, want.Len(), later, diff)
+	}
+}
