@@ -232,3 +232,34 @@ load:
 		}
 	}
 }
+
+// TestReplayScalesTurnGaps: time_scale applies to a multi-turn trace's gaps between turns as well
+// as to its sessions' first requests; outside replay the trace keeps its own pace.
+func TestReplayScalesTurnGaps(t *testing.T) {
+	dir := t.TempDir()
+	writeTraceLines(t, filepath.Join(dir, "q.jsonl"),
+		`{"chat_id": 1, "parent_chat_id": -1, "timestamp": 1.0, "input_length": 40, "output_length": 5, "type": "text", "turn": 1, "hash_ids": [1, 2, 3]}`,
+		`{"chat_id": 2, "parent_chat_id": 1, "timestamp": 1.6, "input_length": 70, "output_length": 5, "type": "text", "turn": 2, "hash_ids": [1, 2, 3, 4, 5]}`)
+	for _, c := range []struct {
+		load string
+		want time.Duration
+	}{
+		{"load:\n  mode: replay\n  time_scale: 0.5\n  stages:\n    - {duration: 10s}\n", 300 * time.Millisecond},
+		{"load:\n  mode: concurrency\n  stages:\n    - {concurrency: 1, duration: 10s}\n", 600 * time.Millisecond},
+	} {
+		text := "name: q\ntarget: {base_url: mock}\nworkload:\n  trace: {file: q.jsonl, format: qwen_bailian}\n" + c.load
+		path := filepath.Join(dir, "s.yaml")
+		os.WriteFile(path, []byte(text), 0o644)
+		s, issues := Load(path, LoadOptions{})
+		if issues.Err() != nil {
+			t.Fatal(issues.Err())
+		}
+		w, err := s.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := w.Stages[0].Sessions[0].Turns[1].AfterPrevious; got != c.want {
+			t.Errorf("%s: turn 2 due %v after turn 1, want %v", s.Load.Mode, got, c.want)
+		}
+	}
+}

@@ -69,7 +69,7 @@ func (s *Scenario) buildFromSource(g *TextGen) (*Workload, error) {
 				sp.Turns[k] = Turn{User: t.User, UserTokens: t.UserTokens, MaxOutputTokens: s.outputTokens(t, r),
 					ExactOutput: t.ExactOutput, Recorded: t.Recorded, RecordedTokens: t.RecordedTokens, RecordedMessages: t.RecordedMessages}
 				if k > 0 && t.DelayMs < 0 && t.AtMs >= 0 && ss.Turns[k-1].AtMs >= 0 {
-					sp.Turns[k].AfterPrevious = max(time.Millisecond, time.Duration((t.AtMs-ss.Turns[k-1].AtMs)*float64(time.Millisecond)).Round(time.Millisecond))
+					sp.Turns[k].AfterPrevious = max(time.Millisecond, time.Duration((t.AtMs-ss.Turns[k-1].AtMs)*replay.turnScale()*float64(time.Millisecond)).Round(time.Millisecond))
 				} else {
 					sp.Turns[k].ThinkBefore = s.thinkBefore(ss.Turns, k, r)
 				}
@@ -97,6 +97,15 @@ type replaySlicer struct {
 	from   time.Duration   // where the next stage's slice starts
 	prev   time.Duration   // where the last stage's slice started
 	sorted []int           // session indexes by time
+}
+
+// turnScale is what a trace's gaps between turns are multiplied by: time_scale in replay, else 1
+// (the trace's own pace).
+func (r *replaySlicer) turnScale() float64 {
+	if r.on {
+		return r.scale
+	}
+	return 1
 }
 
 type replayPick struct {
