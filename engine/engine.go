@@ -235,9 +235,8 @@ func runStage(ctx context.Context, cfg *Config, clk clock, i int, pool *workload
 		log.Warn("network RTT not measured: the target did not answer GET /models", "error", rttErr.Error())
 	}
 	s.client.CloseIdleConnections() // the stage starts from fresh connections
-	log.Info("stage starting", "rtt_p50_ms", res.RTT.P50, "mode", sc.Load.Mode, "concurrency", pool.Spec.Concurrency,
-		"sessions_per_sec", pool.Spec.SessionsPerSec, "warmup", pool.Spec.Warmup.String(), "duration", pool.Spec.Duration.String(),
-		"pool", len(pool.Sessions), "target", s.url)
+	log.Info("stage starting", append([]any{"rtt_p50_ms", res.RTT.P50, "mode", sc.Load.Mode}, append(stageLoadAttrs(sc.Load, pool.Spec),
+		"warmup", pool.Spec.Warmup.String(), "duration", pool.Spec.Duration.String(), "pool", len(pool.Sessions), "target", s.url)...)...)
 	res.Start = time.Now()
 	if cfg.Live != nil {
 		cfg.Live.StageStarted(pool.Stage)
@@ -367,4 +366,21 @@ func (s *stageRun) scrub(text string) string {
 		}
 	}
 	return text
+}
+
+// stageLoadAttrs are the log attributes of the stage's load, as its mode reads it.
+func stageLoadAttrs(l workload.LoadPlan, st workload.Stage) []any {
+	switch l.Mode {
+	case workload.ModeArrivalRate:
+		return []any{"sessions_per_sec", st.SessionsPerSec, "max_concurrency", st.MaxConcurrency}
+	case workload.ModeRequestRate:
+		rate := ""
+		if st.Rate != nil {
+			rate = st.Rate.String()
+		}
+		return []any{"rate", rate, "arrival", l.Arrival, "max_in_flight", l.MaxInFlight}
+	case workload.ModeReplay:
+		return []any{"time_scale", l.TimeScale, "max_in_flight", l.MaxInFlight}
+	}
+	return []any{"concurrency", st.Concurrency}
 }
