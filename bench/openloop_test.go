@@ -1,12 +1,9 @@
 package bench
 
 import (
-	"bufio"
 	"context"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -29,37 +26,19 @@ func TestMain(m *testing.M) {
 	if os.Getenv("PLLOAD_BENCH_MOCK_CHILD") == "1" {
 		cfg := mock.DefaultConfig()
 		cfg.TTFT, cfg.TPS, cfg.PrefillPerToken = 2*time.Millisecond, 2000, 0
-		r, err := mock.Start(cfg, "")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(2)
-		}
-		fmt.Println(r.BaseURL())
-		io.Copy(io.Discard, os.Stdin)
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		r.Close(ctx)
-		os.Exit(0)
+		os.Exit(mock.ServeAsChild(cfg))
 	}
 	os.Exit(m.Run())
 }
 
 // childMock starts the mock in a child process and returns its base URL.
 func childMock(tb testing.TB) string {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "PLLOAD_BENCH_MOCK_CHILD=1")
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { stdin.Close(); cmd.Wait() })
-	line, err := bufio.NewReader(stdout).ReadString('\n')
+	base, stop, err := mock.StartChild("PLLOAD_BENCH_MOCK_CHILD=1")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return strings.TrimSpace(line)
+	tb.Cleanup(stop)
+	return base
 }
 
 const openLoopScenario = `name: openloop

@@ -70,33 +70,9 @@ func unitGaps(arrival string, cv float64, rng *rand.Rand) func() float64 {
 		return func() float64 { return 1 }
 	case workload.ArrivalGamma:
 		k := 1 / (cv * cv)
-		return func() float64 { return gammaDraw(rng, k) / k }
+		return func() float64 { return workload.GammaDraw(rng, k) / k }
 	default:
 		return rng.ExpFloat64
-	}
-}
-
-// gammaDraw draws Gamma(k, 1) by Marsaglia and Tsang's method ("A simple method for generating gamma
-// variables", 2000); for k < 1 it draws Gamma(k+1, 1)·U^(1/k), their boost for small shapes.
-func gammaDraw(rng *rand.Rand, k float64) float64 {
-	boost := 1.0
-	if k < 1 {
-		boost = math.Pow(1-rng.Float64(), 1/k) // 1−U is in (0, 1]: never 0^(1/k) = 0 from U = 0 exactly
-		k++
-	}
-	d := k - 1.0/3
-	c := 1 / math.Sqrt(9*d)
-	for {
-		x := rng.NormFloat64()
-		v := 1 + c*x
-		if v <= 0 {
-			continue
-		}
-		v = v * v * v
-		u := 1 - rng.Float64()
-		if math.Log(u) < 0.5*x*x+d-d*v+d*math.Log(v) {
-			return d * v * boost
-		}
 	}
 }
 

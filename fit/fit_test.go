@@ -15,27 +15,6 @@ import (
 	"github.com/plload/plload/workload"
 )
 
-// gamma draws from Gamma(shape k, scale 1) (Marsaglia–Tsang; k < 1 boosted through k+1).
-func gamma(r *rand.Rand, k float64) float64 {
-	if k < 1 {
-		return gamma(r, k+1) * math.Pow(r.Float64(), 1/k)
-	}
-	d := k - 1.0/3
-	c := 1 / math.Sqrt(9*d)
-	for {
-		x := r.NormFloat64()
-		v := 1 + c*x
-		if v <= 0 {
-			continue
-		}
-		v = v * v * v
-		u := r.Float64()
-		if math.Log(u) < 0.5*x*x+d-d*v+d*math.Log(v) {
-			return d * v
-		}
-	}
-}
-
 // params are a generated log's true parameters.
 type params struct {
 	rate, cv             float64 // requests/s and inter-arrival CV (single-turn logs)
@@ -66,7 +45,7 @@ func writeRequestLog(t testing.TB, path string, n int, p params, seed uint64) {
 		k := 1 / (p.cv * p.cv)
 		ts := 1764547200.0
 		for i := range n {
-			ts += gamma(r, k) / k / p.rate
+			ts += workload.GammaDraw(r, k) / k / p.rate
 			fmt.Fprintf(w, `{"timestamp": %.6f, "prompt_tokens": %d, "completion_tokens": %d}`+"\n", ts, draw(p.inMedian, p.inSigma), draw(p.outMedian, p.outSigma))
 			_ = i
 		}

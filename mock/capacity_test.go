@@ -1,15 +1,12 @@
 package mock
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -31,11 +28,6 @@ func childMock() int {
 	cfg := DefaultConfig()
 	cfg.TTFT, cfg.TPS = 200*time.Millisecond, 50 // 20 ms between chunks
 	cfg.BusyPoll = os.Getenv("PLLOAD_MOCK_BUSY_POLL") == "1"
-	r, err := Start(cfg, "")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 2
-	}
 	if path := os.Getenv("PLLOAD_MOCK_CPUPROFILE"); path != "" {
 		f, err := os.Create(path)
 		if err == nil {
@@ -43,34 +35,21 @@ func childMock() int {
 			defer pprof.StopCPUProfile()
 		}
 	}
-	fmt.Println(r.BaseURL())
-	io.Copy(io.Discard, os.Stdin) // the parent closes stdin to stop us
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = r.Close(ctx)
-	return 0
+	return ServeAsChild(cfg)
 }
 
 // capacityStep loads a fresh one-core mock with n concurrent streams of 100 tokens, started at
 // uniform offsets over one second, and returns the mock's send lateness over the step.
 func capacityStep(b *testing.B, n int, busyPoll bool) LatenessStats {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), "PLLOAD_MOCK_CHILD=1", "GOMAXPROCS=1")
+	env := []string{"PLLOAD_MOCK_CHILD=1", "GOMAXPROCS=1"}
 	if busyPoll {
-		cmd.Env = append(cmd.Env, "PLLOAD_MOCK_BUSY_POLL=1")
+		env = append(env, "PLLOAD_MOCK_BUSY_POLL=1")
 	}
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
+	base, stop, err := StartChild(env...)
+	if err != nil {
 		b.Fatal(err)
 	}
-	defer func() { stdin.Close(); cmd.Wait() }()
-	line, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		b.Fatalf("child mock: %v", err)
-	}
-	base := strings.TrimSpace(line)
+	defer stop()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n, DisableCompression: true}}
 	var wg sync.WaitGroup
 	failures := make(chan error, n)
