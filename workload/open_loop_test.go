@@ -119,14 +119,7 @@ func TestReplayStagesSliceTheTrace(t *testing.T) {
 	}
 	path := filepath.Join(dir, "s.yaml")
 	os.WriteFile(path, []byte(scenario("    - {warmup: 200ms, duration: 300ms}\n    - {duration: 1s}\n")), 0o644)
-	s, issues := Load(path, LoadOptions{})
-	if issues.Err() != nil {
-		t.Fatal(issues.Err())
-	}
-	w, err := s.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, w := loadAndBuild(t, path)
 	ats := func(p StagePool) []time.Duration {
 		var out []time.Duration
 		for _, sp := range p.Sessions {
@@ -146,10 +139,7 @@ func TestReplayStagesSliceTheTrace(t *testing.T) {
 		t.Errorf("stage 2 (-want +got):\n%s", diff)
 	}
 	os.WriteFile(path, []byte(scenario("    - {duration: 2s}\n    - {duration: 1s}\n")), 0o644)
-	if s, issues = Load(path, LoadOptions{}); issues.Err() != nil {
-		t.Fatal(issues.Err())
-	}
-	if _, err := s.Build(); err == nil || !strings.Contains(err.Error(), "load.stages[1]: load.mode replay: no request of t.jsonl falls in this stage's slice") {
+	if _, err := loadValid(t, path).Build(); err == nil || !strings.Contains(err.Error(), "load.stages[1]: load.mode replay: no request of t.jsonl falls in this stage's slice") {
 		t.Errorf("a stage past the trace's end: %v", err)
 	}
 }
@@ -170,14 +160,7 @@ func TestReplayOfATimedDataset(t *testing.T) {
 	}
 	path := filepath.Join(dir, "s.yaml")
 	os.WriteFile(path, []byte(scenario("d.jsonl")), 0o644)
-	s, issues := Load(path, LoadOptions{})
-	if issues.Err() != nil {
-		t.Fatal(issues.Err())
-	}
-	w, err := s.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, w := loadAndBuild(t, path)
 	var got []time.Duration
 	for _, sp := range w.Stages[0].Sessions {
 		got = append(got, sp.At)
@@ -189,10 +172,7 @@ func TestReplayOfATimedDataset(t *testing.T) {
 		t.Errorf("dataset.jsonl lacks the replay times:\n%s", w.Stages[0].Dataset)
 	}
 	os.WriteFile(path, []byte(scenario("plain.jsonl")), 0o644)
-	if s, issues = Load(path, LoadOptions{}); issues.Err() != nil {
-		t.Fatal(issues.Err())
-	}
-	if _, err := s.Build(); err == nil || !strings.Contains(err.Error(), "plain.jsonl has no request times") {
+	if _, err := loadValid(t, path).Build(); err == nil || !strings.Contains(err.Error(), "plain.jsonl has no request times") {
 		t.Errorf("a dataset without times: %v", err)
 	}
 }
@@ -250,16 +230,30 @@ func TestReplayScalesTurnGaps(t *testing.T) {
 		text := "name: q\ntarget: {base_url: mock}\nworkload:\n  trace: {file: q.jsonl, format: qwen_bailian}\n" + c.load
 		path := filepath.Join(dir, "s.yaml")
 		os.WriteFile(path, []byte(text), 0o644)
-		s, issues := Load(path, LoadOptions{})
-		if issues.Err() != nil {
-			t.Fatal(issues.Err())
-		}
-		w, err := s.Build()
-		if err != nil {
-			t.Fatal(err)
-		}
+		s, w := loadAndBuild(t, path)
 		if got := w.Stages[0].Sessions[0].Turns[1].AfterPrevious; got != c.want {
 			t.Errorf("%s: turn 2 due %v after turn 1, want %v", s.Load.Mode, got, c.want)
 		}
 	}
+}
+
+// loadValid reads the scenario at path and fails the test on any error in it.
+func loadValid(t *testing.T, path string) *Scenario {
+	t.Helper()
+	s, issues := Load(path, LoadOptions{})
+	if issues.Err() != nil {
+		t.Fatal(issues.Err())
+	}
+	return s
+}
+
+// loadAndBuild reads the scenario at path and builds its workload, failing the test on any error.
+func loadAndBuild(t *testing.T, path string) (*Scenario, *Workload) {
+	t.Helper()
+	s := loadValid(t, path)
+	w, err := s.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, w
 }
