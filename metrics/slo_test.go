@@ -152,7 +152,7 @@ func TestGoodputEachLimitKind(t *testing.T) {
 				wantShare, wantRate = 1, 0.1 // one request in a 10 s window
 			}
 			g := s.Goodput
-			if !g.Share.OK || !g.ReqPerSec.OK || g.Share.V != wantShare || g.ReqPerSec.V != wantRate || s.Throughput.GoodputPerSec != wantRate {
+			if !g.Share.OK || !g.ReqPerSec.OK || g.Share.V != wantShare || g.ReqPerSec.V != wantRate || s.Throughput.GoodputPerSec != Some(wantRate) {
 				t.Errorf("goodput %+v (legacy %v), want share %v, %v req/s", g, s.Throughput.GoodputPerSec, wantShare, wantRate)
 			}
 		})

@@ -64,6 +64,7 @@ type Stage struct {
 	promptSum, cachedSum             int64
 	promptCount                      int
 	goodStarted                      int   // good requests among those that started in the window
+	goodEnded                        int   // good requests among those that ended in the window
 	outputChars                      int64 // Σ output_char_count of the requests throughput counts
 	charsMissing                     bool  // one of them had no output_char_count
 }
@@ -280,7 +281,7 @@ func (s *Stage) throughput(r *Record, good bool) {
 		s.charsMissing = true
 	}
 	if good {
-		t.GoodRequests++
+		s.goodEnded++
 	}
 }
 

@@ -62,17 +62,17 @@ func TestGoodputAppliesEachPerRequestLimit(t *testing.T) {
 			if tc.good {
 				want = 1
 			}
-			if s.Throughput.Requests != 1 || s.Throughput.GoodRequests != want {
-				t.Fatalf("%d of %d requests good, want %d of 1 (ITL %+v)", s.Throughput.GoodRequests, s.Throughput.Requests, want, tc.rec.InterTokenLatency)
+			if s.Throughput.Requests != 1 || s.Throughput.GoodRequests != Some(want) {
+				t.Fatalf("%+v of %d requests good, want %d of 1 (ITL %+v)", s.Throughput.GoodRequests, s.Throughput.Requests, want, tc.rec.InterTokenLatency)
 			}
-			near(t, "goodput/s", s.Throughput.GoodputPerSec, float64(want)/10)
+			near(t, "goodput/s", s.Throughput.GoodputPerSec.V, float64(want)/10)
 		})
 	}
-	// With no SLO set, every successful request is good.
+	// With no SLO set, "good" means nothing: the legacy fields are null, as the goodput block is.
 	in := input()
 	in.SLO = SLOLimits{}
-	if s := summary(in, ok(2, 900, []float64{300}, 2)); s.Throughput.GoodRequests != 1 {
-		t.Fatalf("no SLO: %d good", s.Throughput.GoodRequests)
+	if s := summary(in, ok(2, 900, []float64{300}, 2)); s.Throughput.GoodRequests.OK || s.Throughput.GoodputPerSec.OK || s.Goodput.ReqPerSec.OK {
+		t.Fatalf("no SLO: %+v good, %+v/s, goodput %+v", s.Throughput.GoodRequests, s.Throughput.GoodputPerSec, s.Goodput)
 	}
 }
 

@@ -100,11 +100,11 @@ type Throughput struct {
 	// OutCharsPerSec is Σ output_char_count per second: comparable across servers whose tokenizers
 	// differ. Null unless every counted request has output_char_count (AIPerf's files do not).
 	OutCharsPerSec Opt[float64] `json:"out_chars_per_sec"`
-	// GoodRequests and GoodputPerSec are the good requests that ended in the window, under the
-	// turn-1 rule that with no per-request limit every request is good; Goodput is the block that
-	// says "unknown" instead.
-	GoodRequests  int     `json:"good_requests"`
-	GoodputPerSec float64 `json:"goodput_per_sec"`
+	// GoodRequests and GoodputPerSec are the good requests that ended in the window, and their
+	// rate (the same as Goodput.ReqPerSec); null, like Goodput, when the SLO sets no per-request
+	// limit: "good" would mean nothing.
+	GoodRequests  Opt[int]     `json:"good_requests"`
+	GoodputPerSec Opt[float64] `json:"goodput_per_sec"`
 }
 
 // Goodput is DistServe's goodput: a request is good when its own TTFT, TTFO, TPOT, mean ITL and E2E
@@ -205,9 +205,9 @@ func (s *Stage) rates() {
 	if !s.charsMissing {
 		t.OutCharsPerSec = Some(float64(s.outputChars) / secs)
 	}
-	t.GoodputPerSec = float64(t.GoodRequests) / secs
 	if len(s.limits) > 0 {
-		sum.Goodput.ReqPerSec = Some(t.GoodputPerSec)
+		t.GoodRequests, t.GoodputPerSec = Some(s.goodEnded), Some(float64(s.goodEnded)/secs)
+		sum.Goodput.ReqPerSec = t.GoodputPerSec
 	}
 }
 

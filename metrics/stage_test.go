@@ -95,7 +95,7 @@ func TestStageHandComputed(t *testing.T) {
 	// Throughput: successes that ended in [1 s, 11 s): started at 0.9, 2, 3, 4, 5 → 5 requests, 50 tokens over 10 s.
 	near(t, "req/s", s.Throughput.ReqPerSec, 0.5)
 	near(t, "out tok/s", s.Throughput.OutTokPerSec, 5)
-	near(t, "goodput", s.Throughput.GoodputPerSec, 0.5)
+	near(t, "goodput", s.Throughput.GoodputPerSec.V, 0.5)
 	// Cache: 50 of 100 prompt tokens cached in each of 5 successes.
 	near(t, "cache hit", s.CacheHit.V, 0.5)
 	if s.CachedReported != 5 || s.MissingUsage != 0 {
@@ -121,7 +121,7 @@ func TestStageSLOFailsAndGoodput(t *testing.T) {
 	if s.SLO.Verdict != SLOFail || *s.SLO.Checks[0].Pass {
 		t.Fatalf("TTFT p95 290 over 250 must fail: %+v", s.SLO)
 	}
-	near(t, "goodput", s.Throughput.GoodputPerSec, 0.1) // only the 100 ms request meets the per-request SLO
+	near(t, "goodput", s.Throughput.GoodputPerSec.V, 0.1) // only the 100 ms request meets the per-request SLO
 }
 
 func TestStageNoSuccesses(t *testing.T) {

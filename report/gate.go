@@ -77,7 +77,7 @@ var gateScalars = []gateMetric{
 	{"cache_hit", unitFraction, func(r *StageReport) (float64, bool) { return r.Summary.CacheHit.V, r.Summary.CacheHit.OK }},
 	{"out_tok_s", unitNumber, func(r *StageReport) (float64, bool) { return r.Summary.Throughput.OutTokPerSec, true }},
 	{"req_s", unitNumber, func(r *StageReport) (float64, bool) { return r.Summary.Throughput.ReqPerSec, true }},
-	{"goodput", unitNumber, func(r *StageReport) (float64, bool) { return r.Summary.Throughput.GoodputPerSec, true }},
+	{"goodput", unitNumber, func(r *StageReport) (float64, bool) { g := r.Summary.Throughput.GoodputPerSec; return g.V, g.OK }},
 	{"goodput_share", unitFraction, func(r *StageReport) (float64, bool) { return r.Summary.Goodput.Share.V, r.Summary.Goodput.Share.OK }},
 	{"input_tok_s", unitNumber, func(r *StageReport) (float64, bool) { return r.Summary.Throughput.InTokPerSec, true }},
 	{"total_tok_s", unitNumber, func(r *StageReport) (float64, bool) { return r.Summary.Throughput.TotalTokPerSec, true }},

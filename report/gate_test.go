@@ -334,8 +334,8 @@ func TestThroughputRegressionDirection(t *testing.T) {
 				st    *StageReport
 				scale float64
 			}{{base, 1}, {cand, tc.ratio}} {
-				s.st.Summary.Throughput = metrics.Throughput{Requests: n, GoodRequests: n,
-					OutTokPerSec: 1000 * s.scale, ReqPerSec: 10 * s.scale, GoodputPerSec: 10 * s.scale}
+				s.st.Summary.Throughput = metrics.Throughput{Requests: n, GoodRequests: metrics.Some(n),
+					OutTokPerSec: 1000 * s.scale, ReqPerSec: 10 * s.scale, GoodputPerSec: metrics.Some(10 * s.scale)}
 			}
 			checks := Regressions([]*StageReport{base}, []*StageReport{cand},
 				Tolerances{"out_tok_s": 0.05, "req_s": 0.05, "goodput": 0.05}, ttftSeries(nil, nil))
