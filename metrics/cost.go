@@ -80,7 +80,7 @@ func cost(in CostInputs, s *StageSummary) CostResult {
 func Headline(stages []*StageSummary) int {
 	best := -1
 	for i, s := range stages {
-		if s == nil || s.Partial || s.SLO.Verdict != SLOPass {
+		if !s.Measured() || s.SLO.Verdict != SLOPass {
 			continue
 		}
 		if best < 0 || s.Throughput.OutTokPerSec > stages[best].Throughput.OutTokPerSec {
@@ -88,4 +88,11 @@ func Headline(stages []*StageSummary) int {
 		}
 	}
 	return best
+}
+
+// Measured reports whether the stage's numbers can stand as a headline: it ran its course (not
+// partial), a request succeeded in its window, and, for a replay, the client kept the trace's pace
+// (else its latencies are not the trace's).
+func (s *StageSummary) Measured() bool {
+	return s != nil && !s.Partial && s.Throughput.Requests > 0 && (!s.ReplayValid.OK || s.ReplayValid.V)
 }

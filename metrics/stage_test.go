@@ -175,9 +175,10 @@ func TestStageInterruptShortensWindow(t *testing.T) {
 func TestHeadline(t *testing.T) {
 	mk := func(tps float64, verdict string, partial bool) *StageSummary {
 		s := &StageSummary{Partial: partial}
-		s.Throughput.OutTokPerSec, s.SLO.Verdict = tps, verdict
+		s.Throughput.OutTokPerSec, s.SLO.Verdict, s.Throughput.Requests = tps, verdict, 1
 		return s
 	}
+	unmeasured := func(s *StageSummary, how func(*StageSummary)) *StageSummary { how(s); return s }
 	cases := []struct {
 		stages []*StageSummary
 		want   int
@@ -186,6 +187,11 @@ func TestHeadline(t *testing.T) {
 		{[]*StageSummary{mk(20, SLOPass, false), mk(20, SLOPass, false)}, 0}, // tie: the lower stage number
 		{[]*StageSummary{mk(10, SLOPass, false), mk(50, SLOPass, true)}, 0},  // partial stages never headline
 		{[]*StageSummary{mk(10, SLONA, false), mk(50, SLOFail, false)}, -1},
+		// A replay that fell behind its trace did not measure the trace, whatever its SLO says.
+		{[]*StageSummary{mk(10, SLOPass, false), unmeasured(mk(50, SLOPass, false), func(s *StageSummary) { s.ReplayValid = Some(false) })}, 0},
+		{[]*StageSummary{unmeasured(mk(10, SLOPass, false), func(s *StageSummary) { s.ReplayValid = Some(true) })}, 0},
+		// No successful request ended in the window: nothing was measured.
+		{[]*StageSummary{unmeasured(mk(0, SLOPass, false), func(s *StageSummary) { s.Throughput.Requests = 0 })}, -1},
 	}
 	for i, tc := range cases {
 		if got := Headline(tc.stages); got != tc.want {

@@ -41,7 +41,7 @@ func noSLOHeadline(stages []*StageReport) string {
 	const lead = "no SLO was set, so no stage is judged"
 	best := bestThroughput(stages)
 	if best < 0 {
-		return lead + ", and no stage completed."
+		return lead + ", and no stage was measured (each was cut short, had no successful request, or was a replay that fell behind its trace)."
 	}
 	r := stages[best]
 	s := r.Summary
@@ -53,12 +53,12 @@ func noSLOHeadline(stages []*StageReport) string {
 		money(s.Cost.USDPerSession, 6))
 }
 
-// bestThroughput is the complete stage with the highest out tok/s (ties: the lower stage number);
-// −1 when no stage is complete.
+// bestThroughput is the measured stage (metrics.Measured) with the highest out tok/s (ties: the
+// lower stage number); −1 when there is none.
 func bestThroughput(stages []*StageReport) int {
 	best := -1
 	for i, r := range stages {
-		if r.Summary == nil || r.Summary.Partial {
+		if !r.Summary.Measured() {
 			continue
 		}
 		if best < 0 || r.Summary.Throughput.OutTokPerSec > stages[best].Summary.Throughput.OutTokPerSec {

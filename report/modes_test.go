@@ -239,7 +239,7 @@ func TestHeadlineWithoutSLO(t *testing.T) {
 		t.Errorf("unpriced: %q", got)
 	}
 	stages[0].Summary.Partial, stages[1].Summary.Partial = true, true
-	if got := HeadlineText(stages); got != "no SLO was set, so no stage is judged, and no stage completed." {
+	if got := HeadlineText(stages); got != "no SLO was set, so no stage is judged, and no stage was measured (each was cut short, had no successful request, or was a replay that fell behind its trace)." {
 		t.Errorf("all partial: %q", got)
 	}
 	md := New(sc, stages[:2], Meta{}).Markdown(sc)
