@@ -251,7 +251,7 @@ func (s *Stage) replayValidity() {
 	}
 	sum.ReplayValid = Some(len(why) == 0)
 	if len(why) > 0 {
-		sum.ReplayInvalidReason = "client could not keep the trace's pace: " + strings.Join(why, "; ")
+		sum.ReplayInvalidReason = strings.Join(why, "; ") // readers put "client could not keep the trace's pace: " before it
 	}
 }
 
@@ -262,13 +262,13 @@ func (s *Stage) warnings() []string {
 		out = append(out, fmt.Sprintf("think lag p99 is %.0f ms (> %.0f ms): turns went out later than their think time allowed — the client may be the bottleneck", sum.ThinkLag.P99, ThinkLagWarnMs))
 	}
 	if sum.StartLag.Known() && sum.StartLag.P95 > StartLagWarnMs {
-		out = append(out, fmt.Sprintf("start lag p95 is %.0f ms (> %.0f ms): %d sessions waited to start — max_concurrency was full or the client is the bottleneck", sum.StartLag.P95, StartLagWarnMs, sum.QueuedSessions))
+		out = append(out, fmt.Sprintf("start lag p95 is %.0f ms (> %.0f ms): %d sessions waited to start — the cap (max_concurrency, or max_in_flight) was full or the client is the bottleneck", sum.StartLag.P95, StartLagWarnMs, sum.QueuedSessions))
 	}
 	if sum.NeverStarted.V > 0 {
-		out = append(out, fmt.Sprintf("%d arrivals never started before the stage ended (max_concurrency was full)", sum.NeverStarted.V))
+		out = append(out, fmt.Sprintf("%d arrivals never started before the stage ended: they were still waiting for a slot (max_concurrency, or max_in_flight, was full)", sum.NeverStarted.V))
 	}
 	if sum.ReplayInvalidReason != "" {
-		out = append(out, "replay is not valid: "+sum.ReplayInvalidReason+" (the server saw a different load than the trace's)")
+		out = append(out, "replay is not valid: client could not keep the trace's pace: "+sum.ReplayInvalidReason+" (the server saw a different load than the trace's)")
 	}
 	if sum.ClockAnomalies > 0 {
 		out = append(out, fmt.Sprintf("%d records have times out of order (end before start, or TTFT after the last token): check the clock of whatever wrote them", sum.ClockAnomalies))
