@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -36,12 +38,16 @@ const (
 
 func scenarioFlags() []cli.Flag {
 	s := func(name, usage string) cli.Flag { return &cli.StringFlag{Name: name, Usage: usage} }
-	return []cli.Flag{
+	return append([]cli.Flag{
 		s("base-url", "target's OpenAI base URL (http://host:port/v1), or mock for the bundled mock; without a scenario file: required"),
 		s("model", "model name the server serves; without a scenario file: required (not with --base-url mock)"),
 		s("api-key-env", "environment variable holding the API key (sent as Authorization: Bearer)"),
 		s("concurrency", "sessions kept open, one stage per value: 1,4,16 (a session thinking between turns holds no request)"),
-		s("request-rate", "requests per second, open loop (Poisson arrivals), one stage per value: 5,10,20"),
+		s("request-rate", "requests per second, open loop (Poisson arrivals unless --arrival), one stage per value: 5,10,20"),
+		s("arrival", "with --request-rate: the arrival process, poisson (default), gamma (bursty, with --cv) or constant"),
+		s("cv", "with --arrival gamma: the CV of the gaps between requests (1 = Poisson, 2 = bursty; vLLM's --burstiness B is cv 1/√B)"),
+		s("max-in-flight", "with --request-rate: the most requests in flight at once (default 1000); later ones wait, their lag recorded"),
+		s("seed", "the seed every length, text and send time is drawn from (default 1)"),
 		s("duration", "measured time of every stage (default 60s)"),
 		s("warmup", "unmeasured load before every stage's duration (default 10s)"),
 		s("isl", "prompt tokens of each synthetic user message (default 512)"),
@@ -51,8 +57,40 @@ func scenarioFlags() []cli.Flag {
 		s("dataset-format", "the dataset's format: prompts, openai, sharegpt or aiperf"),
 		s("slo-ttft-p95", "SLO: TTFT p95 limit, such as 500ms (no SLO flag and no slo section: verdicts N/A)"),
 		s("slo-tpot-p99", "SLO: TPOT p99 limit (time per output token), such as 50ms"),
+		s("slo-error-rate", "SLO: the most errors ÷ requests allowed, such as 0.01 (not set: errors are reported but not judged)"),
 		s("gpu-hourly-usd", "price of one GPU per hour for the cost columns (not set: cost N/A)"),
+	}, otherToolFlags()...)
+}
+
+// otherToolsFlags are flags of vllm bench serve and AIPerf that plload spells differently: given,
+// each stops the command (exit 2, nothing sent) with what to write instead, rather than urfave's
+// "flag provided but not defined" and the whole help.
+var otherToolsFlags = map[string]string{
+	"max-concurrency":             "--concurrency N (N sessions open; one request each with --turns 1), or with --request-rate: --max-in-flight N",
+	"num-prompts":                 "--duration (plload runs for a time: requests ≈ rate × duration)",
+	"request-count":               "--duration (plload runs for a time: requests ≈ rate × duration)",
+	"burstiness":                  "--arrival gamma --cv C, where C = 1/√B (B 0.25 → --cv 2)",
+	"random-input-len":            "--isl N",
+	"random-output-len":           "--osl N",
+	"dataset-name":                "--dataset FILE --dataset-format prompts|openai|sharegpt|aiperf (synthetic text is the default)",
+	"dataset-path":                "--dataset FILE",
+	"url":                         "--base-url http://host:port/v1",
+	"benchmark-duration":          "--duration",
+	"warmup-request-count":        "--warmup 10s (a time of real load, left out of the numbers)",
+	"goodput":                     "--slo-ttft-p95 / --slo-tpot-p99 / --slo-error-rate, or slo: {ttft: {p95: 500ms}, tpot: {p99: 50ms}, e2e: {p90: 10s}} in a scenario",
+	"percentile-metrics":          "nothing: every stage.json has mean, p50, p90, p95, p99, max and std of TTFT, TTFO, TPOT, ITL and E2E",
+	"synthetic-input-tokens-mean": "--isl N",
+	"output-tokens-mean":          "--osl N",
+}
+
+func otherToolFlags() []cli.Flag {
+	var out []cli.Flag
+	for _, name := range slices.Sorted(maps.Keys(otherToolsFlags)) {
+		out = append(out, &cli.StringFlag{Name: name, Hidden: true, Action: func(_ context.Context, _ *cli.Command, v string) error {
+			return badInput("--%s is another tool's flag; in plload write %s; nothing was sent", name, otherToolsFlags[name])
+		}})
 	}
+	return out
 }
 
 // scenarioFlagNames lists the flags above, in their order.
@@ -233,7 +271,8 @@ func (d *scenarioDoc) applyFlags() error {
 			d.del("target.mock") // a mock block would start the mock instead
 		}
 	}
-	for flag, path := range map[string]string{"model": "target.model", "api-key-env": "target.api_key_env", "gpu-hourly-usd": "cost.gpu_hourly_usd"} {
+	for flag, path := range map[string]string{"model": "target.model", "api-key-env": "target.api_key_env", "gpu-hourly-usd": "cost.gpu_hourly_usd",
+		"arrival": "load.arrival", "cv": "load.cv", "max-in-flight": "load.max_in_flight", "seed": "seed"} {
 		if v, ok := fs[flag]; ok {
 			d.set(flag, path, scalar(v))
 		}
@@ -244,6 +283,10 @@ func (d *scenarioDoc) applyFlags() error {
 	}
 	if v, ok := fs["slo-tpot-p99"]; ok {
 		d.set("slo-tpot-p99", "slo.tpot.p99", v)
+	}
+	if v, ok := fs["slo-error-rate"]; ok {
+		d.del("slo.error_rate_max") // one error-rate key at a time
+		d.set("slo-error-rate", "slo.error_rate", scalar(v))
 	}
 	d.workloadFlags()
 	return d.loadFlags()
@@ -324,6 +367,7 @@ func (d *scenarioDoc) loadFlags() error {
 		}
 	}
 	d.set(flag, "load.mode", mode)
+	d.keepSingleTurn(flag, mode)
 	stages := make([]any, len(values))
 	for i, v := range values {
 		st := yaml.MapSlice{{Key: key, Value: v}}
@@ -335,8 +379,8 @@ func (d *scenarioDoc) loadFlags() error {
 					if fileStage, isMap := oldStages[min(i, len(oldStages)-1)].(yaml.MapSlice); isMap {
 						if j := slices.IndexFunc(fileStage, func(it yaml.MapItem) bool { return it.Key == k }); j >= 0 {
 							st = append(st, yaml.MapItem{Key: k, Value: fileStage[j].Value})
-							continue
 						}
+						continue // a file stage without a warmup has none: the flags' default is for runs without a file
 					}
 				}
 			}
@@ -349,6 +393,21 @@ func (d *scenarioDoc) loadFlags() error {
 	}
 	d.set(flag, "load.stages", stages)
 	return nil
+}
+
+// keepSingleTurn writes request_rate's single-turn defaults (session.turns 1, think_time 0s) into a
+// synthetic scenario that leaves them out when a flag switches it to another mode, which requires them.
+func (d *scenarioDoc) keepSingleTurn(flag, mode string) {
+	_, dataset := d.get("workload.dataset")
+	_, trace := d.get("workload.trace")
+	if mode == workload.ModeRequestRate || dataset || trace {
+		return
+	}
+	for k, v := range map[string]any{"session.turns": 1, "session.think_time": "0s"} {
+		if _, ok := d.get(k); !ok {
+			d.set(flag, k, v)
+		}
+	}
 }
 
 // scenarioFromFlags builds the scenario of `plload run [SCENARIO.yaml] --flags…`: file is "" for a
@@ -454,7 +513,7 @@ func (d *scenarioDoc) relabel(issues workload.Issues, file string, original []by
 		c := *is
 		flag := d.flagOf(is.Path)
 		unset, isUnset := map[string]string{
-			"slo":                 "no SLO flag (--slo-ttft-p95, --slo-tpot-p99): every stage's SLO verdict will be N/A and goodput unknown",
+			"slo":                 "no SLO flag (--slo-ttft-p95, --slo-tpot-p99, --slo-error-rate): every stage's SLO verdict will be N/A and goodput unknown",
 			"cost.gpu_hourly_usd": "no --gpu-hourly-usd: $/1M output tokens, $/1K turns and $/session will be N/A",
 		}[is.Path]
 		switch {

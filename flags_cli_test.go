@@ -79,7 +79,7 @@ func TestRunFromFlagsAlone(t *testing.T) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)
 		}
 	}
-	for _, want := range []string{"no SLO flag (--slo-ttft-p95, --slo-tpot-p99)", "no --gpu-hourly-usd"} {
+	for _, want := range []string{"no SLO flag (--slo-ttft-p95, --slo-tpot-p99, --slo-error-rate)", "no --gpu-hourly-usd"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
@@ -216,6 +216,11 @@ func TestBadFlagsExitTwoBeforeTraffic(t *testing.T) {
 		{"base url", []string{"--base-url", "127.0.0.1:8000", "--model", "m", "--concurrency", "1"}, []string{`--base-url "127.0.0.1:8000": target.base_url: found "127.0.0.1:8000"; accepted: an http:// or https:// URL`}},
 		{"over a file", []string{"testdata/tiny.yaml", "--concurrency", "0"}, []string{`--concurrency "0": load.stages[0].concurrency: found 0`}},
 		{"two files", []string{"testdata/tiny.yaml", "testdata/tiny.yaml", "--concurrency", "1"}, []string{"expected at most one argument"}},
+		{"vllm's flag", append(good, "--request-rate", "5", "--max-concurrency", "8"), []string{"--max-concurrency is another tool's flag; in plload write --concurrency N", "--max-in-flight N"}},
+		{"vllm's burstiness", append(good, "--request-rate", "5", "--burstiness", "0.5"), []string{"--burstiness is another tool's flag; in plload write --arrival gamma --cv C, where C = 1/√B"}},
+		{"cv without gamma", append(good, "--request-rate", "5", "--cv", "2"), []string{`--cv "2": load.cv: cv is the burstiness of arrival: gamma`}},
+		{"max in flight 0", append(good, "--request-rate", "5", "--max-in-flight", "0"), []string{`--max-in-flight "0": load.max_in_flight: found 0; accepted: a whole number ≥ 1`}},
+		{"error rate", append(good, "--request-rate", "5", "--slo-error-rate", "5%"), []string{`--slo-error-rate "5%": slo.error_rate`, "1% is 0.01"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			chats.Store(0) // each case on its own count
@@ -338,5 +343,60 @@ func TestValidateTakesTheRunFlags(t *testing.T) {
 	}
 	if n := chats.Load(); n != 0 {
 		t.Errorf("validate sent %d requests", n)
+	}
+}
+
+// TestFlagStagesOverAFileKeepItsStages: a list flag over a file keeps each file stage's own warmup —
+// none when the file's stage has none, never the flags' 10 s default — and switching a request_rate
+// file (single-turn by default, no session.turns) to --concurrency keeps it single-turn.
+func TestFlagStagesOverAFileKeepItsStages(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "rr.yaml")
+	os.WriteFile(path, []byte(`name: rr
+target: {base_url: mock}
+personas: {count: 1, system_prompt_tokens: 5}
+session: {user_input_tokens: 5, max_output_tokens: 5}
+load:
+  mode: request_rate
+  stages:
+    - {rate: 5, warmup: 1s, duration: 2s}
+    - {rate: 10, duration: 3s}
+`), 0o644)
+	code, stdout, stderr := plload(t, "validate", path, "--request-rate", "5,10,20")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	for _, want := range []string{"{rate: 5.0, duration: 2s, warmup: 1s}", "{rate: 10.0, duration: 3s, warmup: 0s}", "{rate: 20.0, duration: 3s, warmup: 0s}"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("validate output lacks %q:\n%s", want, stdout)
+		}
+	}
+	code, stdout, stderr = plload(t, "validate", path, "--concurrency", "2,4")
+	if code != 0 {
+		t.Fatalf("--concurrency over a request_rate file: exit %d\n%s", code, stderr)
+	}
+	if !strings.Contains(stdout, "turns: {dist: constant, value: 1}") {
+		t.Errorf("the switched scenario is not single-turn:\n%s", stdout)
+	}
+}
+
+// TestUnjudgedErrorsWarn: a run whose SLO sets latency limits but no error-rate limit, against a
+// mock that fails 30 % of requests, says that its errors were not judged (and by how much), and
+// --slo-error-rate judges them: exit 1.
+func TestUnjudgedErrorsWarn(t *testing.T) {
+	args := []string{"run", "--base-url", "mock", "--request-rate", "40", "--duration", "2s", "--warmup", "0s", "--osl", "4", "--slo-ttft-p95", "5s"}
+	withErrors := func(extra ...string) []string {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "e.yaml")
+		os.WriteFile(path, []byte("name: e\ntarget:\n  base_url: mock\n  mock: {ttft: 1ms, tps: 2000, error_rate: 0.3}\npersonas: {count: 1, system_prompt_tokens: 5}\nsession: {user_input_tokens: 5, max_output_tokens: 4}\nload: {mode: request_rate, stages: [{rate: 40, duration: 2s}]}\n"), 0o644)
+		return append(append([]string{args[0], path}, args[1:]...), append(extra, "--out", dir)...)
+	}
+	code, stdout, stderr := plload(t, withErrors()...)
+	if code != 0 || !strings.Contains(stdout, "of requests failed and the SLO sets no error-rate limit: its SLO PASS judges the successful requests only") {
+		t.Errorf("exit %d, want 0 with the unjudged-errors warning\n%s\n%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = plload(t, withErrors("--slo-error-rate", "0.05")...)
+	if code != 1 || !strings.Contains(stderr, "is over the SLO's error rate limit 5.00%") {
+		t.Errorf("with --slo-error-rate: exit %d, want 1\n%s\n%s", code, stdout, stderr)
 	}
 }

@@ -255,6 +255,10 @@ func (s *Stage) replayValidity() {
 	}
 }
 
+// UnjudgedErrorRateWarn is the error rate above which a stage whose SLO sets no error-rate limit
+// warns that its errors were not judged.
+const UnjudgedErrorRateWarn = 0.01
+
 func (s *Stage) warnings() []string {
 	sum := &s.s
 	var out []string
@@ -269,6 +273,13 @@ func (s *Stage) warnings() []string {
 	}
 	if sum.ReplayInvalidReason != "" {
 		out = append(out, "replay is not valid: client could not keep the trace's pace: "+sum.ReplayInvalidReason+" (the server saw a different load than the trace's)")
+	}
+	if s.in.SLO.ErrorRateUnset && sum.ErrorRate.OK && sum.ErrorRate.V > UnjudgedErrorRateWarn {
+		verdict := "no verdict"
+		if sum.SLO.Verdict != SLONA {
+			verdict = "its SLO " + sum.SLO.Verdict + " judges the successful requests only"
+		}
+		out = append(out, fmt.Sprintf("%.1f%% of requests failed and the SLO sets no error-rate limit: %s (set slo.error_rate, or --slo-error-rate)", 100*sum.ErrorRate.V, verdict))
 	}
 	if sum.ClockAnomalies > 0 {
 		out = append(out, fmt.Sprintf("%d records have times out of order (end before start, or TTFT after the last token): check the clock of whatever wrote them", sum.ClockAnomalies))

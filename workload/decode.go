@@ -205,7 +205,7 @@ func (d *decoder) value(n ast.Node, path string, v reflect.Value, tag reflect.St
 		}
 		f, ok := number(n)
 		if !ok {
-			d.add(SeverityError, at, path, "found %s; accepted: requests per second (a number such as 20) or a ramp {from: 10, to: 50, over: 2m}", describe(n))
+			d.add(SeverityError, at, path, "found %s; accepted: requests per second (a number such as 20) or a ramp {from: 10, to: 50, over: 2m}; for as fast as the server answers, use load.mode concurrency (--concurrency N)", describe(n))
 			return
 		}
 		v.Set(reflect.ValueOf(ConstantRate(f)))
