@@ -166,58 +166,7 @@ func (d *decoder) value(n ast.Node, path string, v reflect.Value, tag reflect.St
 		return
 	}
 	d.pos[path] = at
-	switch {
-	case v.Type() == durationType:
-		s, ok := scalarText(n)
-		if !ok {
-			d.add(SeverityError, at, path, "found %s; accepted: a duration such as 500ms, 30s, 3m or 1h", describe(n))
-			return
-		}
-		dur, err := parseDuration(s)
-		if err != nil {
-			d.add(SeverityError, at, path, "%v", err)
-			return
-		}
-		v.SetInt(int64(dur))
-		return
-	case v.Type() == distType:
-		dist := d.dist(n, path, tag.Get("unit") == "duration")
-		dist.Limit, _ = strconv.ParseFloat(tag.Get("limit"), 64)
-		v.Set(reflect.ValueOf(dist))
-		return
-	case v.Type() == nonceType: // true, false or after_system
-		if b, ok := n.(*ast.BoolNode); ok {
-			if b.Value {
-				v.SetString(string(NonceStart))
-			}
-			return
-		}
-		if text, ok := scalarText(n); ok && text == string(NonceAfterSystem) {
-			v.SetString(text)
-			return
-		}
-		d.add(SeverityError, at, path, "found %s; accepted: true (at the start of every request), after_system, or false", describe(n))
-		return
-	case v.Type() == rateType: // a number, or a ramp {from, to, over}
-		if _, isMap := mappingEntries(n); isMap {
-			d.structure(n, path, v)
-			return
-		}
-		f, ok := number(n)
-		if !ok {
-			d.add(SeverityError, at, path, "found %s; accepted: requests per second (a number such as 20) or a ramp {from: 10, to: 50, over: 2m}; for as fast as the server answers, use load.mode concurrency (--concurrency N)", describe(n))
-			return
-		}
-		v.Set(reflect.ValueOf(ConstantRate(f)))
-		return
-	case v.Type() == outputType: // from_file, a number or a distribution
-		if text, ok := scalarText(n); ok && text == "from_file" {
-			v.Set(reflect.ValueOf(OutputTokens{FromFile: true}))
-			return
-		}
-		dist := d.dist(n, path, false)
-		dist.Limit = 1_000_000
-		v.Set(reflect.ValueOf(OutputTokens{Dist: &dist}))
+	if d.special(n, at, path, v, tag) {
 		return
 	}
 	switch v.Kind() {
@@ -284,6 +233,66 @@ func (d *decoder) value(n ast.Node, path string, v reflect.Value, tag reflect.St
 	default:
 		d.add(SeverityError, at, path, "cannot read a value here (internal type %s)", v.Type())
 	}
+}
+
+// special decodes the types a scenario writes in forms of their own (a duration, a distribution, a
+// nonce, a rate, output tokens); false for any other type.
+func (d *decoder) special(n ast.Node, at position, path string, v reflect.Value, tag reflect.StructTag) bool {
+	switch {
+	case v.Type() == durationType:
+		s, ok := scalarText(n)
+		if !ok {
+			d.add(SeverityError, at, path, "found %s; accepted: a duration such as 500ms, 30s, 3m or 1h", describe(n))
+			return true
+		}
+		dur, err := parseDuration(s)
+		if err != nil {
+			d.add(SeverityError, at, path, "%v", err)
+			return true
+		}
+		v.SetInt(int64(dur))
+		return true
+	case v.Type() == distType:
+		dist := d.dist(n, path, tag.Get("unit") == "duration")
+		dist.Limit, _ = strconv.ParseFloat(tag.Get("limit"), 64)
+		v.Set(reflect.ValueOf(dist))
+		return true
+	case v.Type() == nonceType: // true, false or after_system
+		if b, ok := n.(*ast.BoolNode); ok {
+			if b.Value {
+				v.SetString(string(NonceStart))
+			}
+			return true
+		}
+		if text, ok := scalarText(n); ok && text == string(NonceAfterSystem) {
+			v.SetString(text)
+			return true
+		}
+		d.add(SeverityError, at, path, "found %s; accepted: true (at the start of every request), after_system, or false", describe(n))
+		return true
+	case v.Type() == rateType: // a number, or a ramp {from, to, over}
+		if _, isMap := mappingEntries(n); isMap {
+			d.structure(n, path, v)
+			return true
+		}
+		f, ok := number(n)
+		if !ok {
+			d.add(SeverityError, at, path, "found %s; accepted: requests per second (a number such as 20) or a ramp {from: 10, to: 50, over: 2m}; for as fast as the server answers, use load.mode concurrency (--concurrency N)", describe(n))
+			return true
+		}
+		v.Set(reflect.ValueOf(ConstantRate(f)))
+		return true
+	case v.Type() == outputType: // from_file, a number or a distribution
+		if text, ok := scalarText(n); ok && text == "from_file" {
+			v.Set(reflect.ValueOf(OutputTokens{FromFile: true}))
+			return true
+		}
+		dist := d.dist(n, path, false)
+		dist.Limit = 1_000_000
+		v.Set(reflect.ValueOf(OutputTokens{Dist: &dist}))
+		return true
+	}
+	return false
 }
 
 func (d *decoder) structure(n ast.Node, path string, v reflect.Value) {

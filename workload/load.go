@@ -219,44 +219,7 @@ func (c *checker) rules() {
 	if s.Source() != nil || s.Workload != nil && (s.Workload.Dataset != nil || s.Workload.Trace != nil) {
 		c.sourceRules() // the file gives the system prompts and the turns
 	} else {
-		p := s.Personas
-		c.oneOf("personas.source", p.Source, "synthetic", "file")
-		switch p.Source {
-		case "synthetic":
-			if c.require("personas.count", "the number of synthetic personas, ≥ 1") && p.Count < 1 {
-				c.errorf("personas.count", "found %d; accepted: a whole number ≥ 1", p.Count)
-			}
-			if c.require("personas.system_prompt_tokens", "a distribution of system-prompt lengths in tokens, such as {min: 500, max: 1500}") {
-				c.dist("personas.system_prompt_tokens", p.SystemPromptTokens)
-			}
-			if p.File != "" {
-				c.errorf("personas.file", "a persona file is read only with personas.source: file")
-			}
-		case "file":
-			c.require("personas.file", "a JSONL file with one {\"name\", \"system_prompt\"} per line")
-			if s.has("personas.count") || s.has("personas.system_prompt_tokens") {
-				c.warnf("personas", "count and system_prompt_tokens are ignored with personas.source: file")
-			}
-		}
-
-		ss := s.Session
-		for _, f := range []struct {
-			key      string
-			d        Dist
-			accepted string
-		}{
-			{"turns", ss.Turns, "a distribution of turns per session, such as {min: 2, max: 4}"},
-			{"user_input_tokens", ss.UserInputTokens, "a distribution of user-message lengths in tokens"},
-			{"max_output_tokens", ss.MaxOutputTokens, "a distribution of the max output tokens asked per turn"},
-			{"think_time", ss.ThinkTime, "a distribution of pauses between turns, such as {min: 1s, max: 5s}"},
-		} {
-			if singleTurnDefault(s, f.key) {
-				continue // request_rate's single-turn default (applyDefaults)
-			}
-			if c.require("session."+f.key, f.accepted) {
-				c.dist("session."+f.key, f.d)
-			}
-		}
+		c.syntheticRules()
 	}
 	ss := s.Session
 	if ss.RetrievedTokens != nil && s.Workload == nil {
@@ -356,4 +319,47 @@ func Expand(v string, getenv func(string) string) string {
 // requests are single-turn by default: turns 1, think time 0.
 func singleTurnDefault(s *Scenario, key string) bool {
 	return s.Load.Mode == ModeRequestRate && (key == "turns" || key == "think_time") && !s.has("session."+key)
+}
+
+// syntheticRules checks the personas and the session shape of a synthetic workload.
+func (c *checker) syntheticRules() {
+	s := c.s
+	p := s.Personas
+	c.oneOf("personas.source", p.Source, "synthetic", "file")
+	switch p.Source {
+	case "synthetic":
+		if c.require("personas.count", "the number of synthetic personas, ≥ 1") && p.Count < 1 {
+			c.errorf("personas.count", "found %d; accepted: a whole number ≥ 1", p.Count)
+		}
+		if c.require("personas.system_prompt_tokens", "a distribution of system-prompt lengths in tokens, such as {min: 500, max: 1500}") {
+			c.dist("personas.system_prompt_tokens", p.SystemPromptTokens)
+		}
+		if p.File != "" {
+			c.errorf("personas.file", "a persona file is read only with personas.source: file")
+		}
+	case "file":
+		c.require("personas.file", "a JSONL file with one {\"name\", \"system_prompt\"} per line")
+		if s.has("personas.count") || s.has("personas.system_prompt_tokens") {
+			c.warnf("personas", "count and system_prompt_tokens are ignored with personas.source: file")
+		}
+	}
+
+	ss := s.Session
+	for _, f := range []struct {
+		key      string
+		d        Dist
+		accepted string
+	}{
+		{"turns", ss.Turns, "a distribution of turns per session, such as {min: 2, max: 4}"},
+		{"user_input_tokens", ss.UserInputTokens, "a distribution of user-message lengths in tokens"},
+		{"max_output_tokens", ss.MaxOutputTokens, "a distribution of the max output tokens asked per turn"},
+		{"think_time", ss.ThinkTime, "a distribution of pauses between turns, such as {min: 1s, max: 5s}"},
+	} {
+		if singleTurnDefault(s, f.key) {
+			continue // request_rate's single-turn default (applyDefaults)
+		}
+		if c.require("session."+f.key, f.accepted) {
+			c.dist("session."+f.key, f.d)
+		}
+	}
 }

@@ -215,32 +215,7 @@ func (s *Scenario) applyDefaults() {
 	if t.Endpoint == "" {
 		t.Endpoint = DefaultEndpoint
 	}
-	if s.UsesMock() {
-		if t.Mock == nil {
-			m := DefaultMock()
-			t.Mock = &m
-		} else {
-			d := DefaultMock()
-			if !s.has("target.mock.ttft") {
-				t.Mock.TTFT = d.TTFT
-			}
-			if !s.has("target.mock.tps") {
-				t.Mock.TPS = d.TPS
-			}
-			if !s.has("target.mock.cache_ttft_factor") {
-				t.Mock.CacheTTFTFactor = d.CacheTTFTFactor
-			}
-			if !s.has("target.mock.usage") {
-				t.Mock.Usage = d.Usage
-			}
-		}
-		if t.BaseURL == "" {
-			t.BaseURL = MockBaseURL
-		}
-		if t.Model == "" {
-			t.Model = DefaultMockModel
-		}
-	}
+	s.mockDefaults()
 	if s.Personas.Source == "" {
 		s.Personas.Source = "synthetic"
 	}
@@ -278,6 +253,55 @@ func (s *Scenario) applyDefaults() {
 	if !s.has("session.zipf_s") {
 		ss.ZipfS = 1.0
 	}
+	s.loadDefaults()
+	if !s.has("cost.gpu_count") {
+		s.Cost.GPUCount = 1
+	}
+	if s.Output.Dir == "" {
+		s.Output.Dir = DefaultOutputDir
+	}
+	if s.Output.PrometheusHost == "" {
+		s.Output.PrometheusHost = DefaultPromHost
+	}
+	if !s.has("output.record_requests") {
+		s.Output.RecordRequests = true
+	}
+}
+
+// mockDefaults fills the bundled mock's settings the file left out (when it asks for the mock).
+func (s *Scenario) mockDefaults() {
+	t := &s.Target
+	if s.UsesMock() {
+		if t.Mock == nil {
+			m := DefaultMock()
+			t.Mock = &m
+		} else {
+			d := DefaultMock()
+			if !s.has("target.mock.ttft") {
+				t.Mock.TTFT = d.TTFT
+			}
+			if !s.has("target.mock.tps") {
+				t.Mock.TPS = d.TPS
+			}
+			if !s.has("target.mock.cache_ttft_factor") {
+				t.Mock.CacheTTFTFactor = d.CacheTTFTFactor
+			}
+			if !s.has("target.mock.usage") {
+				t.Mock.Usage = d.Usage
+			}
+		}
+		if t.BaseURL == "" {
+			t.BaseURL = MockBaseURL
+		}
+		if t.Model == "" {
+			t.Model = DefaultMockModel
+		}
+	}
+}
+
+// loadDefaults fills the load keys the file left out, for its mode.
+func (s *Scenario) loadDefaults() {
+	t := &s.Target
 	if !s.has("load.drain_timeout") {
 		s.Load.DrainTimeout = t.Timeout
 	}
@@ -300,18 +324,6 @@ func (s *Scenario) applyDefaults() {
 		if s.Load.Mode == ModeReplay && !s.has("load.time_scale") {
 			s.Load.TimeScale = 1
 		}
-	}
-	if !s.has("cost.gpu_count") {
-		s.Cost.GPUCount = 1
-	}
-	if s.Output.Dir == "" {
-		s.Output.Dir = DefaultOutputDir
-	}
-	if s.Output.PrometheusHost == "" {
-		s.Output.PrometheusHost = DefaultPromHost
-	}
-	if !s.has("output.record_requests") {
-		s.Output.RecordRequests = true
 	}
 }
 
