@@ -164,10 +164,14 @@ func printValidation(out io.Writer, sc *workload.Scenario, warnings workload.Iss
 	}
 	fmt.Fprintf(out, "# %s resolved: defaults filled, secrets masked\n%s\n", sc.File, resolved)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "stage\tload\twarmup\tduration\tpool\tE[turns]\trequests (est.)\tprompt tok first/mid/last\tdataset\tsha256")
+	fmt.Fprintln(tw, "stage\tload\twarmup\tduration\tpool\tE[turns]\trequests (est.)\tin flight (est.)\tprompt tok first/mid/last\tdataset\tsha256")
 	for _, st := range sc.Stats(w) {
-		fmt.Fprintf(tw, "%02d\t%s\t%s\t%s\t%d\t%.2f\t%.0f\t%.0f / %.0f / %.0f\t%s\t%s\n",
-			st.Stage, st.Load, st.Warmup, st.Duration, st.PoolSize, st.ExpectedTurns, st.Estimate.Requests,
+		inFlight := "-" // closed loop: the stage's concurrency bounds it
+		if sc.Load.Mode == workload.ModeRequestRate || sc.Load.Mode == workload.ModeReplay {
+			inFlight = fmt.Sprintf("%.1f", st.Estimate.InFlight)
+		}
+		fmt.Fprintf(tw, "%02d\t%s\t%s\t%s\t%d\t%.2f\t%.0f\t%s\t%.0f / %.0f / %.0f\t%s\t%s\n",
+			st.Stage, st.Load, st.Warmup, st.Duration, st.PoolSize, st.ExpectedTurns, st.Estimate.Requests, inFlight,
 			st.PromptFirst, st.PromptMid, st.PromptLast, humanBytes(st.DatasetBytes), st.SHA256)
 	}
 	tw.Flush()

@@ -255,6 +255,11 @@ func (s *Stage) replayValidity() {
 	}
 }
 
+// ShortWindowShare is the share of the measured window a typical request (E2E p50) may take before
+// the stage warns that its throughput understates the load: with requests that long, few start and
+// end inside the window.
+const ShortWindowShare = 0.5
+
 // UnjudgedErrorRateWarn is the error rate above which a stage whose SLO sets no error-rate limit
 // warns that its errors were not judged.
 const UnjudgedErrorRateWarn = 0.01
@@ -280,6 +285,10 @@ func (s *Stage) warnings() []string {
 			verdict = "its SLO " + sum.SLO.Verdict + " judges the successful requests only"
 		}
 		out = append(out, fmt.Sprintf("%.1f%% of requests failed and the SLO sets no error-rate limit: %s (set slo.error_rate, or --slo-error-rate)", 100*sum.ErrorRate.V, verdict))
+	}
+	if secs := sum.Window.Seconds; secs > 0 && sum.E2E.Known() && sum.E2E.P50/1000 >= ShortWindowShare*secs {
+		out = append(out, fmt.Sprintf("requests take %.1f s (E2E p50), %.0f%% of the %.1f s window or more: throughput counts the requests that ended in the window, so it understates the load; lengthen load.stages[].duration (and a warmup of at least one E2E)",
+			sum.E2E.P50/1000, 100*sum.E2E.P50/1000/secs, secs))
 	}
 	if sum.ClockAnomalies > 0 {
 		out = append(out, fmt.Sprintf("%d records have times out of order (end before start, or TTFT after the last token): check the clock of whatever wrote them", sum.ClockAnomalies))

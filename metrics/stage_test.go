@@ -283,3 +283,38 @@ func TestInjectorWarnings(t *testing.T) {
 		}
 	}
 }
+
+// TestWarningsOfWhatTheNumbersHide: a stage over 1 % errors whose SLO sets no error-rate limit says
+// its verdict judged the successes only; a stage whose requests take half its window or more says
+// its throughput understates the load. Neither is said when it does not apply.
+func TestWarningsOfWhatTheNumbersHide(t *testing.T) {
+	has := func(s *StageSummary, sub string) bool {
+		for _, w := range s.Warnings {
+			if strings.Contains(w, sub) {
+				return true
+			}
+		}
+		return false
+	}
+	const unjudged, short = "the SLO sets no error-rate limit: its SLO PASS judges the successful requests only", "understates the load"
+	noErrLimit := input()
+	noErrLimit.SLO = SLOLimits{TTFTP95Ms: 500, ErrorRateUnset: true}
+	var recs []*Record
+	for i := range 20 {
+		recs = append(recs, ok(2+float64(i)*0.1, 100, []float64{10}, 2))
+	}
+	withErrors := append(append([]*Record{}, recs...), failed(3, 500, "Internal Server Error"))
+	if s := summary(noErrLimit, withErrors...); !has(s, unjudged) || !has(s, "4.8% of requests failed") {
+		t.Errorf("1 error in 21, no error limit: %q", s.Warnings)
+	}
+	if s := summary(input(), withErrors...); has(s, "no error-rate limit") {
+		t.Errorf("an error limit is set, yet: %q", s.Warnings)
+	}
+	if s := summary(noErrLimit, recs...); has(s, "no error-rate limit") || has(s, short) {
+		t.Errorf("no errors, 110 ms requests in a 10 s window: %q", s.Warnings)
+	}
+	long := []*Record{ok(2, 100, []float64{4900}, 2), ok(3, 100, []float64{4900}, 2)} // 5 s each: half the window
+	if s := summary(input(), long...); !has(s, "requests take 5.0 s (E2E p50), 50% of the 10.0 s window") {
+		t.Errorf("5 s requests in a 10 s window: %q", s.Warnings)
+	}
+}
