@@ -24,7 +24,7 @@ func HeadlineText(stages []*StageReport) string {
 	case !set:
 		return noSLOHeadline(stages)
 	case best < 0:
-		return "no complete stage passed the SLO, so there is no cost at the SLO."
+		return "no complete stage passed the SLO, so there is no cost at the SLO" + unmeasuredNote(sums) + "."
 	}
 	r := stages[best]
 	s := r.Summary
@@ -94,4 +94,19 @@ func replayWarning(s *metrics.StageSummary) string {
 			s.SendLag.P99, s.SendLag.Max, metrics.ReplayLagP99LimitMs, metrics.ReplayLateLimitMs)
 	}
 	return "client could not keep the trace's pace: " + why
+}
+
+// unmeasuredNote says why SLO-passing stages are not the headline: they fell behind their trace
+// ("" when none did).
+func unmeasuredNote(sums []*metrics.StageSummary) string {
+	n := 0
+	for _, s := range sums {
+		if s != nil && s.SLO.Verdict == metrics.SLOPass && s.ReplayValid.OK && !s.ReplayValid.V {
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d stage(s) met it as a replay that fell behind its trace: those numbers are not the trace's)", n)
 }

@@ -462,3 +462,19 @@ func TestChartWithoutSLO(t *testing.T) {
 		t.Errorf("golden stages: %+v", pts)
 	}
 }
+
+// TestInvalidReplayIsNotTheHeadline: a replay stage that met its SLO but fell behind its trace is not
+// the headline, and the headline says why there is none.
+func TestInvalidReplayIsNotTheHeadline(t *testing.T) {
+	sc := modeScenario(t, "  mode: concurrency\n  stages: [{concurrency: 2, warmup: 1s, duration: 10s}]\n", "slo: {ttft_p95: 1s}\ncost: {gpu_hourly_usd: 2}\n")
+	st := stageOf(t, sc, 0)
+	st.Summary.SLO.Verdict = metrics.SLOPass
+	if got := HeadlineText([]*StageReport{st}); !strings.HasPrefix(got, "stage 01: ") {
+		t.Fatalf("a valid stage that passed: %q", got)
+	}
+	st.Summary.ReplayValid = metrics.Some(false)
+	want := "no complete stage passed the SLO, so there is no cost at the SLO (1 stage(s) met it as a replay that fell behind its trace: those numbers are not the trace's)."
+	if got := HeadlineText([]*StageReport{st}); got != want {
+		t.Errorf("headline\n got %q\nwant %q", got, want)
+	}
+}
