@@ -85,6 +85,10 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			reportCommand(),
 			gateCommand(),
 			fitCommand(),
+			coordinateCommand(),
+			mergeCommand(),
+			k8sCommand(),
+			slurmCommand(),
 			versionCommand(),
 		},
 	}

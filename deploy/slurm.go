@@ -1,0 +1,122 @@
+package deploy
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"text/template"
+)
+
+// SlurmOptions are `plload slurm`'s choices besides the plan.
+type SlurmOptions struct {
+	Partition string // "" leaves it to the cluster's default
+	Time      string // "" derives a limit from the scenario's planned length
+}
+
+var (
+	slurmTimeRE = regexp.MustCompile(`^(\d+-)?\d{1,3}:[0-5]\d:[0-5]\d$`)
+	partitionRE = regexp.MustCompile(`^[A-Za-z0-9_.,-]+$`)
+)
+
+// Check refuses options sbatch would refuse (or that would break the script), naming the flag.
+func (o SlurmOptions) Check() error {
+	if o.Partition != "" && !partitionRE.MatchString(o.Partition) {
+		return fmt.Errorf("--partition: %q is not a partition name; use letters, digits, '_', '.', '-' (a comma between several)", o.Partition)
+	}
+	if o.Time != "" && !slurmTimeRE.MatchString(o.Time) {
+		return fmt.Errorf("--time: %q is not a time limit; give HH:MM:SS (or D-HH:MM:SS), such as 01:30:00", o.Time)
+	}
+	return nil
+}
+
+// scenarioEOF ends the here-document that carries the scenario; quoted, so nothing in it expands.
+const scenarioEOF = "PLLOAD_SCENARIO_EOF"
+
+// SlurmScript is an sbatch script for the plan: the coordinator in the background on the batch
+// step's node (the allocation's first), the shards as one srun of N tasks, then the merge.
+func SlurmScript(p *Plan, o SlurmOptions) ([]byte, error) {
+	if bytes.Contains(p.Scenario, []byte(scenarioEOF)) {
+		return nil, fmt.Errorf("the resolved scenario contains %q, which ends the script's here-document; rename what holds it", scenarioEOF)
+	}
+	limit := o.Time
+	if limit == "" && p.Seconds > 0 {
+		limit = slurmDuration(p.Seconds)
+	}
+	scenario := string(p.Scenario)
+	if !strings.HasSuffix(scenario, "\n") {
+		scenario += "\n"
+	}
+	// --mem-per-cpu rather than --mem: --mem is per node, wrong when a node holds several shards.
+	cpus := p.Resources.CPUs()
+	data := map[string]any{
+		"P": p, "Partition": o.Partition, "Time": limit, "CPUs": cpus,
+		"MemPerCPU": int64(math.Ceil(float64(p.Resources.MemoryMiB) / float64(cpus))),
+		"Port":      CoordinatorPort, "TokenEnv": TokenEnv, "Scenario": scenario, "EOF": scenarioEOF,
+	}
+	var b bytes.Buffer
+	if err := slurmTemplate.Execute(&b, data); err != nil {
+		return nil, fmt.Errorf("writing the sbatch script: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+// slurmDuration is a time limit for a run of s seconds: 1.25× it, plus 10 minutes for the join
+// timeout, the dataset build and the merge, in whole minutes.
+func slurmDuration(s float64) string {
+	m := int(math.Ceil(s*1.25/60)) + 10
+	return fmt.Sprintf("%02d:%02d:00", m/60, m%60)
+}
+
+var slurmTemplate = template.Must(template.New("sbatch").Funcs(template.FuncMap{"itoa": strconv.Itoa}).Parse(`#!/bin/bash
+# plload slurm: {{.P.Name}} in {{.P.Shards}} shards of up to {{.P.StreamsPerShard}} streams each.
+# Submit with PLLOAD_TOKEN set to a shared secret (the coordinator listens beyond loopback):
+#   PLLOAD_TOKEN="$(openssl rand -hex 32)" sbatch {{.P.Name}}.sbatch
+# Results: $PLLOAD_RESULTS (default $SLURM_SUBMIT_DIR/{{.P.Name}}-$SLURM_JOB_ID, on a filesystem
+# every node sees)/shard-<i>/, merged into merged/.
+#SBATCH --job-name={{.P.Name}}
+#SBATCH --ntasks={{.P.Shards}}
+#SBATCH --cpus-per-task={{.CPUs}}
+#SBATCH --mem-per-cpu={{.MemPerCPU}}M
+#SBATCH --output={{.P.Name}}-%j.log
+{{- if .Partition}}
+#SBATCH --partition={{.Partition}}
+{{- end}}
+{{- if .Time}}
+#SBATCH --time={{.Time}}
+{{- end}}
+set -uo pipefail
+: "${ {{- .TokenEnv}}:?set {{.TokenEnv}} to a shared secret: the coordinator refuses shards without it}"
+export {{.TokenEnv}}
+{{- if .P.APIKeyEnv}}
+: "${ {{- .P.APIKeyEnv}}:?set {{.P.APIKeyEnv}}: the scenario's target.api_key_env}"
+export {{.P.APIKeyEnv}}
+{{- end}}
+PLLOAD="${PLLOAD:-plload}"
+export RESULTS="${PLLOAD_RESULTS:-$SLURM_SUBMIT_DIR/{{.P.Name}}-$SLURM_JOB_ID}"
+mkdir -p "$RESULTS"
+{{- range .P.Files}}
+# The scenario reads {{.}}: every node must see it at that path.
+{{- end}}
+cat > "$RESULTS/scenario.yaml" <<'{{.EOF}}'
+{{.Scenario}}{{.EOF}}
+
+# The batch step runs on the allocation's first node; task 0 runs there too.
+COORDINATOR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1):{{.Port}}"
+"$PLLOAD" coordinate --shards {{.P.Shards}} --listen 0.0.0.0:{{.Port}} --token-env {{.TokenEnv}} &
+coordinator=$!
+
+export PLLOAD COORDINATOR
+srun --ntasks={{.P.Shards}} --kill-on-bad-exit=0 bash -c 'exec "$PLLOAD" run "$RESULTS/scenario.yaml" --shard auto --shards {{.P.Shards}} --coordinator "$COORDINATOR" --token-env {{.TokenEnv}} --out "$RESULTS/shard-$SLURM_PROCID"'
+status=$?
+kill "$coordinator" 2>/dev/null
+wait "$coordinator" 2>/dev/null
+if [ "$status" -ne 0 ]; then
+    echo "plload: srun exited $status: a shard failed; merging refuses the partial run (add --allow-partial to keep it)" >&2
+fi
+
+"$PLLOAD" merge "$RESULTS"/shard-*/* --out "$RESULTS/merged" || exit $?
+exit "$status"
+`))
