@@ -51,6 +51,16 @@ type Config struct {
 	// Live, when set, receives the run's progress: stages, open sessions, and every record (from the
 	// records writer goroutine, off the request path).
 	Live *metrics.Live
+	// Shard is this process's part of a sharded run (SPEC §15; the zero value: the whole run). Every
+	// shard builds the same workload and draws the same schedules; it runs only the sessions and
+	// arrivals whose global ordinal it Owns, with concurrency, max_concurrency and max_in_flight
+	// split by Shard.Split.
+	Shard workload.Shard
+	// StageStart, when set, is called before each stage (after its RTT probe, so the probe's time is
+	// not taken from the stage) and returns the local instant the stage's schedule starts at: the
+	// stage sleeps until it and takes it as its origin in every mode, so every shard's stage
+	// boundaries are the same instants. An error fails the run with its message.
+	StageStart func(ctx context.Context, stage int) (time.Time, error)
 }
 
 // StageResult is what the engine knows of a finished stage; the numbers users read come from the
@@ -234,6 +244,12 @@ func runStage(ctx context.Context, cfg *Config, clk clock, i int, pool *workload
 	if res.RTT, rttErr = s.measureRTT(ctx); rttErr != nil && ctx.Err() == nil {
 		log.Warn("network RTT not measured: the target did not answer GET /models", "error", rttErr.Error())
 	}
+	origin, err := s.startInstant(ctx)
+	if err != nil {
+		s.records.Close()
+		s.sessions.Close()
+		return res, fmt.Errorf("stage %d: %w", pool.Stage, err)
+	}
 	s.client.CloseIdleConnections() // the stage starts from fresh connections
 	log.Info("stage starting", append([]any{"rtt_p50_ms", res.RTT.P50, "mode", sc.Load.Mode}, append(stageLoadAttrs(sc.Load, pool.Spec),
 		"warmup", pool.Spec.Warmup.String(), "duration", pool.Spec.Duration.String(), "pool", len(pool.Sessions), "target", s.url)...)...)
@@ -256,7 +272,7 @@ func runStage(ctx context.Context, cfg *Config, clk clock, i int, pool *workload
 	} else {
 		scraped <- scrapeResult{}
 	}
-	interrupted := s.drive(ctx)
+	interrupted := s.drive(ctx, origin)
 	stopScrape()
 	sr := <-scraped
 	res.ServerMetricsNote, res.Scrapes, res.ScrapesOK = sr.note, sr.counts.attempts, sr.counts.ok

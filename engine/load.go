@@ -35,36 +35,36 @@ var (
 	_ loadModel = replayLoad{}
 )
 
-// newLoadModel is the stage's load model; for request_rate and replay it draws the schedule (and
-// counts its arrivals in s.scheduled).
+// newLoadModel is the stage's load model; for request_rate and replay it draws the whole run's
+// schedule (and counts the arrivals this shard runs in s.scheduled).
 func (s *stageRun) newLoadModel() loadModel {
 	l := s.cfg.Scenario.Load
 	spec := s.pool.Spec
 	span := spec.Warmup.D() + spec.Duration.D()
 	switch l.Mode {
 	case workload.ModeArrivalRate:
-		return arrivalLoad{rate: spec.SessionsPerSec, maxOpen: spec.MaxConcurrency}
+		return arrivalLoad{rate: spec.SessionsPerSec, maxOpen: s.split(spec.MaxConcurrency, true)}
 	case workload.ModeRequestRate:
 		rate := workload.ConstantRate(0)
 		if spec.Rate != nil {
 			rate = *spec.Rate
 		}
 		sched := RequestSchedule(rate, l.Arrival, l.CV, span, s.cfg.Scenario.StageRNG(s.pool.Stage))
-		s.scheduled = sched.Len()
+		s.scheduled = owned(s.cfg.Shard, sched.Len())
 		return requestRateLoad{schedule: sched}
 	case workload.ModeReplay:
 		sched := ReplaySchedule(s.pool.Sessions, span)
-		s.scheduled = sched.Len()
+		s.scheduled = owned(s.cfg.Shard, sched.Len())
 		return replayLoad{schedule: sched}
 	}
-	return concurrencyLoad{sessions: spec.Concurrency}
+	return concurrencyLoad{sessions: s.split(spec.Concurrency, false)}
 }
 
-// maxInFlight is the cap on requests in flight at once (0: none; the closed-loop modes bound
-// sessions instead).
+// maxInFlight is the cap on requests in flight at once, this shard's part of it (0: none; the
+// closed-loop modes bound sessions instead).
 func (s *stageRun) maxInFlight() int {
 	if l := s.cfg.Scenario.Load; l.Mode == workload.ModeRequestRate || l.Mode == workload.ModeReplay {
-		return max(1, l.MaxInFlight)
+		return s.split(max(1, l.MaxInFlight), true)
 	}
 	return 0
 }

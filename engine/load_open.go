@@ -16,7 +16,8 @@ import (
 // time, so its wait shows as send lag (credit_issued_ns − intended_start_ns) — and the arrivals due
 // behind it queue in order. The session then runs in its own goroutine: its first request at once,
 // its later turns on their own timing. Arrivals still waiting when the stage stops issuing never
-// start (sessions.jsonl says so, and StageResult.NotStarted counts them).
+// start (sessions.jsonl says so, and StageResult.NotStarted counts them). A shard dispatches only
+// the arrivals it Owns, at their offsets in the whole run's schedule.
 func (l *loadRun) dispatch(sched Schedule, pick func(i int) (*workload.SessionPlan, bool)) {
 	s := l.s
 	timer := time.NewTimer(time.Hour)
@@ -25,6 +26,9 @@ func (l *loadRun) dispatch(sched Schedule, pick func(i int) (*workload.SessionPl
 	i := 0
 	defer func() { l.neverStarted(sched, i, pick) }()
 	for ; i < sched.Len(); i++ {
+		if !s.cfg.Shard.Owns(i) { // another shard's arrival
+			continue
+		}
 		at := l.origin.Add(sched.Offsets[i])
 		if !l.waitUntil(timer, at) || !s.acquireSlot(l.issueCtx) {
 			return
@@ -82,6 +86,9 @@ func (l *loadRun) neverStarted(sched Schedule, i int, pick func(int) (*workload.
 		at := l.origin.Add(sched.Offsets[i])
 		if at.After(now) {
 			return
+		}
+		if !l.s.cfg.Shard.Owns(i) {
+			continue
 		}
 		sp, reused := pick(i)
 		l.s.neverStarted(sp, reused, at)

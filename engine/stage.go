@@ -88,7 +88,9 @@ func (s *stageRun) cancelReason() string {
 }
 
 // drive runs the stage's sessions until its end, drains, and reports whether it was interrupted.
-func (s *stageRun) drive(ctx context.Context) bool {
+// origin is the start barrier's instant (zero: none, the stage starts now); with one, every mode's
+// t0 is the origin, so every shard's warmup end and end are the same instants.
+func (s *stageRun) drive(ctx context.Context, origin time.Time) bool {
 	sc := s.cfg.Scenario
 	s.times = stageTimes{started: make(chan struct{}), warmup: s.pool.Spec.Warmup.D(), duration: s.pool.Spec.Duration.D()}
 	s.reason = cancelReason{interrupt: ctx, drain: sc.Load.DrainTimeout.D()}
@@ -102,7 +104,10 @@ func (s *stageRun) drive(ctx context.Context) bool {
 		s.slots = make(chan struct{}, n)
 	}
 	begin := time.Now()
-	if model.fixedOrigin() {
+	if !origin.IsZero() {
+		begin = origin
+	}
+	if model.fixedOrigin() || !origin.IsZero() {
 		s.markStart(begin)
 	}
 	go s.stopAtEnd(issueCtx, stopIssuing)
@@ -211,13 +216,6 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 	case <-ctx.Done():
 		return false
 	}
-}
-
-// nextSession takes the next session of the pool, wrapping around (and saying so) when it runs dry.
-func (s *stageRun) nextSession() (*workload.SessionPlan, bool) {
-	n := s.counts.next.Add(1) - 1
-	size := int64(len(s.pool.Sessions))
-	return &s.pool.Sessions[n%size], n >= size
 }
 
 // neverStarted records a session whose arrival was due but that never started: every slot stayed
