@@ -86,7 +86,7 @@ func Start(ctx context.Context, opts ServeOptions) (*Coordinator, error) {
 		return nil, fmt.Errorf("coordinate: --shards %d; accepted: a count of at least 1", opts.Shards)
 	}
 	if opts.JoinTimeout <= 0 {
-		opts.JoinTimeout = 60 * time.Second
+		opts.JoinTimeout = DefaultJoinTimeout
 	}
 	if opts.Margin <= 0 {
 		opts.Margin = 200 * time.Millisecond

@@ -3,7 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
-	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"testing"
@@ -109,7 +109,204 @@ func abs(v int64) int64 {
 	return v
 }
 
-var _ = cmp.Diff
-var _ = errors.As
-var _ = strings.Contains
-var _ = net.Listen
+func TestSkewedClockIsMeasured(t *testing.T) {
+	const skew = 7 * time.Second
+	const n = 2
+	c, _ := startCoordinator(t, ServeOptions{Shards: n, JoinTimeout: 30 * time.Second,
+		Clock: func() int64 { return time.Now().UnixNano() + int64(skew) }})
+	ms := joinAll(t, c.Addr(), n, "", 30*time.Second)
+	for i, m := range ms {
+		off, unc := m.Offset()
+		// The coordinator read its clock inside the round, so the true offset lies within ±unc; the
+		// microsecond covers the arithmetic's rounding.
+		if d := abs(off - int64(skew)); d > unc+int64(time.Microsecond) {
+			t.Errorf("shard %d: offset %d ns ± %d ns; want %d within the uncertainty (off by %d ns)", i, off, unc, int64(skew), d)
+		}
+	}
+	starts, errs := stageStarts(ms, 0)
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("shard %d: %v", i, err)
+		}
+	}
+	// The start is converted to the local clock: about the margin from now, not 7 s away.
+	if u := time.Until(starts[0]); u < -time.Second || u > time.Second {
+		t.Errorf("the stage starts %v from now on the local clock; want within the 200 ms margin", u)
+	}
+	if d := starts[1].Sub(starts[0]); d.Abs() > 5*time.Millisecond {
+		t.Errorf("shard 1 starts %v after shard 0", d)
+	}
+}
+
+// rawJoin registers a shard with one POST (Join itself would wait for the others).
+func rawJoin(t *testing.T, addr, token string, req joinRequest) {
+	t.Helper()
+	m := &Member{opts: JoinOptions{Addr: addr, Token: token}, url: "http://" + addr, client: &http.Client{}}
+	if err := m.post(context.Background(), pathJoin, req, nil, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRefusedShards(t *testing.T) {
+	const token = "s3cret-token"
+	c, _ := startCoordinator(t, ServeOptions{Shards: 4, Token: token, JoinTimeout: time.Minute})
+	rawJoin(t, c.Addr(), token, joinRequest{Index: 0, Count: 4, ScenarioSHA: testSHA})
+	otherSHA := strings.Repeat("1", 64)
+	for _, tc := range []struct {
+		name   string
+		token  string
+		shard  workload.Shard
+		sha    string
+		status int
+		want   string
+	}{
+		{"no token", "", workload.Shard{Index: 1, Count: 4}, testSHA, http.StatusUnauthorized, "requires a shared secret and the request carried none"},
+		{"wrong token", "guess", workload.Shard{Index: 1, Count: 4}, testSHA, http.StatusForbidden, "token does not match"},
+		{"other scenario", token, workload.Shard{Index: 1, Count: 4}, otherSHA, http.StatusConflict, "runs scenario sha256 " + otherSHA + " but shard 0 joined with " + testSHA},
+		{"index taken", token, workload.Shard{Index: 0, Count: 4}, testSHA, http.StatusConflict, "shard index 0 has already joined"},
+		{"other count", token, workload.Shard{Index: 1, Count: 3}, testSHA, http.StatusConflict, "shard 1/3 joined a coordinator of 4 shards; accepted: --shard INDEX/4"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := Join(context.Background(), JoinOptions{Addr: c.Addr(), Token: tc.token, Shard: tc.shard, ScenarioSHA: tc.sha, Timeout: 10 * time.Second})
+			if err == nil {
+				m.Close()
+				t.Fatal("joined; want a refusal")
+			}
+			var re *RefusedError
+			if !errors.As(err, &re) || re.Status != tc.status || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v (status %d); want HTTP %d saying %q", err, statusOf(re), tc.status, tc.want)
+			}
+			if strings.Contains(err.Error(), token) {
+				t.Errorf("the error shows the token: %v", err)
+			}
+		})
+	}
+}
+
+func statusOf(re *RefusedError) int {
+	if re == nil {
+		return 0
+	}
+	return re.Status
+}
+
+func TestBeyondLoopbackNeedsToken(t *testing.T) {
+	for _, addr := range []string{"0.0.0.0:0", ":0", "[::]:0", "example.com:7070"} {
+		_, err := Start(context.Background(), ServeOptions{Listen: addr, Shards: 2})
+		if err == nil || !strings.Contains(err.Error(), "requires a shared secret") {
+			t.Errorf("--listen %s without a token: %v; want a refusal before binding", addr, err)
+		}
+	}
+	got := map[string]bool{}
+	for _, addr := range []string{"127.0.0.1:7070", "[::1]:7070", "localhost:7070", "0.0.0.0:7070", ":7070", "10.0.0.1:7070", "7070"} {
+		got[addr] = IsLoopback(addr)
+	}
+	want := map[string]bool{"127.0.0.1:7070": true, "[::1]:7070": true, "localhost:7070": true, "0.0.0.0:7070": false, ":7070": false, "10.0.0.1:7070": false, "7070": false}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("IsLoopback (-want +got):\n%s", d)
+	}
+}
+
+func TestJoinTimeoutNamesMissing(t *testing.T) {
+	const n = 3
+	c, _ := startCoordinator(t, ServeOptions{Shards: n, JoinTimeout: 300 * time.Millisecond})
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for _, i := range []int{0, 2} { // shard 1 never comes
+		wg.Go(func() {
+			_, errs[i] = Join(context.Background(), JoinOptions{Addr: c.Addr(), Shard: workload.Shard{Index: i, Count: n}, ScenarioSHA: testSHA, Timeout: 300 * time.Millisecond})
+		})
+	}
+	wg.Wait()
+	for _, i := range []int{0, 2} {
+		var re *RefusedError
+		if !errors.As(errs[i], &re) || !cmp.Equal(re.Missing, []int{1}) || !strings.Contains(re.Message, "shard(s) 1 of 3 did not join within 300ms") {
+			t.Errorf("shard %d: %v; want the coordinator's answer naming shard 1", i, errs[i])
+		}
+	}
+	var be *BarrierError
+	if err := c.Wait(); !errors.As(err, &be) || !cmp.Equal(be.Missing, []int{1}) || be.Stage != joinStage {
+		t.Errorf("coordinator: %v; want a join failure naming shard 1", err)
+	}
+}
+
+func TestMissingShardFailsBarrierWithinBound(t *testing.T) {
+	const n, bound = 3, 2 * time.Second
+	c, _ := startCoordinator(t, ServeOptions{Shards: n, JoinTimeout: bound})
+	ms := joinAll(t, c.Addr(), n, "", bound)
+	begin := time.Now()
+	_, errs := stageStarts(ms[:2], 0) // shard 2 never reaches stage 0
+	took := time.Since(begin)
+	for i, err := range errs {
+		var re *RefusedError
+		if !errors.As(err, &re) || !cmp.Equal(re.Missing, []int{2}) || !strings.Contains(err.Error(), "shard(s) 2 of 3 did not reach stage 0's barrier within 2s") {
+			t.Errorf("shard %d: %v; want the barrier to fail naming shard 2", i, err)
+		}
+	}
+	// The coordinator's bound, plus the slack of a loaded box; never the shard's own 5 s later.
+	if took > bound+4*time.Second {
+		t.Errorf("the barrier failed after %v; want about %v", took, bound)
+	}
+	var be *BarrierError
+	if err := c.Wait(); !errors.As(err, &be) || be.Stage != 0 || !cmp.Equal(be.Missing, []int{2}) {
+		t.Errorf("coordinator: %v; want stage 0's barrier failing on shard 2", err)
+	}
+}
+
+func TestFinishedShardFailsLaterBarrier(t *testing.T) {
+	const n = 2
+	c, _ := startCoordinator(t, ServeOptions{Shards: n, JoinTimeout: time.Minute})
+	ms := joinAll(t, c.Addr(), n, "", time.Minute)
+	if err := ms[1].Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Shard 1 has finished: waiting a minute for it would be pointless.
+	_, err := ms[0].StageStart(context.Background(), 0)
+	var re *RefusedError
+	if !errors.As(err, &re) || !cmp.Equal(re.Missing, []int{1}) || !strings.Contains(err.Error(), "finished and will not arrive") {
+		t.Errorf("%v; want an immediate failure naming shard 1", err)
+	}
+}
+
+func TestUnfinishedShardNamed(t *testing.T) {
+	const n = 3
+	c, _ := startCoordinator(t, ServeOptions{Shards: n, JoinTimeout: time.Second})
+	ms := joinAll(t, c.Addr(), n, "", time.Second)
+	ms[0].Close()
+	ms[2].Close()
+	var be *BarrierError
+	if err := c.Wait(); !errors.As(err, &be) || !cmp.Equal(be.Missing, []int{1}) || !strings.Contains(err.Error(), "did not finish") {
+		t.Errorf("coordinator: %v; want shard 1 named as unfinished", err)
+	}
+}
+
+func TestScenarioSHA(t *testing.T) {
+	load := func() *workload.Scenario {
+		sc, issues := workload.Load("../scenarios/smoke.yaml", workload.LoadOptions{})
+		if err := issues.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return sc
+	}
+	sum := func(sc *workload.Scenario) string {
+		s, err := ScenarioSHA(sc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	base := sum(load())
+	out := load()
+	out.Output.Dir = "/elsewhere/shard-3"
+	if got := sum(out); got != base {
+		t.Errorf("output.dir changed the sum: %s vs %s", got, base)
+	}
+	if out.Output.Dir != "/elsewhere/shard-3" {
+		t.Errorf("ScenarioSHA changed the scenario's output.dir to %q", out.Output.Dir)
+	}
+	seed := load()
+	seed.Seed++
+	if got := sum(seed); got == base {
+		t.Errorf("another seed gave the same sum %s", got)
+	}
+}

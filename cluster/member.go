@@ -73,7 +73,7 @@ func Join(ctx context.Context, o JoinOptions) (*Member, error) {
 		return nil, errors.New("join: no scenario sha256 (cluster.ScenarioSHA)")
 	}
 	if o.Timeout <= 0 {
-		o.Timeout = 60 * time.Second
+		o.Timeout = DefaultJoinTimeout
 	}
 	url := strings.TrimRight(o.Addr, "/")
 	if !strings.Contains(url, "://") {

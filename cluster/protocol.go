@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/plload/plload/workload"
 )
@@ -21,6 +22,9 @@ const (
 	pathBarrier = "/v1/barrier" // POST barrierRequest → barrierReply once every shard arrived, or an errorReply
 	pathLeave   = "/v1/leave"   // POST leaveRequest → 200 {}
 )
+
+// DefaultJoinTimeout is --join-timeout's default on both sides.
+const DefaultJoinTimeout = 60 * time.Second
 
 // joinStage is the barrier every shard meets at Join: all N have joined.
 const joinStage = -1
@@ -82,4 +86,17 @@ func IsLoopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// TokenFromEnv reads the shared secret from the variable --token-env names ("" names none: no
+// token). A named variable that is unset or empty is an error, so a typo never runs without one.
+func TokenFromEnv(name string, getenv func(string) string) (string, error) {
+	if name == "" {
+		return "", nil
+	}
+	tok := getenv(name)
+	if tok == "" {
+		return "", fmt.Errorf("--token-env %s: the variable is unset or empty; accepted: the name of a variable holding the coordinator's shared secret", name)
+	}
+	return tok, nil
 }
