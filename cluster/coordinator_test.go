@@ -1,8 +1,10 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -149,7 +151,8 @@ func rawJoin(t *testing.T, addr, token string, req joinRequest) {
 
 func TestRefusedShards(t *testing.T) {
 	const token = "s3cret-token"
-	c, _ := startCoordinator(t, ServeOptions{Shards: 4, Token: token, JoinTimeout: time.Minute})
+	var logs lockedBuffer
+	c, _ := startCoordinator(t, ServeOptions{Shards: 4, Token: token, JoinTimeout: time.Minute, Log: slog.New(slog.NewTextHandler(&logs, nil))})
 	rawJoin(t, c.Addr(), token, joinRequest{Index: 0, Count: 4, ScenarioSHA: testSHA})
 	otherSHA := strings.Repeat("1", 64)
 	for _, tc := range []struct {
@@ -181,6 +184,42 @@ func TestRefusedShards(t *testing.T) {
 			}
 		})
 	}
+	if l := logs.String(); strings.Contains(l, token) || !strings.Contains(l, "shard refused") {
+		t.Errorf("the coordinator's log shows the token, or not the refusals:\n%s", l)
+	}
+}
+
+// lockedBuffer is a log sink the handlers and the test may use at once.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func TestServeEndsWithContext(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Serve(ctx, ServeOptions{Listen: "127.0.0.1:0", Shards: 2, JoinTimeout: time.Hour}) }()
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("Serve after cancel: %v; want context.Canceled", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Serve did not end within 30 s of its context")
+	}
 }
 
 func statusOf(re *RefusedError) int {
@@ -209,18 +248,18 @@ func TestBeyondLoopbackNeedsToken(t *testing.T) {
 
 func TestJoinTimeoutNamesMissing(t *testing.T) {
 	const n = 3
-	c, _ := startCoordinator(t, ServeOptions{Shards: n, JoinTimeout: 300 * time.Millisecond})
+	c, _ := startCoordinator(t, ServeOptions{Shards: n, JoinTimeout: 1500 * time.Millisecond})
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for _, i := range []int{0, 2} { // shard 1 never comes
 		wg.Go(func() {
-			_, errs[i] = Join(context.Background(), JoinOptions{Addr: c.Addr(), Shard: workload.Shard{Index: i, Count: n}, ScenarioSHA: testSHA, Timeout: 300 * time.Millisecond})
+			_, errs[i] = Join(context.Background(), JoinOptions{Addr: c.Addr(), Shard: workload.Shard{Index: i, Count: n}, ScenarioSHA: testSHA, Timeout: 1500 * time.Millisecond})
 		})
 	}
 	wg.Wait()
 	for _, i := range []int{0, 2} {
 		var re *RefusedError
-		if !errors.As(errs[i], &re) || !cmp.Equal(re.Missing, []int{1}) || !strings.Contains(re.Message, "shard(s) 1 of 3 did not join within 300ms") {
+		if !errors.As(errs[i], &re) || !cmp.Equal(re.Missing, []int{1}) || !strings.Contains(re.Message, "shard(s) 1 of 3 did not join within 1.5s") {
 			t.Errorf("shard %d: %v; want the coordinator's answer naming shard 1", i, errs[i])
 		}
 	}
@@ -270,8 +309,8 @@ func TestFinishedShardFailsLaterBarrier(t *testing.T) {
 
 func TestUnfinishedShardNamed(t *testing.T) {
 	const n = 3
-	c, _ := startCoordinator(t, ServeOptions{Shards: n, JoinTimeout: time.Second})
-	ms := joinAll(t, c.Addr(), n, "", time.Second)
+	c, _ := startCoordinator(t, ServeOptions{Shards: n, JoinTimeout: 2 * time.Second})
+	ms := joinAll(t, c.Addr(), n, "", 2*time.Second)
 	ms[0].Close()
 	ms[2].Close()
 	var be *BarrierError
