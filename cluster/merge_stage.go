@@ -1,0 +1,293 @@
+package cluster
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/report"
+	"github.com/plload/plload/workload"
+)
+
+// stagePart is one shard's part of a stage.
+type stagePart struct {
+	index int
+	shard *shardDir
+	stage *shardStage
+	off   int64
+}
+
+// mergeStage merges stage n of every shard into dir/stage_NN and writes its stage.json; nil when no
+// shard has the stage.
+func mergeStage(dir string, sc *workload.Scenario, set *shardSet, n int, tool string) (*report.StageReport, error) {
+	var parts []stagePart
+	for i, d := range set.shards {
+		if d == nil {
+			continue
+		}
+		if st, ok := d.stages[n]; ok {
+			parts = append(parts, stagePart{index: i, shard: d, stage: st, off: stageOffset(d, st)})
+		}
+	}
+	if len(parts) == 0 {
+		return nil, nil
+	}
+	out := filepath.Join(dir, fmt.Sprintf("stage_%02d", n))
+	if err := os.Mkdir(out, 0o755); err != nil {
+		return nil, err
+	}
+	dataset, tally, err := mergeStageFiles(out, parts)
+	if err != nil {
+		return nil, err
+	}
+	i := n - 1
+	in := report.StageInput(sc, i)
+	eng := sumEngine(parts, tally)
+	windowInputs(&in, parts)
+	if sc.Load.IsOpenLoop() {
+		in.NeverStarted = eng.NotStarted
+	}
+	explained := eng.Aborted != "" || len(eng.Outages) > 0 || tally.errors > 0 && tally.errors >= tally.ok
+	in.Warnings = append(in.Warnings, shardWarnings(set, n, parts, explained)...)
+	if eng.Reused > 0 && !explained && sc.NonceAt() != workload.NonceStart {
+		advice := "raise load.session_pool_factor or sessions"
+		if sc.Source() != nil {
+			advice = "the file's conversations were replayed again: a longer file, or workload.nonce, keeps a repeat from hitting the server's prefix cache"
+		}
+		in.Warnings = append(in.Warnings, fmt.Sprintf("dataset reuse: the pool of %d sessions ran dry and %d sessions were reused (%s)", bytes.Count(dataset, []byte("\n")), eng.Reused, advice))
+	}
+	sum, err := metrics.SummarizeFile(filepath.Join(out, "profile_export.jsonl"), in, sc.Load.IsOpenLoop())
+	if err != nil {
+		return nil, fmt.Errorf("stage %d: %w", n, err)
+	}
+	for _, p := range parts {
+		sum.Partial = sum.Partial || p.stage.issue != ""
+	}
+	sum.Partial = sum.Partial || len(parts) < set.count
+	sha := ""
+	for _, p := range parts {
+		if p.stage.report != nil {
+			sha = p.stage.report.DatasetSHA256
+			break
+		}
+	}
+	st := report.NewStageReport(tool, sc, i, sha, sum, eng)
+	worst := worstInjector(parts)
+	if worst != nil {
+		st.Injector, st.NetworkRTT = worst.stage.report.Injector, worst.stage.report.NetworkRTT
+	}
+	st.Server = mergedServer(out, parts, sum)
+	return st, st.Write(out)
+}
+
+// mergeStageFiles writes the stage's dataset.jsonl, profile_export.jsonl, sessions.jsonl and run.log
+// from the parts, and returns the dataset and the tally of the records.
+func mergeStageFiles(out string, parts []stagePart) ([]byte, recordTally, error) {
+	var t recordTally
+	var dirs []string
+	for _, p := range parts {
+		if p.stage.report != nil && !p.stage.report.RecordsKept {
+			return nil, t, inputErr("%s: the shard did not keep its records (output.record_requests: false); merge computes the run from every record, so run the shards with records kept", p.stage.dir)
+		}
+		dirs = append(dirs, p.stage.dir)
+	}
+	dataset, err := sameDataset(dirs)
+	if err != nil {
+		return nil, t, err
+	}
+	if dataset != nil {
+		if err := os.WriteFile(filepath.Join(out, "dataset.jsonl"), dataset, 0o644); err != nil {
+			return nil, t, err
+		}
+	}
+	var recs []mergedRecord
+	var sessions []mergedSession
+	var log bytes.Buffer
+	orphanRecords, orphanSessions := 0, 0
+	for _, p := range parts {
+		unfinished := p.stage.report == nil
+		nr, ns := len(recs), len(sessions)
+		if recs, _, err = readShardRecords(filepath.Join(p.stage.dir, "profile_export.jsonl"), p.off, unfinished, recs); err != nil {
+			return nil, t, err
+		}
+		if sessions, err = readShardSessions(filepath.Join(p.stage.dir, "sessions.jsonl"), p.off, unfinished, sessions); err != nil {
+			return nil, t, err
+		}
+		if unfinished { // no stage.json to count them: the records and session lines it left do
+			orphanRecords += len(recs) - nr
+			orphanSessions += len(sessions) - ns
+		}
+		if data, err := os.ReadFile(filepath.Join(p.stage.dir, "run.log")); err == nil {
+			fmt.Fprintf(&log, "# shard %d/%d (%s), clock offset %d ns: its local times\n", p.index, p.shard.block.Count, p.shard.path, p.off)
+			log.Write(data)
+		}
+	}
+	sortGlobal(recs)
+	if t, err = writeRecords(filepath.Join(out, "profile_export.jsonl"), recs); err != nil {
+		return nil, t, err
+	}
+	t.orphanRecords, t.orphanSessions = orphanRecords, orphanSessions
+	if err := writeSessions(filepath.Join(out, "sessions.jsonl"), sessions); err != nil {
+		return nil, t, err
+	}
+	return dataset, t, os.WriteFile(filepath.Join(out, "run.log"), log.Bytes(), 0o644)
+}
+
+// windowInputs sets the stage's t0 and interrupt from the shards' windows, in coordinator time. t0 is
+// the earliest shard t0 (each shard's is its first issue, or for the open-loop modes the schedule's
+// origin — the coordinator's start time, the same instant on every shard), so it is the t0 one
+// process would have had (SPEC §15). The window ends early only if every shard's did: then at the
+// last of their ends.
+func windowInputs(in *metrics.StageInput, parts []stagePart) {
+	allCut := true
+	var lastCut int64
+	for _, p := range parts {
+		r := p.stage.report
+		if r == nil {
+			continue // no stage.json: its t0 is unknown, and the records carry its sends
+		}
+		w := r.Summary.Window
+		if w.T0Ns != 0 && (!in.T0Ns.OK || w.T0Ns+p.off < in.T0Ns.V) {
+			in.T0Ns = metrics.Some(w.T0Ns + p.off)
+		}
+		if w.EEffNs < w.ENs {
+			lastCut = max(lastCut, w.EEffNs+p.off)
+		} else {
+			allCut = false
+		}
+	}
+	if allCut && lastCut != 0 {
+		in.InterruptNs = metrics.Some(lastCut)
+	}
+}
+
+// sumEngine adds the shards' engine counts; a shard without stage.json counts its records and
+// session lines. Outages are put in coordinator time and in time order.
+func sumEngine(parts []stagePart, tally recordTally) report.EngineCounts {
+	var e report.EngineCounts
+	var aborted []string
+	for _, p := range parts {
+		r := p.stage.report
+		if r == nil {
+			continue
+		}
+		g := r.Engine
+		e.Issued += g.Issued
+		e.Sessions += g.Sessions
+		e.Reused += g.Reused
+		e.NotStarted += g.NotStarted
+		e.Retried += g.Retried
+		for _, o := range g.Outages {
+			o.From, o.To = shiftStamp(o.From, p.off), shiftStamp(o.To, p.off)
+			e.Outages = append(e.Outages, o)
+		}
+		if g.Aborted != "" {
+			aborted = append(aborted, fmt.Sprintf("shard %d: %s", p.index, g.Aborted))
+		}
+	}
+	e.Issued += tally.orphanRecords
+	e.Sessions += tally.orphanSessions
+	slices.SortStableFunc(e.Outages, func(a, b report.Outage) int { return strings.Compare(a.From, b.From) })
+	e.Aborted = strings.Join(aborted, "; ")
+	return e
+}
+
+// shiftStamp moves an RFC 3339 time by off ns (a stamp it cannot read is kept as it is).
+func shiftStamp(s string, off int64) string {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return s
+	}
+	return t.Add(time.Duration(off)).UTC().Format(time.RFC3339Nano)
+}
+
+// shardWarnings are the stage's warnings about shards: each strained shard's injector warnings, by
+// index (one strained shard marks the run), unless failures explain the strain as they do in one
+// process; and each shard missing from or partial in the stage.
+func shardWarnings(set *shardSet, n int, parts []stagePart, explained bool) []string {
+	var out []string
+	have := map[int]bool{}
+	for _, p := range parts {
+		have[p.index] = true
+		if r := p.stage.report; r != nil && !explained {
+			for _, w := range r.Injector.Warnings() {
+				out = append(out, fmt.Sprintf("shard %d/%d: %s", p.index, set.count, w))
+			}
+		}
+		if p.stage.issue != "" {
+			out = append(out, fmt.Sprintf("shard %d/%d is partial in this stage (%s): its sessions after it stopped are missing", p.index, set.count, p.stage.issue))
+		}
+	}
+	for i := 0; i < set.count; i++ {
+		if !have[i] {
+			why := set.missing[i]
+			out = append(out, fmt.Sprintf("shard %d/%d is missing from this stage (%s): its sessions (ordinals ≡ %d mod %d) are not counted", i, set.count, why, i, set.count))
+		}
+	}
+	return out
+}
+
+// worstInjector is the shard whose injector worked hardest: the most warnings, then the highest
+// share of its cores busy (nil when no shard left a stage.json).
+func worstInjector(parts []stagePart) *stagePart {
+	var worst *stagePart
+	score := func(h metrics.InjectorHealth) (int, float64) {
+		share := 0.0
+		if h.Cores > 0 {
+			share = h.CPUPercent / float64(h.Cores)
+		}
+		return len(h.Warnings()), share
+	}
+	for i := range parts {
+		p := &parts[i]
+		if p.stage.report == nil {
+			continue
+		}
+		if worst == nil {
+			worst = p
+			continue
+		}
+		nw, sw := score(worst.stage.report.Injector)
+		np, sp := score(p.stage.report.Injector)
+		if np > nw || np == nw && sp > sw {
+			worst = p
+		}
+	}
+	return worst
+}
+
+// mergedServer is the target's own metrics over the merged window, from the lowest-index shard that
+// scraped them (every shard scrapes the same server), its samples put in coordinator time.
+func mergedServer(out string, parts []stagePart, sum *metrics.StageSummary) *metrics.ServerSummary {
+	for _, p := range parts {
+		r := p.stage.report
+		if r == nil || r.Server == nil {
+			continue
+		}
+		data, _ := os.ReadFile(filepath.Join(p.stage.dir, "server_metrics.jsonl"))
+		var samples []metrics.ServerSample
+		var b bytes.Buffer
+		for _, line := range bytes.Split(data, []byte("\n")) {
+			var s metrics.ServerSample
+			if json.Unmarshal(line, &s) != nil {
+				continue
+			}
+			s.TNs += p.off
+			samples = append(samples, s)
+			if line, err := json.Marshal(s); err == nil {
+				b.Write(append(line, '\n'))
+			}
+		}
+		os.WriteFile(filepath.Join(out, "server_metrics.jsonl"), b.Bytes(), 0o644)
+		srv := metrics.SummarizeServer(samples, sum.Window.WNs, sum.Window.EEffNs)
+		srv.Scrapes, srv.ScrapesOK, srv.Note = r.Server.Scrapes, r.Server.ScrapesOK, r.Server.Note
+		return &srv
+	}
+	return nil
+}

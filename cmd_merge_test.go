@@ -1,0 +1,316 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/report"
+)
+
+// mergeScenario is two short stages on the mock with some errors, so error records, warmup rows
+// and requests that end after the window are all in the records merge has to add up.
+const mergeScenario = `name: mergesrc
+seed: 11
+target: {base_url: mock, mock: {ttft: 4ms, tps: 500, error_rate: 0.05, seed: 3}, timeout: 10s}
+personas: {count: 3, system_prompt_tokens: {min: 20, max: 40}}
+session: {turns: {min: 2, max: 4}, user_input_tokens: {min: 5, max: 15}, max_output_tokens: {min: 4, max: 10}, think_time: {min: 5ms, max: 20ms}}
+load:
+  mode: concurrency
+  drain_timeout: 5s
+  session_pool_factor: 40
+  stages: [{concurrency: 5, warmup: 200ms, duration: 700ms}, {concurrency: 7, warmup: 100ms, duration: 500ms}]
+slo: {ttft_p95: 1s, itl_p95: 100ms, error_rate_max: 0.5}
+cost: {gpu_hourly_usd: 2}
+`
+
+// mergeSource is one real single-process run of mergeScenario on the mock.
+func mergeSource(t *testing.T) string {
+	t.Helper()
+	base := t.TempDir()
+	path := filepath.Join(base, "mergesrc.yaml")
+	os.WriteFile(path, []byte(mergeScenario), 0o644)
+	if code, stdout, stderr := plload(t, "run", path, "--out", base, "--quiet"); code != 0 {
+		t.Fatalf("run: exit %d\n%s%s", code, stdout, stderr)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(base, "mergesrc-*"))
+	return dirs[0]
+}
+
+// splitRun makes n shard directories from a single run, as n shards of it would have written them:
+// each keeps the sessions whose global ordinal ≡ its index mod n, its times in its own clock (the
+// coordinator's minus offsets[i]), and a shard block. The engine counts a shard cannot split from
+// the records (reused, never started, retried) go to shard 0.
+func splitRun(t *testing.T, src string, n int, offsets []int64) []string {
+	t.Helper()
+	base := t.TempDir()
+	var dirs []string
+	for i := range n {
+		d := filepath.Join(base, fmt.Sprintf("shard%d", i))
+		os.MkdirAll(d, 0o755)
+		copyFile(t, filepath.Join(src, "scenario.resolved.yaml"), filepath.Join(d, "scenario.resolved.yaml"))
+		rep := readJSONMap(t, filepath.Join(src, "report.json"))
+		rep["shard"] = map[string]any{"index": i, "count": n, "clock_offset_ns": offsets[i], "offset_uncertainty_ns": 1000}
+		delete(rep, "stages")
+		writeJSONMap(t, filepath.Join(d, "report.json"), rep)
+		dirs = append(dirs, d)
+	}
+	stages, _ := filepath.Glob(filepath.Join(src, "stage_*"))
+	for _, sd := range stages {
+		splitStage(t, sd, dirs, offsets)
+	}
+	return dirs
+}
+
+// splitStage writes one stage of the source run into each shard directory.
+func splitStage(t *testing.T, srcStage string, dirs []string, offsets []int64) {
+	t.Helper()
+	n := len(dirs)
+	name := filepath.Base(srcStage)
+	recs := make([][]*metrics.Record, n)
+	f, _ := os.Open(filepath.Join(srcStage, "profile_export.jsonl"))
+	defer f.Close()
+	var minIssue int64
+	minShard := -1
+	if err := metrics.ReadRecords(f, func(r *metrics.Record) error {
+		i := int(ordinalOf(r.ConversationID) % int64(n))
+		recs[i] = append(recs[i], r)
+		if minShard < 0 || r.CreditIssuedNs < minIssue {
+			minIssue, minShard = r.CreditIssuedNs, i
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	sessions := make([][]metrics.SessionRecord, n)
+	data, _ := os.ReadFile(filepath.Join(srcStage, "sessions.jsonl"))
+	for _, line := range bytes.Split(bytes.TrimSpace(data), []byte("\n")) {
+		var s metrics.SessionRecord
+		if err := json.Unmarshal(line, &s); err != nil {
+			t.Fatal(err)
+		}
+		i := int(ordinalOf(s.ConversationID) % int64(n))
+		sessions[i] = append(sessions[i], s)
+	}
+	st := readJSONMap(t, filepath.Join(srcStage, "stage.json"))
+	window := st["summary"].(map[string]any)["window"].(map[string]any)
+	t0 := mustInt(t, window["t0_ns"])
+	for i, d := range dirs {
+		off := offsets[i]
+		out := filepath.Join(d, name)
+		os.MkdirAll(out, 0o755)
+		copyFile(t, filepath.Join(srcStage, "dataset.jsonl"), filepath.Join(out, "dataset.jsonl"))
+		copyFile(t, filepath.Join(srcStage, "run.log"), filepath.Join(out, "run.log"))
+		var b []byte
+		shardT0 := int64(0)
+		for _, r := range slices.Backward(recs[i]) { // completion order differs per shard: reversed here
+			if shardT0 == 0 || r.CreditIssuedNs < shardT0 {
+				shardT0 = r.CreditIssuedNs
+			}
+			c := *r
+			shiftRecordForTest(&c, -off)
+			b = append(c.AppendJSON(b), '\n')
+		}
+		os.WriteFile(filepath.Join(out, "profile_export.jsonl"), b, 0o644)
+		var sb []byte
+		for _, s := range sessions[i] {
+			s.ScheduledNs -= off
+			if s.StartNs != 0 {
+				s.StartNs -= off
+			}
+			if s.EndNs != 0 {
+				s.EndNs -= off
+			}
+			sb = append(s.AppendJSON(sb), '\n')
+		}
+		os.WriteFile(filepath.Join(out, "sessions.jsonl"), sb, 0o644)
+		// The shard that sent the first request has the run's t0; the others their own first issue.
+		if i == minShard || shardT0 < t0 {
+			shardT0 = t0
+		}
+		shardStageJSON(t, st, out, i, n, off, shardT0-t0, len(recs[i]), len(sessions[i]))
+	}
+}
+
+// shardStageJSON writes a shard's stage.json: the source's, with the shard's window, counts and block.
+func shardStageJSON(t *testing.T, src map[string]any, out string, i, n int, off, t0Delta int64, records, sessions int) {
+	t.Helper()
+	st := cloneJSONMap(t, src)
+	st["shard"] = map[string]any{"index": i, "count": n, "clock_offset_ns": off, "offset_uncertainty_ns": 1000}
+	window := st["summary"].(map[string]any)["window"].(map[string]any)
+	for _, k := range []string{"t0_ns", "w_ns", "e_ns", "e_eff_ns"} {
+		window[k] = json.Number(fmt.Sprint(mustInt(t, window[k]) - off + t0Delta))
+	}
+	eng := st["engine"].(map[string]any)
+	eng["issued"], eng["sessions"] = records, sessions
+	if i != 0 {
+		eng["reused_sessions"], eng["never_started"], eng["retried_requests"] = 0, 0, 0
+	}
+	writeJSONMap(t, filepath.Join(out, "stage.json"), st)
+}
+
+func shiftRecordForTest(r *metrics.Record, off int64) {
+	r.CreditIssuedNs += off
+	r.RequestStartNs += off
+	for _, o := range []*metrics.Opt[int64]{&r.RequestAckNs, &r.RequestEndNs, &r.CancellationTimeNs, &r.IntendedStartNs} {
+		if o.OK {
+			o.V += off
+		}
+	}
+}
+
+func ordinalOf(id string) int64 {
+	var n int64
+	fmt.Sscanf(id[strings.LastIndexByte(id, '-')+1:], "%d", &n)
+	return n
+}
+
+func TestMergeAddsUpToTheSingleRun(t *testing.T) {
+	src := mergeSource(t)
+	single, err := report.ReadRun(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name    string
+		offsets []int64
+	}{
+		{"three shards, one clock", []int64{0, 0, 0}},
+		{"three shards, clocks off by +3.5 s and -1.25 s", []int64{0, 3_500_000_000, -1_250_000_000}},
+		{"two shards, both off", []int64{-7_000_000_001, 42}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dirs := splitRun(t, src, len(tc.offsets), tc.offsets)
+			out := filepath.Join(t.TempDir(), "merged")
+			code, stdout, stderr := plload(t, append(append([]string{"merge"}, dirs...), "--out", out)...)
+			if code != 0 {
+				t.Fatalf("merge: exit %d\n%s%s", code, stdout, stderr)
+			}
+			merged, err := report.ReadRun(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(merged) != len(single) {
+				t.Fatalf("%d merged stages, want %d", len(merged), len(single))
+			}
+			for k := range single {
+				compareMergedStage(t, single[k], merged[k])
+				compareRecords(t, filepath.Join(src, fmt.Sprintf("stage_%02d", k+1)), filepath.Join(out, fmt.Sprintf("stage_%02d", k+1)))
+			}
+		})
+	}
+}
+
+// compareMergedStage: the merged stage's numbers are the single run's, field for field (to 1e-9:
+// sums over another order), its warnings too but for the per-shard injector lines.
+func compareMergedStage(t *testing.T, want, got *report.StageReport) {
+	t.Helper()
+	approx := cmpopts.EquateApprox(1e-9, 1e-9)
+	if d := cmp.Diff(want.Summary, got.Summary, approx, cmpopts.IgnoreFields(metrics.StageSummary{}, "Warnings"), cmpopts.EquateEmpty()); d != "" {
+		t.Errorf("stage %d summary (-single +merged):\n%s", want.Stage, d)
+	}
+	if d := cmp.Diff(want.Engine, got.Engine, cmpopts.EquateEmpty()); d != "" {
+		t.Errorf("stage %d engine counts (-single +merged):\n%s", want.Stage, d)
+	}
+	keep := func(ws []string, drop string) []string {
+		return slices.DeleteFunc(slices.Clone(ws), func(w string) bool { return strings.Contains(w, drop) })
+	}
+	if d := cmp.Diff(keep(want.Summary.Warnings, "injector"), keep(got.Summary.Warnings, "shard "), cmpopts.EquateEmpty()); d != "" {
+		t.Errorf("stage %d warnings (-single +merged):\n%s", want.Stage, d)
+	}
+	if d := cmp.Diff(want.Injector, got.Injector); d != "" {
+		t.Errorf("stage %d injector (-single +merged):\n%s", want.Stage, d)
+	}
+}
+
+// compareRecords: the merged file holds the single run's records, byte for byte but for
+// session_num, which the merge numbers afresh in global order.
+func compareRecords(t *testing.T, srcStage, mergedStage string) {
+	t.Helper()
+	lines := func(path string) []string {
+		f, err := os.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		var out []string
+		var nums []int
+		if err := metrics.ReadRecords(f, func(r *metrics.Record) error {
+			nums = append(nums, r.SessionNum)
+			r.SessionNum = 0
+			out = append(out, string(r.AppendJSON(nil)))
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(out)
+		return out
+	}
+	want, got := lines(filepath.Join(srcStage, "profile_export.jsonl")), lines(filepath.Join(mergedStage, "profile_export.jsonl"))
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("%s records (-single +merged):\n%s", mergedStage, d)
+	}
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(to, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readJSONMap(t *testing.T, path string) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber() // epoch ns do not fit a float64
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return m
+}
+
+func cloneJSONMap(t *testing.T, m map[string]any) map[string]any {
+	t.Helper()
+	data, _ := json.Marshal(m)
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber()
+	var out map[string]any
+	dec.Decode(&out)
+	return out
+}
+
+func writeJSONMap(t *testing.T, path string, m map[string]any) {
+	t.Helper()
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(path, data, 0o644)
+}
+
+func mustInt(t *testing.T, v any) int64 {
+	t.Helper()
+	n, err := v.(json.Number).Int64()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
