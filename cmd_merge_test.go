@@ -314,3 +314,115 @@ func mustInt(t *testing.T, v any) int64 {
 	}
 	return n
 }
+
+func TestMergeRefusesWhatIsNotOneRun(t *testing.T) {
+	src := mergeSource(t)
+	for _, tc := range []struct {
+		name    string
+		prepare func(t *testing.T, dirs []string) []string // returns the merge arguments before --out
+		code    int
+		want    []string // in the error (exit 2) or in merge.json and the warnings (--allow-partial)
+	}{
+		{"a different scenario", func(t *testing.T, d []string) []string {
+			editFile(t, filepath.Join(d[1], "scenario.resolved.yaml"), "seed: 11", "seed: 12")
+			return d
+		}, 2, []string{shard1Dir, "ran a different scenario", "sha256"}},
+		{"only output differs: the same run", func(t *testing.T, d []string) []string {
+			editFile(t, filepath.Join(d[1], "scenario.resolved.yaml"), "dir: results/", "dir: /elsewhere/")
+			return d
+		}, 0, nil},
+		{"a duplicate index", func(t *testing.T, d []string) []string {
+			dup := filepath.Join(t.TempDir(), "again")
+			copyDir(t, d[0], dup)
+			return []string{d[0], d[1], dup, d[2]}
+		}, 2, []string{"shard index 0 given twice", "again"}},
+		{"a missing index", func(t *testing.T, d []string) []string { return []string{d[0], d[2]} },
+			2, []string{"shard 1/3: no directory given", "--allow-partial"}},
+		{"a missing index, allowed", func(t *testing.T, d []string) []string { return []string{d[0], d[2], "--allow-partial"} },
+			1, []string{"shard 1/3 is missing from this stage", `"problem": "no directory given for this index"`}},
+		{"a partial shard", func(t *testing.T, d []string) []string {
+			os.Remove(filepath.Join(d[2], "stage_02", "stage.json"))
+			return d
+		}, 2, []string{"shard 2/3", "stage 02: no stage.json"}},
+		{"a corrupt records line", func(t *testing.T, d []string) []string {
+			appendFile(t, filepath.Join(d[1], "stage_01", "profile_export.jsonl"), "{not a record\n")
+			return d
+		}, 2, []string{filepath.Join(shard1Dir, "stage_01", "profile_export.jsonl") + ":"}},
+		{"different datasets", func(t *testing.T, d []string) []string {
+			appendFile(t, filepath.Join(d[2], "stage_01", "dataset.jsonl"), "{}\n")
+			return d
+		}, 2, []string{"dataset.jsonl differs"}},
+		{"a run that is not sharded", func(t *testing.T, d []string) []string { return []string{src} },
+			2, []string{"no shard block", "accepted:"}},
+		{"not a directory", func(t *testing.T, d []string) []string { return []string{filepath.Join(d[0], "report.json")} },
+			2, []string{"not a directory", "accepted:"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dirs := splitRun(t, src, 3, []int64{0, 1_000_000, -2_000_000})
+			args := tc.prepare(t, dirs)
+			out := filepath.Join(t.TempDir(), "merged")
+			code, stdout, stderr := plload(t, append(append([]string{"merge"}, args...), "--out", out)...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s%s", code, tc.code, stdout, stderr)
+			}
+			text := stderr
+			if code != 2 {
+				man, _ := os.ReadFile(filepath.Join(out, "merge.json"))
+				text = stdout + string(man)
+			} else if _, err := os.Stat(out); err == nil {
+				t.Errorf("refused, yet %s was written", out)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(text, strings.ReplaceAll(w, shard1Dir, dirs[1])) {
+					t.Errorf("output lacks %q:\n%s", w, text)
+				}
+			}
+			if strings.Contains(stderr, "panic") {
+				t.Errorf("a panic:\n%s", stderr)
+			}
+		})
+	}
+}
+
+// shard1Dir stands for shard 1's directory in a want string (its temp path is known only in the test).
+const shard1Dir = "<shard1>"
+
+func TestMergeRefusesAnOutThatIsNotEmpty(t *testing.T) {
+	src := mergeSource(t)
+	dirs := splitRun(t, src, 2, []int64{0, 0})
+	out := t.TempDir()
+	os.WriteFile(filepath.Join(out, "keep.txt"), []byte("mine"), 0o644)
+	code, _, stderr := plload(t, append(append([]string{"merge"}, dirs...), "--out", out)...)
+	if code != 2 || !strings.Contains(stderr, "not empty") {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 1 {
+		t.Errorf("the --out directory was touched: %v", entries)
+	}
+}
+
+func editFile(t *testing.T, path, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil || !bytes.Contains(data, []byte(from)) {
+		t.Fatalf("%s: %v, or no %q in it", path, err, from)
+	}
+	os.WriteFile(path, bytes.Replace(data, []byte(from), []byte(to), 1), 0o644)
+}
+
+func appendFile(t *testing.T, path, text string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(text)
+	f.Close()
+}
+
+func copyDir(t *testing.T, from, to string) {
+	t.Helper()
+	if err := os.CopyFS(to, os.DirFS(from)); err != nil {
+		t.Fatal(err)
+	}
+}
