@@ -91,7 +91,7 @@ set -uo pipefail
 : "${ {{- .TokenEnv}}:?set {{.TokenEnv}} to a shared secret: the coordinator refuses shards without it}"
 export {{.TokenEnv}}
 {{- if .P.APIKeyEnv}}
-: "${ {{- .P.APIKeyEnv}}:?set {{.P.APIKeyEnv}}: the scenario's target.api_key_env}"
+: "${ {{- .P.APIKeyEnv}}:?set {{.P.APIKeyEnv}}, which target.api_key_env names}"
 export {{.P.APIKeyEnv}}
 {{- end}}
 PLLOAD="${PLLOAD:-plload}"

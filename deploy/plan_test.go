@@ -1,0 +1,68 @@
+package deploy
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/plload/plload/workload"
+)
+
+const scenarioHead = `name: t
+target: {base_url: mock, mock: {ttft: 100ms, tps: 100}}
+personas: {count: 2, system_prompt_tokens: {min: 20, max: 40}}
+`
+
+func TestPeakStreams(t *testing.T) {
+	cases := []struct {
+		name, body string
+		want       int
+	}{
+		{"concurrency: the largest stage", `session: {user_input_tokens: {min: 5, max: 10}, turns: {min: 1, max: 1}, think_time: {min: 1s, max: 1s}, max_output_tokens: {min: 40, max: 40}}
+load: {mode: concurrency, stages: [{concurrency: 30, duration: 5s}, {concurrency: 70, duration: 5s}, {concurrency: 10, duration: 5s}]}
+`, 70},
+		// One request takes 0.1 s + 40 tokens ÷ 100 tok/s = 0.5 s: 100 req/s hold 50 in flight.
+		{"request_rate: Little's law", `session: {user_input_tokens: {min: 5, max: 10}, max_output_tokens: {min: 40, max: 40}}
+load: {mode: request_rate, stages: [{rate: 100, duration: 5s}]}
+`, 50},
+		{"request_rate: capped by max_in_flight", `session: {user_input_tokens: {min: 5, max: 10}, max_output_tokens: {min: 40, max: 40}}
+load: {mode: request_rate, max_in_flight: 20, stages: [{rate: 100, duration: 5s}]}
+`, 20},
+		{"request_rate: a low rate is not sized as the default cap", `session: {user_input_tokens: {min: 5, max: 10}, max_output_tokens: {min: 40, max: 40}}
+load: {mode: request_rate, stages: [{rate: 1, duration: 5s}]}
+`, 1},
+		{"arrival_rate: capped by max_concurrency", `session: {user_input_tokens: {min: 5, max: 10}, turns: {min: 3, max: 3}, max_output_tokens: {min: 40, max: 40}, think_time: {min: 1s, max: 1s}}
+load: {mode: arrival_rate, stages: [{sessions_per_sec: 10, max_concurrency: 5, duration: 5s}]}
+`, 5},
+		// A session lasts 3 × 0.5 s + 2 × 1 s = 3.5 s: 2 per second hold 7 open.
+		{"arrival_rate: Little's law under the cap", `session: {user_input_tokens: {min: 5, max: 10}, turns: {min: 3, max: 3}, max_output_tokens: {min: 40, max: 40}, think_time: {min: 1s, max: 1s}}
+load: {mode: arrival_rate, stages: [{sessions_per_sec: 2, max_concurrency: 100, duration: 5s}]}
+`, 7},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sc, issues := workload.Parse("t.yaml", []byte(scenarioHead+c.body), workload.LoadOptions{})
+			if err := issues.Err(); err != nil {
+				t.Fatal(err)
+			}
+			if got := PeakStreams(sc); got != c.want {
+				t.Errorf("PeakStreams = %d, want %d", got, c.want)
+			}
+		})
+	}
+}
+
+func TestDNSName(t *testing.T) {
+	cases := map[string]string{
+		"smoke":                   "plload-smoke",
+		"Chat_Peak.v2":            "plload-chat-peak-v2",
+		"--x--":                   "plload-x",
+		strings.Repeat("a", 80):   "plload-" + strings.Repeat("a", maxNameLen-len("plload-")),
+		strings.Repeat("ab-", 20): strings.TrimRight(("plload-" + strings.Repeat("ab-", 20))[:maxNameLen], "-"),
+	}
+	for in, want := range cases {
+		got := DNSName(in)
+		if got != want || !nameRE.MatchString(got) || len(got) > maxNameLen {
+			t.Errorf("DNSName(%q) = %q, want %q (a label of at most %d)", in, got, want, maxNameLen)
+		}
+	}
+}
