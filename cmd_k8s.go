@@ -28,7 +28,7 @@ func deployPlan(cmd *cli.Command) (*deploy.Plan, error) {
 		return nil, err
 	}
 	for _, w := range warnings {
-		fmt.Fprintf(cmd.Root().ErrWriter, "%s: warning: %v\n", cmd.Name, w)
+		fmt.Fprintf(cmd.Root().ErrWriter, "%s: %v\n", cmd.Name, w) // the issue says "warning:" itself
 	}
 	p, err := deploy.NewPlan(sc, deploy.Options{Shards: int(cmd.Int("shards")), Name: cmd.String("name")})
 	if err != nil {
