@@ -426,3 +426,52 @@ func copyDir(t *testing.T, from, to string) {
 		t.Fatal(err)
 	}
 }
+
+func TestMergeShowsTheWorstInjectorAndAPartialShard(t *testing.T) {
+	src := mergeSource(t)
+	dirs := splitRun(t, src, 3, []int64{0, 5_000, -9_000})
+	// Shard 2's injector was strained in stage 1.
+	st := readJSONMap(t, filepath.Join(dirs[2], "stage_01", "stage.json"))
+	inj := st["injector"].(map[string]any)
+	inj["cpu_percent"], inj["cores"] = 390, 4
+	writeJSONMap(t, filepath.Join(dirs[2], "stage_01", "stage.json"), st)
+	// Shard 1 was killed during stage 2: no stage.json, and its last records line half-written.
+	os.Remove(filepath.Join(dirs[1], "stage_02", "stage.json"))
+	recPath := filepath.Join(dirs[1], "stage_02", "profile_export.jsonl")
+	data, _ := os.ReadFile(recPath)
+	kept := bytes.Count(data, []byte("\n")) - 1
+	cut := bytes.LastIndexByte(data[:len(data)-1], '\n') + 1
+	os.WriteFile(recPath, data[:cut+(len(data)-cut)/2], 0o644)
+	out := filepath.Join(t.TempDir(), "merged")
+	code, stdout, stderr := plload(t, append(append([]string{"merge"}, dirs...), "--out", out, "--allow-partial")...)
+	if code == 2 {
+		t.Fatalf("merge: exit %d\n%s%s", code, stdout, stderr)
+	}
+	merged, err := report.ReadRun(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	one := merged[0]
+	if one.Injector.CPUPercent != 390 || !slices.ContainsFunc(one.Summary.Warnings, func(w string) bool { return strings.HasPrefix(w, "shard 2/3: injector CPU busy") }) {
+		t.Errorf("stage 1 shows injector %+v, warnings %q; want shard 2's, named", one.Injector, one.Summary.Warnings)
+	}
+	two := merged[1]
+	if !two.Summary.Partial || !slices.ContainsFunc(two.Summary.Warnings, func(w string) bool { return strings.HasPrefix(w, "shard 1/3 is partial") }) {
+		t.Errorf("stage 2: partial %v, warnings %q; want partial, naming shard 1", two.Summary.Partial, two.Summary.Warnings)
+	}
+	want := 0
+	for i, d := range dirs {
+		if i == 1 {
+			want += kept
+			continue
+		}
+		s, _ := report.ReadStage(filepath.Join(d, "stage_02", "stage.json"))
+		want += s.Engine.Issued
+	}
+	if two.Summary.Requests.Total != want || two.Engine.Issued != want {
+		t.Errorf("stage 2: %d records (engine %d), want %d: the two whole shards' and the killed one's whole lines", two.Summary.Requests.Total, two.Engine.Issued, want)
+	}
+	if man, _ := os.ReadFile(filepath.Join(out, "merge.json")); !bytes.Contains(man, []byte("stage 02: no stage.json")) {
+		t.Errorf("merge.json does not name the partial shard:\n%s", man)
+	}
+}
