@@ -172,7 +172,7 @@ func checkShardJob(t *testing.T, j *batchv1.Job, shards int32, pvc string) {
 	c := pod.Containers[0]
 	want := []string{"run", "/scenario/scenario.yaml", "--shard", "auto", "--shards", fmt.Sprint(shards),
 		"--coordinator", "plload-chat-peak-coordinator:7070", "--token-env", "PLLOAD_TOKEN",
-		"--out", "/results/plload-chat-peak/shard-$(JOB_COMPLETION_INDEX)"}
+		"--join-timeout", "5m", "--out", "/results/plload-chat-peak/shard-$(JOB_COMPLETION_INDEX)"}
 	if d := cmp.Diff(want, c.Args); d != "" {
 		t.Errorf("shard args (-want +got):\n%s", d)
 	}
@@ -223,7 +223,7 @@ func checkCoordinator(t *testing.T, objs k8sObjects, shards int32) {
 		t.Errorf("the coordinator Service also selects the shard pods")
 	}
 	c := job.Spec.Template.Spec.Containers[0]
-	want := []string{"coordinate", "--shards", fmt.Sprint(shards), "--listen", "0.0.0.0:7070", "--token-env", "PLLOAD_TOKEN"}
+	want := []string{"coordinate", "--shards", fmt.Sprint(shards), "--listen", "0.0.0.0:7070", "--token-env", "PLLOAD_TOKEN", "--join-timeout", "5m"}
 	if d := cmp.Diff(want, c.Args); d != "" {
 		t.Errorf("coordinator args (-want +got):\n%s", d)
 	}

@@ -38,6 +38,11 @@ const (
 	APIKeyKey = "api-key"
 )
 
+// JoinTimeout is --join-timeout on both sides in Kubernetes, over run's 60 s default: the pods are
+// scheduled, and their image pulled, one node at a time, so the last shard may join minutes after
+// the first. It also bounds each stage's barrier, so a dead shard holds the others this long.
+const JoinTimeout = "5m"
+
 // Component labels, one per role.
 const (
 	ComponentCoordinator = "coordinator"
@@ -174,7 +179,8 @@ func (p *Plan) coordinatorJob(o K8sOptions) *batchv1.Job {
 	c := p.container(o, "coordinator", []string{"coordinate",
 		"--shards", strconv.Itoa(p.Shards),
 		"--listen", "0.0.0.0:" + strconv.Itoa(CoordinatorPort),
-		"--token-env", TokenEnv})
+		"--token-env", TokenEnv,
+		"--join-timeout", JoinTimeout})
 	c.Env = append(c.Env, secretEnv(TokenEnv, o.TokenSecret, TokenKey))
 	c.Ports = []corev1.ContainerPort{{Name: "coordinator", ContainerPort: CoordinatorPort, Protocol: corev1.ProtocolTCP}}
 	// A barrier and a clock, no load: a small fixed request.
@@ -188,6 +194,7 @@ func (p *Plan) shardJob(o K8sOptions) *batchv1.Job {
 		"--shard", "auto", "--shards", strconv.Itoa(p.Shards),
 		"--coordinator", p.CoordinatorAddr(),
 		"--token-env", TokenEnv,
+		"--join-timeout", JoinTimeout,
 		"--out", out})
 	// The Job controller sets JOB_COMPLETION_INDEX too; naming it here makes $(JOB_COMPLETION_INDEX)
 	// in the args expand on every cluster (the controller leaves a variable the pod already defines).
