@@ -211,18 +211,25 @@ func shiftStamp(s string, off int64) string {
 // index (one strained shard marks the run), unless failures explain the strain as they do in one
 // process; and each shard missing from or partial in the stage.
 func shardWarnings(set *shardSet, n int, parts []stagePart, explained bool) []string {
-	var out []string
+	var out, strain []string
+	strained := map[string][]int{} // a warning → the shards that gave it, so 100 shards make one line
 	have := map[int]bool{}
 	for _, p := range parts {
 		have[p.index] = true
 		if r := p.stage.report; r != nil && !explained {
 			for _, w := range r.Injector.Warnings() {
-				out = append(out, fmt.Sprintf("shard %d/%d: %s", p.index, set.count, w))
+				if strained[w] == nil {
+					strain = append(strain, w)
+				}
+				strained[w] = append(strained[w], p.index)
 			}
 		}
 		if p.stage.issue != "" {
 			out = append(out, fmt.Sprintf("shard %d/%d is partial in this stage (%s): its sessions after it stopped are missing", p.index, set.count, p.stage.issue))
 		}
+	}
+	for _, w := range strain {
+		out = append(out, shardsText(strained[w], set.count)+": "+w)
 	}
 	for i := 0; i < set.count; i++ {
 		if !have[i] {
@@ -231,6 +238,18 @@ func shardWarnings(set *shardSet, n int, parts []stagePart, explained bool) []st
 		}
 	}
 	return out
+}
+
+// shardsText names shards: "shard 2/4", "shards 0, 1 and 3 of 4".
+func shardsText(idx []int, count int) string {
+	if len(idx) == 1 {
+		return fmt.Sprintf("shard %d/%d", idx[0], count)
+	}
+	parts := make([]string, len(idx))
+	for i, x := range idx {
+		parts[i] = fmt.Sprint(x)
+	}
+	return fmt.Sprintf("shards %s and %s of %d", strings.Join(parts[:len(parts)-1], ", "), parts[len(parts)-1], count)
 }
 
 // worstInjector is the shard whose injector worked hardest: the most warnings, then the highest
