@@ -33,12 +33,31 @@ slo: {ttft_p95: 1s, itl_p95: 100ms, error_rate_max: 0.5}
 cost: {gpu_hourly_usd: 2}
 `
 
+// mergeOpenLoopScenario is an open-loop source: t0 is the schedule's origin, not a send.
+const mergeOpenLoopScenario = `name: mergesrc
+seed: 7
+target: {base_url: mock, mock: {ttft: 4ms, tps: 500, error_rate: 0.05, seed: 2}, timeout: 5s}
+session: {user_input_tokens: {min: 5, max: 15}, max_output_tokens: {min: 4, max: 10}}
+personas: {count: 2, system_prompt_tokens: {min: 20, max: 40}}
+load:
+  mode: request_rate
+  arrival: gamma
+  cv: 2.0
+  max_in_flight: 50
+  drain_timeout: 5s
+  stages: [{rate: 80, warmup: 200ms, duration: 600ms}, {rate: {from: 40, to: 120, over: 300ms}, duration: 500ms}]
+slo: {ttft: {p95: 500ms}, error_rate: 0.5}
+`
+
 // mergeSource is one real single-process run of mergeScenario on the mock.
-func mergeSource(t *testing.T) string {
+func mergeSource(t *testing.T) string { return mergeSourceOf(t, mergeScenario) }
+
+// mergeSourceOf is one real single-process run of a scenario named mergesrc on the mock.
+func mergeSourceOf(t *testing.T, scenario string) string {
 	t.Helper()
 	base := t.TempDir()
 	path := filepath.Join(base, "mergesrc.yaml")
-	os.WriteFile(path, []byte(mergeScenario), 0o644)
+	os.WriteFile(path, []byte(scenario), 0o644)
 	if code, stdout, stderr := plload(t, "run", path, "--out", base, "--quiet"); code != 0 {
 		t.Fatalf("run: exit %d\n%s%s", code, stdout, stderr)
 	}
@@ -175,20 +194,23 @@ func ordinalOf(id string) int64 {
 }
 
 func TestMergeAddsUpToTheSingleRun(t *testing.T) {
-	src := mergeSource(t)
-	single, err := report.ReadRun(src)
-	if err != nil {
-		t.Fatal(err)
-	}
+	closed, open := mergeSource(t), mergeSourceOf(t, mergeOpenLoopScenario)
 	for _, tc := range []struct {
 		name    string
+		src     string
 		offsets []int64
 	}{
-		{"three shards, one clock", []int64{0, 0, 0}},
-		{"three shards, clocks off by +3.5 s and -1.25 s", []int64{0, 3_500_000_000, -1_250_000_000}},
-		{"two shards, both off", []int64{-7_000_000_001, 42}},
+		{"three shards, one clock", closed, []int64{0, 0, 0}},
+		{"three shards, clocks off by +3.5 s and -1.25 s", closed, []int64{0, 3_500_000_000, -1_250_000_000}},
+		{"two shards, both off", closed, []int64{-7_000_000_001, 42}},
+		{"request_rate, four shards, clocks off", open, []int64{1_000_000, 0, -2_500_000_000, 77}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			src := tc.src
+			single, err := report.ReadRun(src)
+			if err != nil {
+				t.Fatal(err)
+			}
 			dirs := splitRun(t, src, len(tc.offsets), tc.offsets)
 			out := filepath.Join(t.TempDir(), "merged")
 			code, stdout, stderr := plload(t, append(append([]string{"merge"}, dirs...), "--out", out)...)
