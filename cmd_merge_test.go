@@ -221,6 +221,10 @@ func TestMergeAddsUpToTheSingleRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			checkRunMatchesSchema(t, out)
+			if code, stdout, stderr := plload(t, "report", out); code != 0 || !strings.Contains(stdout, "**Headline**") {
+				t.Errorf("plload report of the merged directory: exit %d\n%s%s", code, stdout, stderr)
+			}
 			if len(merged) != len(single) {
 				t.Fatalf("%d merged stages, want %d", len(merged), len(single))
 			}
