@@ -12,12 +12,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/plload/plload/cluster"
 	"github.com/plload/plload/engine"
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/mock"
@@ -51,14 +53,18 @@ func runCommand() *cli.Command {
 			"  2    bad input: flags, scenario, files, or a target the preflight refused; nothing was sent\n" +
 			"  3    the gate could not decide (see plload gate --help)\n" +
 			"  130  interrupted",
-		Flags: append(append(scenarioFlags(), []cli.Flag{
+		Flags: append(append(append(scenarioFlags(), []cli.Flag{
 			&cli.StringFlag{Name: "out", Usage: "results base directory (overrides output.dir)"},
 			&cli.BoolFlag{Name: "quiet", Usage: "no progress display (stage lines and the final table still print)"},
 			&cli.StringFlag{Name: "baseline", Usage: "after the run, gate it against this results directory (see plload gate)"},
 			&cli.BoolFlag{Name: "no-preflight", Usage: "skip the one streamed request sent before the first stage to check the target"},
-		}...), gateFlags()...),
+		}...), shardFlags()...), gateFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
+			shard, err := shardOptions(cmd, os.Getenv)
+			if err != nil {
+				return err
+			}
 			sc, warnings, overridden, err := runInput(cmd)
 			if err != nil {
 				return err
@@ -73,7 +79,7 @@ func runCommand() *cli.Command {
 			if err := checkGateRules(sc); err != nil {
 				return err
 			}
-			dir, err := runScenario(ctx, sc, runOptions{base: base, quiet: cmd.Bool("quiet"), preflight: !cmd.Bool("no-preflight"), fromResolved: overridden}, stdout, stderr)
+			dir, err := runScenario(ctx, sc, runOptions{base: base, quiet: cmd.Bool("quiet"), preflight: !cmd.Bool("no-preflight"), fromResolved: overridden, shard: shard}, stdout, stderr)
 			if dir == "" {
 				return err
 			}
@@ -99,6 +105,7 @@ type runOptions struct {
 	// fromResolved: flags made or changed the scenario, so the run is reproduced from its
 	// scenario.resolved.yaml rather than from the file.
 	fromResolved bool
+	shard        shardRun // --shard and the coordinator (zero: unsharded)
 }
 
 // runScenario builds the workload, starts the mock when asked, checks the target with one request,
@@ -135,7 +142,15 @@ func runScenario(ctx context.Context, sc *workload.Scenario, opt runOptions, std
 		return "", err
 	}
 	defer closeMock()
-	dir, err := makeRunDir(opt.base, sc.Name)
+	// The barrier comes after the preflight (a shard whose target is refused never joins) and before
+	// the results directory (a shard that could not join leaves none).
+	member, err := opt.shard.join(ctx, sc)
+	if err != nil {
+		return "", err
+	}
+	defer member.Close()
+	shardInfo := opt.shard.info(member)
+	dir, err := makeRunDir(opt.base, sc.Name, opt.shard.dirSuffix())
 	if err != nil {
 		return "", badInput("results directory: %v; choose another with --out or output.dir", err)
 	}
@@ -153,10 +168,10 @@ func runScenario(ctx context.Context, sc *workload.Scenario, opt runOptions, std
 	prog := startProgress(stdout, stderr, live, opt.quiet)
 	_, err = engine.Run(ctx, engine.Config{
 		Scenario: sc, Workload: w, BaseURL: baseURL, Dir: dir, Log: log, Live: live,
-		ServerMetricsURL: serverMetricsURL(sc, baseURL),
+		ServerMetricsURL: serverMetricsURL(sc, baseURL), Shard: opt.shard.shard, StageStart: member.stageStart(),
 		OnStage: func(r engine.StageResult) {
 			prog.Println(stdout, stageLine(r, len(w.Stages)))
-			st, err := summarizeStage(sc, w, r)
+			st, err := summarizeStage(sc, w, r, shardInfo)
 			if err != nil {
 				summaryErr = errors.Join(summaryErr, err)
 				return
@@ -168,7 +183,7 @@ func runScenario(ctx context.Context, sc *workload.Scenario, opt runOptions, std
 		},
 	})
 	prog.Stop()
-	return finishRun(sc, stages, dir, opt, started, err, summaryErr, stdout)
+	return finishRun(sc, stages, dir, opt, started, err, summaryErr, stdout, shardInfo)
 }
 
 // startTarget starts the in-process mock when the scenario asks for it (baseURL is then its URL; ""
@@ -210,14 +225,14 @@ func startTarget(ctx context.Context, sc *workload.Scenario, w *workload.Workloa
 // finishRun writes the report of a run whose stages ended (runErr: why the engine stopped, if it
 // did), prints the headline and the table, and decides the outcome: the results directory and, for a
 // finished run, an exit-1 error listing what failed.
-func finishRun(sc *workload.Scenario, stages []*report.StageReport, dir string, opt runOptions, started time.Time, runErr, summaryErr error, stdout io.Writer) (string, error) {
+func finishRun(sc *workload.Scenario, stages []*report.StageReport, dir string, opt runOptions, started time.Time, runErr, summaryErr error, stdout io.Writer, shard *report.ShardInfo) (string, error) {
 	interrupted := errors.Is(runErr, engine.ErrInterrupted)
 	scenarioFile := absPath(sc.File)
 	if opt.fromResolved {
 		scenarioFile = absPath(filepath.Join(dir, "scenario.resolved.yaml"))
 	}
 	rep := report.New(sc, stages, report.Meta{Tool: toolName(), ScenarioFile: scenarioFile,
-		Command: "plload run " + scenarioFile + " --out " + absPath(opt.base), Started: started, Finished: time.Now(), Interrupted: interrupted})
+		Command: "plload run " + scenarioFile + " --out " + absPath(opt.base) + opt.shard.flags(), Started: started, Finished: time.Now(), Interrupted: interrupted, Shard: shard})
 	if werr := rep.Write(dir, sc); werr != nil {
 		summaryErr = errors.Join(summaryErr, werr)
 	}
@@ -280,7 +295,7 @@ func replayReason(sum *metrics.StageSummary) string {
 }
 
 // summarizeStage computes a finished stage's numbers from its records and writes stage.json.
-func summarizeStage(sc *workload.Scenario, w *workload.Workload, r engine.StageResult) (*report.StageReport, error) {
+func summarizeStage(sc *workload.Scenario, w *workload.Workload, r engine.StageResult, shard *report.ShardInfo) (*report.StageReport, error) {
 	i := r.Stage - 1
 	in := report.StageInput(sc, i)
 	if r.T0Ns != 0 {
@@ -315,6 +330,7 @@ func summarizeStage(sc *workload.Scenario, w *workload.Workload, r engine.StageR
 		report.EngineCounts{Issued: r.Issued, Sessions: r.Sessions, Reused: r.Reused, NotStarted: r.NotStarted, Retried: r.Retried, Outages: outagesOf(r), Aborted: r.Aborted})
 	st.Injector, st.NetworkRTT = r.Injector, r.RTT
 	st.Server = serverSummary(r, sum)
+	st.Shard = shard
 	return st, st.Write(r.Dir)
 }
 
@@ -420,12 +436,13 @@ func stageLine(r engine.StageResult, stages int) string {
 	return line
 }
 
-// makeRunDir creates base/<name>-<YYYYmmdd-HHMMSS>, adding -2, -3... if that exists already.
-func makeRunDir(base, name string) (string, error) {
+// makeRunDir creates base/<name>-<YYYYmmdd-HHMMSS><suffix> (suffix: a shard's -shardIofN), adding
+// -2, -3... if that exists already.
+func makeRunDir(base, name, suffix string) (string, error) {
 	if err := os.MkdirAll(base, 0o755); err != nil {
 		return "", err
 	}
-	stem := filepath.Join(base, name+"-"+time.Now().Format("20060102-150405"))
+	stem := filepath.Join(base, name+"-"+time.Now().Format("20060102-150405")+suffix)
 	dir := stem
 	for i := 2; ; i++ {
 		err := os.Mkdir(dir, 0o755)
@@ -487,4 +504,122 @@ func outagesOf(r engine.StageResult) []report.Outage {
 			Kind: o.Kind, Requests: o.Requests, FirstMessage: o.FirstMessage})
 	}
 	return out
+}
+
+// shardFlags are run's flags for one shard of a sharded run (SPEC §15).
+func shardFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "shard", Usage: "run one shard: INDEX/COUNT (0/4), the sessions and arrivals whose ordinal ≡ INDEX mod COUNT; or auto (JOB_COMPLETION_INDEX with --shards, SLURM_PROCID/SLURM_NTASKS, OMPI_COMM_WORLD_RANK/SIZE)"},
+		&cli.IntFlag{Name: "shards", Usage: "with --shard auto in a Kubernetes Indexed Job: the shard count (the Job's completions)"},
+		&cli.StringFlag{Name: "coordinator", Usage: "with --shard: host:port of plload coordinate; every shard starts each stage at its one start time"},
+		&cli.StringFlag{Name: "token-env", Usage: "with --coordinator: environment variable holding the coordinator's shared secret"},
+		&cli.DurationFlag{Name: "join-timeout", Value: 60 * time.Second, Usage: "with --coordinator: the longest wait for every shard at the start barrier"},
+	}
+}
+
+// shardRun is this run's place in a sharded run: its shard and the coordinator it joins ("": none).
+type shardRun struct {
+	shard              workload.Shard
+	coordinator, token string
+	joinTimeout        time.Duration
+}
+
+// shardOptions reads and checks the shard flags; every refusal is exit 2 naming the flag, before
+// anything is built or sent.
+func shardOptions(cmd *cli.Command, getenv func(string) string) (shardRun, error) {
+	o := shardRun{coordinator: cmd.String("coordinator"), joinTimeout: cmd.Duration("join-timeout")}
+	flag, shards := cmd.String("shard"), cmd.Int("shards")
+	if cmd.IsSet("shards") && shards < 1 {
+		return o, badInput("--shards %d; accepted: the shard count, 1 or more", shards)
+	}
+	sh, err := cluster.ParseShard(flag, shards, getenv)
+	if err != nil {
+		return o, badInput("%v; nothing was sent", err)
+	}
+	if cmd.IsSet("shards") && flag != "" && sh.Count != shards {
+		return o, badInput("--shard %s names %d shards but --shards is %d; accepted: the same count", flag, sh.Count, shards)
+	}
+	o.shard = sh
+	switch {
+	case o.coordinator == "" && cmd.IsSet("token-env"):
+		return o, badInput("--token-env without --coordinator; accepted: --coordinator host:port --token-env VAR")
+	case o.coordinator != "" && flag == "":
+		return o, badInput("--coordinator %s without --shard; accepted: --shard INDEX/COUNT or auto with it", o.coordinator)
+	case o.joinTimeout <= 0:
+		return o, badInput("--join-timeout %s; accepted: a positive duration such as 60s", o.joinTimeout)
+	}
+	if env := cmd.String("token-env"); env != "" {
+		if o.token = getenv(env); o.token == "" {
+			return o, badInput("--token-env %s: the variable is unset or empty; accepted: the name of a variable holding the coordinator's secret", env)
+		}
+	}
+	return o, nil
+}
+
+// dirSuffix goes on the results directory's name, so shards writing to one shared volume never
+// collide: "-shard0of4" ("" unsharded).
+func (o shardRun) dirSuffix() string {
+	if !o.shard.Sharded() {
+		return ""
+	}
+	return fmt.Sprintf("-shard%dof%d", o.shard.Index, o.shard.Count)
+}
+
+// flags are the shard flags as report.json's command repeats them (never the token).
+func (o shardRun) flags() string {
+	out := ""
+	if o.shard.Count > 0 {
+		out = " --shard " + strconv.Itoa(o.shard.Index) + "/" + strconv.Itoa(o.shard.Count)
+	}
+	if o.coordinator != "" {
+		out += " --coordinator " + o.coordinator
+	}
+	return out
+}
+
+// shardMember is the coordinator's barrier for this run; nil without a coordinator (its methods
+// then do nothing).
+type shardMember struct{ m *cluster.Member }
+
+// join joins the coordinator (nil, nil without one): a shard that cannot join, or that the others
+// did not join within --join-timeout, fails the run (exit 1) with the coordinator's reason.
+func (o shardRun) join(ctx context.Context, sc *workload.Scenario) (*shardMember, error) {
+	if o.coordinator == "" {
+		return nil, nil
+	}
+	sha, err := cluster.ScenarioSHA(sc)
+	if err != nil {
+		return nil, err
+	}
+	m, err := cluster.Join(ctx, cluster.JoinOptions{Addr: o.coordinator, Token: o.token, Shard: o.shard, ScenarioSHA: sha, Timeout: o.joinTimeout})
+	if err != nil {
+		return nil, &exitError{code: exitFailed, err: fmt.Errorf("shard %s: joining the coordinator: %w; nothing was sent", o.shard, err)}
+	}
+	return &shardMember{m: m}, nil
+}
+
+func (s *shardMember) Close() {
+	if s != nil {
+		_ = s.m.Close()
+	}
+}
+
+// stageStart is the engine's start hook (nil without a coordinator).
+func (s *shardMember) stageStart() func(context.Context, int) (time.Time, error) {
+	if s == nil {
+		return nil
+	}
+	return s.m.StageStart
+}
+
+// info is the shard block of stage.json and report.json (nil unsharded).
+func (o shardRun) info(s *shardMember) *report.ShardInfo {
+	if !o.shard.Sharded() {
+		return nil
+	}
+	in := &report.ShardInfo{Index: o.shard.Index, Count: o.shard.Count}
+	if s != nil {
+		in.ClockOffsetNs, in.OffsetUncertaintyNs = s.m.Offset()
+	}
+	return in
 }

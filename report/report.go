@@ -30,6 +30,8 @@ type Report struct {
 	Headline      string         `json:"-"`
 	HeadlineStage *int           `json:"headline_stage"` // null: none
 	Stages        []*StageReport `json:"stages"`
+	// Shard is this process's part of a sharded run; absent when the run is not sharded.
+	Shard *ShardInfo `json:"shard,omitempty"`
 }
 
 // Meta is what the report says about how the run was made.
@@ -37,13 +39,14 @@ type Meta struct {
 	Tool, ScenarioFile, Command string
 	Started, Finished           time.Time
 	Interrupted                 bool
+	Shard                       *ShardInfo // nil: not sharded
 }
 
 // New assembles a run's report from its stage reports.
 func New(sc *workload.Scenario, stages []*StageReport, m Meta) *Report {
 	r := &Report{SchemaVersion: SchemaVersion, Tool: m.Tool, Run: sc.Name, ScenarioFile: m.ScenarioFile,
 		Command: m.Command, Seed: sc.Seed, Started: m.Started, Finished: m.Finished, Interrupted: m.Interrupted,
-		Stages: stages, Headline: HeadlineLine(stages), HeadlineText: HeadlineText(stages)}
+		Stages: stages, Headline: HeadlineLine(stages), HeadlineText: HeadlineText(stages), Shard: m.Shard}
 	if r.Stages == nil {
 		r.Stages = []*StageReport{} // [] in JSON, never null
 	}

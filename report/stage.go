@@ -57,6 +57,20 @@ type StageReport struct {
 	// Server is the target's own view from its Prometheus endpoint (nil when scraping was off).
 	Server  *metrics.ServerSummary `json:"server,omitempty"`
 	Summary *metrics.StageSummary  `json:"summary"`
+	// Shard is this process's part of a sharded run (SPEC §15); absent when the run is not sharded.
+	Shard *ShardInfo `json:"shard,omitempty"`
+}
+
+// ShardInfo is which shard wrote a results directory and how its clock stood against the
+// coordinator's (SPEC §15): ClockOffsetNs is the coordinator's clock minus the shard's (as
+// cluster.Member.Offset measures it), so a merge puts the shard's epoch-ns times on the
+// coordinator's clock by adding it, good to ±OffsetUncertaintyNs. Both are 0 for a shard run
+// without a coordinator.
+type ShardInfo struct {
+	Index               int   `json:"index"`
+	Count               int   `json:"count"`
+	ClockOffsetNs       int64 `json:"clock_offset_ns"`
+	OffsetUncertaintyNs int64 `json:"offset_uncertainty_ns"`
 }
 
 // SourceInfo identifies a workload read from a file — never its text, which can be a customer's.
