@@ -35,7 +35,8 @@ func runCommand() *cli.Command {
 		UsageText: runExamples,
 		Description: flagsHelp + "Validates the scenario first: a scenario with errors, an unset ${ENV} or api_key_env variable, or\n" +
 			"an unwritable results directory sends nothing and exits 2. Then it runs each stage in order\n" +
-			"(warmup, duration, drain) and writes results/<name>-<YYYYmmdd-HHMMSS>/: scenario.resolved.yaml\n" +
+			"(warmup, duration, drain) and writes results/<name>-<YYYYmmdd-HHMMSS>/ (a shard: …-shardIofN/,\n" +
+			"its sessions those whose ordinal ≡ I mod N, SPEC §15): scenario.resolved.yaml\n" +
 			"(secrets masked) and per stage dataset.jsonl, profile_export.jsonl (one AIPerf record per\n" +
 			"request), sessions.jsonl and run.log. A scenario whose target is mock starts the bundled mock\n" +
 			"in-process on a free loopback port.\n\n" +

@@ -234,3 +234,38 @@ func requestsSeen(c *captured) int {
 	}
 	return n
 }
+
+// TestShardNextSession: a concurrency shard takes its residue of the pool in order and wraps within
+// it, marking the repeats as reuse; a pool shorter than the shard count leaves a shard only repeats.
+func TestShardNextSession(t *testing.T) {
+	cases := []struct {
+		pool  int
+		shard workload.Shard
+		want  []string // pool index, with * for a reuse
+	}{
+		{10, workload.Shard{}, []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "0*"}},
+		{10, workload.Shard{Index: 0, Count: 3}, []string{"0", "3", "6", "9", "0*", "3*"}},
+		{10, workload.Shard{Index: 1, Count: 3}, []string{"1", "4", "7", "1*", "4*"}},
+		{10, workload.Shard{Index: 2, Count: 3}, []string{"2", "5", "8", "2*"}},
+		{2, workload.Shard{Index: 3, Count: 4}, []string{"1*", "1*"}},
+	}
+	for _, tc := range cases {
+		pool := make([]workload.SessionPlan, tc.pool)
+		for i := range pool {
+			pool[i].ID = strconv.Itoa(i)
+		}
+		s := &stageRun{cfg: &Config{Shard: tc.shard}, pool: &workload.StagePool{Sessions: pool}}
+		var got []string
+		for range tc.want {
+			sp, reused := s.nextSession()
+			if reused {
+				got = append(got, sp.ID+"*")
+			} else {
+				got = append(got, sp.ID)
+			}
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("pool %d, shard %+v (-want +got):\n%s", tc.pool, tc.shard, diff)
+		}
+	}
+}
