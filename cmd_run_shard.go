@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/plload/plload/cluster"
+	"github.com/plload/plload/report"
+	"github.com/plload/plload/workload"
+	"github.com/urfave/cli/v3"
+)
+
+// shardFlags are run's flags for one shard of a sharded run (SPEC §15).
+func shardFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "shard", Usage: "run one shard: INDEX/COUNT (0/4), the sessions and arrivals whose ordinal ≡ INDEX mod COUNT; or auto (JOB_COMPLETION_INDEX with --shards, SLURM_PROCID/SLURM_NTASKS, OMPI_COMM_WORLD_RANK/SIZE)"},
+		&cli.IntFlag{Name: "shards", Usage: "with --shard auto in a Kubernetes Indexed Job: the shard count (the Job's completions)"},
+		&cli.StringFlag{Name: "coordinator", Usage: "with --shard: host:port of plload coordinate; every shard starts each stage at its one start time"},
+		&cli.StringFlag{Name: "token-env", Usage: "with --coordinator: environment variable holding the coordinator's shared secret"},
+		&cli.DurationFlag{Name: "join-timeout", Value: 60 * time.Second, Usage: "with --coordinator: the longest wait for every shard at the start barrier"},
+	}
+}
+
+// shardRun is this run's place in a sharded run: its shard and the coordinator it joins ("": none).
+type shardRun struct {
+	shard              workload.Shard
+	coordinator, token string
+	joinTimeout        time.Duration
+}
+
+// shardOptions reads and checks the shard flags; every refusal is exit 2 naming the flag, before
+// anything is built or sent.
+func shardOptions(cmd *cli.Command, getenv func(string) string) (shardRun, error) {
+	o := shardRun{coordinator: cmd.String("coordinator"), joinTimeout: cmd.Duration("join-timeout")}
+	flag, shards := cmd.String("shard"), cmd.Int("shards")
+	if cmd.IsSet("shards") && shards < 1 {
+		return o, badInput("--shards %d; accepted: the shard count, 1 or more", shards)
+	}
+	sh, err := cluster.ParseShard(flag, shards, getenv)
+	if err != nil {
+		return o, badInput("%v; nothing was sent", err)
+	}
+	if cmd.IsSet("shards") && flag != "" && sh.Count != shards {
+		return o, badInput("--shard %s names %d shards but --shards is %d; accepted: the same count", flag, sh.Count, shards)
+	}
+	o.shard = sh
+	switch {
+	case o.coordinator == "" && cmd.IsSet("token-env"):
+		return o, badInput("--token-env without --coordinator; accepted: --coordinator host:port --token-env VAR")
+	case o.coordinator != "" && flag == "":
+		return o, badInput("--coordinator %s without --shard; accepted: --shard INDEX/COUNT or auto with it", o.coordinator)
+	case o.joinTimeout <= 0:
+		return o, badInput("--join-timeout %s; accepted: a positive duration such as 60s", o.joinTimeout)
+	}
+	if env := cmd.String("token-env"); env != "" {
+		if o.token = getenv(env); o.token == "" {
+			return o, badInput("--token-env %s: the variable is unset or empty; accepted: the name of a variable holding the coordinator's secret", env)
+		}
+	}
+	return o, nil
+}
+
+// dirSuffix goes on the results directory's name, so shards writing to one shared volume never
+// collide: "-shard0of4" ("" unsharded).
+func (o shardRun) dirSuffix() string {
+	if !o.shard.Sharded() {
+		return ""
+	}
+	return fmt.Sprintf("-shard%dof%d", o.shard.Index, o.shard.Count)
+}
+
+// flags are the shard flags as report.json's command repeats them (never the token).
+func (o shardRun) flags() string {
+	out := ""
+	if o.shard.Count > 0 {
+		out = " --shard " + strconv.Itoa(o.shard.Index) + "/" + strconv.Itoa(o.shard.Count)
+	}
+	if o.coordinator != "" {
+		out += " --coordinator " + o.coordinator
+	}
+	return out
+}
+
+// shardMember is the coordinator's barrier for this run; nil without a coordinator (its methods
+// then do nothing).
+type shardMember struct{ m *cluster.Member }
+
+// join joins the coordinator (nil, nil without one): a shard that cannot join, or that the others
+// did not join within --join-timeout, fails the run (exit 1) with the coordinator's reason.
+func (o shardRun) join(ctx context.Context, sc *workload.Scenario) (*shardMember, error) {
+	if o.coordinator == "" {
+		return nil, nil
+	}
+	sha, err := cluster.ScenarioSHA(sc)
+	if err != nil {
+		return nil, err
+	}
+	m, err := cluster.Join(ctx, cluster.JoinOptions{Addr: o.coordinator, Token: o.token, Shard: o.shard, ScenarioSHA: sha, Timeout: o.joinTimeout})
+	if err != nil {
+		return nil, &exitError{code: exitFailed, err: fmt.Errorf("shard %s: joining the coordinator: %w; nothing was sent", o.shard, err)}
+	}
+	return &shardMember{m: m}, nil
+}
+
+func (s *shardMember) Close() {
+	if s != nil {
+		_ = s.m.Close()
+	}
+}
+
+// stageStart is the engine's start hook (nil without a coordinator).
+func (s *shardMember) stageStart() func(context.Context, int) (time.Time, error) {
+	if s == nil {
+		return nil
+	}
+	return s.m.StageStart
+}
+
+// info is the shard block of stage.json and report.json (nil unsharded).
+func (o shardRun) info(s *shardMember) *report.ShardInfo {
+	if !o.shard.Sharded() {
+		return nil
+	}
+	in := &report.ShardInfo{Index: o.shard.Index, Count: o.shard.Count}
+	if s != nil {
+		in.ClockOffsetNs, in.OffsetUncertaintyNs = s.m.Offset()
+	}
+	return in
+}
