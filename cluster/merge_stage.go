@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/report"
@@ -106,21 +109,24 @@ func mergeStageFiles(out string, parts []stagePart) ([]byte, recordTally, error)
 			return nil, t, err
 		}
 	}
+	perShard, err := readParts(parts)
+	if err != nil {
+		return nil, t, err
+	}
 	var recs []mergedRecord
 	var sessions []mergedSession
 	var log bytes.Buffer
 	orphanRecords, orphanSessions := 0, 0
-	for _, p := range parts {
+	for k, p := range parts {
 		unfinished := p.stage.report == nil
-		nr, ns := len(recs), len(sessions)
-		if recs, _, err = readShardRecords(filepath.Join(p.stage.dir, "profile_export.jsonl"), p.off, unfinished, recs); err != nil {
-			return nil, t, err
-		}
+		nr, ns := len(perShard[k]), len(sessions)
+		recs = append(recs, perShard[k]...)
+		perShard[k] = nil
 		if sessions, err = readShardSessions(filepath.Join(p.stage.dir, "sessions.jsonl"), p.off, unfinished, sessions); err != nil {
 			return nil, t, err
 		}
 		if unfinished { // no stage.json to count them: the records and session lines it left do
-			orphanRecords += len(recs) - nr
+			orphanRecords += nr
 			orphanSessions += len(sessions) - ns
 		}
 		if data, err := os.ReadFile(filepath.Join(p.stage.dir, "run.log")); err == nil {
@@ -137,6 +143,22 @@ func mergeStageFiles(out string, parts []stagePart) ([]byte, recordTally, error)
 		return nil, t, err
 	}
 	return dataset, t, os.WriteFile(filepath.Join(out, "run.log"), log.Bytes(), 0o644)
+}
+
+// readParts reads the parts' records, shifted, one shard per core at a time (parsing is most of a
+// merge's time).
+func readParts(parts []stagePart) ([][]mergedRecord, error) {
+	out := make([][]mergedRecord, len(parts))
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for k, p := range parts {
+		g.Go(func() error {
+			var err error
+			out[k], _, err = readShardRecords(filepath.Join(p.stage.dir, "profile_export.jsonl"), p.off, p.stage.report == nil, nil)
+			return err
+		})
+	}
+	return out, g.Wait()
 }
 
 // windowInputs sets the stage's t0 and interrupt from the shards' windows, in coordinator time. t0 is
