@@ -134,7 +134,7 @@ func mergeInto(dir string, sc *workload.Scenario, set *shardSet, opt MergeOption
 	for i, d := range set.shards {
 		s := ShardStatus{Index: i, Problem: set.missing[i]}
 		if d != nil {
-			s.Dir, s.ClockOffsetNs, s.UncertaintyNs = d.path, d.block.ClockOffsetNs, d.block.UncertaintyNs
+			s.Dir, s.ClockOffsetNs, s.UncertaintyNs = d.path, d.block.ClockOffsetNs, d.block.OffsetUncertaintyNs
 		}
 		man.Shards = append(man.Shards, s)
 	}

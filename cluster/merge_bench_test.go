@@ -98,10 +98,10 @@ func writeBenchShard(b *testing.B, dir string, sc *workload.Scenario, resolved [
 	data, _ := json.Marshal(st)
 	var m map[string]any
 	json.Unmarshal(data, &m)
-	m["shard"] = shardBlock{Index: index, Count: count, ClockOffsetNs: int64(index) * 1000}
+	m["shard"] = report.ShardInfo{Index: index, Count: count, ClockOffsetNs: int64(index) * 1000}
 	data, _ = json.Marshal(m)
 	os.WriteFile(filepath.Join(stage, "stage.json"), data, 0o644)
 	rep, _ := json.Marshal(map[string]any{"schema_version": report.SchemaVersion, "run": sc.Name, "stages": []any{},
-		"shard": shardBlock{Index: index, Count: count, ClockOffsetNs: int64(index) * 1000}})
+		"shard": report.ShardInfo{Index: index, Count: count, ClockOffsetNs: int64(index) * 1000}})
 	os.WriteFile(filepath.Join(dir, "report.json"), rep, 0o644)
 }

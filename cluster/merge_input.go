@@ -28,27 +28,18 @@ func inputErr(format string, args ...any) error {
 // acceptedDirs says what merge reads, for its refusals.
 const acceptedDirs = "accepted: the results directories of `plload run --shard i/N` (scenario.resolved.yaml, report.json and stage_NN/{stage.json, profile_export.jsonl, sessions.jsonl, dataset.jsonl}, with a shard block in stage.json or report.json)"
 
-// shardBlock is the `shard` object of a shard's stage.json and report.json (SPEC §15). Clock offset =
-// coordinator − local: a local time plus ClockOffsetNs is the coordinator's time.
-type shardBlock struct {
-	Index         int   `json:"index"`
-	Count         int   `json:"count"`
-	ClockOffsetNs int64 `json:"clock_offset_ns"`
-	UncertaintyNs int64 `json:"offset_uncertainty_ns"`
-}
-
 // shardStage is what one shard left of one stage.
 type shardStage struct {
 	dir    string              // stage_NN
 	report *report.StageReport // nil: no stage.json (the shard was killed during the stage)
-	block  *shardBlock         // the stage's own shard block, when it has one
+	block  *report.ShardInfo   // the stage's own shard block, when it has one
 	issue  string              // why the stage is partial ("" when complete)
 }
 
 // shardDir is one shard's results directory as merge reads it.
 type shardDir struct {
 	path     string
-	block    shardBlock
+	block    report.ShardInfo
 	scenario *workload.Scenario
 	sha      string // ScenarioSHA: the scenario without its output block
 	resolved []byte
@@ -82,17 +73,13 @@ func readShardDir(path string) (*shardDir, error) {
 		return nil, inputErr("%s: %v", resolvedPath, err)
 	}
 	d := &shardDir{path: path, resolved: resolved, scenario: sc, sha: sha, stages: map[int]*shardStage{}}
-	var runBlock *shardBlock
+	var runBlock *report.ShardInfo
 	if data, err := os.ReadFile(filepath.Join(path, "report.json")); err == nil {
 		var r report.Report
-		var raw struct {
-			Shard *shardBlock `json:"shard"`
-		}
 		if err := json.Unmarshal(data, &r); err != nil {
 			return nil, inputErr("%s: not a report.json: %v; %s", filepath.Join(path, "report.json"), err, acceptedDirs)
 		}
-		_ = json.Unmarshal(data, &raw)
-		d.report, runBlock = &r, raw.Shard
+		d.report, runBlock = &r, r.Shard
 	}
 	stageDirs, _ := filepath.Glob(filepath.Join(path, "stage_[0-9][0-9]"))
 	for _, sd := range stageDirs {
@@ -128,23 +115,15 @@ func readShardDir(path string) (*shardDir, error) {
 func readShardStage(dir string) (*shardStage, error) {
 	st := &shardStage{dir: dir}
 	path := filepath.Join(dir, "stage.json")
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
 		st.issue = "no stage.json (the shard stopped during the stage)"
 		return st, nil
-	}
-	if err != nil {
-		return nil, inputErr("%s: %v", path, err)
 	}
 	r, err := report.ReadStage(path)
 	if err != nil {
 		return nil, inputErr("%v; %s", err, acceptedDirs)
 	}
-	var raw struct {
-		Shard *shardBlock `json:"shard"`
-	}
-	_ = json.Unmarshal(data, &raw)
-	st.report, st.block = r, raw.Shard
+	st.report, st.block = r, r.Shard
 	if r.Partial {
 		st.issue = "stage.json says partial (interrupted)"
 	}
