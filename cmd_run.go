@@ -147,7 +147,7 @@ func runScenario(ctx context.Context, sc *workload.Scenario, opt runOptions, std
 	if err != nil {
 		return "", err
 	}
-	defer member.Close()
+	defer member.Close(log)
 	shardInfo := opt.shard.info(member)
 	dir, err := makeRunDir(opt.base, sc.Name, opt.shard.dirSuffix())
 	if err != nil {

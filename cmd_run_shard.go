@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 	"time"
 
@@ -19,7 +20,8 @@ func shardFlags() []cli.Flag {
 		&cli.IntFlag{Name: "shards", Usage: "with --shard auto in a Kubernetes Indexed Job: the shard count (the Job's completions)"},
 		&cli.StringFlag{Name: "coordinator", Usage: "with --shard: host:port of plload coordinate; every shard starts each stage at its one start time"},
 		&cli.StringFlag{Name: "token-env", Usage: "with --coordinator: environment variable holding the coordinator's shared secret"},
-		&cli.DurationFlag{Name: "join-timeout", Value: 60 * time.Second, Usage: "with --coordinator: the longest wait for every shard at the start barrier"},
+		&cli.DurationFlag{Name: "join-timeout", Value: cluster.DefaultJoinTimeout, Usage: "with --coordinator: the longest wait for every shard at the start barrier"},
+		&cli.BoolFlag{Name: "coordinate", Usage: "with --shard 0/N and --coordinator ADDR: also be the coordinator, listening on ADDR (no separate plload coordinate)"},
 	}
 }
 
@@ -28,12 +30,14 @@ type shardRun struct {
 	shard              workload.Shard
 	coordinator, token string
 	joinTimeout        time.Duration
+	// coordinate: this shard (index 0) also runs the coordinator, listening on coordinator.
+	coordinate bool
 }
 
 // shardOptions reads and checks the shard flags; every refusal is exit 2 naming the flag, before
 // anything is built or sent.
 func shardOptions(cmd *cli.Command, getenv func(string) string) (shardRun, error) {
-	o := shardRun{coordinator: cmd.String("coordinator"), joinTimeout: cmd.Duration("join-timeout")}
+	o := shardRun{coordinator: cmd.String("coordinator"), joinTimeout: cmd.Duration("join-timeout"), coordinate: cmd.Bool("coordinate")}
 	flag, shards := cmd.String("shard"), cmd.Int("shards")
 	if cmd.IsSet("shards") && shards < 1 {
 		return o, badInput("--shards %d; accepted: the shard count, 1 or more", shards)
@@ -51,13 +55,18 @@ func shardOptions(cmd *cli.Command, getenv func(string) string) (shardRun, error
 		return o, badInput("--token-env without --coordinator; accepted: --coordinator host:port --token-env VAR")
 	case o.coordinator != "" && flag == "":
 		return o, badInput("--coordinator %s without --shard; accepted: --shard INDEX/COUNT or auto with it", o.coordinator)
+	case o.coordinate && (o.coordinator == "" || sh.Index != 0):
+		return o, badInput("--coordinate on shard %s; accepted: --coordinate on shard 0 with --coordinator ADDR, the address it listens on", sh)
 	case o.joinTimeout <= 0:
 		return o, badInput("--join-timeout %s; accepted: a positive duration such as 60s", o.joinTimeout)
 	}
 	if env := cmd.String("token-env"); env != "" {
-		if o.token = getenv(env); o.token == "" {
-			return o, badInput("--token-env %s: the variable is unset or empty; accepted: the name of a variable holding the coordinator's secret", env)
+		if o.token, err = cluster.TokenFromEnv(env, getenv); err != nil {
+			return o, badInput("--token-env: %v", err)
 		}
+	}
+	if o.coordinate && o.token == "" && !cluster.IsLoopback(o.coordinator) {
+		return o, badInput("--coordinate --coordinator %s listens beyond loopback; accepted: a shared secret with --token-env VAR (every shard passes the same), or a loopback address", o.coordinator)
 	}
 	return o, nil
 }
@@ -84,8 +93,11 @@ func (o shardRun) flags() string {
 }
 
 // shardMember is the coordinator's barrier for this run; nil without a coordinator (its methods
-// then do nothing).
-type shardMember struct{ m *cluster.Member }
+// then do nothing). With --coordinate it holds the coordinator this process runs, too.
+type shardMember struct {
+	m     *cluster.Member
+	coord *cluster.Coordinator
+}
 
 // join joins the coordinator (nil, nil without one): a shard that cannot join, or that the others
 // did not join within --join-timeout, fails the run (exit 1) with the coordinator's reason.
@@ -97,16 +109,34 @@ func (o shardRun) join(ctx context.Context, sc *workload.Scenario) (*shardMember
 	if err != nil {
 		return nil, err
 	}
-	m, err := cluster.Join(ctx, cluster.JoinOptions{Addr: o.coordinator, Token: o.token, Shard: o.shard, ScenarioSHA: sha, Timeout: o.joinTimeout})
-	if err != nil {
+	s := &shardMember{}
+	addr := o.coordinator
+	if o.coordinate {
+		if s.coord, err = cluster.Start(ctx, cluster.ServeOptions{Listen: o.coordinator, Shards: o.shard.Count, Token: o.token, JoinTimeout: o.joinTimeout}); err != nil {
+			return nil, &exitError{code: exitBadInput, err: fmt.Errorf("shard %s: --coordinate: %w; nothing was sent", o.shard, err)}
+		}
+		addr = s.coord.Addr()
+	}
+	if s.m, err = cluster.Join(ctx, cluster.JoinOptions{Addr: addr, Token: o.token, Shard: o.shard, ScenarioSHA: sha, Timeout: o.joinTimeout}); err != nil {
 		return nil, &exitError{code: exitFailed, err: fmt.Errorf("shard %s: joining the coordinator: %w; nothing was sent", o.shard, err)}
 	}
-	return &shardMember{m: m}, nil
+	return s, nil
 }
 
-func (s *shardMember) Close() {
-	if s != nil {
-		_ = s.m.Close()
+// Close leaves the coordinator; with --coordinate it then serves until every other shard has left
+// too (their barriers need it), bounded by the join timeout, and logs why the coordinator failed
+// (a shard that never finished) — this shard's own results stand.
+func (s *shardMember) Close(log *slog.Logger) {
+	if s == nil {
+		return
+	}
+	_ = s.m.Close()
+	if s.coord == nil {
+		return
+	}
+	log.Info("waiting for the other shards to finish (this shard is their coordinator)")
+	if err := s.coord.Wait(); err != nil {
+		log.Error("coordinator: " + err.Error())
 	}
 }
 

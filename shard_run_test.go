@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -228,5 +229,57 @@ func readJSON(t *testing.T, path string, v any) {
 	}
 	if err := json.Unmarshal(data, v); err != nil {
 		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// TestShardZeroCoordinates: `run --coordinate` on shard 0 is the coordinator too (no separate
+// plload coordinate), whichever shard starts first; both shards finish, their stages start
+// together, and --coordinate anywhere but shard 0 is refused.
+func TestShardZeroCoordinates(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	scenario, out := shardScenario(t, "mock"), t.TempDir()
+	var wg sync.WaitGroup
+	results := make([]string, 2)
+	for i, args := range [][]string{{"--shard", "1/2", "--coordinator", addr}, {"--shard", "0/2", "--coordinator", addr, "--coordinate"}} {
+		wg.Go(func() {
+			code, stdout, stderr := plload(t, append([]string{"run", scenario, "--out", out, "--quiet"}, args...)...)
+			if code != 0 {
+				results[i] = fmt.Sprintf("exit %d\n%s%s", code, stdout, stderr)
+			}
+		})
+	}
+	wg.Wait()
+	for i, r := range results {
+		if r != "" {
+			t.Fatalf("shard run %d failed:\n%s", i, r)
+		}
+	}
+	var t0 []int64
+	for _, i := range []string{"0", "1"} {
+		dirs, _ := filepath.Glob(filepath.Join(out, "sh-*-shard"+i+"of2"))
+		if len(dirs) != 1 {
+			t.Fatalf("shard %s/2: results dirs %v", i, dirs)
+		}
+		var st struct {
+			Summary struct {
+				Window struct {
+					T0Ns int64 `json:"t0_ns"`
+				}
+			}
+		}
+		readJSON(t, filepath.Join(dirs[0], "stage_01", "stage.json"), &st)
+		t0 = append(t0, st.Summary.Window.T0Ns)
+	}
+	if d := time.Duration(t0[0] - t0[1]).Abs(); d > 5*time.Millisecond {
+		t.Errorf("the shards' stage 1 started %v apart", d)
+	}
+	code, _, stderr := plload(t, "run", scenario, "--out", t.TempDir(), "--shard", "1/2", "--coordinator", addr, "--coordinate")
+	if code != 2 || !strings.Contains(stderr, "accepted: --coordinate on shard 0") {
+		t.Errorf("--coordinate on shard 1: exit %d\n%s", code, stderr)
 	}
 }

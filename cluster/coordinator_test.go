@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -347,5 +348,43 @@ func TestScenarioSHA(t *testing.T) {
 	seed.Seed++
 	if got := sum(seed); got == base {
 		t.Errorf("another seed gave the same sum %s", got)
+	}
+}
+
+// TestJoinWaitsForALateCoordinator: a shard that starts before its coordinator (pods start in any
+// order) keeps trying to reach it, and joins once it listens; with none at all it gives up at the
+// join timeout, saying it could not reach it.
+func TestJoinWaitsForALateCoordinator(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens here until the coordinator starts
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	joined := make(chan error, 1)
+	go func() {
+		m, err := Join(ctx, JoinOptions{Addr: addr, Shard: workload.Shard{Index: 0, Count: 1}, ScenarioSHA: "abc", Timeout: 10 * time.Second})
+		if err == nil {
+			m.Close()
+		}
+		joined <- err
+	}()
+	time.Sleep(300 * time.Millisecond) // the shard is retrying by now: the coordinator starts late on purpose
+	c, err := Start(ctx, ServeOptions{Listen: addr, Shards: 1, JoinTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-joined; err != nil {
+		t.Fatalf("a shard that started first did not join the late coordinator: %v", err)
+	}
+	if err := c.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = Join(ctx, JoinOptions{Addr: addr, Shard: workload.Shard{Index: 0, Count: 1}, ScenarioSHA: "abc", Timeout: 700 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "connect") || time.Since(start) > 5*time.Second {
+		t.Errorf("no coordinator at all: %v after %v", err, time.Since(start))
 	}
 }

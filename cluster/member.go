@@ -83,7 +83,7 @@ func Join(ctx context.Context, o JoinOptions) (*Member, error) {
 		// No proxy: a cluster's HTTP_PROXY must not carry the barrier (nor see the token).
 		client: &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 2}}}
 	m.baseNs = m.base.UnixNano()
-	if err := m.post(ctx, pathJoin, joinRequest{Index: o.Shard.Index, Count: o.Shard.Count, ScenarioSHA: o.ScenarioSHA}, nil, o.Timeout); err != nil {
+	if err := m.join(ctx); err != nil {
 		m.client.CloseIdleConnections()
 		return nil, fmt.Errorf("joining as shard %s: %w", o.Shard, err)
 	}
@@ -96,6 +96,28 @@ func Join(ctx context.Context, o JoinOptions) (*Member, error) {
 		return nil, fmt.Errorf("waiting for every shard to join: %w", err)
 	}
 	return m, nil
+}
+
+// join sends the join request, again while the coordinator cannot be reached at all — on a cluster
+// the shards' pods may start before the coordinator's, or before its name resolves — with a backoff
+// from 100 ms to 2 s, for at most the join timeout. A coordinator that answers and refuses is final.
+func (m *Member) join(ctx context.Context) error {
+	o := m.opts
+	deadline := time.Now().Add(o.Timeout)
+	wait := 100 * time.Millisecond
+	for {
+		err := m.post(ctx, pathJoin, joinRequest{Index: o.Shard.Index, Count: o.Shard.Count, ScenarioSHA: o.ScenarioSHA}, nil, time.Until(deadline))
+		var refused *RefusedError
+		if err == nil || errors.As(err, &refused) || ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
+			return err
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		wait = min(2*wait, 2*time.Second)
+	}
 }
 
 // local is t on the local wall clock in ns, advanced by the monotonic clock from base.
