@@ -81,6 +81,7 @@ slo: {ttft_p95: 1s, itl_p95: 100ms, error_rate_max: 0.01}
 		t.Fatal(err)
 	}
 	checkShardsAddUp(t, dirs, merged)
+	checkNearOneProcess(t, path, merged)
 	// The merged numbers are the merged records' by the metrics code, on the merged window.
 	in := metrics.StageInput{Warmup: 200 * time.Millisecond, Duration: 800 * time.Millisecond, NeverStarted: -1,
 		T0Ns: metrics.Some(merged.Summary.Window.T0Ns), SLO: merged.SLO, Cost: merged.Cost.CostInputs}
@@ -127,5 +128,30 @@ func checkShardsAddUp(t *testing.T, dirs []string, merged *report.StageReport) {
 		if d := time.Duration(t0 - merged.Summary.Window.T0Ns); d < 0 || d > 5*time.Millisecond {
 			t.Errorf("a shard's t0 is %v after the merged t0 (want within 5 ms): %v", d, t0s)
 		}
+	}
+}
+
+// checkNearOneProcess runs the same scenario as one process on the same mock: the merged run's
+// load and latency are that run's within noise (loose bounds: a loaded 2-core box).
+func checkNearOneProcess(t *testing.T, scenario string, merged *report.StageReport) {
+	t.Helper()
+	out := t.TempDir()
+	if code, stdout, stderr := plload(t, "run", scenario, "--out", out, "--quiet"); code != 0 {
+		t.Fatalf("one process: exit %d\n%s%s", code, stdout, stderr)
+	}
+	found, _ := filepath.Glob(filepath.Join(out, "shards-*", "stage_01", "stage.json"))
+	one, err := report.ReadStage(found[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := merged.Summary, one.Summary
+	if r := a.Throughput.ReqPerSec / b.Throughput.ReqPerSec; r < 0.6 || r > 1.6 {
+		t.Errorf("merged %.1f req/s, one process %.1f: not within noise", a.Throughput.ReqPerSec, b.Throughput.ReqPerSec)
+	}
+	if a.Active.Max != b.Active.Max {
+		t.Errorf("merged active sessions max %d, one process %d: the shards' caps should add up to the scenario's", a.Active.Max, b.Active.Max)
+	}
+	if d := a.TTFT.P50 - b.TTFT.P50; d < -5 || d > 5 {
+		t.Errorf("merged TTFT p50 %.2f ms, one process %.2f ms", a.TTFT.P50, b.TTFT.P50)
 	}
 }
