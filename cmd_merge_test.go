@@ -374,6 +374,11 @@ func TestMergeRefusesWhatIsNotOneRun(t *testing.T) {
 			appendFile(t, filepath.Join(d[1], "stage_01", "profile_export.jsonl"), "{not a record\n")
 			return d
 		}, 2, []string{filepath.Join(shard1Dir, "stage_01", "profile_export.jsonl") + ":"}},
+		{"a record of another shard's session", func(t *testing.T, d []string) []string {
+			data, _ := os.ReadFile(filepath.Join(d[0], "stage_01", "profile_export.jsonl"))
+			appendFile(t, filepath.Join(d[1], "stage_01", "profile_export.jsonl"), string(data[:bytes.IndexByte(data, '\n')+1]))
+			return d
+		}, 2, []string{"is not shard 1/3's", "≡ 1 mod 3"}},
 		{"different datasets", func(t *testing.T, d []string) []string {
 			appendFile(t, filepath.Join(d[2], "stage_01", "dataset.jsonl"), "{}\n")
 			return d

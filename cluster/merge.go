@@ -113,7 +113,11 @@ func mergeInto(dir string, sc *workload.Scenario, set *shardSet, opt MergeOption
 		}
 		stages = append(stages, st)
 	}
-	meta := report.Meta{Tool: opt.Tool, ScenarioFile: filepath.Join(opt.Out, "scenario.resolved.yaml"), Command: opt.Command}
+	outAbs, err := filepath.Abs(opt.Out)
+	if err != nil {
+		outAbs = opt.Out
+	}
+	meta := report.Meta{Tool: opt.Tool, ScenarioFile: filepath.Join(outAbs, "scenario.resolved.yaml"), Command: opt.Command}
 	for _, d := range set.shards {
 		if d == nil || d.report == nil {
 			continue

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/report"
 )
 
 // globalOrdinal is the trailing number of a conversation id (`s01-000015` → 15): the session's
@@ -64,8 +65,9 @@ type recordTally struct {
 
 // readShardRecords reads one shard's records of a stage and shifts them by off. A stage the shard
 // did not finish (truncatedOK) may end in a half-written line, which is dropped; anywhere else a bad
-// line is an error naming path:line.
-func readShardRecords(path string, off int64, truncatedOK bool, out []mergedRecord) ([]mergedRecord, int, error) {
+// line is an error naming path:line. A record of a session outside the shard's share (ordinal ≢
+// index mod count) is refused: two shards would then have run the same session.
+func readShardRecords(path string, sh report.ShardInfo, off int64, truncatedOK bool, out []mergedRecord) ([]mergedRecord, int, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return out, 0, nil // record_requests: false, or a shard stopped before its first record
@@ -77,7 +79,13 @@ func readShardRecords(path string, off int64, truncatedOK bool, out []mergedReco
 	if truncatedOK && len(data) > 0 && data[len(data)-1] != '\n' {
 		data, dropped = data[:bytes.LastIndexByte(data, '\n')+1], 1
 	}
+	line := 0
 	err = metrics.ReadRecords(bytes.NewReader(data), func(r *metrics.Record) error {
+		line++
+		ord := globalOrdinal(r.ConversationID)
+		if ord >= 0 && ord%int64(sh.Count) != int64(sh.Index) {
+			return &MergeInputError{Err: fmt.Errorf("%s: record %d: conversation %s (ordinal %d) is not shard %d/%d's (its ordinals are ≡ %d mod %d); accepted: each shard's own records", path, line, r.ConversationID, ord, sh.Index, sh.Count, sh.Index, sh.Count)}
+		}
 		shiftRecord(r, off)
 		intended := r.RequestStartNs
 		if r.CreditIssuedNs != 0 {
@@ -86,9 +94,13 @@ func readShardRecords(path string, off int64, truncatedOK bool, out []mergedReco
 		if r.IntendedStartNs.OK {
 			intended = r.IntendedStartNs.V
 		}
-		out = append(out, mergedRecord{intended: intended, ordinal: globalOrdinal(r.ConversationID), turn: r.TurnIndex, start: r.RequestStartNs, rec: r})
+		out = append(out, mergedRecord{intended: intended, ordinal: ord, turn: r.TurnIndex, start: r.RequestStartNs, rec: r})
 		return nil
 	})
+	var bad *MergeInputError
+	if errors.As(err, &bad) {
+		return out, 0, err
+	}
 	if err != nil {
 		// ReadRecords says "line N: why"; the user needs the file too.
 		return out, 0, inputErr("%s:%s; accepted: profile_export.jsonl as plload writes it (RECORDS.md)", path, strings.TrimPrefix(err.Error(), "line "))

@@ -154,7 +154,7 @@ func readParts(parts []stagePart) ([][]mergedRecord, error) {
 	for k, p := range parts {
 		g.Go(func() error {
 			var err error
-			out[k], _, err = readShardRecords(filepath.Join(p.stage.dir, "profile_export.jsonl"), p.off, p.stage.report == nil, nil)
+			out[k], _, err = readShardRecords(filepath.Join(p.stage.dir, "profile_export.jsonl"), p.shard.block, p.off, p.stage.report == nil, nil)
 			return err
 		})
 	}
