@@ -259,7 +259,7 @@ func compareMergedStage(t *testing.T, want, got *report.StageReport) {
 }
 
 // compareRecords: the merged file holds the single run's records, byte for byte but for
-// session_num, which the merge numbers afresh in global order.
+// session_num, which the merge numbers afresh in global order; sessions.jsonl its sessions.
 func compareRecords(t *testing.T, srcStage, mergedStage string) {
 	t.Helper()
 	lines := func(path string) []string {
@@ -284,6 +284,18 @@ func compareRecords(t *testing.T, srcStage, mergedStage string) {
 	want, got := lines(filepath.Join(srcStage, "profile_export.jsonl")), lines(filepath.Join(mergedStage, "profile_export.jsonl"))
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("%s records (-single +merged):\n%s", mergedStage, d)
+	}
+	sessionLines := func(path string) []string {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := strings.Split(strings.TrimSpace(string(data)), "\n")
+		slices.Sort(out)
+		return out
+	}
+	if d := cmp.Diff(sessionLines(filepath.Join(srcStage, "sessions.jsonl")), sessionLines(filepath.Join(mergedStage, "sessions.jsonl"))); d != "" {
+		t.Errorf("%s sessions (-single +merged):\n%s", mergedStage, d)
 	}
 }
 
