@@ -56,15 +56,15 @@ type MergeResult struct {
 // Input it refuses is a *MergeInputError.
 func Merge(opt MergeOptions) (*MergeResult, error) {
 	if len(opt.Dirs) == 0 {
-		return nil, inputErr("merge: no shard directories given; %s", acceptedDirs)
+		return nil, inputErr("no shard directories given; %s", acceptedDirs)
 	}
 	if opt.Out == "" {
-		return nil, inputErr("merge: --out DIR is required (a new or empty directory)")
+		return nil, inputErr("--out DIR is required (a new or empty directory)")
 	}
 	if entries, err := os.ReadDir(opt.Out); err == nil && len(entries) > 0 {
-		return nil, inputErr("merge --out %s: the directory exists and is not empty; accepted: a new or empty directory", opt.Out)
+		return nil, inputErr("--out %s: the directory exists and is not empty; accepted: a new or empty directory", opt.Out)
 	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return nil, inputErr("merge --out %s: %v; accepted: a new or empty directory", opt.Out, err)
+		return nil, inputErr("--out %s: %v; accepted: a new or empty directory", opt.Out, err)
 	}
 	var dirs []*shardDir
 	for _, p := range opt.Dirs {
@@ -79,9 +79,13 @@ func Merge(opt MergeOptions) (*MergeResult, error) {
 	if err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp(filepath.Dir(filepath.Clean(opt.Out)), "."+filepath.Base(opt.Out)+".merge-*")
+	parent := filepath.Dir(filepath.Clean(opt.Out))
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, inputErr("--out %s: %v", opt.Out, err)
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(filepath.Clean(opt.Out))+".merge-*")
 	if err != nil {
-		return nil, inputErr("merge --out %s: %v", opt.Out, err)
+		return nil, inputErr("--out %s: %v", opt.Out, err)
 	}
 	res, err := mergeInto(tmp, sc, set, opt)
 	if err == nil {
