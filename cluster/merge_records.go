@@ -132,10 +132,12 @@ func writeRecords(path string, recs []mergedRecord) (recordTally, error) {
 		buf = append(r.AppendJSON(buf[:0]), '\n')
 		w.Write(buf)
 		t.records++
-		if r.OK() {
-			t.ok++
-		} else {
+		switch { // as the engine counts: a cancelled request is neither
+		case r.WasCancelled:
+		case r.Error != nil:
 			t.errors++
+		default:
+			t.ok++
 		}
 		recs[i].rec = nil // the line is written; let the record go
 	}
