@@ -79,7 +79,6 @@ func splitRun(t *testing.T, src string, n int, offsets []int64) []string {
 		copyFile(t, filepath.Join(src, "scenario.resolved.yaml"), filepath.Join(d, "scenario.resolved.yaml"))
 		rep := readJSONMap(t, filepath.Join(src, "report.json"))
 		rep["shard"] = map[string]any{"index": i, "count": n, "clock_offset_ns": offsets[i], "offset_uncertainty_ns": 1000}
-		delete(rep, "stages")
 		writeJSONMap(t, filepath.Join(d, "report.json"), rep)
 		dirs = append(dirs, d)
 	}
@@ -382,6 +381,10 @@ func TestMergeRefusesWhatIsNotOneRun(t *testing.T) {
 			os.Remove(filepath.Join(d[2], "stage_02", "stage.json"))
 			return d
 		}, 2, []string{"shard 2/3", "stage 02: no stage.json"}},
+		{"a lost stage directory", func(t *testing.T, d []string) []string {
+			os.RemoveAll(filepath.Join(d[2], "stage_02"))
+			return d
+		}, 2, []string{"shard 2/3: stage 02 missing"}},
 		{"a corrupt records line", func(t *testing.T, d []string) []string {
 			appendFile(t, filepath.Join(d[1], "stage_01", "profile_export.jsonl"), "{not a record\n")
 			return d

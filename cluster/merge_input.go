@@ -127,9 +127,8 @@ func readShardStage(dir string) (*shardStage, error) {
 	if r.Partial {
 		st.issue = "stage.json says partial (interrupted)"
 	}
-	if r.Engine.Aborted != "" {
-		st.issue = "the stage was aborted: " + r.Engine.Aborted
-	}
+	// An aborted stage (the target unreachable) is a result, not a partial shard: its failure is
+	// in Engine.Aborted, which the merged stage names by shard.
 	return st, nil
 }
 
@@ -184,11 +183,25 @@ func shardProblem(d *shardDir, stages int) string {
 	for n := 1; n <= stages; n++ {
 		st, ok := d.stages[n]
 		switch {
-		case !ok:
+		case !ok && !skipped(d, n):
 			why = append(why, fmt.Sprintf("stage %02d missing", n))
 		case st.issue != "":
 			why = append(why, fmt.Sprintf("stage %02d: %s", n, st.issue))
 		}
 	}
 	return strings.Join(why, ", ")
+}
+
+// skipped: the shard finished (report.json) without stage n, as a run does after a stage that
+// stopped it — a result, not a lost stage.
+func skipped(d *shardDir, n int) bool {
+	if d.report == nil || d.report.Interrupted {
+		return false
+	}
+	for _, st := range d.report.Stages {
+		if st.Stage == n {
+			return false
+		}
+	}
+	return true
 }
