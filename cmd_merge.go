@@ -39,7 +39,10 @@ func mergeCommand() *cli.Command {
 		},
 		Action: func(_ context.Context, cmd *cli.Command) error {
 			stdout := cmd.Root().Writer
-			dirs := cmd.Args().Slice()
+			dirs, err := expandDirs(cmd.Args().Slice())
+			if err != nil {
+				return err
+			}
 			out := cmd.String("out")
 			command := "plload merge " + strings.Join(dirs, " ") + " --out " + out
 			if cmd.Bool("allow-partial") {
@@ -88,4 +91,25 @@ func countPresent(m cluster.MergeManifest) int {
 		}
 	}
 	return n
+}
+
+// expandDirs expands the arguments that are patterns (*, ?, [) itself: a Kubernetes Job's args reach
+// plload without a shell, in an image that has none. A pattern that matches nothing is an error.
+func expandDirs(args []string) ([]string, error) {
+	var out []string
+	for _, a := range args {
+		if !strings.ContainsAny(a, "*?[") {
+			out = append(out, a)
+			continue
+		}
+		matches, err := filepath.Glob(a)
+		if err != nil {
+			return nil, badInput("merge: %q is not a valid pattern: %v; accepted: shard directories, or a pattern such as results/run-*-shard*", a, err)
+		}
+		if len(matches) == 0 {
+			return nil, badInput("merge: %q matches no directory; accepted: shard directories, or a pattern that matches them", a)
+		}
+		out = append(out, matches...)
+	}
+	return out, nil
 }

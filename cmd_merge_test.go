@@ -521,3 +521,23 @@ func TestMergeShowsTheWorstInjectorAndAPartialShard(t *testing.T) {
 		t.Errorf("merge.json does not name the partial shard:\n%s", man)
 	}
 }
+
+// TestMergeExpandsPatterns: a pattern argument is expanded by merge itself — a Kubernetes merge Job
+// passes `/results/<run>/shard-*/*` with no shell to expand it — and one that matches nothing is
+// refused (exit 2), naming it.
+func TestMergeExpandsPatterns(t *testing.T) {
+	dirs := splitRun(t, mergeSource(t), 2, []int64{0, 0})
+	pattern := filepath.Join(filepath.Dir(dirs[0]), "shard*")
+	out := filepath.Join(t.TempDir(), "merged")
+	if code, stdout, stderr := plload(t, "merge", pattern, "--out", out); code != 0 {
+		t.Fatalf("merge %s: exit %d\n%s%s", pattern, code, stdout, stderr)
+	}
+	if _, err := os.Stat(filepath.Join(out, "stage_01", "profile_export.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	none := filepath.Join(t.TempDir(), "nothing-*")
+	code, _, stderr := plload(t, "merge", none, "--out", filepath.Join(t.TempDir(), "m2"))
+	if code != 2 || !strings.Contains(stderr, "matches no directory") {
+		t.Errorf("a pattern matching nothing: exit %d\n%s", code, stderr)
+	}
+}

@@ -309,14 +309,8 @@ func summarizeStage(sc *workload.Scenario, w *workload.Workload, r engine.StageR
 	if strain := r.Injector.Warnings(); len(strain) > 0 && !failuresExplainStrain(r) {
 		in.Warnings = append(in.Warnings, strain...)
 	}
-	// Sessions that fail at once use the pool up; and with a nonce at the start of every request a
-	// repeat cannot hit the prefix cache, which is what the warning is for (engine.reused counts them).
-	if r.Reused > 0 && !failuresExplainStrain(r) && sc.NonceAt() != workload.NonceStart {
-		advice := "raise load.session_pool_factor or sessions"
-		if sc.Source() != nil {
-			advice = "the file's conversations were replayed again: a longer file, or workload.nonce, keeps a repeat from hitting the server's prefix cache"
-		}
-		in.Warnings = append(in.Warnings, fmt.Sprintf("dataset reuse: the pool of %d sessions ran dry and %d sessions were reused (%s)", len(w.Stages[i].Sessions), r.Reused, advice))
+	if reuse := report.ReuseWarning(sc, len(w.Stages[i].Sessions), r.Reused, failuresExplainStrain(r)); reuse != "" {
+		in.Warnings = append(in.Warnings, reuse) // engine.reused counts them either way
 	}
 	sum, err := metrics.SummarizeFile(filepath.Join(r.Dir, "profile_export.jsonl"), in, sc.Load.IsOpenLoop())
 	if err != nil {
@@ -401,11 +395,9 @@ func checkTarget(ctx context.Context, sc *workload.Scenario) error {
 	return nil
 }
 
-// failuresExplainStrain: when most requests failed, or the target was out, the client's busy CPU,
-// start lag and the like are the failures' doing (a session that fails at once starts the next), and
-// a warning that blames the machine would send the user the wrong way.
+// failuresExplainStrain: see report.FailuresExplainStrain.
 func failuresExplainStrain(r engine.StageResult) bool {
-	return r.Aborted != "" || len(r.Outages) > 0 || r.Errors > 0 && r.Errors >= r.OK
+	return report.FailuresExplainStrain(r.Aborted, len(r.Outages), r.Errors, r.OK)
 }
 
 // stageLine is the one-line summary printed as a stage ends.

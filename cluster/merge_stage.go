@@ -56,14 +56,10 @@ func mergeStage(dir string, sc *workload.Scenario, set *shardSet, n int, tool st
 	if sc.Load.IsOpenLoop() {
 		in.NeverStarted = eng.NotStarted
 	}
-	explained := eng.Aborted != "" || len(eng.Outages) > 0 || tally.errors > 0 && tally.errors >= tally.ok
+	explained := report.FailuresExplainStrain(eng.Aborted, len(eng.Outages), tally.errors, tally.ok)
 	in.Warnings = append(in.Warnings, shardWarnings(set, n, parts, explained)...)
-	if eng.Reused > 0 && !explained && sc.NonceAt() != workload.NonceStart {
-		advice := "raise load.session_pool_factor or sessions"
-		if sc.Source() != nil {
-			advice = "the file's conversations were replayed again: a longer file, or workload.nonce, keeps a repeat from hitting the server's prefix cache"
-		}
-		in.Warnings = append(in.Warnings, fmt.Sprintf("dataset reuse: the pool of %d sessions ran dry and %d sessions were reused (%s)", bytes.Count(dataset, []byte("\n")), eng.Reused, advice))
+	if reuse := report.ReuseWarning(sc, bytes.Count(dataset, []byte("\n")), eng.Reused, explained); reuse != "" {
+		in.Warnings = append(in.Warnings, reuse)
 	}
 	sum, err := metrics.SummarizeFile(filepath.Join(out, "profile_export.jsonl"), in, sc.Load.IsOpenLoop())
 	if err != nil {
