@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"runtime"
 	"time"
 
@@ -43,11 +44,18 @@ func (l *loadRun) dispatch(sched Schedule, pick func(i int) (*workload.SessionPl
 }
 
 // waitUntil sleeps on timer until at (at once when it is due already); false when the stage stopped
-// issuing first. It checks the clock again on waking, so an early timer could not send early either.
+// issuing first.
 func (l *loadRun) waitUntil(timer *time.Timer, at time.Time) bool {
+	return waitPrecisely(l.issueCtx, timer, at)
+}
+
+// waitPrecisely sleeps on timer until at (at once when it is due already), waking spinWindow early
+// from a long sleep to yield in a loop to the deadline; false when ctx ended first. It checks the
+// clock again on waking, so an early timer could not send early either.
+func waitPrecisely(ctx context.Context, timer *time.Timer, at time.Time) bool {
 	spin := false // woken early from a long sleep: yield in a loop to the deadline
 	for {
-		if l.issueCtx.Err() != nil {
+		if ctx.Err() != nil {
 			return false
 		}
 		d := time.Until(at)
@@ -64,7 +72,7 @@ func (l *loadRun) waitUntil(timer *time.Timer, at time.Time) bool {
 		timer.Reset(d)
 		select {
 		case <-timer.C:
-		case <-l.issueCtx.Done():
+		case <-ctx.Done():
 			return false
 		}
 	}

@@ -79,6 +79,9 @@ func (s *stageRun) startInstant(ctx context.Context) (time.Time, error) {
 	} else {
 		s.log.Info("waiting for the stage's start", "start", at.UTC().Format(time.RFC3339Nano), "in_ms", float64(-late)/1e6)
 	}
-	sleepUntil(ctx, at)
+	timer := time.NewTimer(time.Hour) // the dispatcher's precise wait: shards wake together, not a timer tick apart
+	timer.Stop()
+	defer timer.Stop()
+	waitPrecisely(ctx, timer, at)
 	return at, nil
 }
