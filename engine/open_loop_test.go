@@ -95,7 +95,9 @@ func TestRequestRateSendsTheSchedule(t *testing.T) {
 			slices.Sort(starts)
 			wantRate, wantCV := gapStats(want.Offsets)
 			gotRate, gotCV := gapStats(starts)
-			if math.Abs(gotRate-wantRate)/wantRate > 0.02 || math.Abs(gotCV-wantCV)/wantCV > 0.05 {
+			if raceOn {
+				t.Logf("race detector on: realized starts %.1f req/s, CV %.3f; the schedule %.1f, %.3f (not judged: timing under -race is not the client's)", gotRate, gotCV, wantRate, wantCV)
+			} else if math.Abs(gotRate-wantRate)/wantRate > 0.02 || math.Abs(gotCV-wantCV)/wantCV > 0.05 {
 				t.Errorf("realized starts: %.1f req/s, CV %.3f; the schedule: %.1f req/s, CV %.3f (want within 2 %%, 5 %%)", gotRate, gotCV, wantRate, wantCV)
 			}
 		}
