@@ -151,10 +151,6 @@ func TestMaxInFlightQueuesRequests(t *testing.T) {
 	}
 	r := res[0]
 	recs := sentTimes(t, dir, r.T0Ns)
-	type edge struct {
-		at    int64
-		delta int
-	}
 	var edges []edge
 	lagged := 0
 	for _, rec := range recs {
@@ -163,17 +159,7 @@ func TestMaxInFlightQueuesRequests(t *testing.T) {
 			lagged++
 		}
 	}
-	slices.SortFunc(edges, func(a, b edge) int {
-		if a.at != b.at {
-			return int(a.at - b.at)
-		}
-		return a.delta - b.delta // an end before a start at the same ns
-	})
-	open, most := 0, 0
-	for _, e := range edges {
-		open += e.delta
-		most = max(most, open)
-	}
+	most := mostOpen(edges)
 	if most > 4 || most < 3 {
 		t.Errorf("%d requests in flight at most, max_in_flight 4", most)
 	}
@@ -359,4 +345,30 @@ func TestRequestRateMultiTurnSessions(t *testing.T) {
 	if diff := cmp.Diff(offs, firsts); diff != "" || len(firsts)+res[0].NotStarted != want.Len() || later == 0 {
 		t.Fatalf("%d sessions (+%d never started) of %d arrivals, %d later turns; first requests off the schedule:\n%s", len(firsts), res[0].NotStarted, want.Len(), later, diff)
 	}
+}
+
+// edge is a request's start (+1) or end (−1), for counting how many were open at once.
+type edge struct {
+	at    int64
+	delta int
+}
+
+// mostOpen is the most intervals open at once; an end and a start at the same instant do not
+// overlap.
+func mostOpen(edges []edge) int {
+	slices.SortFunc(edges, func(a, b edge) int {
+		switch {
+		case a.at < b.at:
+			return -1
+		case a.at > b.at:
+			return 1
+		}
+		return a.delta - b.delta
+	})
+	open, most := 0, 0
+	for _, e := range edges {
+		open += e.delta
+		most = max(most, open)
+	}
+	return most
 }

@@ -138,10 +138,6 @@ func TestShardsSplitConcurrency(t *testing.T) {
 	seen := map[string]int{}
 	for k, r := range runs[1:] {
 		sessions := readSessions(t, filepath.Join(r.dir, "stage_01", "sessions.jsonl"))
-		type edge struct {
-			at    int64
-			delta int
-		}
 		var edges []edge
 		for _, s := range sessions {
 			conv := s["conversation_id"].(string)
@@ -156,17 +152,7 @@ func TestShardsSplitConcurrency(t *testing.T) {
 				edges = append(edges, edge{integer(s["start_ns"]), 1}, edge{integer(s["end_ns"]), -1})
 			}
 		}
-		slices.SortFunc(edges, func(a, b edge) int {
-			if a.at != b.at {
-				return int(a.at - b.at)
-			}
-			return a.delta - b.delta // an end before a start at the same instant
-		})
-		open, most := 0, 0
-		for _, e := range edges {
-			open += e.delta
-			most = max(most, open)
-		}
+		most := mostOpen(edges)
 		if want := []int{3, 2, 2}[k]; most != want {
 			t.Errorf("shard %d/3 had at most %d sessions open; its part of concurrency 7 is %d", k, most, want)
 		}
