@@ -152,3 +152,60 @@ func canonical(t *testing.T, s string) string {
 	out, _ := json.Marshal(v)
 	return string(out)
 }
+
+// TestReusedSessionsKeepTheirOwnIDs: when the pool runs dry, each replay of an entry is a session of
+// its own: a conversation id of its own (numbered by the run's ordinal), and metadata.dataset_session
+// and the session line naming the entry it replays (SPEC §15), so per-session figures never merge two
+// instances.
+func TestReusedSessionsKeepTheirOwnIDs(t *testing.T) {
+	base, _ := startMock(t, nil)
+	text := scenarioYAML(base, "  think_time: 5ms", "  mode: concurrency\n  stages:\n    - {concurrency: 2, duration: 800ms}")
+	text = withSource(text, fmt.Sprintf("workload:\n  dataset: {file: %s, format: openai, output_tokens: 5}\n", writeConversations(t)))
+	res, dir, err := runScenario(t, context.Background(), text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Errors != 0 || res[0].Reused == 0 {
+		t.Fatalf("want a stage that reuses its 3 conversations without errors: %+v", res[0])
+	}
+	stage := filepath.Join(dir, "stage_01")
+	recs := readRecords(t, filepath.Join(stage, "profile_export.jsonl"))
+	checkAllRecords(t, recs)
+	entryOf := map[string]int64{} // conversation id → dataset entry, from the records
+	for _, r := range recs {
+		md := r["metadata"].(map[string]any)
+		id := md["conversation_id"].(string)
+		var ordinal int64
+		if _, err := fmt.Sscanf(id, "s01-%d", &ordinal); err != nil {
+			t.Fatalf("conversation id %q: %v", id, err)
+		}
+		want := ordinal // an entry's first play is its own id; a replay's id is its ordinal
+		if ordinal >= int64(len(conversations)) {
+			want = ordinal % int64(len(conversations))
+			if !isInt(md["dataset_session"]) || integer(md["dataset_session"]) != want {
+				t.Fatalf("%s turn %v replays entry %d, but metadata.dataset_session = %v", id, md["turn_index"], want, md["dataset_session"])
+			}
+		} else if _, ok := md["dataset_session"]; ok {
+			t.Fatalf("%s is its entry's first play, but has dataset_session %v", id, md["dataset_session"])
+		}
+		entryOf[id] = want
+	}
+	seen := map[string]bool{}
+	reused := 0
+	for _, s := range readSessions(t, filepath.Join(stage, "sessions.jsonl")) {
+		id := s["conversation_id"].(string)
+		if seen[id] {
+			t.Fatalf("conversation id %s is used by two sessions", id)
+		}
+		seen[id] = true
+		if s["reused"] == true {
+			reused++
+			if e, ok := entryOf[id]; ok && integer(s["dataset_session"]) != e {
+				t.Fatalf("session %s: dataset_session %v, its records say %d", id, s["dataset_session"], e)
+			}
+		}
+	}
+	if reused != res[0].Reused {
+		t.Fatalf("%d sessions marked reused, the stage counted %d", reused, res[0].Reused)
+	}
+}

@@ -209,7 +209,7 @@ var (
 		"conversation_id": "string", "turn_index": "int", "credit_issued_ns": "int", "request_start_ns": "int",
 		"request_ack_ns": "int", "request_end_ns": "int", "worker_id": "string", "record_processor_id": "string",
 		"benchmark_phase": "string", "was_cancelled": "bool", "cancellation_time_ns": "int",
-		"intended_start_ns": "int", "persona": "int"}
+		"intended_start_ns": "int", "persona": "int", "dataset_session": "int", "retried": "bool"}
 	metricUnits = map[string]string{"time_to_first_token": "ms", "time_to_second_token": "ms",
 		"time_to_first_output_token": "ms", "request_latency": "ms", "inter_token_latency": "ms",
 		"inter_chunk_latency": "ms", "output_token_throughput_per_user": "tokens/sec/user",

@@ -33,18 +33,18 @@ func (a arrivalLoad) run(l *loadRun) {
 		if !sleepUntil(l.issueCtx, at) {
 			return
 		}
-		sp, reused := s.poolAt(k)
+		pick := s.poolAt(k)
 		l.wg.Add(1)
 		go func(scheduled time.Time) {
 			defer l.wg.Done()
 			select {
 			case slots <- struct{}{}:
 			case <-l.issueCtx.Done():
-				s.neverStarted(sp, reused, scheduled)
+				s.neverStarted(pick, scheduled)
 				return
 			}
 			defer func() { <-slots }()
-			s.runSession(l.issueCtx, l.reqCtx, sessionStart{plan: sp, reused: reused, scheduled: scheduled})
+			s.runSession(l.issueCtx, l.reqCtx, sessionStart{sessionPick: pick, scheduled: scheduled})
 		}(at)
 	}
 }

@@ -17,8 +17,7 @@ func (c concurrencyLoad) run(l *loadRun) {
 			defer l.wg.Done()
 			var bo backoff
 			for l.issueCtx.Err() == nil {
-				sp, reused := s.nextSession()
-				last := s.runSession(l.issueCtx, l.reqCtx, sessionStart{plan: sp, reused: reused, scheduled: time.Now()})
+				last := s.runSession(l.issueCtx, l.reqCtx, sessionStart{sessionPick: s.nextSession(), scheduled: time.Now()})
 				if last == nil {
 					continue
 				}

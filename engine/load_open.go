@@ -4,8 +4,6 @@ import (
 	"context"
 	"runtime"
 	"time"
-
-	"github.com/plload/plload/workload"
 )
 
 // dispatch sends an open-loop schedule (request_rate, replay): arrival i is due at origin +
@@ -19,7 +17,7 @@ import (
 // its later turns on their own timing. Arrivals still waiting when the stage stops issuing never
 // start (sessions.jsonl says so, and StageResult.NotStarted counts them). A shard dispatches only
 // the arrivals it Owns, at their offsets in the whole run's schedule.
-func (l *loadRun) dispatch(sched Schedule, pick func(i int) (*workload.SessionPlan, bool)) {
+func (l *loadRun) dispatch(sched Schedule, pick func(i int) sessionPick) {
 	s := l.s
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
@@ -34,11 +32,11 @@ func (l *loadRun) dispatch(sched Schedule, pick func(i int) (*workload.SessionPl
 		if !l.waitUntil(timer, at) || !s.acquireSlot(l.issueCtx) {
 			return
 		}
-		sp, reused := pick(i)
+		p := pick(i)
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
-			s.runSession(l.issueCtx, l.reqCtx, sessionStart{plan: sp, reused: reused, scheduled: at, slotHeld: true})
+			s.runSession(l.issueCtx, l.reqCtx, sessionStart{sessionPick: p, scheduled: at, slotHeld: true})
 		}()
 	}
 }
@@ -88,7 +86,7 @@ const spinWindow = time.Millisecond
 // neverStarted records the arrivals from i on that were due when the stage stopped issuing but never
 // got to start (every slot was taken); those not yet due (the stage was stopped early) were never
 // part of it.
-func (l *loadRun) neverStarted(sched Schedule, i int, pick func(int) (*workload.SessionPlan, bool)) {
+func (l *loadRun) neverStarted(sched Schedule, i int, pick func(int) sessionPick) {
 	now := time.Now()
 	for ; i < sched.Len(); i++ {
 		at := l.origin.Add(sched.Offsets[i])
@@ -98,7 +96,6 @@ func (l *loadRun) neverStarted(sched Schedule, i int, pick func(int) (*workload.
 		if !l.s.cfg.Shard.Owns(i) {
 			continue
 		}
-		sp, reused := pick(i)
-		l.s.neverStarted(sp, reused, at)
+		l.s.neverStarted(pick(i), at)
 	}
 }

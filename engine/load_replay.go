@@ -1,7 +1,5 @@
 package engine
 
-import "github.com/plload/plload/workload"
-
 // replayLoad is a trace on its own clock (load.mode replay): session i of the stage's pool (workload
 // puts them in time order) sends its first request at origin + SessionPlan.At (trace time ×
 // time_scale), and its later turns at the trace's own gaps (Turn.AfterPrevious), right after the
@@ -13,5 +11,5 @@ func (replayLoad) fixedOrigin() bool { return true }
 
 func (r replayLoad) run(l *loadRun) {
 	pool := l.s.pool.Sessions
-	l.dispatch(r.schedule, func(i int) (*workload.SessionPlan, bool) { return &pool[i], false })
+	l.dispatch(r.schedule, func(i int) sessionPick { return sessionPick{plan: &pool[i], index: i, ordinal: i} })
 }

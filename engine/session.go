@@ -14,8 +14,7 @@ import (
 // the schedule (or the slot) wanted it, and whether the caller already holds its first request's
 // in-flight slot (the open-loop dispatcher takes it before starting the session).
 type sessionStart struct {
-	plan      *workload.SessionPlan
-	reused    bool
+	sessionPick
 	scheduled time.Time
 	slotHeld  bool
 }
@@ -92,11 +91,22 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, st sessionStart)
 	return last
 }
 
+// sessionRecord starts the session's sessions.jsonl line (a completed session until it ends
+// otherwise).
+func (p sessionPick) sessionRecord(scheduledNs int64) *metrics.SessionRecord {
+	sr := &metrics.SessionRecord{ConversationID: p.conversationID(), XCorrelationID: newUUID(), Persona: p.plan.Persona,
+		ScheduledNs: scheduledNs, PlannedTurns: len(p.plan.Turns), Reused: p.reused, Outcome: metrics.SessionCompleted}
+	if p.reused {
+		i := p.index
+		sr.DatasetSession = &i
+	}
+	return sr
+}
+
 func (s *stageRun) newSession(st sessionStart) *session {
 	sp := st.plan
 	ss := &session{
-		sr: &metrics.SessionRecord{ConversationID: sp.ID, XCorrelationID: newUUID(), Persona: sp.Persona,
-			ScheduledNs: s.clock.ns(st.scheduled), PlannedTurns: len(sp.Turns), Reused: st.reused, Outcome: metrics.SessionCompleted},
+		sr:       st.sessionRecord(s.clock.ns(st.scheduled)),
 		history:  make([]message, 0, 1+2*len(sp.Turns)),
 		recorded: s.cfg.Scenario.Workload != nil && s.cfg.Scenario.Workload.Dataset != nil && s.cfg.Scenario.Workload.Dataset.History == "recorded",
 		intended: st.scheduled, due: st.scheduled, bodyHint: 4096,
@@ -107,6 +117,14 @@ func (s *stageRun) newSession(st sessionStart) *session {
 		ss.isl, ss.persona = p.Tokens, metrics.Some(sp.Persona)
 	}
 	return ss
+}
+
+// datasetSession is the pool entry a reused session replays, for its records' metadata.
+func (ss *session) datasetSession() metrics.Opt[int] {
+	if ss.sr.DatasetSession == nil {
+		return metrics.Opt[int]{}
+	}
+	return metrics.Some(*ss.sr.DatasetSession)
 }
 
 // setIntended sets turn k's intended send time.
@@ -135,6 +153,7 @@ func (s *stageRun) sendTurn(reqCtx context.Context, ss *session, k int, turn wor
 		XRequestID:      newUUID(),
 		XCorrelationID:  ss.sr.XCorrelationID,
 		ConversationID:  ss.sr.ConversationID,
+		DatasetSession:  ss.datasetSession(),
 		TurnIndex:       k,
 		CreditIssuedNs:  s.clock.ns(credit),
 		IntendedStartNs: metrics.Some(s.clock.ns(ss.intended)),

@@ -25,28 +25,56 @@ func owned(sh workload.Shard, n int) int {
 	return (n - sh.Index + sh.Count - 1) / sh.Count
 }
 
+// sessionPick is a session the load takes from the pool: the plan, its index in the pool, the
+// global ordinal of this instance, and whether the pool had wrapped around to it.
+type sessionPick struct {
+	plan           *workload.SessionPlan
+	index, ordinal int
+	reused         bool
+}
+
+// conversationID is the instance's conversation id: the plan's own, or for a reused entry the
+// plan's prefix with the instance's global ordinal (`s01-000015` replaying entry 3 of a pool of
+// 12), so no two instances of a run, sharded or not, share an id (SPEC §15); the record's
+// metadata.dataset_session says which entry was replayed.
+func (p sessionPick) conversationID() string {
+	if !p.reused {
+		return p.plan.ID
+	}
+	id := p.plan.ID
+	i := len(id)
+	for i > 0 && id[i-1] >= '0' && id[i-1] <= '9' {
+		i--
+	}
+	return fmt.Sprintf("%s%06d", id[:i], p.ordinal)
+}
+
 // poolAt is the session of global ordinal n (an open-loop arrival's), wrapping around the pool (and
 // saying so) when it is shorter than the schedule.
-func (s *stageRun) poolAt(n int) (*workload.SessionPlan, bool) {
+func (s *stageRun) poolAt(n int) sessionPick {
 	size := len(s.pool.Sessions)
-	return &s.pool.Sessions[n%size], n >= size
+	return sessionPick{plan: &s.pool.Sessions[n%size], index: n % size, ordinal: n, reused: n >= size}
 }
 
 // nextSession takes the concurrency model's next session: the pool's next in order, wrapping
 // around (and saying so) when it runs dry. A shard takes only its own residue class of the pool,
 // in order, and wraps within it; a pool shorter than the shard count leaves a shard none of its
-// own, and it then replays the pool's from its index on, every one a reuse.
-func (s *stageRun) nextSession() (*workload.SessionPlan, bool) {
+// own, and it then replays the pool's from its index on, every one a reuse. The shard's n-th
+// session is global ordinal Index + n·Count, so ordinals stay in the shard's residue class.
+func (s *stageRun) nextSession() sessionPick {
 	n := int(s.counts.next.Add(1) - 1)
 	sh, size := s.cfg.Shard, len(s.pool.Sessions)
 	if !sh.Sharded() {
 		return s.poolAt(n)
 	}
+	ordinal := sh.Index + n*sh.Count
 	m := owned(sh, size)
 	if m == 0 {
-		return &s.pool.Sessions[(sh.Index+n*sh.Count)%size], true
+		i := ordinal % size
+		return sessionPick{plan: &s.pool.Sessions[i], index: i, ordinal: ordinal, reused: true}
 	}
-	return &s.pool.Sessions[sh.Index+(n%m)*sh.Count], n >= m
+	i := sh.Index + (n%m)*sh.Count
+	return sessionPick{plan: &s.pool.Sessions[i], index: i, ordinal: ordinal, reused: n >= m}
 }
 
 // split is this shard's part of a whole-run cap (concurrency, max_concurrency, max_in_flight); at

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -223,32 +224,37 @@ func requestsSeen(c *captured) int {
 
 // TestShardNextSession: a concurrency shard takes its residue of the pool in order and wraps within
 // it, marking the repeats as reuse; a pool shorter than the shard count leaves a shard only repeats.
+// A reuse gets its own conversation id, numbered by its global ordinal (in the shard's residue
+// class), and names the pool entry it replays.
 func TestShardNextSession(t *testing.T) {
 	cases := []struct {
 		pool  int
 		shard workload.Shard
-		want  []string // pool index, with * for a reuse
+		want  []string // conversation id, with <-entry for a reuse
 	}{
-		{10, workload.Shard{}, []string{"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "0*"}},
-		{10, workload.Shard{Index: 0, Count: 3}, []string{"0", "3", "6", "9", "0*", "3*"}},
-		{10, workload.Shard{Index: 1, Count: 3}, []string{"1", "4", "7", "1*", "4*"}},
-		{10, workload.Shard{Index: 2, Count: 3}, []string{"2", "5", "8", "2*"}},
-		{2, workload.Shard{Index: 3, Count: 4}, []string{"1*", "1*"}},
+		{10, workload.Shard{}, []string{"s01-000000", "s01-000001", "s01-000002", "s01-000003", "s01-000004", "s01-000005", "s01-000006", "s01-000007", "s01-000008", "s01-000009", "s01-000010<-0"}},
+		{10, workload.Shard{Index: 0, Count: 3}, []string{"s01-000000", "s01-000003", "s01-000006", "s01-000009", "s01-000012<-0", "s01-000015<-3"}},
+		{10, workload.Shard{Index: 1, Count: 3}, []string{"s01-000001", "s01-000004", "s01-000007", "s01-000010<-1", "s01-000013<-4"}},
+		{10, workload.Shard{Index: 2, Count: 3}, []string{"s01-000002", "s01-000005", "s01-000008", "s01-000011<-2"}},
+		{2, workload.Shard{Index: 3, Count: 4}, []string{"s01-000003<-1", "s01-000007<-1"}},
 	}
 	for _, tc := range cases {
 		pool := make([]workload.SessionPlan, tc.pool)
 		for i := range pool {
-			pool[i].ID = strconv.Itoa(i)
+			pool[i].ID = fmt.Sprintf("s01-%06d", i)
 		}
 		s := &stageRun{cfg: &Config{Shard: tc.shard}, pool: &workload.StagePool{Sessions: pool}}
 		var got []string
 		for range tc.want {
-			sp, reused := s.nextSession()
-			if reused {
-				got = append(got, sp.ID+"*")
-			} else {
-				got = append(got, sp.ID)
+			p := s.nextSession()
+			id := p.conversationID()
+			if p.plan != &pool[p.index] {
+				t.Fatalf("pool %d, shard %+v: index %d is not the plan taken", tc.pool, tc.shard, p.index)
 			}
+			if p.reused {
+				id += fmt.Sprintf("<-%d", p.index)
+			}
+			got = append(got, id)
 		}
 		if diff := cmp.Diff(tc.want, got); diff != "" {
 			t.Errorf("pool %d, shard %+v (-want +got):\n%s", tc.pool, tc.shard, diff)

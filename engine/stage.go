@@ -220,8 +220,9 @@ func sleepUntil(ctx context.Context, t time.Time) bool {
 
 // neverStarted records a session whose arrival was due but that never started: every slot stayed
 // taken until the stage stopped issuing.
-func (s *stageRun) neverStarted(sp *workload.SessionPlan, reused bool, scheduled time.Time) {
+func (s *stageRun) neverStarted(p sessionPick, scheduled time.Time) {
 	s.counts.notStarted.Add(1)
-	s.sessions.Write(&metrics.SessionRecord{ConversationID: sp.ID, Persona: sp.Persona, ScheduledNs: s.clock.ns(scheduled),
-		PlannedTurns: len(sp.Turns), Reused: reused, Outcome: metrics.SessionNeverStarted})
+	sr := p.sessionRecord(s.clock.ns(scheduled))
+	sr.Outcome = metrics.SessionNeverStarted
+	s.sessions.Write(sr)
 }

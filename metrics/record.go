@@ -51,6 +51,8 @@ type Record struct {
 	CancellationTimeNs Opt[int64]
 	IntendedStartNs    Opt[int64]
 	Persona            Opt[int]
+	// DatasetSession is the dataset (pool) session a reused session replays; absent otherwise.
+	DatasetSession Opt[int]
 	// Retried: the request went out a second time, at once, on a new connection, because the reused
 	// connection it first went out on failed before any response byte. Its start is the first try's.
 	Retried bool

@@ -52,6 +52,9 @@ func (r *Record) appendMetadata(b []byte) []byte {
 	if r.Persona.OK {
 		b = appendIntField(b, "persona", int64(r.Persona.V))
 	}
+	if r.DatasetSession.OK {
+		b = appendIntField(b, "dataset_session", int64(r.DatasetSession.V))
+	}
 	if r.Retried {
 		b = append(b, `,"retried":true`...)
 	}

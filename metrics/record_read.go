@@ -34,6 +34,7 @@ type rawRecord struct {
 		CancellationTimeNs json.Number `json:"cancellation_time_ns"`
 		IntendedStartNs    json.Number `json:"intended_start_ns"`
 		Persona            json.Number `json:"persona"`
+		DatasetSession     json.Number `json:"dataset_session"`
 		Retried            *bool       `json:"retried"`
 	} `json:"metadata"`
 	Metrics rawMetrics `json:"metrics"`
@@ -136,6 +137,9 @@ func ParseRecord(line []byte) (*Record, error) {
 	rec.IntendedStartNs = num("intended_start_ns", md.IntendedStartNs)
 	if p := num("persona", md.Persona); p.OK {
 		rec.Persona = Some(int(p.V))
+	}
+	if d := num("dataset_session", md.DatasetSession); d.OK {
+		rec.DatasetSession = Some(int(d.V))
 	}
 	if md.WasCancelled != nil {
 		rec.WasCancelled = *md.WasCancelled

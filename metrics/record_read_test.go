@@ -17,7 +17,9 @@ func TestRoundTrip(t *testing.T) {
 	cancelled.OutputSequenceLength, cancelled.InputSequenceLength = Opt[int]{}, Opt[int]{}
 	cancelled.WasCancelled, cancelled.CancellationTimeNs, cancelled.ErrorISL = true, Some(int64(7)), Some(3)
 	cancelled.Error = &RecordError{Code: Some(499), Type: ErrTypeCancelled, Message: "x"}
-	recs = append(recs, cancelled)
+	replayed := sampleRecord() // a reused pool entry's request on a retried connection
+	replayed.DatasetSession, replayed.Retried = Some(4), true
+	recs = append(recs, cancelled, replayed)
 	var buf bytes.Buffer
 	for _, r := range recs {
 		buf.Write(r.AppendJSON(nil))

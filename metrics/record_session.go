@@ -22,6 +22,8 @@ type SessionRecord struct {
 	PlannedTurns int      `json:"planned_turns"`
 	// Reused is set when the pool had run dry and this session's dataset entry was used before.
 	Reused bool `json:"reused,omitempty"`
+	// DatasetSession is the pool entry a reused session replays (its conversation id is its own).
+	DatasetSession *int `json:"dataset_session,omitempty"`
 	// Outcome is how it ended: completed, error, stage_end, cancelled or never_started.
 	Outcome string `json:"outcome"`
 }
