@@ -82,7 +82,7 @@ func ordinal(t *testing.T, conv string) int {
 	return n
 }
 
-// TestShardsUnionIsTheUnshardedRun: for the open-loop modes, three shards of a scenario send,
+// TestShardsUnionIsTheUnshardedRun: for the open-loop modes (a trace's replay too), three shards of a scenario send,
 // between them, exactly the unsharded run's requests — the same conversations at the same intended
 // offsets from the origin — each shard only its own residue of the arrivals, and the shards'
 // scheduled counts sum to the whole schedule. Arrivals within a few ms of the stage's end may be
@@ -90,17 +90,28 @@ func ordinal(t *testing.T, conv string) int {
 func TestShardsUnionIsTheUnshardedRun(t *testing.T) {
 	base, _ := startMock(t, nil)
 	single := "  turns: {min: 1, max: 1}\n  user_input_tokens: {min: 5, max: 10}\n  max_output_tokens: {min: 2, max: 4}\n  think_time: {min: 1ms, max: 2ms}"
+	// A bursty trace of 160 requests over 960 ms: bursts of 4 at one millisecond every 24 ms.
+	var trace strings.Builder
+	for i := range 160 {
+		fmt.Fprintf(&trace, `{"timestamp": %d, "input_length": 20, "output_length": 3, "hash_ids": [%d]}`+"\n", 5000+(i/4)*24, i)
+	}
+	replaySource := "workload:\n  trace: {file: " + writeTrace(t, "shard.jsonl", trace.String()) + ", format: mooncake}\n"
 	cases := []struct {
-		name, load string
-		span       time.Duration
+		name, load, source string
+		span               time.Duration
 	}{
-		{"request_rate", "  mode: request_rate\n  max_in_flight: 16\n  stages:\n    - {rate: 150, warmup: 100ms, duration: 900ms}", time.Second},
-		{"arrival_rate", "  mode: arrival_rate\n  stages:\n    - {sessions_per_sec: 120, max_concurrency: 16, warmup: 100ms, duration: 900ms}", time.Second},
+		{"request_rate", "  mode: request_rate\n  max_in_flight: 16\n  stages:\n    - {rate: 150, warmup: 100ms, duration: 900ms}", "", time.Second},
+		{"arrival_rate", "  mode: arrival_rate\n  stages:\n    - {sessions_per_sec: 120, max_concurrency: 16, warmup: 100ms, duration: 900ms}", "", time.Second},
+		{"replay", "  mode: replay\n  max_in_flight: 16\n  stages:\n    - {warmup: 100ms, duration: 900ms}", replaySource, time.Second},
 	}
 	const count = 3
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			runs := runShards(t, scenarioYAML(base, single, tc.load), count)
+			text := scenarioYAML(base, single, tc.load)
+			if tc.source != "" {
+				text = withSource(text, tc.source)
+			}
+			runs := runShards(t, text, count)
 			cut := func(keys []sentKey) []sentKey {
 				return slices.DeleteFunc(slices.Clone(keys), func(k sentKey) bool { return k.Offset >= tc.span-50*time.Millisecond })
 			}
