@@ -22,18 +22,32 @@ import (
 // (getrusage of this process) is the client's alone. They take about a minute; run them on purpose:
 //
 //	PLLOAD_OPENLOOP=1 go test ./bench -run '^$' -bench OpenLoop -benchtime 1x -count 3 -v
+//
+// PLLOAD_BENCH_MOCK_CHILD=chunks is the chunk-cost benchmark's mock instead (TTFT 200 ms, a chunk
+// every 20 ms), and PLLOAD_BENCH_CLIENT one of its clients (chunkcost_test.go).
 func TestMain(m *testing.M) {
-	if os.Getenv("PLLOAD_BENCH_MOCK_CHILD") == "1" {
+	switch os.Getenv("PLLOAD_BENCH_MOCK_CHILD") {
+	case "1":
 		cfg := mock.DefaultConfig()
 		cfg.TTFT, cfg.TPS, cfg.PrefillPerToken = 2*time.Millisecond, 2000, 0
 		os.Exit(mock.ServeAsChild(cfg))
+	case "chunks":
+		cfg := mock.DefaultConfig()
+		cfg.TTFT, cfg.TPS, cfg.PrefillPerToken = 200*time.Millisecond, 50, 0
+		os.Exit(mock.ServeAsChild(cfg))
+	}
+	if kind := os.Getenv(chunkCostClientEnv); kind != "" {
+		os.Exit(chunkCostChild(kind))
 	}
 	os.Exit(m.Run())
 }
 
-// childMock starts the mock in a child process and returns its base URL.
-func childMock(tb testing.TB) string {
-	base, stop, err := mock.StartChild("PLLOAD_BENCH_MOCK_CHILD=1")
+// childMock starts the open-loop benchmarks' mock in a child process and returns its base URL.
+func childMock(tb testing.TB) string { return childMockEnv(tb, "PLLOAD_BENCH_MOCK_CHILD=1") }
+
+// childMockEnv starts the mock TestMain picks for env in a child process.
+func childMockEnv(tb testing.TB, env string) string {
+	base, stop, err := mock.StartChild(env)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -32,6 +32,19 @@ type outageTracker struct {
 	done    []Outage
 	silence time.Time // the first unanswered failure since the last answer of any kind; zero: none
 	first   string    // that failure's kind and message
+	// silenced is signalled (never blocking) when a run of unanswered failures begins, so the abort
+	// rule waits for that instead of polling: a wake-up costs a client CPU it has better uses for.
+	silenced chan struct{}
+}
+
+// silenceStarts is signalled when a run of unanswered failures begins.
+func (t *outageTracker) silenceStarts() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.silenced == nil {
+		t.silenced = make(chan struct{}, 1)
+	}
+	return t.silenced
 }
 
 // observe takes a finished request (not a cancelled one) that ended at end.
@@ -47,6 +60,12 @@ func (t *outageTracker) observe(rec *metrics.Record, end time.Time) {
 		t.silence, t.first = time.Time{}, ""
 	case t.silence.IsZero():
 		t.silence, t.first = end, metrics.FailureKind(rec)+": "+rec.Error.Message
+		if t.silenced != nil {
+			select {
+			case t.silenced <- struct{}{}:
+			default: // one signal pending is enough
+			}
+		}
 	}
 	if !unanswered && !metrics.Refused(rec) {
 		if rec.Error == nil { // only an answer ends an outage: the streams a dying server cut do not

@@ -172,25 +172,34 @@ func (s *stageRun) drain(ctx context.Context, wg *sync.WaitGroup, cancelRequests
 
 // abortWhenUnreachable stops the stage when every request for abortAfter got no answer at all: a
 // dead target measures nothing, and more requests would only flood it. The reason goes to aborted
-// before stop is called.
+// before stop is called. It sleeps until a silence begins and then until it would reach abortAfter,
+// never on a tick.
 func (s *stageRun) abortWhenUnreachable(issueCtx context.Context, abortAfter time.Duration, aborted chan<- string, stop func()) {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
+	started := s.outages.silenceStarts()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
 	for {
+		wake := started // nothing unanswered: sleep until a silence begins
+		since, first := s.outages.unansweredSince()
+		if !since.IsZero() {
+			left := abortAfter - time.Since(since)
+			if left <= 0 {
+				aborted <- fmt.Sprintf("target unreachable since %s: every request for load.abort_after (%s) failed before any response byte; first: %s",
+					time.Unix(0, s.clock.ns(since)).UTC().Format("15:04:05.000Z"), workload.Duration(abortAfter), first)
+				s.log.Error("stage stopped: the target is unreachable", "since", time.Unix(0, s.clock.ns(since)).UTC().Format(time.RFC3339Nano), "first", first)
+				stop()
+				return
+			}
+			timer.Reset(left) // then look again: an answer meanwhile ends this silence
+			wake = nil
+		}
 		select {
 		case <-issueCtx.Done():
 			return
-		case <-tick.C:
+		case <-wake:
+		case <-timer.C:
 		}
-		since, first := s.outages.unansweredSince()
-		if since.IsZero() || time.Since(since) < abortAfter {
-			continue
-		}
-		aborted <- fmt.Sprintf("target unreachable since %s: every request for load.abort_after (%s) failed before any response byte; first: %s",
-			time.Unix(0, s.clock.ns(since)).UTC().Format("15:04:05.000Z"), workload.Duration(abortAfter), first)
-		s.log.Error("stage stopped: the target is unreachable", "since", time.Unix(0, s.clock.ns(since)).UTC().Format(time.RFC3339Nano), "first", first)
-		stop()
-		return
 	}
 }
 

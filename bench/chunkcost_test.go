@@ -1,0 +1,274 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/plload/plload/engine"
+	"github.com/plload/plload/workload"
+)
+
+// Client CPU per streamed chunk (issue 19): plload against a bare net/http loop that only POSTs,
+// reads the SSE lines and counts content chunks, side by side against one mock in its own process
+// (TTFT 200 ms, a chunk every 20 ms, 64 chunks). Each client runs in a child process of its own (this
+// test binary re-executed), and reports its whole-process CPU (getrusage) over the streaming phase
+// and the content chunks it received; the benchmark prints both figures per chunk and their ratio.
+//
+//	go test ./bench -run '^$' -bench ChunkCost -benchtime 1x -count 3
+const (
+	chunkCostMockEnv   = "PLLOAD_BENCH_MOCK_CHILD=chunks"
+	chunkCostClientEnv = "PLLOAD_BENCH_CLIENT" // bare or plload; its settings follow in the env below
+	chunkCostChunks    = 64
+)
+
+// chunkCostResult is what a client child prints: CPU over its streaming phase and chunks received.
+type chunkCostResult struct {
+	CPUNs  int64 `json:"cpu_ns"`
+	Chunks int64 `json:"chunks"`
+	Errors int64 `json:"errors"`
+	// Switches are the process's context switches (voluntary and not), whole life.
+	Switches int64 `json:"switches"`
+}
+
+// chunkCostChild runs the client named by PLLOAD_BENCH_CLIENT (a child's TestMain calls it) and
+// prints its result; the exit code is non-zero when it could not run.
+func chunkCostChild(kind string) int {
+	base := os.Getenv("PLLOAD_BENCH_BASE")
+	streams, _ := strconv.Atoi(os.Getenv("PLLOAD_BENCH_STREAMS"))
+	span, err := time.ParseDuration(os.Getenv("PLLOAD_BENCH_SPAN"))
+	if base == "" || streams < 1 || err != nil {
+		fmt.Fprintln(os.Stderr, "chunk-cost child: PLLOAD_BENCH_BASE, PLLOAD_BENCH_STREAMS and PLLOAD_BENCH_SPAN are required")
+		return 2
+	}
+	if path := os.Getenv("PLLOAD_BENCH_CPUPROFILE"); path != "" { // a profile of this client, to read with go tool pprof
+		f, err := os.Create(path)
+		if err == nil && pprof.StartCPUProfile(f) == nil {
+			defer pprof.StopCPUProfile()
+		}
+	}
+	var res chunkCostResult
+	switch kind {
+	case "bare":
+		res = bareLoop(base, streams, span)
+	case "rawconn":
+		res = rawConnLoop(base, streams, span)
+	case "plload":
+		if res, err = plloadLoop(base, streams, span); err != nil {
+			fmt.Fprintln(os.Stderr, "chunk-cost child:", err)
+			return 1
+		}
+	default:
+		fmt.Fprintf(os.Stderr, "chunk-cost child: %s=%q; accepted: bare, plload\n", chunkCostClientEnv, kind)
+		return 2
+	}
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		res.Switches = ru.Nvcsw + ru.Nivcsw // the whole process's: a wake-up is a switch, and on a VM a costly one
+	}
+	out, _ := json.Marshal(res)
+	fmt.Println(string(out))
+	return 0
+}
+
+// bareBody is the bare loop's request: one short user message, 64 tokens exactly, streamed.
+var bareBody = []byte(`{"model":"m","messages":[{"role":"user","content":"Tell me about the weather in Lisbon in the spring, in a few words."}],"max_tokens":64,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}`)
+
+// bareLoop is the floor: streams goroutines, each POSTing back to back for span and counting the
+// content chunks of each answer, with nothing timed, decoded or recorded.
+func bareLoop(base string, streams int, span time.Duration) chunkCostResult {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: streams, DisableCompression: true}}
+	var chunks, errs atomic.Int64
+	deadline := time.Now().Add(span)
+	cpu0 := engine.ProcessCPU()
+	var wg sync.WaitGroup
+	for range streams {
+		wg.Go(func() {
+			for time.Now().Before(deadline) {
+				n, err := bareRequest(client, base+"/chat/completions")
+				chunks.Add(n)
+				if err != nil {
+					errs.Add(1)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return chunkCostResult{CPUNs: int64(engine.ProcessCPU() - cpu0), Chunks: chunks.Load(), Errors: errs.Load()}
+}
+
+func bareRequest(client *http.Client, url string) (int64, error) {
+	resp, err := client.Post(url, "application/json", bytes.NewReader(bareBody))
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	var n int64
+	for {
+		line, err := br.ReadSlice('\n')
+		if bytes.HasPrefix(line, []byte("data: {")) && bytes.Contains(line, []byte(`"content":"`)) && !bytes.Contains(line, []byte(`"content":""`)) {
+			n++
+		}
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+}
+
+// chunkCostScenario is the same traffic from plload: single-turn sessions back to back (no think
+// time), a short persona and user message, 64 tokens exactly; records written as in any run.
+const chunkCostScenario = `name: chunkcost
+seed: 1
+target: {base_url: %s, model: m, timeout: 30s}
+personas: {count: 1, system_prompt_tokens: 10}
+session: {turns: 1, user_input_tokens: 15, max_output_tokens: 64, think_time: 0s}
+load:
+  mode: concurrency
+  drain_timeout: 10s
+  stages:
+    - {concurrency: %d, duration: %s}
+`
+
+// plloadLoop runs the engine on chunkCostScenario; its CPU covers the whole run (the stage's setup,
+// every request, the records).
+func plloadLoop(base string, streams int, span time.Duration) (chunkCostResult, error) {
+	text := fmt.Sprintf(chunkCostScenario, base, streams, workload.Duration(span))
+	sc, issues := workload.Parse("chunkcost.yaml", []byte(text), workload.LoadOptions{ForRun: true})
+	if err := issues.Err(); err != nil {
+		return chunkCostResult{}, err
+	}
+	w, err := sc.Build()
+	if err != nil {
+		return chunkCostResult{}, err
+	}
+	dir, err := os.MkdirTemp("", "chunkcost-")
+	if err != nil {
+		return chunkCostResult{}, err
+	}
+	defer os.RemoveAll(dir)
+	cpu0 := engine.ProcessCPU()
+	res, err := engine.Run(context.Background(), engine.Config{Scenario: sc, Workload: w, Dir: dir})
+	cpu := engine.ProcessCPU() - cpu0
+	if err != nil {
+		return chunkCostResult{}, err
+	}
+	r := res[0]
+	return chunkCostResult{CPUNs: int64(cpu), Chunks: int64(r.OutTokens), Errors: int64(r.Errors + r.Cancelled)}, nil
+}
+
+// runChunkClient runs one client child against base and returns its result.
+func runChunkClient(b *testing.B, kind, base string, streams int, span time.Duration) chunkCostResult {
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), chunkCostClientEnv+"="+kind, "PLLOAD_BENCH_BASE="+base,
+		"PLLOAD_BENCH_STREAMS="+strconv.Itoa(streams), "PLLOAD_BENCH_SPAN="+span.String())
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("%s client at %d streams: %v", kind, streams, err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	var res chunkCostResult
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil {
+		b.Fatalf("%s client at %d streams printed %q: %v", kind, streams, out, err)
+	}
+	if res.Chunks == 0 || res.Errors > 0 {
+		b.Fatalf("%s client at %d streams: %d chunks, %d errors", kind, streams, res.Chunks, res.Errors)
+	}
+	return res
+}
+
+// BenchmarkChunkCost: per stream count, the bare loop then plload, each for 15 s against the same
+// mock: µs of client CPU per content chunk for each and plload's ratio to the bare loop.
+func BenchmarkChunkCost(b *testing.B) {
+	base := childMockEnv(b, chunkCostMockEnv)
+	const span = 15 * time.Second
+	for _, streams := range []int{1, 256, 512} {
+		b.Run(fmt.Sprintf("streams_%d", streams), func(b *testing.B) {
+			for b.Loop() {
+				bare := runChunkClient(b, "bare", base, streams, span)
+				pl := runChunkClient(b, "plload", base, streams, span)
+				perChunk := func(r chunkCostResult) float64 { return float64(r.CPUNs) / float64(r.Chunks) / 1000 }
+				b.ReportMetric(perChunk(pl), "µs-CPU/chunk-plload")
+				b.ReportMetric(perChunk(bare), "µs-CPU/chunk-bare")
+				b.ReportMetric(perChunk(pl)/perChunk(bare), "plload/bare")
+				b.ReportMetric(float64(pl.Chunks), "chunks-plload")
+				b.ReportMetric(float64(bare.Chunks), "chunks-bare")
+			}
+		})
+	}
+}
+
+// rawConnLoop is the bare loop without net/http: HTTP/1.1 written and read by hand on one kept-alive
+// connection per stream (chunked framing skipped, content lines counted), for what net/http costs.
+func rawConnLoop(base string, streams int, span time.Duration) chunkCostResult {
+	u, _ := url.Parse(base)
+	req := fmt.Appendf(nil, "POST %s/chat/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", u.Path, u.Host, len(bareBody), bareBody)
+	var chunks, errs atomic.Int64
+	deadline := time.Now().Add(span)
+	cpu0 := engine.ProcessCPU()
+	var wg sync.WaitGroup
+	for range streams {
+		wg.Go(func() {
+			c, err := net.Dial("tcp", u.Host)
+			if err != nil {
+				errs.Add(1)
+				return
+			}
+			defer c.Close()
+			br := bufio.NewReaderSize(c, 16<<10)
+			for time.Now().Before(deadline) {
+				if _, err := c.Write(req); err != nil {
+					errs.Add(1)
+					return
+				}
+				for {
+					line, err := br.ReadSlice('\n')
+					if err != nil {
+						errs.Add(1)
+						return
+					}
+					if bytes.HasPrefix(line, []byte("data: {")) && bytes.Contains(line, []byte(`"content":"`)) && !bytes.Contains(line, []byte(`"content":""`)) {
+						chunks.Add(1)
+					}
+					if bytes.HasPrefix(line, []byte("data: [DONE]")) {
+						break
+					}
+				}
+				// the rest of the answer: the blank line, the chunk's CRLF and the terminating chunk
+				for range 3 {
+					if _, err := br.ReadSlice('\n'); err != nil {
+						errs.Add(1)
+						return
+					}
+				}
+				if _, err := br.ReadSlice('\n'); err != nil {
+					errs.Add(1)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return chunkCostResult{CPUNs: int64(engine.ProcessCPU() - cpu0), Chunks: chunks.Load(), Errors: errs.Load()}
+}
