@@ -150,6 +150,9 @@ func runScenario(ctx context.Context, sc *workload.Scenario, opt runOptions, std
 	defer member.Close(log)
 	shardInfo := opt.shard.info(member)
 	dir, err := makeRunDir(opt.base, sc.Name, opt.shard.dirSuffix())
+	if err == nil {
+		err = opt.shard.writeInfo(dir, shardInfo) // shard.json: a shard killed in its first stage is still known
+	}
 	if err != nil {
 		return "", badInput("results directory: %v; choose another with --out or output.dir", err)
 	}

@@ -2,12 +2,17 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/plload/plload/cluster"
+	"github.com/plload/plload/engine"
+	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/report"
 	"github.com/plload/plload/workload"
 	"github.com/urfave/cli/v3"
@@ -97,6 +102,10 @@ func (o shardRun) flags() string {
 type shardMember struct {
 	m     *cluster.Member
 	coord *cluster.Coordinator
+
+	mu sync.Mutex
+	// interrupted says where a signal stopped this shard's wait for the coordinator ("": it did not).
+	interrupted string
 }
 
 // join joins the coordinator (nil, nil without one): a shard that cannot join, or that the others
@@ -118,9 +127,26 @@ func (o shardRun) join(ctx context.Context, sc *workload.Scenario) (*shardMember
 		addr = s.coord.Addr()
 	}
 	if s.m, err = cluster.Join(ctx, cluster.JoinOptions{Addr: addr, Token: o.token, Shard: o.shard, ScenarioSHA: sha, Timeout: o.joinTimeout}); err != nil {
+		if ctx.Err() != nil { // Ctrl+C (or SIGTERM) while the others were awaited: an interrupt, as run's
+			return nil, &exitError{code: exitInterrupted, err: fmt.Errorf("shard %s: interrupted while waiting for the coordinator %s (the join); nothing was sent", o.shard, addr)}
+		}
 		return nil, &exitError{code: exitFailed, err: fmt.Errorf("shard %s: joining the coordinator: %w; nothing was sent", o.shard, err)}
 	}
 	return s, nil
+}
+
+// writeInfo writes the shard block to DIR/shard.json as soon as the results directory exists, so a
+// shard killed during its first stage (no stage.json, no report.json) still says which shard it was
+// and its clock offset, and merge --allow-partial can place its records.
+func (o shardRun) writeInfo(dir string, in *report.ShardInfo) error {
+	if in == nil {
+		return nil
+	}
+	data, err := json.MarshalIndent(in, "", "  ")
+	if err != nil {
+		return err
+	}
+	return metrics.WriteFileAtomic(filepath.Join(dir, cluster.ShardFile), append(data, '\n'))
 }
 
 // Close leaves the coordinator; with --coordinate it then serves until every other shard has left
@@ -131,6 +157,17 @@ func (s *shardMember) Close(log *slog.Logger) {
 		return
 	}
 	_ = s.m.Close()
+	s.mu.Lock()
+	interrupted := s.interrupted
+	s.mu.Unlock()
+	if interrupted != "" {
+		log.Warn("interrupted while waiting for the coordinator at " + interrupted + ": later stages were skipped")
+	}
+	if lost := s.m.Lost(); len(lost) > 0 {
+		// This shard's own results are whole (every stage ran to its end), so it exits as its own
+		// stages say; the run as a whole is partial, which the coordinator's exit and merge say.
+		log.Warn(fmt.Sprintf("shard(s) %v of this run were lost (the coordinator gave them up); this shard ran every stage without them and its results are whole; the coordinator fails the run, and plload merge needs --allow-partial, which names them", lost))
+	}
 	if s.coord == nil {
 		return
 	}
@@ -145,7 +182,17 @@ func (s *shardMember) stageStart() func(context.Context, int) (time.Time, error)
 	if s == nil {
 		return nil
 	}
-	return s.m.StageStart
+	return func(ctx context.Context, stage int) (time.Time, error) {
+		at, err := s.m.StageStart(ctx, stage)
+		if err != nil && ctx.Err() != nil {
+			// A signal during the wait is the run's interrupt (exit 130), not a failed barrier.
+			s.mu.Lock()
+			s.interrupted = fmt.Sprintf("stage %d's barrier", stage)
+			s.mu.Unlock()
+			return at, fmt.Errorf("interrupted while waiting for the coordinator at stage %d's barrier: %w", stage, engine.ErrInterrupted)
+		}
+		return at, err
+	}
 }
 
 // info is the shard block of stage.json and report.json (nil unsharded).

@@ -55,7 +55,9 @@ type Coordinator struct {
 	shaFrom  int
 	barriers map[int]*barrier
 	left     map[int]bool
-	err      error // the failure, once failed
+	at       map[int]int       // index → the last barrier it arrived at (joinStage: none yet)
+	lost     map[int]lostShard // shards whose connection dropped or that missed a barrier
+	err      error             // the failure, once failed
 	finished bool
 	done     chan struct{}
 	stop     chan struct{} // closed once, when the coordinator ends (success or failure)
@@ -66,6 +68,7 @@ type barrier struct {
 	arrived map[int]bool
 	done    chan struct{} // closed when startNs or err is set
 	startNs int64
+	lost    []int // the shards given up when it opened, so the others can say so
 	err     *errorReply
 	timer   *time.Timer
 }
@@ -114,7 +117,7 @@ func Start(ctx context.Context, opts ServeOptions) (*Coordinator, error) {
 		}
 	}
 	c := &Coordinator{opts: opts, addr: ln.Addr().String(), log: opts.Log, joined: map[int]string{},
-		barriers: map[int]*barrier{}, left: map[int]bool{}, done: make(chan struct{}), stop: make(chan struct{})}
+		barriers: map[int]*barrier{}, left: map[int]bool{}, at: map[int]int{}, lost: map[int]lostShard{}, done: make(chan struct{}), stop: make(chan struct{})}
 	if opts.Token != "" {
 		c.token = sha256.Sum256([]byte("Bearer " + opts.Token))
 	}
@@ -123,6 +126,7 @@ func Start(ctx context.Context, opts ServeOptions) (*Coordinator, error) {
 	mux.HandleFunc("POST "+pathClock, c.handleClock)
 	mux.HandleFunc("POST "+pathBarrier, c.handleBarrier)
 	mux.HandleFunc("POST "+pathLeave, c.handleLeave)
+	mux.HandleFunc("POST "+pathAttach, c.handleAttach)
 	c.srv = &http.Server{Handler: c.authorized(mux), ReadHeaderTimeout: 10 * time.Second}
 	c.mu.Lock()
 	c.barrierLocked(joinStage) // the join deadline runs from the start
@@ -263,6 +267,7 @@ func (c *Coordinator) join(req joinRequest, remote string) (int, *errorReply) {
 		c.sha, c.shaFrom = req.ScenarioSHA, req.Index
 	}
 	c.joined[req.Index] = remote
+	c.at[req.Index] = joinStage
 	return 0, nil
 }
 
@@ -285,7 +290,7 @@ func (c *Coordinator) handleBarrier(w http.ResponseWriter, r *http.Request) {
 		refuse(w, http.StatusGatewayTimeout, b.err)
 		return
 	}
-	reply(w, barrierReply{StartNs: b.startNs})
+	reply(w, barrierReply{StartNs: b.startNs, Lost: b.lost})
 }
 
 // arrive counts one shard at a stage's barrier and opens it when the last arrives.
@@ -295,8 +300,12 @@ func (c *Coordinator) arrive(req barrierRequest) (*barrier, *errorReply) {
 	if _, ok := c.joined[req.Index]; !ok {
 		return nil, &errorReply{Error: fmt.Sprintf("shard %d reached stage %d without joining", req.Index, req.Stage)}
 	}
+	if l, ok := c.lost[req.Index]; ok {
+		return nil, &errorReply{Error: fmt.Sprintf("shard %d reached stage %d after the coordinator had given it up (%s); the others ran on without it", req.Index, req.Stage, l.why)}
+	}
 	b := c.barrierLocked(req.Stage)
 	b.arrived[req.Index] = true
+	c.at[req.Index] = req.Stage
 	select {
 	case <-b.done:
 		return b, nil // opened (or failed) already: the same answer again
@@ -307,12 +316,7 @@ func (c *Coordinator) arrive(req barrierRequest) (*barrier, *errorReply) {
 		b.err.Missing = gone
 		return b, nil
 	}
-	if len(b.arrived) == c.opts.Shards {
-		b.timer.Stop()
-		b.startNs = c.opts.Clock() + int64(c.opts.Margin)
-		close(b.done)
-		c.log.Info("barrier open", "stage", req.Stage, "start_ns", b.startNs)
-	}
+	c.openIfReadyLocked(req.Stage, b)
 	return b, nil
 }
 
@@ -342,9 +346,17 @@ func (c *Coordinator) expire(stage int, b *barrier) {
 	}
 	var missing []int
 	for i := range c.opts.Shards {
-		if !b.arrived[i] {
+		if _, lost := c.lost[i]; !b.arrived[i] && !lost {
 			missing = append(missing, i)
 		}
+	}
+	if stage != joinStage && len(c.leftMissingLocked(b)) == 0 {
+		// The run has started: the shards that arrived run on, and the missing ones are lost (their
+		// results up to here stand, partial).
+		for _, i := range missing {
+			c.loseLocked(i, fmt.Sprintf("it did not reach stage %d's barrier within %s", stage, c.opts.JoinTimeout))
+		}
+		return
 	}
 	verb := "reach " + c.stageName(stage)
 	if stage == joinStage {
@@ -387,11 +399,14 @@ func (c *Coordinator) handleLeave(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	first := len(c.left) == 0
+	reply(w, struct{}{})
+	if _, lost := c.lost[req.Index]; lost {
+		c.log.Info("a lost shard finished", "index", req.Index)
+		return // it stays lost: the others ran on without it
+	}
 	c.left[req.Index] = true
 	c.log.Info("shard finished", "index", req.Index)
-	reply(w, struct{}{})
-	if len(c.left) == c.opts.Shards {
-		c.endLocked(nil)
+	if c.endIfAllDoneLocked() {
 		return
 	}
 	if first { // the rest run the same stages: they finish within the bound or are lost
@@ -405,7 +420,7 @@ func (c *Coordinator) unfinished() {
 	defer c.mu.Unlock()
 	var missing []int
 	for i := range c.opts.Shards {
-		if !c.left[i] {
+		if _, lost := c.lost[i]; !c.left[i] && !lost {
 			missing = append(missing, i)
 		}
 	}

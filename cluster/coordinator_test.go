@@ -270,26 +270,71 @@ func TestJoinTimeoutNamesMissing(t *testing.T) {
 	}
 }
 
-func TestMissingShardFailsBarrierWithinBound(t *testing.T) {
+// TestMissedBarrierLosesShard: once the run has started, a shard that misses a barrier by the bound
+// is lost and the others run on; the run ends naming it, and a late arrival is refused.
+func TestMissedBarrierLosesShard(t *testing.T) {
 	const n, bound = 3, 2 * time.Second
 	c, _ := startCoordinator(t, ServeOptions{Shards: n, JoinTimeout: bound})
-	ms := joinAll(t, c.Addr(), n, "", bound)
+	ms := joinAll(t, c.Addr(), n, "", time.Minute)
 	begin := time.Now()
-	_, errs := stageStarts(ms[:2], 0) // shard 2 never reaches stage 0
+	_, errs := stageStarts(ms[:2], 1) // shard 2 never reaches stage 1
 	took := time.Since(begin)
 	for i, err := range errs {
-		var re *RefusedError
-		if !errors.As(err, &re) || !cmp.Equal(re.Missing, []int{2}) || !strings.Contains(err.Error(), "shard(s) 2 of 3 did not reach stage 0's barrier within 2s") {
-			t.Errorf("shard %d: %v; want the barrier to fail naming shard 2", i, err)
+		if err != nil {
+			t.Errorf("shard %d: %v; want stage 1 to start without shard 2", i, err)
+		}
+		if got := ms[i].Lost(); !cmp.Equal(got, []int{2}) {
+			t.Errorf("shard %d: Lost() = %v; want [2]", i, got)
 		}
 	}
 	// The coordinator's bound, plus the slack of a loaded box; never the shard's own 5 s later.
 	if took > bound+4*time.Second {
-		t.Errorf("the barrier failed after %v; want about %v", took, bound)
+		t.Errorf("the barrier opened after %v; want about %v", took, bound)
 	}
-	var be *BarrierError
-	if err := c.Wait(); !errors.As(err, &be) || be.Stage != 0 || !cmp.Equal(be.Missing, []int{2}) {
-		t.Errorf("coordinator: %v; want stage 0's barrier failing on shard 2", err)
+	if _, err := ms[2].StageStart(context.Background(), 1); err == nil || !strings.Contains(err.Error(), "given it up") {
+		t.Errorf("the lost shard's late arrival: %v; want a refusal saying it was given up", err)
+	}
+	ms[0].Close()
+	ms[1].Close()
+	var le *LostError
+	if err := c.Wait(); !errors.As(err, &le) || !cmp.Equal(le.Lost, map[int]int{2: joinStage}) || !strings.Contains(err.Error(), "did not reach stage 1's barrier within 2s") {
+		t.Errorf("coordinator: %v; want shard 2 lost before the first stage, having missed stage 1's barrier", err)
+	}
+}
+
+// TestDroppedShardIsLost: a shard whose connection drops (its process died) is lost at once — the
+// others' next barrier opens long before the bound — and the run ends naming it and its stage.
+func TestDroppedShardIsLost(t *testing.T) {
+	const n = 3
+	var log lockedBuffer
+	c, _ := startCoordinator(t, ServeOptions{Shards: n, JoinTimeout: time.Minute, Log: slog.New(slog.NewTextHandler(&log, nil))})
+	ms := joinAll(t, c.Addr(), n, "", time.Minute)
+	if _, errs := stageStarts(ms, 1); errors.Join(errs...) != nil {
+		t.Fatal(errors.Join(errs...))
+	}
+	ms[1].release() // what the kernel does to a killed process's sockets: no leave, the line drops
+	live := []*Member{ms[0], ms[2]}
+	begin := time.Now()
+	_, errs := stageStarts(live, 2)
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("stage 2: %v; want the barrier open without shard 1 (%s)", err, log.String())
+	}
+	if took := time.Since(begin); took > 20*time.Second {
+		t.Errorf("stage 2's barrier opened after %v; want at once, not at the minute's bound", took)
+	}
+	for _, m := range live {
+		if got := m.Lost(); !cmp.Equal(got, []int{1}) {
+			t.Errorf("shard %s: Lost() = %v; want [1]", m.opts.Shard, got)
+		}
+	}
+	ms[0].Close()
+	ms[2].Close()
+	var le *LostError
+	if err := c.Wait(); !errors.As(err, &le) || !cmp.Equal(le.Lost, map[int]int{1: 1}) || !strings.Contains(err.Error(), "shard 1 lost during stage 1: its connection to the coordinator dropped") {
+		t.Errorf("coordinator: %v; want shard 1 lost during stage 1", err)
+	}
+	if !strings.Contains(log.String(), "shard lost") || !strings.Contains(log.String(), "index=1 stage=1") {
+		t.Errorf("the coordinator's log does not name the lost shard and stage:\n%s", log.String())
 	}
 }
 

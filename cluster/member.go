@@ -45,6 +45,14 @@ type Member struct {
 	offset int64 // coordinator − local, ns
 	uncert int64 // half the best round's RTT, ns
 
+	// detach ends the attach connection (held from the join to the leave, so the coordinator knows
+	// at once when this process dies); attached is closed when it has ended.
+	detach   context.CancelFunc
+	attached chan struct{}
+
+	mu   sync.Mutex
+	lost []int // the shards the coordinator had given up at the last barrier
+
 	closeOnce sync.Once
 	closeErr  error
 }
@@ -87,15 +95,58 @@ func Join(ctx context.Context, o JoinOptions) (*Member, error) {
 		m.client.CloseIdleConnections()
 		return nil, fmt.Errorf("joining as shard %s: %w", o.Shard, err)
 	}
+	m.attach()
 	if err := m.measure(ctx); err != nil {
-		m.client.CloseIdleConnections()
+		m.release()
 		return nil, fmt.Errorf("measuring shard %s's clock: %w", o.Shard, err)
 	}
 	if _, err := m.wait(ctx, joinStage); err != nil {
-		m.client.CloseIdleConnections()
+		m.release()
 		return nil, fmt.Errorf("waiting for every shard to join: %w", err)
 	}
 	return m, nil
+}
+
+// attach opens the connection the coordinator watches until Close (pathAttach). It is not the
+// barrier's: a barrier answer never waits behind it.
+func (m *Member) attach() {
+	ctx, cancel := context.WithCancel(context.Background())
+	m.detach, m.attached = cancel, make(chan struct{})
+	go func() {
+		defer close(m.attached)
+		b, _ := json.Marshal(leaveRequest{Index: m.opts.Shard.Index})
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.url+pathAttach, bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		req.Header.Set("Content-Type", "application/json")
+		if m.opts.Token != "" {
+			req.Header.Set(TokenHeader, "Bearer "+m.opts.Token)
+		}
+		resp, err := m.client.Do(req)
+		if err != nil {
+			return // the barrier's bound still covers a coordinator this shard cannot hold a line to
+		}
+		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+		resp.Body.Close()
+	}()
+}
+
+// release ends the attach connection and waits for it, then closes the idle ones.
+func (m *Member) release() {
+	if m.detach != nil {
+		m.detach()
+		<-m.attached
+	}
+	m.client.CloseIdleConnections()
+}
+
+// Lost names the shards the coordinator had given up (lost) when the last barrier opened: this
+// shard's stages ran without them.
+func (m *Member) Lost() []int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]int(nil), m.lost...)
 }
 
 // join sends the join request, again while the coordinator cannot be reached at all — on a cluster
@@ -163,6 +214,11 @@ func (m *Member) wait(ctx context.Context, stage int) (int64, error) {
 	// The coordinator answers a barrier it gave up on itself, naming who is missing; the slack lets
 	// that answer arrive before this side's own bound.
 	err := m.post(ctx, pathBarrier, barrierRequest{Index: m.opts.Shard.Index, Stage: stage}, &r, m.opts.Timeout+5*time.Second)
+	if err == nil {
+		m.mu.Lock()
+		m.lost = r.Lost
+		m.mu.Unlock()
+	}
 	return r.StartNs, err
 }
 
@@ -172,8 +228,9 @@ func (m *Member) Offset() (offsetNs, uncertaintyNs int64) { return m.offset, m.u
 // Close tells the coordinator this shard has finished; the coordinator ends when all have.
 func (m *Member) Close() error {
 	m.closeOnce.Do(func() {
+		// Leave first, then drop the attach line: the coordinator must not take the drop for a death.
 		m.closeErr = m.post(context.Background(), pathLeave, leaveRequest{Index: m.opts.Shard.Index}, nil, 10*time.Second)
-		m.client.CloseIdleConnections()
+		m.release()
 	})
 	return m.closeErr
 }

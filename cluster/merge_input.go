@@ -25,8 +25,12 @@ func inputErr(format string, args ...any) error {
 	return &MergeInputError{Err: fmt.Errorf(format, args...)}
 }
 
+// ShardFile is the shard block a sharded run writes to its results directory as soon as it exists
+// (report.ShardInfo as JSON), so that even a shard killed in its first stage is known to merge.
+const ShardFile = "shard.json"
+
 // acceptedDirs says what merge reads, for its refusals.
-const acceptedDirs = "accepted: the results directories of `plload run --shard i/N` (scenario.resolved.yaml, report.json and stage_NN/{stage.json, profile_export.jsonl, sessions.jsonl, dataset.jsonl}, with a shard block in stage.json or report.json)"
+const acceptedDirs = "accepted: the results directories of `plload run --shard i/N` (scenario.resolved.yaml, report.json and stage_NN/{stage.json, profile_export.jsonl, sessions.jsonl, dataset.jsonl}, with a shard block in shard.json, stage.json or report.json)"
 
 // shardStage is what one shard left of one stage.
 type shardStage struct {
@@ -94,6 +98,16 @@ func readShardDir(path string) (*shardDir, error) {
 		d.stages[n] = st
 		if runBlock == nil && st.block != nil {
 			runBlock = st.block
+		}
+	}
+	if runBlock == nil {
+		// A shard killed during its first stage left neither: its shard.json (written as the run began) says.
+		if data, err := os.ReadFile(filepath.Join(path, ShardFile)); err == nil {
+			var b report.ShardInfo
+			if err := json.Unmarshal(data, &b); err != nil {
+				return nil, inputErr("%s: not a shard block: %v; %s", filepath.Join(path, ShardFile), err, acceptedDirs)
+			}
+			runBlock = &b
 		}
 	}
 	if runBlock == nil {

@@ -21,6 +21,9 @@ const (
 	pathClock   = "/v1/clock"   // POST (no body) → clockReply: one NTP-style round
 	pathBarrier = "/v1/barrier" // POST barrierRequest → barrierReply once every shard arrived, or an errorReply
 	pathLeave   = "/v1/leave"   // POST leaveRequest → 200 {}
+	// pathAttach is held open by every shard from its join to its leave: the coordinator learns at
+	// once that a shard's process died (its connection drops) instead of at the next barrier's bound.
+	pathAttach = "/v1/attach" // POST leaveRequest → 200, then a body that ends when the coordinator does
 )
 
 // DefaultJoinTimeout is --join-timeout's default on both sides.
@@ -47,6 +50,9 @@ type barrierRequest struct {
 type barrierReply struct {
 	// StartNs is the stage's start instant on the coordinator's clock.
 	StartNs int64 `json:"start_ns"`
+	// Lost names the shards the coordinator has given up (their connection dropped, or they missed a
+	// barrier): the stage runs without them.
+	Lost []int `json:"lost,omitempty"`
 }
 
 type leaveRequest struct {
