@@ -198,19 +198,22 @@ func runChunkClient(b *testing.B, kind, base string, streams int, span time.Dura
 	return res
 }
 
-// BenchmarkChunkCost: per stream count, the bare loop then plload, each for 15 s against the same
-// mock: µs of client CPU per content chunk for each and plload's ratio to the bare loop.
+// BenchmarkChunkCost: per stream count, the bare net/http loop, the raw-connection loop and plload,
+// each for 10 s against the same mock: µs of client CPU per content chunk for each, and plload's
+// ratio to the bare loop.
 func BenchmarkChunkCost(b *testing.B) {
 	base := childMockEnv(b, chunkCostMockEnv)
-	const span = 15 * time.Second
+	const span = 10 * time.Second
 	for _, streams := range []int{1, 256, 512} {
 		b.Run(fmt.Sprintf("streams_%d", streams), func(b *testing.B) {
 			for b.Loop() {
 				bare := runChunkClient(b, "bare", base, streams, span)
+				raw := runChunkClient(b, "rawconn", base, streams, span)
 				pl := runChunkClient(b, "plload", base, streams, span)
 				perChunk := func(r chunkCostResult) float64 { return float64(r.CPUNs) / float64(r.Chunks) / 1000 }
 				b.ReportMetric(perChunk(pl), "µs-CPU/chunk-plload")
 				b.ReportMetric(perChunk(bare), "µs-CPU/chunk-bare")
+				b.ReportMetric(perChunk(raw), "µs-CPU/chunk-rawconn")
 				b.ReportMetric(perChunk(pl)/perChunk(bare), "plload/bare")
 				b.ReportMetric(float64(pl.Chunks), "chunks-plload")
 				b.ReportMetric(float64(bare.Chunks), "chunks-bare")
