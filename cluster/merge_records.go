@@ -61,6 +61,9 @@ type recordTally struct {
 	records, ok, errors int
 	// orphanRecords and orphanSessions are those of shards that left no stage.json to count them.
 	orphanRecords, orphanSessions int
+	// firstIssue is the earliest issue time over every shard's records, in coordinator time: a
+	// closed-loop stage's t0 (SPEC §7, §15), which the barrier's instant is not.
+	firstIssue metrics.Opt[int64]
 }
 
 // readShardRecords reads one shard's records of a stage and shifts them by off. A stage the shard
@@ -126,8 +129,10 @@ func writeRecords(path string, recs []mergedRecord) (recordTally, error) {
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
 	var buf []byte
+	var first metrics.T0Finder
 	for i := range recs {
 		r := recs[i].rec
+		first.Add(r)
 		r.SessionNum = i
 		buf = append(r.AppendJSON(buf[:0]), '\n')
 		w.Write(buf)
@@ -141,6 +146,7 @@ func writeRecords(path string, recs []mergedRecord) (recordTally, error) {
 		}
 		recs[i].rec = nil // the line is written; let the record go
 	}
+	t.firstIssue = first.T0()
 	if err := w.Flush(); err != nil {
 		f.Close()
 		return t, fmt.Errorf("writing %s: %w", path, err)

@@ -52,7 +52,7 @@ func mergeStage(dir string, sc *workload.Scenario, set *shardSet, n int, tool st
 	i := n - 1
 	in := report.StageInput(sc, i)
 	eng := sumEngine(parts, tally)
-	windowInputs(&in, parts)
+	windowInputs(&in, parts, tally, sc.Load.IsOpenLoop())
 	if sc.Load.IsOpenLoop() {
 		in.NeverStarted = eng.NotStarted
 	}
@@ -158,11 +158,12 @@ func readParts(parts []stagePart) ([][]mergedRecord, error) {
 }
 
 // windowInputs sets the stage's t0 and interrupt from the shards' windows, in coordinator time. t0 is
-// the earliest shard t0 (each shard's is its first issue, or for the open-loop modes the schedule's
-// origin — the coordinator's start time, the same instant on every shard), so it is the t0 one
-// process would have had (SPEC §15). The window ends early only if every shard's did: then at the
-// last of their ends.
-func windowInputs(in *metrics.StageInput, parts []stagePart) {
+// the one one process would have had (SPEC §7, §15): for a closed loop its first issue, the earliest
+// over the shards' records (a shard's stage.json says the barrier's instant: the start time aligns
+// the shards, it does not redefine t0); for the open-loop modes the schedule's origin, the
+// coordinator's start time, the earliest shard t0. The window ends early only if every shard's did:
+// then at the last of their ends.
+func windowInputs(in *metrics.StageInput, parts []stagePart, tally recordTally, openLoop bool) {
 	allCut := true
 	var lastCut int64
 	for _, p := range parts {
@@ -182,6 +183,9 @@ func windowInputs(in *metrics.StageInput, parts []stagePart) {
 	}
 	if allCut && lastCut != 0 {
 		in.InterruptNs = metrics.Some(lastCut)
+	}
+	if !openLoop && tally.firstIssue.OK {
+		in.T0Ns = tally.firstIssue
 	}
 }
 
