@@ -13,12 +13,14 @@ lint:
     test -z "$(gofmt -l .)" || (gofmt -l . && exit 1)
     go vet ./...
 
-# benchmarks (figures go in bench/README.md), then the self-test, whose final line is README's figure.
+# benchmarks (figures go in bench/README.md; ChunkCost prints plload's CPU per chunk beside a bare
+# net/http loop's and their ratio), then the self-test, whose final line is README's figure.
 # The ladder climbs to where a 2-core machine breaks the 1 ms bound (~1 min), so a FAIL at its top is
 # a finding to read, not a broken recipe: `-` keeps it from failing the recipe.
 bench:
     go test ./... -run '^$' -bench . -benchtime 5x -count 5
     PLLOAD_OPENLOOP=1 go test ./bench -run '^$' -bench OpenLoop -benchtime 1x -count 3
+    PLLOAD_CHUNKCOST=1 go test ./bench -run '^$' -bench ChunkCost -benchtime 1x -count 3
     -go run . selftest --ladder 1,10,100,500,1000 --duration 4s --warmup 2s
 
 # fuzz the scenario parser for a minute

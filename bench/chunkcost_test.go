@@ -31,7 +31,7 @@ import (
 // test binary re-executed), and reports its whole-process CPU (getrusage) over the streaming phase
 // and the content chunks it received; the benchmark prints both figures per chunk and their ratio.
 //
-//	go test ./bench -run '^$' -bench ChunkCost -benchtime 1x -count 3
+//	PLLOAD_CHUNKCOST=1 go test ./bench -run '^$' -bench ChunkCost -benchtime 1x -count 3
 const (
 	chunkCostMockEnv   = "PLLOAD_BENCH_MOCK_CHILD=chunks"
 	chunkCostClientEnv = "PLLOAD_BENCH_CLIENT" // bare or plload; its settings follow in the env below
@@ -202,6 +202,9 @@ func runChunkClient(b *testing.B, kind, base string, streams int, span time.Dura
 // each for 10 s against the same mock: µs of client CPU per content chunk for each, and plload's
 // ratio to the bare loop.
 func BenchmarkChunkCost(b *testing.B) {
+	if os.Getenv("PLLOAD_CHUNKCOST") != "1" {
+		b.Skip("set PLLOAD_CHUNKCOST=1 to run the CPU-per-chunk comparison (about 100 s per count)")
+	}
 	base := childMockEnv(b, chunkCostMockEnv)
 	const span = 10 * time.Second
 	for _, streams := range []int{1, 256, 512} {
