@@ -105,19 +105,23 @@ func mergeStageFiles(out string, parts []stagePart) ([]byte, recordTally, error)
 			return nil, t, err
 		}
 	}
-	perShard, err := readParts(parts)
+	perShard, tallies, err := readParts(parts)
 	if err != nil {
 		return nil, t, err
 	}
-	var recs []mergedRecord
+	var keys []recordKey
+	var files []string
+	var offs []int64
 	var sessions []mergedSession
 	var log bytes.Buffer
 	orphanRecords, orphanSessions := 0, 0
 	for k, p := range parts {
 		unfinished := p.stage.report == nil
 		nr, ns := len(perShard[k]), len(sessions)
-		recs = append(recs, perShard[k]...)
+		keys = append(keys, perShard[k]...)
 		perShard[k] = nil
+		t.join(tallies[k])
+		files, offs = append(files, filepath.Join(p.stage.dir, "profile_export.jsonl")), append(offs, p.off)
 		if sessions, err = readShardSessions(filepath.Join(p.stage.dir, "sessions.jsonl"), p.off, unfinished, sessions); err != nil {
 			return nil, t, err
 		}
@@ -130,8 +134,8 @@ func mergeStageFiles(out string, parts []stagePart) ([]byte, recordTally, error)
 			log.Write(data)
 		}
 	}
-	sortGlobal(recs)
-	if t, err = writeRecords(filepath.Join(out, "profile_export.jsonl"), recs); err != nil {
+	sortGlobal(keys)
+	if err := writeRecords(filepath.Join(out, "profile_export.jsonl"), files, offs, keys); err != nil {
 		return nil, t, err
 	}
 	t.orphanRecords, t.orphanSessions = orphanRecords, orphanSessions
@@ -141,20 +145,21 @@ func mergeStageFiles(out string, parts []stagePart) ([]byte, recordTally, error)
 	return dataset, t, os.WriteFile(filepath.Join(out, "run.log"), log.Bytes(), 0o644)
 }
 
-// readParts reads the parts' records, shifted, one shard per core at a time (parsing is most of a
-// merge's time).
-func readParts(parts []stagePart) ([][]mergedRecord, error) {
-	out := make([][]mergedRecord, len(parts))
+// readParts reads the parts' record keys and tallies, shifted, one shard per core at a time (parsing
+// is most of a merge's time).
+func readParts(parts []stagePart) ([][]recordKey, []recordTally, error) {
+	out := make([][]recordKey, len(parts))
+	tallies := make([]recordTally, len(parts))
 	var g errgroup.Group
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for k, p := range parts {
 		g.Go(func() error {
 			var err error
-			out[k], _, err = readShardRecords(filepath.Join(p.stage.dir, "profile_export.jsonl"), p.shard.block, p.off, p.stage.report == nil, nil)
+			out[k], tallies[k], _, err = readShardRecords(filepath.Join(p.stage.dir, "profile_export.jsonl"), p.shard.block, p.off, p.stage.report == nil, k)
 			return err
 		})
 	}
-	return out, g.Wait()
+	return out, tallies, g.Wait()
 }
 
 // windowInputs sets the stage's t0 and interrupt from the shards' windows, in coordinator time. t0 is
