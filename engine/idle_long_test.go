@@ -1,0 +1,155 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
+	rtmetrics "runtime/metrics"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/plload/plload/workload"
+)
+
+// TestIdleSessionsMemory is issue 19's memory check, in the PLLOAD_LONG suite: many sessions that
+// spend most of their time thinking (20–40 s between short turns), held for a while against the mock
+// in a child process. It passes when the process's resident memory stays within 4 GiB per 100,000
+// sessions (42 KiB each) and does not grow over the run's last two thirds (≤ 10 %). Each session
+// keeps its connection while it thinks, so the open-files limit must cover them: the test raises it
+// when it may, and says so when it may not.
+//
+//	PLLOAD_LONG=1 [PLLOAD_IDLE_SESSIONS=100000] [PLLOAD_IDLE_FOR=10m] go test ./engine -run IdleSessionsMemory -v -timeout 30m
+func TestIdleSessionsMemory(t *testing.T) {
+	if os.Getenv("PLLOAD_LONG") != "1" {
+		t.Skip("set PLLOAD_LONG=1 to run the idle-sessions memory check (10 minutes)")
+	}
+	sessions, hold := 100000, 10*time.Minute
+	if s := os.Getenv("PLLOAD_IDLE_SESSIONS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("PLLOAD_IDLE_SESSIONS=%q: accepted: a whole number ≥ 1", s)
+		}
+		sessions = n
+	}
+	if s := os.Getenv("PLLOAD_IDLE_FOR"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d < 30*time.Second {
+			t.Fatalf("PLLOAD_IDLE_FOR=%q: accepted: a duration of at least 30s", s)
+		}
+		hold = d
+	}
+	if err := raiseOpenFiles(uint64(sessions) + 2048); err != nil {
+		t.Skipf("%d sessions need %d open files: %v", sessions, sessions+2048, err)
+	}
+	base := childMock(t)
+	text := scenarioYAML(base, `  turns: 50
+  user_input_tokens: {min: 20, max: 60}
+  max_output_tokens: {min: 8, max: 16}
+  think_time: {min: 20s, max: 40s}`, fmt.Sprintf("  mode: concurrency\n  drain_timeout: 5s\n  stages:\n    - {concurrency: %d, duration: %s}", sessions, workload.Duration(hold)))
+	text = strings.Replace(text, "timeout: 10s", "timeout: 60s", 1)
+	rss0 := residentBytes()
+	var samples []uint64
+	stop := every(10*time.Second, func() {
+		samples = append(samples, residentBytes())
+		if len(samples) == 4 { // 40 s in: where the memory is
+			t.Log(memoryClasses())
+		}
+		if path := os.Getenv("PLLOAD_IDLE_HEAPPROFILE"); path != "" && len(samples) == 4 {
+			if f, err := os.Create(path); err == nil {
+				runtime.GC() // the profile is of the last collection: make it now
+				pprof.WriteHeapProfile(f)
+				f.Close()
+			}
+		}
+	})
+	res, _, err := runScenario(t, context.Background(), text)
+	stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := res[0]
+	if len(samples) < 3 {
+		t.Fatalf("%d memory samples over %s", len(samples), hold)
+	}
+	peak := uint64(0)
+	for _, s := range samples {
+		peak = max(peak, s)
+	}
+	perSession := float64(peak-min(peak, rss0)) / float64(sessions)
+	third := samples[len(samples)/3]
+	last := samples[len(samples)-1]
+	t.Logf("%d sessions for %s: %d requests, %d errors, %d cancelled; RSS before %.0f MiB, peak %.0f MiB (%.1f KiB per session), at a third %.0f MiB, at the end %.0f MiB",
+		sessions, hold, r.Records, r.Errors, r.Cancelled, mib(rss0), mib(peak), perSession/1024, mib(third), mib(last))
+	if r.Errors > 0 {
+		t.Errorf("%d client errors", r.Errors)
+	}
+	if limit := 4.0 * (1 << 30) / 100000; perSession > limit {
+		t.Errorf("%.1f KiB per session, over the %.1f KiB that 100,000 sessions in 4 GiB allow", perSession/1024, limit/1024)
+	}
+	if float64(last) > 1.1*float64(third) {
+		t.Errorf("memory grew from %.0f MiB at a third of the run to %.0f MiB at its end", mib(third), mib(last))
+	}
+}
+
+func mib(b uint64) float64 { return float64(b) / (1 << 20) }
+
+// memoryClasses says where the Go runtime's memory is: live heap, heap garbage and free space,
+// goroutine stacks, and the rest.
+func memoryClasses() string {
+	names := []string{"/gc/heap/live:bytes", "/memory/classes/heap/objects:bytes", "/memory/classes/heap/unused:bytes",
+		"/memory/classes/heap/free:bytes", "/memory/classes/heap/stacks:bytes", "/memory/classes/total:bytes", "/sched/goroutines:goroutines"}
+	samples := make([]rtmetrics.Sample, len(names))
+	for i, n := range names {
+		samples[i].Name = n
+	}
+	rtmetrics.Read(samples)
+	var b strings.Builder
+	for _, s := range samples {
+		if s.Value.Kind() != rtmetrics.KindUint64 {
+			continue
+		}
+		if strings.HasSuffix(s.Name, ":bytes") {
+			fmt.Fprintf(&b, "%s %.0f MiB; ", s.Name, mib(s.Value.Uint64()))
+		} else {
+			fmt.Fprintf(&b, "%s %d; ", s.Name, s.Value.Uint64())
+		}
+	}
+	return b.String()
+}
+
+// residentBytes is this process's resident set (VmRSS), 0 when it cannot be read.
+func residentBytes() uint64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range bytes.Lines(data) {
+		if rest, ok := bytes.CutPrefix(line, []byte("VmRSS:")); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(string(rest)), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// raiseOpenFiles makes sure this process (and the children it starts after) may open n files.
+func raiseOpenFiles(n uint64) error {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return err
+	}
+	if lim.Cur >= n {
+		return nil
+	}
+	want := syscall.Rlimit{Cur: n, Max: max(lim.Max, n)}
+	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &want); err != nil {
+		return fmt.Errorf("the open-files limit is %d (hard %d) and could not be raised: %w", lim.Cur, lim.Max, err)
+	}
+	return nil
+}
