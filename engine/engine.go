@@ -134,6 +134,7 @@ func Run(ctx context.Context, cfg Config) ([]StageResult, error) {
 	if os.Getenv("GOGC") == "" {
 		defer debug.SetGCPercent(debug.SetGCPercent(400))
 	}
+	defer setMemoryLimit()() // GOGC=400's headroom, but never past the machine's or the pod's memory
 	clk := newClock()
 	var results []StageResult
 	for i := range cfg.Workload.Stages {
