@@ -282,9 +282,20 @@ func runFailures(sc *workload.Scenario, stages []*report.StageReport, headline b
 		}
 	}
 	if !headline && len(stages) > 0 && sc.SLO.IsSet() {
-		out = append(out, fmt.Sprintf("no stage met the SLO (%s)", report.SLOText(sc.SLO)))
+		out = append(out, noHeadline(sc, stages))
 	}
 	return out
+}
+
+// noHeadline says why no stage is the run's headline: none met the SLO, or none could be judged
+// because every stage is partial (cut short, or a shard of a merged run lost) — not the same news.
+func noHeadline(sc *workload.Scenario, stages []*report.StageReport) string {
+	for _, st := range stages {
+		if !st.Summary.Partial {
+			return fmt.Sprintf("no stage met the SLO (%s)", report.SLOText(sc.SLO))
+		}
+	}
+	return fmt.Sprintf("no stage can be judged against the SLO (%s): every stage is partial (cut short, or a shard of the run lost: see merge.json), so none is the headline", report.SLOText(sc.SLO))
 }
 
 // replayReason says how far behind the trace a replay stage fell, and what to do about it.

@@ -40,6 +40,8 @@ func TestRunFailures(t *testing.T) {
 		{"no SLO, no headline", workload.SLO{}, stage(fine), false, nil},
 		{"SLO set, no stage met it", sloSet, stage(fine), false, []string{"no stage met the SLO (TTFT p95 ≤ 500ms, error rate ≤ 0.01)"}},
 		{"SLO met", sloSet, stage(fine), true, nil},
+		{"every stage partial: none could be judged", sloSet, stage(func(s *metrics.StageSummary) { s.Partial = true }), false,
+			[]string{"no stage can be judged against the SLO (TTFT p95 ≤ 500ms, error rate ≤ 0.01): every stage is partial (cut short, or a shard of the run lost: see merge.json), so none is the headline"}},
 		{"error rate over the limit", sloSet, stage(func(s *metrics.StageSummary) { s.ErrorRate = metrics.Some(0.2) }), true,
 			[]string{"stage 01 failed: error rate 20.00% is over the SLO's error rate limit 1.00%"}},
 		{"error rate without a limit", workload.SLO{}, stage(func(s *metrics.StageSummary) { s.ErrorRate = metrics.Some(0.2) }), false, nil},
