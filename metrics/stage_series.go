@@ -25,33 +25,81 @@ const maxCDFPoints = 5000
 
 // Series builds the per-second view of records already summarized (sum gives the window).
 func Series(recs []*Record, sum *StageSummary) StageSeries {
-	s := StageSeries{T0Ns: sum.Window.T0Ns, WNs: sum.Window.WNs, EEffNs: sum.Window.EEffNs}
-	last := s.EEffNs
-	sessions := map[string]*interval{}
+	b := NewSeriesBuilder(sum)
 	for _, r := range recs {
-		if r.RequestEndNs.OK {
-			last = max(last, r.RequestEndNs.V)
-		}
-		widenSession(sessions, r)
+		b.Add(r)
 	}
-	n := int(math.Ceil(float64(last-s.T0Ns)/1e9)) + 1
+	return b.Series()
+}
+
+// SeriesBuilder builds a StageSeries one record at a time, keeping of each only what the series
+// needs (40 bytes of a success, and its chunk gaps when it is an in-window success): a stage of millions of
+// records is charted without holding them (a merged 4 × 1M stage held 7 GiB of records).
+type SeriesBuilder struct {
+	s        StageSeries
+	last     int64
+	sessions map[string]*interval
+	points   []seriesPoint
+}
+
+// seriesPoint is what the one-second buckets need of a record.
+type seriesPoint struct {
+	start, end int64
+	osl        int
+	ttft       float64
+	ttftOK     bool
+}
+
+// NewSeriesBuilder starts the series of a stage summarized as sum.
+func NewSeriesBuilder(sum *StageSummary) *SeriesBuilder {
+	s := StageSeries{T0Ns: sum.Window.T0Ns, WNs: sum.Window.WNs, EEffNs: sum.Window.EEffNs}
+	return &SeriesBuilder{s: s, last: s.EEffNs, sessions: map[string]*interval{}}
+}
+
+// Add takes the next record, in file order.
+func (b *SeriesBuilder) Add(r *Record) {
+	if r.RequestEndNs.OK {
+		b.last = max(b.last, r.RequestEndNs.V)
+	}
+	widenSession(b.sessions, r)
+	if !r.OK() {
+		return
+	}
+	b.points = append(b.points, seriesPoint{start: r.RequestStartNs, end: r.RequestEndNs.V, osl: r.OutputSequenceLength.V,
+		ttft: r.TTFT.V, ttftOK: r.TTFT.OK})
+	s := &b.s
+	if r.RequestStartNs < s.WNs || r.RequestStartNs >= s.EEffNs {
+		return
+	}
+	appendOpt(&s.TTFT, r.TTFT)
+	appendOpt(&s.E2E, r.RequestLatency)
+	s.ITL = append(s.ITL, r.InterChunkLatency...)
+	if len(r.InterChunkLatency) > 0 {
+		s.ITLByRequest = append(s.ITLByRequest, r.InterChunkLatency)
+	}
+}
+
+// Series finishes the series; the builder is not used after.
+func (b *SeriesBuilder) Series() StageSeries {
+	s := b.s
+	n := int(math.Ceil(float64(b.last-s.T0Ns)/1e9)) + 1
 	if n <= 0 || n > 1_000_000 {
-		return s
+		return StageSeries{T0Ns: s.T0Ns, WNs: s.WNs, EEffNs: s.EEffNs}
 	}
 	s.Seconds = make([]float64, n)
 	s.ReqPerSec, s.OutTokPerSec, s.TTFTP95Ms, s.ActiveSessions = make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
-	ttftBy := s.fill(recs, n)
-	for b := range n {
-		s.Seconds[b] = float64(b)
-		s.TTFTP95Ms[b] = math.NaN()
-		if len(ttftBy[b]) > 0 {
-			sort.Float64s(ttftBy[b])
-			s.TTFTP95Ms[b] = Percentile(ttftBy[b], 95)
+	ttftBy := s.fill(b.points, n)
+	for i := range n {
+		s.Seconds[i] = float64(i)
+		s.TTFTP95Ms[i] = math.NaN()
+		if len(ttftBy[i]) > 0 {
+			sort.Float64s(ttftBy[i])
+			s.TTFTP95Ms[i] = Percentile(ttftBy[i], 95)
 		}
-		mid := s.T0Ns + int64(b)*1e9 + 5e8
-		for _, iv := range sessions {
+		mid := s.T0Ns + int64(i)*1e9 + 5e8
+		for _, iv := range b.sessions {
 			if iv.start <= mid && mid < iv.end {
-				s.ActiveSessions[b]++
+				s.ActiveSessions[i]++
 			}
 		}
 	}
@@ -67,9 +115,9 @@ func Series(recs []*Record, sum *StageSummary) StageSeries {
 	return s
 }
 
-// fill counts the successes into the n one-second buckets and the window's samples, and returns
-// the TTFTs of each bucket's starts.
-func (s *StageSeries) fill(recs []*Record, n int) [][]float64 {
+// fill counts the successes into the n one-second buckets, and returns the TTFTs of each bucket's
+// starts.
+func (s *StageSeries) fill(points []seriesPoint, n int) [][]float64 {
 	ttftBy := make([][]float64, n)
 	bucket := func(ns int64) int {
 		b := int((ns - s.T0Ns) / 1e9)
@@ -78,25 +126,13 @@ func (s *StageSeries) fill(recs []*Record, n int) [][]float64 {
 		}
 		return b
 	}
-	for _, r := range recs {
-		if !r.OK() {
-			continue
-		}
-		if b := bucket(r.RequestEndNs.V); b >= 0 {
+	for _, p := range points {
+		if b := bucket(p.end); b >= 0 {
 			s.ReqPerSec[b]++
-			s.OutTokPerSec[b] += float64(r.OutputSequenceLength.V)
+			s.OutTokPerSec[b] += float64(p.osl)
 		}
-		if b := bucket(r.RequestStartNs); b >= 0 && r.TTFT.OK {
-			ttftBy[b] = append(ttftBy[b], r.TTFT.V)
-		}
-		if r.RequestStartNs < s.WNs || r.RequestStartNs >= s.EEffNs {
-			continue
-		}
-		appendOpt(&s.TTFT, r.TTFT)
-		appendOpt(&s.E2E, r.RequestLatency)
-		s.ITL = append(s.ITL, r.InterChunkLatency...)
-		if len(r.InterChunkLatency) > 0 {
-			s.ITLByRequest = append(s.ITLByRequest, r.InterChunkLatency)
+		if b := bucket(p.start); b >= 0 && p.ttftOK {
+			ttftBy[b] = append(ttftBy[b], p.ttft)
 		}
 	}
 	return ttftBy

@@ -157,9 +157,9 @@ func StageChartsFromRecords(runDir string, st *StageReport) error {
 		return nil // records deleted (record_requests: false): the curve is all there is
 	}
 	defer f.Close()
-	var recs []*metrics.Record
-	if err := metrics.ReadRecords(f, func(r *metrics.Record) error { recs = append(recs, r); return nil }); err != nil {
+	series := metrics.NewSeriesBuilder(st.Summary) // one record at a time: a stage's records may not fit in memory
+	if err := metrics.ReadRecords(f, func(r *metrics.Record) error { series.Add(r); return nil }); err != nil {
 		return err
 	}
-	return WriteStageCharts(runDir, st, metrics.Series(recs, st.Summary))
+	return WriteStageCharts(runDir, st, series.Series())
 }
