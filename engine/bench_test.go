@@ -168,6 +168,29 @@ func engineBench(b *testing.B, base string, watched bool) {
 	}
 }
 
+// BenchmarkSessionsPerShard: how much CPU one shard (one plload process) spends on N chat sessions
+// (10–20 turns, 1–3 s think, 50–100 tokens at 20 ms gaps) over 20 s: the cores it keeps busy and the
+// millicores per session, which size a shard's CPU request (plload k8s) and say how many sessions a
+// box carries before it becomes the bottleneck.
+//
+//	go test ./engine -run '^$' -bench SessionsPerShard -benchtime 1x -count 3
+func BenchmarkSessionsPerShard(b *testing.B) {
+	base := childMock(b)
+	const span = 20 * time.Second
+	for _, n := range []int{250, 1000, 4000} {
+		b.Run(fmt.Sprintf("sessions_%d", n), func(b *testing.B) {
+			for b.Loop() {
+				r, perChunk, _, live, stacks := loadStage(b, base, n, span)
+				cores := float64(perChunk*time.Duration(r.OutTokens)) / float64(span)
+				b.ReportMetric(cores, "client-cores")
+				b.ReportMetric(1000*cores/float64(n), "mcores/session")
+				b.ReportMetric((live+stacks)/1024, "KiB/session")
+				b.ReportMetric(float64(r.Errors+r.Cancelled), "errors")
+			}
+		})
+	}
+}
+
 // TestLargestCleanConcurrency runs 60 s stages at rising concurrency, up to the first with client
 // errors, and fails when the largest clean one is below cleanConcurrencyFloor (PLLOAD_CLEAN_FLOOR
 // overrides it) or no level was clean. It takes minutes; run it on purpose:
