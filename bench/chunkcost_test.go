@@ -90,28 +90,43 @@ func chunkCostChild(kind string) int {
 // bareBody is the bare loop's request: one short user message, 64 tokens exactly, streamed.
 var bareBody = []byte(`{"model":"m","messages":[{"role":"user","content":"Tell me about the weather in Lisbon in the spring, in a few words."}],"max_tokens":64,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}`)
 
-// bareLoop is the floor: streams goroutines, each POSTing back to back for span and counting the
-// content chunks of each answer, with nothing timed, decoded or recorded.
-func bareLoop(base string, streams int, span time.Duration) chunkCostResult {
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: streams, DisableCompression: true}}
+// loops runs stream on streams goroutines until span has passed and returns the process CPU over
+// it with the content chunks they counted; stream returns at its first error.
+func loops(streams int, span time.Duration, stream func(deadline time.Time, chunks *atomic.Int64) error) chunkCostResult {
 	var chunks, errs atomic.Int64
 	deadline := time.Now().Add(span)
 	cpu0 := engine.ProcessCPU()
 	var wg sync.WaitGroup
 	for range streams {
 		wg.Go(func() {
-			for time.Now().Before(deadline) {
-				n, err := bareRequest(client, base+"/chat/completions")
-				chunks.Add(n)
-				if err != nil {
-					errs.Add(1)
-					return
-				}
+			if stream(deadline, &chunks) != nil {
+				errs.Add(1)
 			}
 		})
 	}
 	wg.Wait()
 	return chunkCostResult{CPUNs: int64(engine.ProcessCPU() - cpu0), Chunks: chunks.Load(), Errors: errs.Load()}
+}
+
+// isContentLine says whether an SSE line is a chunk with content, as the bare loops count them.
+func isContentLine(line []byte) bool {
+	return bytes.HasPrefix(line, []byte("data: {")) && bytes.Contains(line, []byte(`"content":"`)) && !bytes.Contains(line, []byte(`"content":""`))
+}
+
+// bareLoop is the floor: streams goroutines, each POSTing back to back for span and counting the
+// content chunks of each answer, with nothing timed, decoded or recorded.
+func bareLoop(base string, streams int, span time.Duration) chunkCostResult {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: streams, DisableCompression: true}}
+	return loops(streams, span, func(deadline time.Time, chunks *atomic.Int64) error {
+		for time.Now().Before(deadline) {
+			n, err := bareRequest(client, base+"/chat/completions")
+			chunks.Add(n)
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 func bareRequest(client *http.Client, url string) (int64, error) {
@@ -124,7 +139,7 @@ func bareRequest(client *http.Client, url string) (int64, error) {
 	var n int64
 	for {
 		line, err := br.ReadSlice('\n')
-		if bytes.HasPrefix(line, []byte("data: {")) && bytes.Contains(line, []byte(`"content":"`)) && !bytes.Contains(line, []byte(`"content":""`)) {
+		if isContentLine(line) {
 			n++
 		}
 		if err == io.EOF {
@@ -230,51 +245,36 @@ func BenchmarkChunkCost(b *testing.B) {
 func rawConnLoop(base string, streams int, span time.Duration) chunkCostResult {
 	u, _ := url.Parse(base)
 	req := fmt.Appendf(nil, "POST %s/chat/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", u.Path, u.Host, len(bareBody), bareBody)
-	var chunks, errs atomic.Int64
-	deadline := time.Now().Add(span)
-	cpu0 := engine.ProcessCPU()
-	var wg sync.WaitGroup
-	for range streams {
-		wg.Go(func() {
-			c, err := net.Dial("tcp", u.Host)
-			if err != nil {
-				errs.Add(1)
-				return
+	return loops(streams, span, func(deadline time.Time, chunks *atomic.Int64) error {
+		c, err := net.Dial("tcp", u.Host)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		br := bufio.NewReaderSize(c, 16<<10)
+		for time.Now().Before(deadline) {
+			if _, err := c.Write(req); err != nil {
+				return err
 			}
-			defer c.Close()
-			br := bufio.NewReaderSize(c, 16<<10)
-			for time.Now().Before(deadline) {
-				if _, err := c.Write(req); err != nil {
-					errs.Add(1)
-					return
+			for {
+				line, err := br.ReadSlice('\n')
+				if err != nil {
+					return err
 				}
-				for {
-					line, err := br.ReadSlice('\n')
-					if err != nil {
-						errs.Add(1)
-						return
-					}
-					if bytes.HasPrefix(line, []byte("data: {")) && bytes.Contains(line, []byte(`"content":"`)) && !bytes.Contains(line, []byte(`"content":""`)) {
-						chunks.Add(1)
-					}
-					if bytes.HasPrefix(line, []byte("data: [DONE]")) {
-						break
-					}
+				if isContentLine(line) {
+					chunks.Add(1)
 				}
-				// the rest of the answer: the blank line, the chunk's CRLF and the terminating chunk
-				for range 3 {
-					if _, err := br.ReadSlice('\n'); err != nil {
-						errs.Add(1)
-						return
-					}
+				if bytes.HasPrefix(line, []byte("data: [DONE]")) {
+					break
 				}
+			}
+			// the rest of the answer: the blank line, the chunk's CRLF, "0" and the final CRLF
+			for range 4 {
 				if _, err := br.ReadSlice('\n'); err != nil {
-					errs.Add(1)
-					return
+					return err
 				}
 			}
-		})
-	}
-	wg.Wait()
-	return chunkCostResult{CPUNs: int64(engine.ProcessCPU() - cpu0), Chunks: chunks.Load(), Errors: errs.Load()}
+		}
+		return nil
+	})
 }
