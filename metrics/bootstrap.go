@@ -23,33 +23,69 @@ const maxBootstrapValues = 20_000
 // bootstrap). Single values are groups of one. The seed makes it reproducible. Either side without
 // a value gives NaN.
 func BootstrapRelDiff(baseline, candidate [][]float64, p float64, iters int, seed uint64) Interval {
+	return bootstrapTwo(baseline, candidate, p, iters, seed, func(a, b float64) float64 { return b/a - 1 })
+}
+
+// BootstrapDiff is BootstrapRelDiff for the plain difference: candidate's p-th percentile minus
+// baseline's, in their unit (an A/B's "B is 12 ms slower at p95, 95 % interval 7–18 ms").
+func BootstrapDiff(baseline, candidate [][]float64, p float64, iters int, seed uint64) Interval {
+	return bootstrapTwo(baseline, candidate, p, iters, seed, func(a, b float64) float64 { return b - a })
+}
+
+// BootstrapPercentile is the 95 % interval of one sample's p-th percentile (Point is the percentile
+// itself), resampling whole groups as BootstrapRelDiff does: whether a probe's p95 TTFT is surely
+// under a limit, or the data cannot tell yet. No value gives NaN.
+func BootstrapPercentile(sample [][]float64, p float64, iters int, seed uint64) Interval {
 	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
-	pct := func(groups [][]float64) float64 {
-		s := slices.Concat(groups...)
-		slices.Sort(s)
-		return Percentile(s, p)
+	point := groupPercentile(sample, p)
+	sample = thinGroups(sample)
+	if len(sample) == 0 {
+		return Interval{Point: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}
 	}
-	point := pct(candidate)/pct(baseline) - 1 // from every value, before any thinning
+	stats := make([]float64, iters)
+	var buf []float64
+	for i := range stats {
+		buf = resampleGroups(rng, buf, sample)
+		stats[i] = Percentile(buf, p)
+	}
+	slices.Sort(stats)
+	return Interval{Point: point, Lo: Percentile(stats, 2.5), Hi: Percentile(stats, 97.5), N: iters}
+}
+
+// bootstrapTwo resamples both sides independently and takes the 2.5th and 97.5th percentiles of
+// compare(baseline's percentile, candidate's) over the resamples.
+func bootstrapTwo(baseline, candidate [][]float64, p float64, iters int, seed uint64, compare func(a, b float64) float64) Interval {
+	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+	point := compare(groupPercentile(baseline, p), groupPercentile(candidate, p)) // from every value, before any thinning
 	baseline, candidate = thinGroups(baseline), thinGroups(candidate)
 	if len(baseline) == 0 || len(candidate) == 0 {
 		return Interval{Point: math.NaN(), Lo: math.NaN(), Hi: math.NaN()}
 	}
 	diffs := make([]float64, iters)
 	var bufA, bufB []float64
-	resample := func(buf []float64, groups [][]float64) []float64 {
-		buf = buf[:0]
-		for range groups {
-			buf = append(buf, groups[rng.IntN(len(groups))]...)
-		}
-		slices.Sort(buf)
-		return buf
-	}
 	for i := range diffs {
-		bufA, bufB = resample(bufA, baseline), resample(bufB, candidate)
-		diffs[i] = Percentile(bufB, p)/Percentile(bufA, p) - 1
+		bufA, bufB = resampleGroups(rng, bufA, baseline), resampleGroups(rng, bufB, candidate)
+		diffs[i] = compare(Percentile(bufA, p), Percentile(bufB, p))
 	}
 	slices.Sort(diffs)
 	return Interval{Point: point, Lo: Percentile(diffs, 2.5), Hi: Percentile(diffs, 97.5), N: iters}
+}
+
+// groupPercentile is the p-th percentile of every value of every group.
+func groupPercentile(groups [][]float64, p float64) float64 {
+	s := slices.Concat(groups...)
+	slices.Sort(s)
+	return Percentile(s, p)
+}
+
+// resampleGroups draws len(groups) groups with replacement into buf, sorted.
+func resampleGroups(rng *rand.Rand, buf []float64, groups [][]float64) []float64 {
+	buf = buf[:0]
+	for range groups {
+		buf = append(buf, groups[rng.IntN(len(groups))]...)
+	}
+	slices.Sort(buf)
+	return buf
 }
 
 // thinGroups keeps every k-th value of each group (offset by the group's index, so no position in
