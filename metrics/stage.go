@@ -25,6 +25,9 @@ type StageInput struct {
 	// Replay marks a stage of load.mode replay: its summary then says whether the client kept the
 	// trace's pace (replay_valid).
 	Replay bool
+	// AbsorbWindow asks for the time to absorb a rising load (SPEC §14, absorb.go): the SLO's latency
+	// limits judged per window of this length from t0. 0: not asked (the stage's load does not rise).
+	AbsorbWindow time.Duration
 }
 
 // Thresholds of the client-bottleneck warnings (SPEC §7).
@@ -63,10 +66,11 @@ type Stage struct {
 	s                                StageSummary
 	promptSum, cachedSum             int64
 	promptCount                      int
-	goodStarted                      int   // good requests among those that started in the window
-	goodEnded                        int   // good requests among those that ended in the window
-	outputChars                      int64 // Σ output_char_count of the requests throughput counts
-	charsMissing                     bool  // one of them had no output_char_count
+	goodStarted                      int            // good requests among those that started in the window
+	goodEnded                        int            // good requests among those that ended in the window
+	outputChars                      int64          // Σ output_char_count of the requests throughput counts
+	charsMissing                     bool           // one of them had no output_char_count
+	absorb                           *absorbWindows // nil: not asked
 }
 
 type interval struct{ start, end int64 }
@@ -94,6 +98,7 @@ func NewStage(in StageInput) *Stage {
 	if in.NeverStarted >= 0 {
 		s.s.NeverStarted = Some(in.NeverStarted)
 	}
+	s.absorb = newAbsorbWindows(s.limits, in.AbsorbWindow, t0, eff)
 	return s
 }
 
@@ -125,6 +130,7 @@ func (s *Stage) Add(r *Record) {
 	sum.Requests.Total++
 	widenSession(s.sessions, r)
 	s.inFlight(r)
+	s.absorb.add(r)
 	if s.anomalous(r) {
 		sum.ClockAnomalies++
 	}

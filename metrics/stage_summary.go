@@ -83,8 +83,11 @@ type StageSummary struct {
 	// "TransportError", ...), for the report and the handoff.
 	ErrorKinds map[string]int `json:"error_kinds,omitempty"`
 	SLO        SLOResult      `json:"slo"`
-	Cost       CostResult     `json:"cost"`
-	Warnings   []string       `json:"warnings"`
+	// Absorb is the time to absorb a rising load (SPEC §14): absent unless the stage's load rose and
+	// the SLO sets a latency limit.
+	Absorb   *Absorb    `json:"absorb,omitempty"`
+	Cost     CostResult `json:"cost"`
+	Warnings []string   `json:"warnings"`
 }
 
 // Throughput is counted over successful requests that ended in the window, divided by its seconds.
@@ -167,6 +170,7 @@ func (s *Stage) Summary() *StageSummary {
 	s.inFlightLevels()
 	s.replayValidity()
 	sum.SLO = judge(s.in.SLO, sum)
+	sum.Absorb = s.absorb.result()
 	sum.Cost = cost(s.in.Cost, sum)
 	sum.Warnings = append(sum.Warnings, s.warnings()...)
 	sum.Warnings = append(sum.Warnings, s.in.Warnings...)
