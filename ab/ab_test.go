@@ -1,0 +1,277 @@
+package ab
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/plload/plload/metrics"
+)
+
+func TestVerdict(t *testing.T) {
+	for _, tc := range []struct {
+		lo, hi      float64
+		lowerBetter bool
+		want        string
+	}{
+		{2, 5, true, Worse},      // B's latency is higher
+		{-5, -2, true, Better},   // lower
+		{-1, 1, true, Same},      // the interval holds 0
+		{0, 3, true, Same},       // 0 at its edge is held
+		{-3, 0, false, Same},     // likewise for a throughput
+		{2, 5, false, Better},    // B's throughput is higher
+		{-5, -2, false, Worse},   // lower
+		{0, 0, true, Same},       // two identical samples
+		{1e-9, 1, false, Better}, // any margin above 0 decides
+	} {
+		if got := Verdict(tc.lo, tc.hi, tc.lowerBetter); got != tc.want {
+			t.Errorf("Verdict(%g, %g, lowerBetter %v) = %s, want %s", tc.lo, tc.hi, tc.lowerBetter, got, tc.want)
+		}
+	}
+}
+
+const w0, e0 = int64(1_000_000_000), int64(3_000_000_000) // a window [1 s, 3 s)
+
+// rec is a successful request starting at startMs with the given TTFT, latency, tokens and chars.
+func rec(session string, startMs, ttft, e2e float64, osl, chars int) *metrics.Record {
+	start := int64(startMs * 1e6)
+	return &metrics.Record{XCorrelationID: session, ConversationID: "conv-" + session, RequestStartNs: start,
+		RequestEndNs: metrics.Some(start + int64(e2e*1e6)), TTFT: metrics.Some(ttft), TTFO: metrics.Some(ttft),
+		RequestLatency: metrics.Some(e2e), InterChunkLatency: []float64{1, 2}, OutputSequenceLength: metrics.Some(osl),
+		OutputChars: metrics.Some(chars)}
+}
+
+func failed(startMs float64, code int, cancelled bool) *metrics.Record {
+	r := &metrics.Record{XCorrelationID: "f", RequestStartNs: int64(startMs * 1e6), WasCancelled: cancelled,
+		Error: &metrics.RecordError{Code: metrics.Some(code), Type: "x"}}
+	return r
+}
+
+// TestCollectorFollowsTheWindowRules: latencies from the successes that started in [W, E_eff),
+// output from the successes that ended in it, grouped by session; 429s apart within the errors,
+// cancellations apart from them.
+func TestCollectorFollowsTheWindowRules(t *testing.T) {
+	c := NewCollector(w0, e0)
+	for _, r := range []*metrics.Record{
+		rec("s1", 900, 10, 200, 5, 20),   // warmup start, ends in the window: output only
+		rec("s1", 1500, 20, 120, 11, 40), // in the window
+		rec("s2", 2950, 30, 100, 3, 9),   // starts in, ends after: latency only
+		rec("s2", 3000, 40, 50, 2, 5),    // starts at E_eff: outside
+		failed(1600, 429, false),
+		failed(1700, 500, false),
+		failed(1800, 499, true),
+	} {
+		c.Add(r)
+	}
+	want := Sample{
+		WindowS: 2, TTFT: []float64{20, 30}, TTFO: []float64{20, 30}, E2E: []float64{120, 100},
+		TPOT: []float64{(120 - 20) / 10.0, (100 - 30) / 2.0}, TPOC: []float64{(120 - 20) / 40.0, (100 - 30) / 9.0},
+		ITL: [][]float64{{1, 2}, {1, 2}}, Failed: []float64{0, 0, 1, 1, 1},
+		Sessions:   []Output{{Tokens: 16, Chars: 60}},
+		CharsKnown: true,
+		Counts:     Counts{InWindow: 5, Succeeded: 2, Errors: 2, RateLimited: 1, Cancelled: 1},
+	}
+	got := c.Sample()
+	slices.Sort(got.Failed)
+	if d := cmp.Diff(want, got, cmpopts.IgnoreUnexported(Collector{})); d != "" {
+		t.Fatalf("sample (-want +got):\n%s", d)
+	}
+	// One counted request without output_char_count makes chars unknown, not short.
+	c = NewCollector(w0, e0)
+	r := rec("s3", 1500, 20, 100, 4, 0)
+	r.OutputChars = metrics.Opt[int]{}
+	c.Add(r)
+	if s := c.Sample(); s.CharsKnown || len(s.TPOC) != 0 {
+		t.Fatalf("a record without chars: CharsKnown %v, TPOC %v", s.CharsKnown, s.TPOC)
+	}
+}
+
+// TestCollectorAgreesWithTheStageSummary: a/b values are the numbers stage.json shows for the same
+// records (one window rule, one percentile).
+func TestCollectorAgreesWithTheStageSummary(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	st := metrics.NewStage(metrics.StageInput{T0Ns: metrics.Some(int64(0)), Warmup: time.Second, Duration: 2 * time.Second, NeverStarted: -1})
+	c := NewCollector(w0, e0)
+	for i := range 400 {
+		start := rng.Float64() * 3500
+		r := rec(string(rune('a'+i%26)), start, 50+20*rng.Float64(), 100+100*rng.Float64(), 2+rng.IntN(30), 10+rng.IntN(90))
+		st.Add(r)
+		c.Add(r)
+	}
+	sum, s := st.Summary(), c.Sample()
+	a := Compare(1, s, s, metrics.SLOLimits{ErrorRateUnset: true}, Options{Resamples: 100, Seed: 1})
+	got := map[string]float64{}
+	for _, m := range a {
+		got[m.Name] = m.A.V
+	}
+	want := map[string]float64{"ttft_p50_ms": sum.TTFT.P50, "ttft_p95_ms": sum.TTFT.P95, "tpot_p50_ms": sum.TPOT.P50,
+		"e2e_p50_ms": sum.E2E.P50, "out_tok_per_sec": sum.Throughput.OutTokPerSec, "out_chars_per_sec": sum.Throughput.OutCharsPerSec.V}
+	for name, w := range want {
+		if math.Abs(got[name]-w) > 1e-9*math.Max(1, math.Abs(w)) {
+			t.Errorf("%s: ab %v, stage summary %v", name, got[name], w)
+		}
+	}
+	if s.Counts.InWindow != sum.Requests.InWindow || s.Counts.Succeeded != sum.Requests.Succeeded {
+		t.Errorf("counts %+v, summary %+v", s.Counts, sum.Requests)
+	}
+}
+
+// synthetic is a sample of n requests with TTFT ~ ttft·(1 ± 20 %), one session per 4 requests.
+func synthetic(rng *rand.Rand, n int, ttft, tokens float64) Sample {
+	s := Sample{WindowS: 10, CharsKnown: true}
+	for i := range n {
+		v := ttft * (1 + 0.4*(rng.Float64()-0.5))
+		s.TTFT = append(s.TTFT, v)
+		s.E2E = append(s.E2E, v+100)
+		s.TPOT = append(s.TPOT, 5+rng.Float64())
+		s.TPOC = append(s.TPOC, 1+rng.Float64())
+		s.ITL = append(s.ITL, []float64{5 + rng.Float64(), 5 + rng.Float64()})
+		s.Failed = append(s.Failed, 0)
+		if i%4 == 0 {
+			s.Sessions = append(s.Sessions, Output{})
+		}
+		o := &s.Sessions[len(s.Sessions)-1]
+		o.Tokens += tokens * (0.5 + rng.Float64())
+		o.Chars += 4 * tokens * (0.5 + rng.Float64())
+	}
+	s.Counts = Counts{InWindow: n, Succeeded: n}
+	return s
+}
+
+func verdicts(ms []Metric) map[string]string {
+	out := map[string]string{}
+	for _, m := range ms {
+		out[m.Name] = m.Verdict
+	}
+	return out
+}
+
+// TestCompareFindsAShiftAndItsDirection: a 10 % slower TTFT is worse with an interval above 0; more
+// output per second is better; the same distribution drawn twice is the same in (nearly) every
+// draw — the interval's coverage, measured.
+func TestCompareFindsAShiftAndItsDirection(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	noSLO := metrics.SLOLimits{ErrorRateUnset: true}
+	a, b := synthetic(rng, 400, 50, 20), synthetic(rng, 400, 55, 24)
+	ms := Compare(1, a, b, noSLO, Options{Seed: 1})
+	byName := map[string]Metric{}
+	for _, m := range ms {
+		byName[m.Name] = m
+	}
+	p50 := byName["ttft_p50_ms"]
+	if p50.Verdict != Worse || p50.CI[0] <= 0 || math.Abs(p50.Diff.V-5) > 1.5 {
+		t.Errorf("10 %% slower TTFT: %+v (CI %v), want worse with an interval above 0 and a diff near +5 ms", p50, *p50.CI)
+	}
+	if v := byName["out_tok_per_sec"]; v.Verdict != Better || v.BetterWhen != "higher" || v.CI[0] <= 0 {
+		t.Errorf("20 %% more tokens per session: %+v, want better", v)
+	}
+	if v := byName["tpot_p50_ms"]; v.Verdict != Same {
+		t.Errorf("the same TPOT distribution: %s (CI %v)", v.Verdict, *v.CI)
+	}
+	same := 0
+	const trials = 40
+	for i := range trials {
+		x, y := synthetic(rng, 200, 50, 20), synthetic(rng, 200, 50, 20)
+		ms := Compare(1, x, y, noSLO, Options{Resamples: 500, Seed: uint64(i)})
+		if v := verdicts(ms); v["ttft_p50_ms"] == Same && v["ttft_p95_ms"] == Same && v["out_tok_per_sec"] == Same {
+			same++
+		}
+	}
+	// Three 95 % intervals: about 86 % or more of the trials have all three hold 0 when the truth is
+	// "no difference"; fewer than 75 % means the intervals are too narrow.
+	if same < trials*3/4 {
+		t.Errorf("identical distributions: all three the same in %d of %d trials", same, trials)
+	}
+}
+
+// TestCompareAddsTheSLOLimits: one row per SLO limit not already listed, by its stage.json check
+// name, and error_rate when the SLO sets it; no name twice.
+func TestCompareAddsTheSLOLimits(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 3))
+	a, b := synthetic(rng, 100, 50, 20), synthetic(rng, 100, 50, 20)
+	b.Failed[0] = 1
+	slo := metrics.SLOLimits{TTFTP95Ms: 500, ErrorRateMax: 0.01, Latency: []metrics.LatencyLimit{
+		{Metric: "itl", Stat: "p99", LimitMs: 100}, {Metric: "e2e", Stat: "mean", LimitMs: 1000}, {Metric: "tpot", Stat: "max", LimitMs: 50}}}
+	ms := Compare(2, a, b, slo, Options{Resamples: 200, Seed: 1})
+	var names []string
+	for _, m := range ms {
+		names = append(names, m.Name)
+		if m.Stage != 2 {
+			t.Errorf("%s: stage %d", m.Name, m.Stage)
+		}
+	}
+	want := []string{"ttft_p50_ms", "ttft_p95_ms", "tpot_p50_ms", "e2e_p50_ms", "tpoc_p50_ms", "out_tok_per_sec", "out_chars_per_sec",
+		"tpot_max_ms", "itl_p99_ms", "e2e_mean_ms", "error_rate"}
+	if d := cmp.Diff(want, names); d != "" {
+		t.Fatalf("names (-want +got):\n%s", d)
+	}
+	last := ms[len(ms)-1]
+	if math.Abs(last.B.V-0.01) > 1e-12 || last.A.V != 0 || last.BetterWhen != "lower" {
+		t.Errorf("error_rate: %+v", last)
+	}
+	mean := ms[len(ms)-2]
+	if math.Abs(mean.A.V-meanOfSums(groupSums(metrics.Singletons(a.E2E)))) > 1e-9 {
+		t.Errorf("e2e_mean_ms: %+v", mean)
+	}
+}
+
+// TestCompareUnknownIsNotAGuess: a side without a value gives n/a and null diff and interval.
+func TestCompareUnknownIsNotAGuess(t *testing.T) {
+	rng := rand.New(rand.NewPCG(4, 4))
+	a, b := synthetic(rng, 50, 50, 20), synthetic(rng, 50, 50, 20)
+	b.TPOT, b.CharsKnown = nil, false
+	v := map[string]Metric{}
+	for _, m := range Compare(1, a, b, metrics.SLOLimits{ErrorRateUnset: true}, Options{Resamples: 100}) {
+		v[m.Name] = m
+	}
+	for _, name := range []string{"tpot_p50_ms", "out_chars_per_sec"} {
+		m := v[name]
+		if m.Verdict != Unknown || m.CI != nil || m.Diff.OK || m.B.OK {
+			t.Errorf("%s: %+v, want n/a with no diff, interval or B", name, m)
+		}
+	}
+	if !v["tpot_p50_ms"].A.OK {
+		t.Error("tpot_p50_ms: A's known value was dropped")
+	}
+}
+
+func TestMarkdownShowsTheVerdictsAndThe429s(t *testing.T) {
+	r := Result{
+		Targets:    []Target{{Name: "old", URL: "http://a/v1", Model: "m", Dir: "old"}, {Name: "new", URL: "http://b/v1", Model: "m", Dir: "new"}},
+		Confidence: 0.95, Resamples: 2000, SameDataset: true,
+		Metrics: []Metric{
+			{Name: "ttft_p50_ms", A: metrics.Some(50.0), B: metrics.Some(55.25), Diff: metrics.Some(5.25), CI: &[2]float64{4.5, 6}, Verdict: Worse, Stage: 1},
+			{Name: "out_tok_per_sec", A: metrics.Some(812.0), B: metrics.Some(790.0), Diff: metrics.Some(-22.0), CI: &[2]float64{-60, 15}, Verdict: Same, Stage: 1},
+			{Name: "out_chars_per_sec", Verdict: Unknown, Stage: 1},
+		},
+		Requests: []StageCounts{{Stage: 1, Target: "old", Counts: Counts{InWindow: 100, Succeeded: 100}},
+			{Stage: 1, Target: "new", Counts: Counts{InWindow: 100, Succeeded: 63, Errors: 37, RateLimited: 37}}},
+	}
+	r.Notes = StageNotes(1, r.Targets[0], r.Targets[1], r.Requests[0].Counts, r.Requests[1].Counts)
+	md := r.Markdown()
+	for _, line := range []string{
+		"| ttft_p50_ms | 50.00 | 55.25 | +5.25 | +4.50 … +6.00 | new worse |",
+		"| out_tok_per_sec | 812.0 | 790.0 | -22.00 | -60.00 … +15.00 | no significant difference |",
+		"| out_chars_per_sec | n/a | n/a | n/a | n/a | n/a |",
+		"| HTTP 429 (rate limited) | 0 | 37 |",
+		"| errors (429 not included) | 0 | 0 |",
+		"- stage 01: new answered 37 of 100 requests with HTTP 429 (rate limited)",
+	} {
+		if !strings.Contains(md, line) {
+			t.Errorf("no line %q in:\n%s", line, md)
+		}
+	}
+	if strings.Contains(md, "not sent the same dataset") {
+		t.Error("a fair comparison flagged as unfair")
+	}
+	r.SameDataset = false
+	if !strings.Contains(r.Markdown(), "not sent the same dataset") {
+		t.Error("different datasets not flagged")
+	}
+}

@@ -1,0 +1,287 @@
+package ab
+
+import (
+	"hash/fnv"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/plload/plload/metrics"
+)
+
+// Verdicts of B relative to A.
+const (
+	Better  = "better"
+	Worse   = "worse"
+	Same    = "same" // no significant difference: the interval holds 0
+	Unknown = "n/a"  // a side has no value (no successful request with it, no char counts)
+)
+
+// Metric is one row of ab.json: Diff = B − A, CI its 95 % interval, Verdict B's relative to A.
+type Metric struct {
+	Name    string               `json:"name"`
+	A       metrics.Opt[float64] `json:"a"`
+	B       metrics.Opt[float64] `json:"b"`
+	Diff    metrics.Opt[float64] `json:"diff"`
+	CI      *[2]float64          `json:"ci"` // null when a side has no value
+	Verdict string               `json:"verdict"`
+	// BetterWhen is "lower" (latencies, error rate) or "higher" (throughputs).
+	BetterWhen string `json:"better_when"`
+	Stage      int    `json:"stage"`
+}
+
+// Options are the bootstrap's: Resamples per interval and the Seed that makes them reproducible.
+type Options struct {
+	Resamples int
+	Seed      uint64
+}
+
+// DefaultResamples is enough for stable 2.5th and 97.5th percentiles of the resampled differences.
+const DefaultResamples = 2000
+
+// maxResampleWork bounds resamples × groups of the mean and rate bootstraps (which, unlike
+// metrics.BootstrapDiff, do not thin): a million-request stage gets fewer resamples, not minutes.
+const maxResampleWork = 40_000_000
+
+// The metrics every comparison has, in ab.json's order (SPEC §14), then tpoc (time per output
+// character: TPOT without a tokenizer). The SLO's limits follow (Compare).
+var baseMetrics = []metricDef{
+	percentileOf("ttft_p50_ms", singles(func(s Sample) []float64 { return s.TTFT }), 50),
+	percentileOf("ttft_p95_ms", singles(func(s Sample) []float64 { return s.TTFT }), 95),
+	percentileOf("tpot_p50_ms", singles(func(s Sample) []float64 { return s.TPOT }), 50),
+	percentileOf("e2e_p50_ms", singles(func(s Sample) []float64 { return s.E2E }), 50),
+	percentileOf("tpoc_p50_ms", singles(func(s Sample) []float64 { return s.TPOC }), 50),
+	rateOf("out_tok_per_sec", func(o Output) float64 { return o.Tokens }, func(Sample) bool { return true }),
+	rateOf("out_chars_per_sec", func(o Output) float64 { return o.Chars }, func(s Sample) bool { return s.CharsKnown }),
+}
+
+// metricDef computes one metric of both samples: the values, and the interval of B − A.
+type metricDef struct {
+	name        string
+	lowerBetter bool
+	compute     func(a, b Sample, o Options) (va, vb float64, lo, hi float64)
+}
+
+func singles(field func(Sample) []float64) func(Sample) [][]float64 {
+	return func(s Sample) [][]float64 { return metrics.Singletons(field(s)) }
+}
+
+// percentileOf is a latency percentile: metrics.BootstrapDiff resamples whole groups (requests).
+func percentileOf(name string, groups func(Sample) [][]float64, p float64) metricDef {
+	return metricDef{name: name, lowerBetter: true, compute: func(a, b Sample, o Options) (float64, float64, float64, float64) {
+		ga, gb := groups(a), groups(b)
+		iv := metrics.BootstrapDiff(ga, gb, p, o.Resamples, o.Seed)
+		return groupPercentile(ga, p), groupPercentile(gb, p), iv.Lo, iv.Hi
+	}}
+}
+
+// meanOf is a mean over every value of every group (a latency's mean, the pooled ITL's, the error
+// rate over requests), resampling whole groups as percentileOf does.
+func meanOf(name string, groups func(Sample) [][]float64) metricDef {
+	return metricDef{name: name, lowerBetter: true, compute: func(a, b Sample, o Options) (float64, float64, float64, float64) {
+		sa, sb := groupSums(groups(a)), groupSums(groups(b))
+		lo, hi := resampledDiff(o, len(sa)+len(sb), meanResample(sa), meanResample(sb))
+		return meanOfSums(sa), meanOfSums(sb), lo, hi
+	}}
+}
+
+// rateOf is a throughput: Σ field over the sessions' output ÷ the window's seconds.
+//
+// Its interval resamples sessions, not requests or time slices: a session is the workload's
+// independent unit (its turns share one persona, one growing history and the server's moment, so
+// its requests' lengths and timings move together), and a closed loop's output is sessions that
+// completed. Rates over time slices of a stage of a few seconds would be few, and correlated by the
+// requests that span slices. Both sides are resampled independently, as BootstrapDiff does; the
+// shared window makes drift common to both, which an independent resampling does not subtract, so
+// the interval errs wide — "same" rather than a false "worse".
+func rateOf(name string, field func(Output) float64, known func(Sample) bool) metricDef {
+	return metricDef{name: name, compute: func(a, b Sample, o Options) (float64, float64, float64, float64) {
+		if !known(a) || !known(b) || a.WindowS <= 0 || b.WindowS <= 0 {
+			return math.NaN(), math.NaN(), math.NaN(), math.NaN()
+		}
+		va, vb := outputs(a.Sessions, field), outputs(b.Sessions, field)
+		lo, hi := resampledDiff(o, len(va)+len(vb), rateResample(va, a.WindowS), rateResample(vb, b.WindowS))
+		return sum(va) / a.WindowS, sum(vb) / b.WindowS, lo, hi
+	}}
+}
+
+// Compare compares one stage's samples of A and B: the base metrics, then one per SLO limit not
+// among them (its CheckName, e.g. ttft_p99_ms, itl_p95_ms) and error_rate when the SLO sets it.
+func Compare(stage int, a, b Sample, slo metrics.SLOLimits, o Options) []Metric {
+	if o.Resamples <= 0 {
+		o.Resamples = DefaultResamples
+	}
+	defs := slices.Clone(baseMetrics)
+	for _, lim := range slo.Limits() {
+		if !slices.ContainsFunc(defs, func(d metricDef) bool { return d.name == lim.CheckName() }) {
+			defs = append(defs, limitMetric(lim))
+		}
+	}
+	if !slo.ErrorRateUnset {
+		defs = append(defs, meanOf("error_rate", singles(func(s Sample) []float64 { return s.Failed })))
+	}
+	out := make([]Metric, 0, len(defs))
+	for _, d := range defs {
+		mo := o
+		mo.Seed = o.Seed ^ nameHash(d.name) // each metric its own resamples, whatever the order
+		va, vb, lo, hi := d.compute(a, b, mo)
+		out = append(out, row(stage, d, va, vb, lo, hi))
+	}
+	return out
+}
+
+// limitMetric is the metric an SLO latency limit reads: the per-request values of ttft, ttfo, tpot
+// and e2e; itl is the pooled chunk gaps (grouped by request), as stage.json's SLO checks read them.
+func limitMetric(lim metrics.LatencyLimit) metricDef {
+	groups := map[string]func(Sample) [][]float64{
+		metrics.SLOMetricTTFT: singles(func(s Sample) []float64 { return s.TTFT }),
+		metrics.SLOMetricTTFO: singles(func(s Sample) []float64 { return s.TTFO }),
+		metrics.SLOMetricTPOT: singles(func(s Sample) []float64 { return s.TPOT }),
+		metrics.SLOMetricE2E:  singles(func(s Sample) []float64 { return s.E2E }),
+		metrics.SLOMetricITL:  func(s Sample) [][]float64 { return s.ITL },
+	}[lim.Metric]
+	if groups == nil {
+		groups = func(Sample) [][]float64 { return nil } // unknown metric: n/a, never a guess
+	}
+	switch lim.Stat {
+	case metrics.SLOStatMean:
+		return meanOf(lim.CheckName(), groups)
+	case metrics.SLOStatMax:
+		return percentileOf(lim.CheckName(), groups, 100)
+	}
+	p := map[string]float64{metrics.SLOStatP50: 50, metrics.SLOStatP90: 90, metrics.SLOStatP95: 95, metrics.SLOStatP99: 99}[lim.Stat]
+	return percentileOf(lim.CheckName(), groups, p)
+}
+
+// row makes the ab.json row; a NaN anywhere (a side without a value) is n/a, not a guess.
+func row(stage int, d metricDef, va, vb, lo, hi float64) Metric {
+	m := Metric{Name: d.name, Stage: stage, Verdict: Unknown, BetterWhen: "higher"}
+	if d.lowerBetter {
+		m.BetterWhen = "lower"
+	}
+	if !math.IsNaN(va) {
+		m.A = metrics.Some(va)
+	}
+	if !math.IsNaN(vb) {
+		m.B = metrics.Some(vb)
+	}
+	if !m.A.OK || !m.B.OK || math.IsNaN(lo) || math.IsNaN(hi) {
+		return m
+	}
+	m.Diff = metrics.Some(vb - va)
+	m.CI = &[2]float64{lo, hi}
+	m.Verdict = Verdict(lo, hi, d.lowerBetter)
+	return m
+}
+
+// Verdict is B's verdict from the interval [lo, hi] of B − A: same when it holds 0; otherwise
+// better or worse by the metric's direction.
+func Verdict(lo, hi float64, lowerBetter bool) string {
+	switch {
+	case lo <= 0 && hi >= 0:
+		return Same
+	case (hi < 0) == lowerBetter:
+		return Better
+	}
+	return Worse
+}
+
+// resampledDiff is the 2.5th–97.5th percentile range of B's resampled statistic minus A's.
+func resampledDiff(o Options, groups int, a, b func(*rand.Rand) float64) (lo, hi float64) {
+	iters := o.Resamples
+	if groups > 0 {
+		iters = max(min(iters, maxResampleWork/groups), 200)
+	}
+	rng := rand.New(rand.NewPCG(o.Seed, 0x9e3779b97f4a7c15))
+	diffs := make([]float64, iters)
+	for i := range diffs {
+		x, y := a(rng), b(rng)
+		diffs[i] = y - x
+	}
+	if slices.ContainsFunc(diffs, math.IsNaN) {
+		return math.NaN(), math.NaN()
+	}
+	slices.Sort(diffs)
+	return metrics.Percentile(diffs, 2.5), metrics.Percentile(diffs, 97.5)
+}
+
+// groupSum is one group's total and count, so a resample of groups costs one step per group.
+type groupSum struct{ sum, n float64 }
+
+func groupSums(groups [][]float64) []groupSum {
+	out := make([]groupSum, 0, len(groups))
+	for _, g := range groups {
+		if len(g) > 0 {
+			out = append(out, groupSum{sum(g), float64(len(g))})
+		}
+	}
+	return out
+}
+
+func meanOfSums(gs []groupSum) float64 {
+	var s, n float64
+	for _, g := range gs {
+		s, n = s+g.sum, n+g.n
+	}
+	if n == 0 {
+		return math.NaN()
+	}
+	return s / n
+}
+
+// meanResample draws len(gs) groups with replacement and returns their values' mean.
+func meanResample(gs []groupSum) func(*rand.Rand) float64 {
+	return func(rng *rand.Rand) float64 {
+		if len(gs) == 0 {
+			return math.NaN()
+		}
+		var s, n float64
+		for range gs {
+			g := gs[rng.IntN(len(gs))]
+			s, n = s+g.sum, n+g.n
+		}
+		return s / n
+	}
+}
+
+// rateResample draws len(vs) sessions with replacement and returns their total ÷ seconds.
+func rateResample(vs []float64, seconds float64) func(*rand.Rand) float64 {
+	return func(rng *rand.Rand) float64 {
+		if len(vs) == 0 {
+			return 0 // no session finished anything: the rate is 0 in every resample
+		}
+		var s float64
+		for range vs {
+			s += vs[rng.IntN(len(vs))]
+		}
+		return s / seconds
+	}
+}
+
+func outputs(sessions []Output, field func(Output) float64) []float64 {
+	out := make([]float64, len(sessions))
+	for i, o := range sessions {
+		out[i] = field(o)
+	}
+	return out
+}
+
+func groupPercentile(groups [][]float64, p float64) float64 {
+	all := slices.Concat(groups...)
+	slices.Sort(all)
+	return metrics.Percentile(all, p)
+}
+
+func sum(xs []float64) float64 {
+	var s float64
+	for _, x := range xs {
+		s += x
+	}
+	return s
+}
+
+func nameHash(name string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(name))
+	return h.Sum64()
+}

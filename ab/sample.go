@@ -1,0 +1,143 @@
+// Package ab compares two targets measured on the same workload in the same window (plload ab,
+// SPEC §14): per metric B's value minus A's, a bootstrap interval of that difference, and a verdict
+// of B relative to A. It is pure: it reads records and returns numbers; running the targets is the
+// command's job.
+package ab
+
+import "github.com/plload/plload/metrics"
+
+// Counts are one target's requests that started in a stage's window, by outcome. RateLimited (HTTP
+// 429) is a part of Errors, counted apart because a rate-limited API is refusing work, not slow.
+type Counts struct {
+	InWindow    int `json:"in_window"`
+	Succeeded   int `json:"succeeded"`
+	Errors      int `json:"errors"` // cancelled requests not included
+	RateLimited int `json:"rate_limited"`
+	Cancelled   int `json:"cancelled"`
+}
+
+// Output is what one session's successful requests that ended in the window streamed back.
+type Output struct {
+	Tokens float64 // Σ output_sequence_length
+	Chars  float64 // Σ output_char_count
+}
+
+// Sample is what the comparison needs of one target's stage, by the window rules of SPEC §7:
+// latencies of the successful requests that started in [W, E_eff), throughput from the successful
+// requests that ended in it.
+type Sample struct {
+	WindowS float64 // E_eff − W
+	// Per in-window success, in ms.
+	TTFT, TTFO, E2E, TPOT []float64
+	// TPOC is the time per output character after the first token: (E2E − TTFT) ÷ output chars, the
+	// TPOT of a comparison that must not depend on either server's tokenizer.
+	TPOC []float64
+	// ITL holds each in-window success's chunk gaps: one group per request, for the cluster
+	// bootstrap (a request's gaps share its batch and its moment).
+	ITL [][]float64
+	// Failed is 1 for each in-window request that failed or was cancelled, 0 for a success: the
+	// error rate is its mean, and resampling it resamples requests.
+	Failed []float64
+	// Sessions is the output of each session with a success that ended in the window.
+	Sessions []Output
+	// CharsKnown is false when a counted request had no output_char_count (AIPerf's records).
+	CharsKnown bool
+	Counts     Counts
+}
+
+// Collector builds a Sample one record at a time, in any order.
+type Collector struct {
+	w, e      int64
+	s         Sample
+	bySession map[string]int
+}
+
+// NewCollector starts the sample of a stage whose window is [wNs, eEffNs) (stage.json's window.w_ns
+// and window.e_eff_ns).
+func NewCollector(wNs, eEffNs int64) *Collector {
+	c := &Collector{w: wNs, e: eEffNs, bySession: map[string]int{}}
+	c.s.WindowS = max(0, float64(eEffNs-wNs)/1e9)
+	c.s.CharsKnown = true
+	return c
+}
+
+func (c *Collector) inWindow(ns int64) bool { return ns >= c.w && ns < c.e }
+
+// Add takes one record.
+func (c *Collector) Add(r *metrics.Record) {
+	if r.OK() && r.RequestEndNs.OK && c.inWindow(r.RequestEndNs.V) {
+		c.output(r)
+	}
+	if !c.inWindow(r.RequestStartNs) {
+		return
+	}
+	s := &c.s
+	s.Counts.InWindow++
+	switch {
+	case r.WasCancelled: // checked first: a cancelled request carries an error too (499)
+		s.Counts.Cancelled++
+		s.Failed = append(s.Failed, 1)
+		return
+	case r.Error != nil:
+		s.Counts.Errors++
+		if r.Error.Code.OK && r.Error.Code.V == metrics.StatusTooManyRequests {
+			s.Counts.RateLimited++
+		}
+		s.Failed = append(s.Failed, 1)
+		return
+	}
+	s.Counts.Succeeded++
+	s.Failed = append(s.Failed, 0)
+	appendOpt(&s.TTFT, r.TTFT)
+	appendOpt(&s.TTFO, r.TTFO)
+	appendOpt(&s.E2E, r.RequestLatency)
+	if len(r.InterChunkLatency) > 0 {
+		s.ITL = append(s.ITL, r.InterChunkLatency)
+	}
+	if !r.TTFT.OK || !r.RequestLatency.OK {
+		return
+	}
+	decode := r.RequestLatency.V - r.TTFT.V
+	// The same rule as stage.json's tpot_ms (metrics' requestTPOT): OSL with reasoning, ≥ 2 tokens.
+	if r.OutputSequenceLength.OK && r.OutputSequenceLength.V >= 2 {
+		s.TPOT = append(s.TPOT, decode/float64(r.OutputSequenceLength.V-1))
+	}
+	if r.OutputChars.OK && r.OutputChars.V > 0 {
+		s.TPOC = append(s.TPOC, decode/float64(r.OutputChars.V))
+	}
+}
+
+// output adds a success that ended in the window to its session's output. A record with neither a
+// correlation nor a conversation id is a session of its own.
+func (c *Collector) output(r *metrics.Record) {
+	key := r.XCorrelationID
+	if key == "" {
+		key = r.ConversationID
+	}
+	i, ok := c.bySession[key]
+	if !ok || key == "" {
+		i = len(c.s.Sessions)
+		if key != "" {
+			c.bySession[key] = i
+		}
+		c.s.Sessions = append(c.s.Sessions, Output{})
+	}
+	o := &c.s.Sessions[i]
+	if r.OutputSequenceLength.OK {
+		o.Tokens += float64(r.OutputSequenceLength.V)
+	}
+	if r.OutputChars.OK {
+		o.Chars += float64(r.OutputChars.V)
+	} else {
+		c.s.CharsKnown = false
+	}
+}
+
+// Sample returns the sample; the collector is not used after.
+func (c *Collector) Sample() Sample { return c.s }
+
+func appendOpt(to *[]float64, v metrics.Opt[float64]) {
+	if v.OK {
+		*to = append(*to, v.V)
+	}
+}
