@@ -161,6 +161,7 @@ func (x *exchange) promptTokens() ([]uint, error) {
 // or the server is stopping.
 func (s *Server) admit(r *http.Request, arrival time.Time) (time.Time, bool) {
 	start := arrival
+	s.startScaleClock(arrival)
 	if s.slots != nil {
 		select {
 		case s.slots <- struct{}{}:

@@ -23,6 +23,12 @@ type Config struct {
 	PrefillPerToken time.Duration
 	// MaxConcurrency is the number of request slots; beyond it requests queue (0 = unlimited).
 	MaxConcurrency int
+	// ScaleMaxConcurrency and ScaleAfter model a deployment that scales (an autoscaler adding a
+	// replica, a cold start finishing): ScaleAfter after the mock's first completion request the
+	// slots go from MaxConcurrency to ScaleMaxConcurrency. Requests queued by then take the new slots
+	// at once; a scale down takes slots as running requests free them. 0: the slots never change.
+	ScaleMaxConcurrency int
+	ScaleAfter          time.Duration
 	// BusyPoll keeps one goroutine yielding in a loop while any request is in flight, so the Go
 	// scheduler checks its timers continuously instead of sleeping in the network poller, whose waits
 	// are whole milliseconds on Linux. It cuts send lateness from about 1 ms to microseconds at the
@@ -97,6 +103,15 @@ func DefaultConfig() Config {
 	}
 }
 
+// maxScaleSlots bounds ScaleMaxConcurrency: the slots that are not open yet are held as tokens of
+// one channel, filled one by one at start.
+const maxScaleSlots = 1_000_000
+
+// Scales reports whether the slots change during the run.
+func (c Config) Scales() bool {
+	return c.ScaleMaxConcurrency > 0 && c.ScaleMaxConcurrency != c.MaxConcurrency
+}
+
 // Gap is the time between two chunks.
 func (c Config) Gap() time.Duration { return time.Duration(float64(time.Second) / c.TPS) }
 
@@ -117,6 +132,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--prefill-per-token %s: accepted: a duration ≥ 0", c.PrefillPerToken)
 	case c.MaxConcurrency < 0:
 		return fmt.Errorf("--max-concurrency %d: accepted: 0 (unlimited) or a number of slots", c.MaxConcurrency)
+	case c.ScaleMaxConcurrency < 0 || c.ScaleMaxConcurrency > maxScaleSlots:
+		return fmt.Errorf("--scale-max-concurrency %d: accepted: 0 (the slots never change) or the slots after --scale-after, at most %d", c.ScaleMaxConcurrency, maxScaleSlots)
+	case c.ScaleMaxConcurrency > 0 && c.MaxConcurrency == 0:
+		return fmt.Errorf("--scale-max-concurrency %d without --max-concurrency: accepted: --max-concurrency N, the slots before the scale", c.ScaleMaxConcurrency)
+	case c.ScaleAfter < 0 || c.ScaleMaxConcurrency > 0 && c.ScaleAfter == 0:
+		return fmt.Errorf("--scale-after %s: accepted: a duration > 0, counted from the mock's first completion request", c.ScaleAfter)
+	case c.ScaleAfter > 0 && c.ScaleMaxConcurrency == 0:
+		return fmt.Errorf("--scale-after %s without --scale-max-concurrency: accepted: --scale-max-concurrency M, the slots after the scale", c.ScaleAfter)
 	case c.CacheCapacity < 0:
 		return fmt.Errorf("--cache-capacity %d: accepted: tokens ≥ 0 (0 turns the cache off)", c.CacheCapacity)
 	case c.CacheBlock < 1:

@@ -20,6 +20,7 @@ type Server struct {
 	cache   *prefixCache
 	metrics *serverMetrics
 	slots   chan struct{} // nil = unlimited
+	scale   scaleClock    // when the slots change (Config.ScaleAfter)
 	stop    chan struct{} // closed by Close: ends stalls and waits
 	once    sync.Once
 	mux     *http.ServeMux
@@ -42,9 +43,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	s := &Server{cfg: cfg, tokens: tc, cache: newPrefixCache(cfg.CacheCapacity, cfg.CacheBlock),
 		stop: make(chan struct{}), hijacked: map[net.Conn]struct{}{}}
-	if cfg.MaxConcurrency > 0 {
-		s.slots = make(chan struct{}, cfg.MaxConcurrency)
-	}
+	s.slots = newSlots(cfg)
 	s.metrics = newServerMetrics(cfg.Model, s.cache)
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
@@ -70,6 +69,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Stop ends every stalled or waiting request and closes hijacked connections. Idempotent.
 func (s *Server) Stop() {
 	s.once.Do(func() {
+		s.stopScaleClock()
 		close(s.stop)
 		s.hijackedMu.Lock()
 		for c := range s.hijacked {
