@@ -38,7 +38,9 @@ func slotState(t *testing.T, m *Running) string {
 // request. Catches slots that never open, open at start, or open on a clock started at New.
 func TestScaleUpOpensSlots(t *testing.T) {
 	const after = 300 * time.Millisecond
-	m := start(t, func(c *Config) { c.MaxConcurrency, c.ScaleMaxConcurrency, c.ScaleAfter, c.TTFT = 1, 3, after, time.Hour })
+	m := start(t, func(c *Config) {
+		c.MaxConcurrency, c.ScaleMaxConcurrency, c.ScaleAfter, c.TTFT = 1, 3, after, time.Hour
+	})
 	if !m.ScaleAt().IsZero() {
 		t.Fatal("the scale clock started before any request")
 	}
@@ -63,7 +65,9 @@ func TestScaleUpOpensSlots(t *testing.T) {
 // TestScaleDownClosesSlots: 3 slots scaling to 1 take the slots as running requests free them; new
 // requests then run one at a time. Catches a scale down that drops running requests, or never closes.
 func TestScaleDownClosesSlots(t *testing.T) {
-	m := start(t, func(c *Config) { c.MaxConcurrency, c.ScaleMaxConcurrency, c.ScaleAfter, c.TTFT = 3, 1, 100*time.Millisecond, time.Hour })
+	m := start(t, func(c *Config) {
+		c.MaxConcurrency, c.ScaleMaxConcurrency, c.ScaleAfter, c.TTFT = 3, 1, 100*time.Millisecond, time.Hour
+	})
 	cancel := holdRequests(t, m, 3)
 	waitFor(t, "3 running", func() bool { return slotState(t, m) == "running 3, waiting 0" })
 	waitFor(t, "the scale moment", func() bool { at := m.ScaleAt(); return !at.IsZero() && time.Now().After(at) })
