@@ -135,6 +135,23 @@ func (c *checker) oneOf(path, found string, accepted ...string) {
 	c.errorf(path, "%s", msg)
 }
 
+// mockSlots checks the mock's request slots and their scaling.
+func (c *checker) mockSlots(m *MockTarget) {
+	const p, most = "target.mock.", 1_000_000
+	switch {
+	case m.MaxConcurrency < 0:
+		c.errorf(p+"max_concurrency", "found %d; accepted: 0 (unlimited) or the number of request slots, beyond which requests queue", m.MaxConcurrency)
+	case m.ScaleMaxConcurrency < 0 || m.ScaleMaxConcurrency > most:
+		c.errorf(p+"scale_max_concurrency", "found %d; accepted: the slots after scale_after, 1 to %d (or leave it out: the slots never change)", m.ScaleMaxConcurrency, most)
+	case m.ScaleMaxConcurrency > 0 && m.MaxConcurrency == 0:
+		c.errorf(p+"scale_max_concurrency", "found %d without target.mock.max_concurrency; accepted: with max_concurrency N, the slots before the scale", m.ScaleMaxConcurrency)
+	case m.ScaleAfter < 0 || m.ScaleMaxConcurrency > 0 && m.ScaleAfter == 0:
+		c.errorf(p+"scale_after", "found %s; accepted: a duration > 0 (such as 30s), counted from the mock's first request", m.ScaleAfter)
+	case m.ScaleAfter > 0 && m.ScaleMaxConcurrency == 0:
+		c.errorf(p+"scale_after", "found %s without target.mock.scale_max_concurrency; accepted: with scale_max_concurrency M, the slots after the scale", m.ScaleAfter)
+	}
+}
+
 func (c *checker) positive(path string, d Duration) {
 	if c.s.has(path) && d <= 0 {
 		c.errorf(path, "found %s; accepted: a duration > 0", d)
@@ -211,6 +228,7 @@ func (c *checker) rules() {
 		if m.CacheTTFTFactor < 0 {
 			c.errorf("target.mock.cache_ttft_factor", "found %g; accepted: a factor ≥ 0 (1 = a cache hit does not speed up TTFT)", m.CacheTTFTFactor)
 		}
+		c.mockSlots(m)
 		if t.BaseURL != MockBaseURL && s.has("target.base_url") {
 			c.errorf("target.base_url", "found %q with a target.mock block; accepted: base_url mock or no base_url (the mock starts in-process)", t.BaseURL)
 		}

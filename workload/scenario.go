@@ -68,6 +68,12 @@ type MockTarget struct {
 	// CloseAfterResponse closes each connection after its answer while advertising keep-alive, as
 	// llama.cpp's server does.
 	CloseAfterResponse bool `yaml:"close_after_response"`
+	// MaxConcurrency is the mock's request slots, beyond which requests queue (0: unlimited).
+	// ScaleMaxConcurrency and ScaleAfter model a deployment that scales: ScaleAfter after the mock's
+	// first request its slots go from MaxConcurrency to ScaleMaxConcurrency (0: they never change).
+	MaxConcurrency      int      `yaml:"max_concurrency,omitempty"`
+	ScaleMaxConcurrency int      `yaml:"scale_max_concurrency,omitempty"`
+	ScaleAfter          Duration `yaml:"scale_after,omitempty"`
 }
 
 // TLS holds the options for https targets.

@@ -17,6 +17,20 @@ type SLO struct {
 	E2E  *Limits `yaml:"e2e,omitempty,flow"`
 	// ErrorRate is error_rate_max's shorter name; a file may set one of them.
 	ErrorRate *float64 `yaml:"error_rate,omitempty"`
+	// Window is the length of the windows in which a stage whose load rises has its latency limits
+	// judged, for the time to absorb the rise (SPEC §14); 0: DefaultAbsorbWindow.
+	Window Duration `yaml:"window,omitempty"`
+}
+
+// DefaultAbsorbWindow is slo.window when the file does not set it.
+const DefaultAbsorbWindow = 10 * time.Second
+
+// AbsorbWindow is slo.window, or DefaultAbsorbWindow when it is not set.
+func (s SLO) AbsorbWindow() time.Duration {
+	if s.Window > 0 {
+		return s.Window.D()
+	}
+	return DefaultAbsorbWindow
 }
 
 // Limits are the bounds set on one latency metric, by statistic (0: not set).
@@ -101,6 +115,7 @@ func (c *checker) slo() {
 		c.warnf("slo", "no SLO limit is set: every stage's SLO verdict will be N/A and goodput unknown; accepted: slo: {ttft: {p95: 500ms}, tpot: {p99: 50ms}, error_rate: 0.01}")
 		return
 	}
+	c.positive("slo.window", s.SLO.Window)
 	c.positive("slo.ttft_p95", s.SLO.TTFTP95)
 	c.positive("slo.itl_p95", s.SLO.ITLP95)
 	for _, metric := range SLOMetrics {
