@@ -1,0 +1,206 @@
+package search
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/plload/plload/metrics"
+)
+
+// SLO is what a probe is judged by: the scenario's latency limits and its error-rate limit.
+type SLO struct {
+	Latency      []metrics.LatencyLimit
+	ErrorRateMax float64
+	ErrorRateSet bool
+}
+
+// FromLimits takes the limits a stage is judged by (stage.json's slo).
+func FromLimits(l metrics.SLOLimits) SLO {
+	return SLO{Latency: l.Limits(), ErrorRateMax: l.ErrorRateMax, ErrorRateSet: !l.ErrorRateUnset}
+}
+
+// Set reports whether there is anything to judge by.
+func (s SLO) Set() bool { return len(s.Latency) > 0 || s.ErrorRateSet }
+
+// MinSamples is the fewest requests a latency statistic other than max is decided on; with fewer a
+// 95 % interval of a p95 rests on one or two values.
+const MinSamples = 30
+
+// bootstrapIters is the resamples behind each latency interval.
+const bootstrapIters = 1000
+
+// side is where a statistic's interval lies against its limit.
+type side int
+
+const (
+	below  side = iota // wholly at or under the limit: met
+	above              // wholly over: broken
+	across             // the interval holds the limit, or too few samples to say
+)
+
+// Judge decides a probe: fail when any limit's interval lies wholly over it, pass when every one
+// lies wholly under, else undecided. The reason gives every limit's value and interval, the one that
+// decided first.
+func (s SLO) Judge(m Measurement, seed uint64) (Verdict, string) {
+	var broken, unsure, met []string
+	for i, l := range s.Latency {
+		sd, text := judgeLatency(l, m.Latency[l.Metric], m.Requests > m.Errors, seed+uint64(i))
+		switch sd {
+		case above:
+			broken = append(broken, text)
+		case across:
+			unsure = append(unsure, text)
+		default:
+			met = append(met, text)
+		}
+	}
+	if s.ErrorRateSet {
+		sd, text := judgeErrorRate(s.ErrorRateMax, m.Errors, m.Requests)
+		switch sd {
+		case above:
+			broken = append(broken, text)
+		case across:
+			unsure = append(unsure, text)
+		default:
+			met = append(met, text)
+		}
+	}
+	switch {
+	case len(broken) > 0:
+		return Fail, strings.Join(broken, "; ")
+	case len(unsure) > 0:
+		return Undecided, strings.Join(append(unsure, met...), "; ")
+	case len(met) == 0:
+		return Undecided, "the SLO sets no limit to judge by"
+	}
+	return Pass, strings.Join(met, "; ")
+}
+
+// judgeLatency places one latency limit's 95 % interval: a percentile's from a bootstrap over whole
+// requests (metrics.BootstrapPercentile), a mean's likewise, and a max by the value itself (any
+// request over the limit breaks a max; none over meets it).
+//
+// succeeded says whether any request succeeded: without one every limit is broken, but successes
+// without a TPOT or ITL (answers of one token) meet those limits, as goodput counts them.
+func judgeLatency(l metrics.LatencyLimit, groups [][]float64, succeeded bool, seed uint64) (side, string) {
+	name := l.Metric + " " + l.Stat
+	limit := ms(l.LimitMs)
+	if len(groups) == 0 && succeeded && (l.Metric == metrics.SLOMetricTPOT || l.Metric == metrics.SLOMetricITL) {
+		return below, fmt.Sprintf("%s: no answer had two tokens, so none has a %s (limit %s)", name, l.Metric, limit)
+	}
+	if len(groups) == 0 {
+		return above, fmt.Sprintf("%s unknown: no request succeeded in the window (limit %s)", name, limit)
+	}
+	if l.Stat == metrics.SLOStatMax {
+		v := slices.Max(slices.Concat(groups...))
+		if v > l.LimitMs {
+			return above, fmt.Sprintf("%s %s > %s", name, ms(v), limit)
+		}
+		return below, fmt.Sprintf("%s %s ≤ %s", name, ms(v), limit)
+	}
+	var iv metrics.Interval
+	if l.Stat == metrics.SLOStatMean {
+		iv = bootstrapMean(groups, bootstrapIters, seed)
+	} else {
+		iv = metrics.BootstrapPercentile(groups, statPercentile(l.Stat), bootstrapIters, seed)
+	}
+	ci := fmt.Sprintf("%s (95%% CI %s–%s)", ms(iv.Point), num(iv.Lo), ms(iv.Hi))
+	switch {
+	case len(groups) < MinSamples:
+		return across, fmt.Sprintf("%s %s from %d requests, fewer than the %d a decision needs (limit %s)", name, ms(iv.Point), len(groups), MinSamples, limit)
+	case iv.Lo > l.LimitMs:
+		return above, fmt.Sprintf("%s %s > %s", name, ci, limit)
+	case iv.Hi <= l.LimitMs:
+		return below, fmt.Sprintf("%s %s ≤ %s", name, ci, limit)
+	}
+	return across, fmt.Sprintf("%s %s: the interval holds the limit %s", name, ci, limit)
+}
+
+// judgeErrorRate places the error rate's Wilson 95 % interval against its limit. A limit of 0 (no
+// error allowed) is decided by the count itself: no interval of a rate can lie wholly at 0.
+func judgeErrorRate(limit float64, errors, requests int) (side, string) {
+	if requests == 0 {
+		return above, "error rate unknown: no request started in the window"
+	}
+	rate := float64(errors) / float64(requests)
+	if limit == 0 {
+		if errors > 0 {
+			return above, fmt.Sprintf("error rate %s (%d of %d) > 0", pct(rate), errors, requests)
+		}
+		return below, fmt.Sprintf("error rate 0 (of %d) ≤ 0", requests)
+	}
+	lo, hi := Wilson(errors, requests)
+	text := fmt.Sprintf("error rate %s (%d of %d; 95%% CI %s–%s)", pct(rate), errors, requests, pct(lo), pct(hi))
+	switch {
+	case lo > limit:
+		return above, text + " > " + pct(limit)
+	case hi <= limit:
+		return below, text + " ≤ " + pct(limit)
+	}
+	return across, fmt.Sprintf("%s: the interval holds the limit %s (more requests per probe would decide it)", text, pct(limit))
+}
+
+// Wilson is the Wilson score 95 % interval of a proportion of k in n (n > 0): unlike the normal
+// interval it stays inside [0, 1] and is not empty at k = 0, where a short probe cannot show a low
+// error rate.
+func Wilson(k, n int) (lo, hi float64) {
+	const z = 1.959963984540054
+	p, nf := float64(k)/float64(n), float64(n)
+	denom := 1 + z*z/nf
+	center := (p + z*z/(2*nf)) / denom
+	half := z / denom * math.Sqrt(p*(1-p)/nf+z*z/(4*nf*nf))
+	return max(0, center-half), min(1, center+half)
+}
+
+// bootstrapMean is the 95 % interval of the mean of every value, resampling whole groups as
+// metrics.BootstrapPercentile does.
+func bootstrapMean(groups [][]float64, iters int, seed uint64) metrics.Interval {
+	sums, counts := make([]float64, len(groups)), make([]float64, len(groups))
+	var total, n float64
+	for i, g := range groups {
+		for _, v := range g {
+			sums[i] += v
+		}
+		counts[i] = float64(len(g))
+		total, n = total+sums[i], n+counts[i]
+	}
+	rng := rand.New(rand.NewPCG(seed, 0x5851f42d4c957f2d))
+	stats := make([]float64, iters)
+	for k := range stats {
+		var s, c float64
+		for range groups {
+			j := rng.IntN(len(groups))
+			s, c = s+sums[j], c+counts[j]
+		}
+		stats[k] = s / c
+	}
+	slices.Sort(stats)
+	return metrics.Interval{Point: total / n, Lo: metrics.Percentile(stats, 2.5), Hi: metrics.Percentile(stats, 97.5), N: iters}
+}
+
+// statPercentile is the percentile a statistic names (p95 → 95).
+func statPercentile(stat string) float64 {
+	v, _ := strconv.ParseFloat(strings.TrimPrefix(stat, "p"), 64)
+	return v
+}
+
+// ms writes milliseconds to about three digits: 1234 ms, 84.0 ms, 9.87 ms.
+func ms(v float64) string { return num(v) + " ms" }
+
+func num(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "N/A"
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func pct(v float64) string { return strconv.FormatFloat(100*v, 'g', 3, 64) + "%" }

@@ -1,0 +1,107 @@
+package search
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/plload/plload/metrics"
+)
+
+func TestWilson(t *testing.T) {
+	// Reference values: the Wilson score interval at z = 1.96 (e.g. R's prop.test without continuity correction).
+	for _, tc := range []struct {
+		k, n   int
+		lo, hi float64
+	}{
+		{0, 70, 0, 0.0520},
+		{5, 100, 0.0215, 0.1118},
+		{50, 100, 0.4038, 0.5962},
+		{100, 100, 0.9630, 1},
+	} {
+		lo, hi := Wilson(tc.k, tc.n)
+		if math.Abs(lo-tc.lo) > 5e-4 || math.Abs(hi-tc.hi) > 5e-4 {
+			t.Errorf("Wilson(%d, %d) = %.4f–%.4f, want %.4f–%.4f", tc.k, tc.n, lo, hi, tc.lo, tc.hi)
+		}
+	}
+}
+
+// spread is n values evenly from lo to hi.
+func spread(n int, lo, hi float64) [][]float64 {
+	xs := make([]float64, n)
+	for i := range xs {
+		xs[i] = lo + (hi-lo)*float64(i)/float64(n-1)
+	}
+	return metrics.Singletons(xs)
+}
+
+func TestJudge(t *testing.T) {
+	ttft := func(stat string, limit float64) SLO {
+		return SLO{Latency: []metrics.LatencyLimit{{Metric: "ttft", Stat: stat, LimitMs: limit}}}
+	}
+	errSLO := func(limit float64) SLO { return SLO{ErrorRateMax: limit, ErrorRateSet: true} }
+	lat := func(groups [][]float64) Measurement {
+		return Measurement{Latency: map[string][][]float64{"ttft": groups}, Requests: len(groups)}
+	}
+	for _, tc := range []struct {
+		name    string
+		slo     SLO
+		m       Measurement
+		verdict Verdict
+		reason  string
+	}{
+		{"p95 surely under", ttft("p95", 30), lat(spread(200, 10, 20)), Pass, "ttft p95 19.5 ms (95% CI"},
+		{"p95 surely over", ttft("p95", 15), lat(spread(200, 10, 20)), Fail, "> 15.0 ms"},
+		{"p95 on the limit", ttft("p95", 19.5), lat(spread(200, 10, 20)), Undecided, "the interval holds the limit 19.5 ms"},
+		{"too few requests", ttft("p95", 30), lat(spread(20, 10, 20)), Undecided, "from 20 requests, fewer than the 30 a decision needs"},
+		{"no request succeeded", ttft("p95", 30), Measurement{Requests: 10, Errors: 10}, Fail, "ttft p95 unknown: no request succeeded"},
+		{"mean under", ttft("mean", 16), lat(spread(200, 10, 20)), Pass, "ttft mean 15.0 ms"},
+		{"mean on the limit", ttft("mean", 15), lat(spread(200, 10, 20)), Undecided, "holds the limit"},
+		{"max over: one request is enough", ttft("max", 19.9), lat(spread(5, 10, 20)), Fail, "ttft max 20.0 ms > 19.9 ms"},
+		{"max under", ttft("max", 20), lat(spread(5, 10, 20)), Pass, "ttft max 20.0 ms ≤ 20.0 ms"},
+		{"one-token answers meet an ITL limit", SLO{Latency: []metrics.LatencyLimit{{Metric: "itl", Stat: "p95", LimitMs: 5}}}, Measurement{Requests: 50}, Pass, "no answer had two tokens"},
+		{"error rate surely under", errSLO(0.05), Measurement{Requests: 2000, Errors: 20}, Pass, "error rate 1% (20 of 2000; 95% CI"},
+		{"error rate surely over", errSLO(0.01), Measurement{Requests: 200, Errors: 20}, Fail, "> 1%"},
+		{"0 errors in 70 cannot show ≤ 1 %", errSLO(0.01), Measurement{Requests: 70}, Undecided, "95% CI 0%–5.2%): the interval holds the limit 1% (more requests per probe would decide it)"},
+		{"no error allowed, none seen", errSLO(0), Measurement{Requests: 70}, Pass, "error rate 0 (of 70) ≤ 0"},
+		{"no error allowed, one seen", errSLO(0), Measurement{Requests: 70, Errors: 1}, Fail, "error rate 1.43% (1 of 70) > 0"},
+		{"any broken limit fails, whatever the others", SLO{Latency: []metrics.LatencyLimit{{Metric: "ttft", Stat: "p95", LimitMs: 19.5}}, ErrorRateMax: 0.01, ErrorRateSet: true},
+			Measurement{Latency: map[string][][]float64{"ttft": spread(200, 10, 20)}, Requests: 200, Errors: 100}, Fail, "error rate 50%"},
+		{"nothing to judge by", SLO{}, Measurement{Requests: 5}, Undecided, "the SLO sets no limit"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, reason := tc.slo.Judge(tc.m, 1)
+			if v != tc.verdict || !strings.Contains(reason, tc.reason) {
+				t.Errorf("%s: %q, want %s containing %q", v, reason, tc.verdict, tc.reason)
+			}
+		})
+	}
+}
+
+func TestGrowing(t *testing.T) {
+	nan := math.NaN()
+	for _, tc := range []struct {
+		name  string
+		q     [4]float64
+		floor float64
+		want  bool
+	}{
+		{"a queue that grows every quarter", [4]float64{10, 40, 95, 160}, 30, true},
+		{"steady high load", [4]float64{80, 82, 79, 81}, 30, false},
+		{"rising but not doubled", [4]float64{100, 110, 120, 130}, 30, false},
+		{"doubled but still under the floor", [4]float64{1, 2, 3, 4}, 30, false},
+		{"one dip breaks the run", [4]float64{10, 40, 35, 160}, 30, false},
+		{"an empty quarter", [4]float64{10, nan, 95, 160}, 30, false},
+	} {
+		if got := Growing(tc.q, tc.floor); got != tc.want {
+			t.Errorf("%s: Growing(%v, %g) = %v", tc.name, tc.q, tc.floor, got)
+		}
+	}
+	q := Quarters([]Point{{At: 0, V: 1}, {At: 24, V: 3}, {At: 25, V: 10}, {At: 99, V: 7}, {At: 100, V: 1000}, {At: -1, V: 1000}}, 0, 100)
+	if q[0] != 2 || q[1] != 10 || !math.IsNaN(q[2]) || q[3] != 7 { // [0, 25) [25, 50) [50, 75) [75, 100)
+		t.Errorf("Quarters: %v, want [2 10 NaN 7]", q)
+	}
+	if got := GrowthText([4]float64{10, 40, 95, 160}, " ms"); got != "10 → 40 → 95 → 160 ms" {
+		t.Errorf("GrowthText: %q", got)
+	}
+}
