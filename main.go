@@ -85,6 +85,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			reportCommand(),
 			gateCommand(),
 			fitCommand(),
+			searchCommand(),
 			abCommand(),
 			coordinateCommand(),
 			mergeCommand(),

@@ -88,6 +88,8 @@ type Options struct {
 	// Min is the smallest value tried when the start itself does not pass (0: 1 for whole numbers,
 	// Start ÷ 64 otherwise).
 	Min float64
+	// OnProbe, when set, sees each probe as soon as it is judged (progress lines).
+	OnProbe func(Probe)
 }
 
 // Resolution is when bisection stops: the pass and the non-pass around the answer are at most Value
@@ -283,6 +285,9 @@ func (s *sequence) evaluate(ctx context.Context, v float64) (Verdict, error) {
 			verdict, reason = s.judge(pooled, uint64(stage))
 		}
 		s.probes = append(s.probes, Probe{Value: v, Verdict: verdict, Reason: reason, Stage: stage})
+		if s.opt.OnProbe != nil {
+			s.opt.OnProbe(s.probes[len(s.probes)-1])
+		}
 		switch verdict {
 		case Invalid:
 			return "", errStop{fmt.Sprintf("probe at %s is invalid: %s", format(v), reason)}
