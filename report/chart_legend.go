@@ -20,6 +20,9 @@ type chart struct {
 	entries []legendEntry
 	// points are the data drawn (in data units), kept so a test can check that none is under the legend.
 	points plotter.XYs
+	// marks are the shapes added with addMarks (shaded windows, lines), kept so a test can check
+	// where they are: gonum's plot does not list what it holds.
+	marks []plot.Plotter
 }
 
 type legendEntry struct {
@@ -39,6 +42,12 @@ func (c *chart) addLegend(name string, thumbs ...plot.Thumbnailer) {
 }
 
 func (c *chart) addPoints(xy plotter.XYs) { c.points = append(c.points, xy...) }
+
+// addMarks adds shapes to the plot and records them.
+func (c *chart) addMarks(ps ...plot.Plotter) {
+	c.Add(ps...)
+	c.marks = append(c.marks, ps...)
+}
 
 // Legend spacing: between entries on a row, between rows, and above the strip (under the x label).
 const (

@@ -101,8 +101,11 @@ func TestChartLegendsNeverCoverData(t *testing.T) {
 	}
 	checkLegends(t, "cdf", [][]*chart{{cdf, cdf2}}, 11*vg.Inch, 4*vg.Inch)
 	var panels []*chart
+	// With a time to absorb: a shaded window and the absorption's mark add two legend entries.
+	absorb := &metrics.Absorb{WindowS: 1, FirstViolationS: metrics.Some(1.0), AbsorbedS: metrics.Some(2.0),
+		Windows: []metrics.AbsorbWindow{{StartS: 0, EndS: 1, State: metrics.WindowMet}, {StartS: 1, EndS: 2, State: metrics.WindowViolated}, {StartS: 2, EndS: 3, State: metrics.WindowMet}}}
 	for _, ys := range [][]float64{s.ReqPerSec, s.OutTokPerSec, s.TTFTP95Ms, s.ActiveSessions} {
-		p, err := seriesPlot("series", "y", s, ys)
+		p, err := seriesPlot("series", "y", s, ys, absorb)
 		if err != nil {
 			t.Fatal(err)
 		}

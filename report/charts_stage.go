@@ -59,8 +59,9 @@ func cdfPlot(title string, sorted []float64, slo float64) (*chart, error) {
 	return p, nil
 }
 
-// seriesPlot is one time-series panel with warmup shaded and the window's ends marked.
-func seriesPlot(title, ylabel string, s metrics.StageSeries, ys []float64) (*chart, error) {
+// seriesPlot is one time-series panel with warmup shaded and the window's ends marked, and, for a
+// stage whose load rose, the windows that broke a latency limit shaded and the absorption marked.
+func seriesPlot(title, ylabel string, s metrics.StageSeries, ys []float64, absorb *metrics.Absorb) (*chart, error) {
 	p := newChart()
 	p.Title.Text = title
 	p.X.Label.Text = "seconds since t0"
@@ -84,6 +85,7 @@ func seriesPlot(title, ylabel string, s metrics.StageSeries, ys []float64) (*cha
 			p.addLegend("warmup", shade)
 		}
 	}
+	drawAbsorb(p, absorb, maxY)
 	for _, at := range []float64{w, e} {
 		l, _ := plotter.NewLine(plotter.XYs{{X: at, Y: 0}, {X: at, Y: maxY}})
 		l.Color, l.Dashes = sloGray, []vg.Length{vg.Points(3), vg.Points(2)}
@@ -123,7 +125,7 @@ func WriteStageCharts(dir string, st *StageReport, s metrics.StageSeries) error 
 		ys            []float64
 	}{{"requests/s", "req/s", s.ReqPerSec}, {"output tokens/s", "tok/s", s.OutTokPerSec},
 		{"TTFT p95 of requests started each second", "ms", s.TTFTP95Ms}, {"active sessions", "sessions", s.ActiveSessions}} {
-		pl, err := seriesPlot(fmt.Sprintf("stage %02d: %s", st.Stage, p.title), p.ylabel, s, p.ys)
+		pl, err := seriesPlot(fmt.Sprintf("stage %02d: %s", st.Stage, p.title), p.ylabel, s, p.ys, st.Summary.Absorb)
 		if err != nil {
 			return err
 		}
@@ -162,4 +164,46 @@ func StageChartsFromRecords(runDir string, st *StageReport) error {
 		return err
 	}
 	return WriteStageCharts(runDir, st, series.Series())
+}
+
+// violatedPink shades the windows that broke a latency limit; absorbedGreen marks absorbed_s.
+var (
+	violatedPink  = color.RGBA{248, 200, 200, 255}
+	absorbedGreen = color.RGBA{44, 160, 44, 255}
+)
+
+// drawAbsorb shades the stage's violated windows (SPEC §14) and marks when the load was absorbed
+// (nothing for a stage without an absorb).
+func drawAbsorb(p *chart, a *metrics.Absorb, maxY float64) {
+	if a == nil {
+		return
+	}
+	var shade *plotter.Polygon
+	for _, w := range a.Windows {
+		if w.State != metrics.WindowViolated {
+			continue
+		}
+		poly, err := plotter.NewPolygon(plotter.XYs{{X: w.StartS, Y: 0}, {X: w.EndS, Y: 0}, {X: w.EndS, Y: maxY}, {X: w.StartS, Y: maxY}})
+		if err != nil {
+			continue
+		}
+		poly.Color, poly.LineStyle.Width = violatedPink, 0
+		p.addMarks(poly)
+		shade = poly
+	}
+	if shade != nil {
+		p.addLegend(fmt.Sprintf("window of %s s over a latency limit", seconds(a.WindowS)), shade)
+	}
+	switch {
+	case a.AbsorbedS.OK:
+		l, err := plotter.NewLine(plotter.XYs{{X: a.AbsorbedS.V, Y: 0}, {X: a.AbsorbedS.V, Y: maxY}})
+		if err != nil {
+			return
+		}
+		l.Color, l.Width = absorbedGreen, vg.Points(2)
+		p.addMarks(l)
+		p.addLegend(fmt.Sprintf("absorbed at %s s", seconds(a.AbsorbedS.V)), l)
+	case a.NotAbsorbed():
+		p.addLegend("not absorbed by the end of the stage")
+	}
 }

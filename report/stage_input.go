@@ -17,7 +17,8 @@ func StageInput(sc *workload.Scenario, i int) metrics.StageInput {
 		SLO: SLOLimits(sc.SLO),
 		Cost: metrics.CostInputs{GPUHourlyUSD: price, GPUCount: sc.Cost.GPUCount,
 			ExpectedTurns: sc.ExpectedTurns(), Unpriced: sc.Cost.GPUHourlyUSD == nil},
-		Replay: sc.Load.Mode == workload.ModeReplay,
+		Replay:       sc.Load.Mode == workload.ModeReplay,
+		AbsorbWindow: absorbWindow(sc, i),
 	}
 }
 

@@ -204,6 +204,7 @@ func stageTables(rows []runStage, withRun bool) string {
 		}
 		b.WriteString(t.title + ":\n\n" + markdownTable(t.header, t.rows))
 	}
+	b.WriteString(absorbSection(rows, withRun))
 	return b.String()
 }
 

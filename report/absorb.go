@@ -1,0 +1,109 @@
+package report
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/plload/plload/workload"
+)
+
+// The time to absorb a rising load (SPEC §14) in the reports: which stages are asked for it, and the
+// sentence that says when the first window broke a latency limit and from when every window met
+// them again. metrics/absorb.go defines the windows.
+
+// LoadRises reports whether stage i (0-based) raises the load the target sees: a request_rate ramp
+// that goes up, a rate at its start above the rate the stage before ended at, or more concurrency
+// (or sessions/s) than the stage before. A first stage that does not ramp has nothing before it to
+// rise from (its warmup is the step from idle); a replay's rate is the trace's, not the scenario's.
+func LoadRises(l workload.LoadPlan, i int) bool {
+	if i < 0 || i >= len(l.Stages) {
+		return false
+	}
+	st := l.Stages[i]
+	var prev *workload.Stage
+	if i > 0 {
+		prev = &l.Stages[i-1]
+	}
+	switch l.Mode {
+	case workload.ModeRequestRate:
+		if st.Rate == nil {
+			return false
+		}
+		if st.Rate.IsRamp() && st.Rate.To > st.Rate.From {
+			return true
+		}
+		return prev != nil && prev.Rate != nil && st.Rate.At(0) > prev.Rate.To
+	case workload.ModeConcurrency:
+		return prev != nil && st.Concurrency > prev.Concurrency
+	case workload.ModeArrivalRate:
+		return prev != nil && st.SessionsPerSec > prev.SessionsPerSec
+	}
+	return false
+}
+
+// absorbWindow is the window the stage's latency limits are judged in for the time to absorb, or 0
+// when its load does not rise.
+func absorbWindow(sc *workload.Scenario, i int) time.Duration {
+	if !LoadRises(sc.Load, i) {
+		return 0
+	}
+	return sc.SLO.AbsorbWindow()
+}
+
+// seconds prints seconds as briefly as they are exact: 24, 7.5, 0.25.
+func seconds(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// AbsorbText is the stage's time to absorb in one sentence: "absorbed 24 s after the ramp began: …"
+// or "not absorbed by the end of the stage: …"; "" when the stage has none.
+func AbsorbText(st *StageReport) string {
+	a := st.Summary.Absorb
+	if a == nil {
+		return ""
+	}
+	began := "the stage began"
+	if st.Rate != nil && st.Rate.IsRamp() {
+		began = "the ramp began"
+	}
+	over := map[string]bool{}
+	var names []string
+	for _, w := range a.Windows {
+		for _, name := range w.Over {
+			if !over[name] {
+				over[name] = true
+				names = append(names, name)
+			}
+		}
+	}
+	detail := fmt.Sprintf("%d of %d windows of %s s over", a.ViolatedWindows, len(a.Windows), seconds(a.WindowS))
+	if len(names) > 0 {
+		detail += ": " + strings.Join(names, ", ")
+	}
+	if n := a.UnjudgedWindows; n > 0 {
+		detail += fmt.Sprintf("; %d could not be judged: fewer than %d requests started in them, or only cancelled requests' lower bounds were within the limits", n, a.MinRequests)
+	}
+	switch {
+	case !a.FirstViolationS.OK:
+		return fmt.Sprintf("no window broke a latency limit, nothing to absorb (%s)", detail)
+	case a.AbsorbedS.OK:
+		return fmt.Sprintf("absorbed %s s after %s (first window over a limit at %s s; %s)", seconds(a.AbsorbedS.V), began, seconds(a.FirstViolationS.V), detail)
+	}
+	return fmt.Sprintf("not absorbed by the end of the stage (first window over a limit at %s s after %s, and no window after the last one over met every limit; %s)",
+		seconds(a.FirstViolationS.V), began, detail)
+}
+
+// absorbSection lists the time to absorb of every stage that has one, under the stage tables ("" when
+// none has).
+func absorbSection(rows []runStage, withRun bool) string {
+	var b strings.Builder
+	for _, rs := range rows {
+		if text := AbsorbText(rs.st); text != "" {
+			b.WriteString("- " + stageLabel(rs, withRun) + ": " + text + "\n")
+		}
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return "\nTime to absorb (the SLO's latency limits judged per window from t0, by request start):\n\n" + b.String()
+}
