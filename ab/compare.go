@@ -17,7 +17,8 @@ const (
 	Unknown = "n/a"  // a side has no value (no successful request with it, no char counts)
 )
 
-// Metric is one row of ab.json: Diff = B − A, CI its 95 % interval, Verdict B's relative to A.
+// Metric is one row of ab.json: Diff = B − A, CI its interval (the stage's rows hold together at
+// 95 %: FamilyWidening), Verdict B's relative to A.
 type Metric struct {
 	Name    string               `json:"name"`
 	A       metrics.Opt[float64] `json:"a"`
@@ -51,8 +52,8 @@ var baseMetrics = []metricDef{
 	percentileOf("tpot_p50_ms", singles(func(s Sample) []float64 { return s.TPOT }), 50),
 	percentileOf("e2e_p50_ms", singles(func(s Sample) []float64 { return s.E2E }), 50),
 	percentileOf("tpoc_p50_ms", singles(func(s Sample) []float64 { return s.TPOC }), 50),
-	rateOf("out_tok_per_sec", func(o Output) float64 { return o.Tokens }, func(Sample) bool { return true }),
-	rateOf("out_chars_per_sec", func(o Output) float64 { return o.Chars }, func(s Sample) bool { return s.CharsKnown }),
+	rateOf("out_tok_per_sec", func(c Completion) float64 { return c.Tokens }, func(Sample) bool { return true }),
+	rateOf("out_chars_per_sec", func(c Completion) float64 { return c.Chars }, func(s Sample) bool { return s.CharsKnown }),
 }
 
 // metricDef computes one metric of both samples: the values, and the interval of B − A.
@@ -85,24 +86,60 @@ func meanOf(name string, groups func(Sample) [][]float64) metricDef {
 	}}
 }
 
-// rateOf is a throughput: Σ field over the sessions' output ÷ the window's seconds.
+// rateSlices is how many equal slices of the window a throughput's interval is computed over, and
+// t975 Student's t 97.5th percentile with rateSlices − 1 = 9 degrees of freedom.
+const (
+	rateSlices = 10
+	t975       = 2.2622
+)
+
+// rateOf is a throughput: Σ field over the completions ÷ the window's seconds.
 //
-// Its interval resamples sessions, not requests or time slices: a session is the workload's
-// independent unit (its turns share one persona, one growing history and the server's moment, so
-// its requests' lengths and timings move together), and a closed loop's output is sessions that
-// completed. Rates over time slices of a stage of a few seconds would be few, and correlated by the
-// requests that span slices. Both sides are resampled independently, as BootstrapDiff does; the
-// shared window makes drift common to both, which an independent resampling does not subtract, so
-// the interval errs wide — "same" rather than a false "worse".
-func rateOf(name string, field func(Output) float64, known func(Sample) bool) metricDef {
-	return metricDef{name: name, compute: func(a, b Sample, o Options) (float64, float64, float64, float64) {
+// Its interval is by batch means (the method of steady-state simulation output): the window is cut
+// into rateSlices equal slices, each side's rate is taken per slice, and slice j of A is paired
+// with slice j of B — the same instants, as both windows start together — so drift in the client,
+// the machine or the network, which hits both in the same slice, cancels in the difference. The
+// mean of the paired differences is exactly B's rate minus A's; its t interval has rateSlices − 1
+// degrees of freedom. A closed loop's throughput varies mostly by how many requests fit in the
+// window, which each request's latency decides: resampling sessions or requests holds that count
+// fixed and measured intervals far too narrow (identical mocks came out "better"). Neighbouring
+// slices share requests that end near their border, which makes their counts negatively
+// correlated, so the interval errs wide, toward "same".
+func rateOf(name string, field func(Completion) float64, known func(Sample) bool) metricDef {
+	return metricDef{name: name, compute: func(a, b Sample, _ Options) (float64, float64, float64, float64) {
 		if !known(a) || !known(b) || a.WindowS <= 0 || b.WindowS <= 0 {
 			return math.NaN(), math.NaN(), math.NaN(), math.NaN()
 		}
-		va, vb := outputs(a.Sessions, field), outputs(b.Sessions, field)
-		lo, hi := resampledDiff(o, len(va)+len(vb), rateResample(va, a.WindowS), rateResample(vb, b.WindowS))
-		return sum(va) / a.WindowS, sum(vb) / b.WindowS, lo, hi
+		ra, rb := sliceRates(a, field), sliceRates(b, field)
+		var d [rateSlices]float64
+		for j := range d {
+			d[j] = rb[j] - ra[j]
+		}
+		mean := sum(d[:]) / rateSlices
+		var sq float64
+		for _, x := range d {
+			sq += (x - mean) * (x - mean)
+		}
+		half := t975 * math.Sqrt(sq/(rateSlices-1)/rateSlices)
+		// The values as stage.json has them (the slices' mean is the same number but for rounding).
+		va, vb := total(a.Completed, field)/a.WindowS, total(b.Completed, field)/b.WindowS
+		return va, vb, vb - va - half, vb - va + half
 	}}
+}
+
+// sliceRates is the sample's rate of field in each of the window's rateSlices slices; their mean is
+// the rate over the whole window.
+func sliceRates(s Sample, field func(Completion) float64) [rateSlices]float64 {
+	var out [rateSlices]float64
+	width := s.WindowS / rateSlices
+	for _, c := range s.Completed {
+		j := min(max(int(c.AtS/width), 0), rateSlices-1)
+		out[j] += field(c)
+	}
+	for j := range out {
+		out[j] /= width
+	}
+	return out
 }
 
 // Compare compares one stage's samples of A and B: the base metrics, then one per SLO limit not
@@ -120,15 +157,45 @@ func Compare(stage int, a, b Sample, slo metrics.SLOLimits, o Options) []Metric 
 	if !slo.ErrorRateUnset {
 		defs = append(defs, meanOf("error_rate", singles(func(s Sample) []float64 { return s.Failed })))
 	}
-	out := make([]Metric, 0, len(defs))
-	for _, d := range defs {
+	type computed struct{ va, vb, lo, hi float64 }
+	values := make([]computed, len(defs))
+	known := 0
+	for i, d := range defs {
 		mo := o
 		mo.Seed = o.Seed ^ nameHash(d.name) // each metric its own resamples, whatever the order
-		va, vb, lo, hi := d.compute(a, b, mo)
-		out = append(out, row(stage, d, va, vb, lo, hi))
+		v := &values[i]
+		v.va, v.vb, v.lo, v.hi = d.compute(a, b, mo)
+		if !anyNaN(v.va, v.vb, v.lo, v.hi) {
+			known++
+		}
+	}
+	widen := FamilyWidening(known)
+	out := make([]Metric, 0, len(defs))
+	for i, d := range defs {
+		v := values[i]
+		p := v.vb - v.va
+		lo, hi := p-max(p-v.lo, 0)*widen, p+max(v.hi-p, 0)*widen
+		out = append(out, row(stage, d, v.va, v.vb, lo, hi))
 	}
 	return out
 }
+
+// FamilyWidening is the factor by which each of m rows' 95 % intervals is widened about its
+// point, z(1 − 0.05/2m) ÷ z(0.975), so that the rows hold together at 95 % (Bonferroni): with two
+// identical targets, the chance that any row of a stage says better or worse is at most 5 %, not
+// the 1 − 0.95^k of k independent 95 % intervals (a stage's ten rows are about five independent
+// ones — TTFT's, decode's, throughput's — which alone would call identical targets different in
+// one run of four). The widening takes the bootstrap's 95 % spread as normal, rather than reading
+// the 0.25th percentile of a few thousand resamples, which would rest on a handful of them.
+func FamilyWidening(m int) float64 {
+	if m <= 1 {
+		return 1
+	}
+	z := func(p float64) float64 { return math.Sqrt2 * math.Erfinv(2*p-1) }
+	return z(1-0.05/(2*float64(m))) / z(0.975)
+}
+
+func anyNaN(xs ...float64) bool { return slices.ContainsFunc(xs, math.IsNaN) }
 
 // limitMetric is the metric an SLO latency limit reads: the per-request values of ttft, ttfo, tpot
 // and e2e; itl is the pooled chunk gaps (grouped by request), as stage.json's SLO checks read them.
@@ -244,26 +311,12 @@ func meanResample(gs []groupSum) func(*rand.Rand) float64 {
 	}
 }
 
-// rateResample draws len(vs) sessions with replacement and returns their total ÷ seconds.
-func rateResample(vs []float64, seconds float64) func(*rand.Rand) float64 {
-	return func(rng *rand.Rand) float64 {
-		if len(vs) == 0 {
-			return 0 // no session finished anything: the rate is 0 in every resample
-		}
-		var s float64
-		for range vs {
-			s += vs[rng.IntN(len(vs))]
-		}
-		return s / seconds
+func total(cs []Completion, field func(Completion) float64) float64 {
+	var s float64
+	for _, c := range cs {
+		s += field(c)
 	}
-}
-
-func outputs(sessions []Output, field func(Output) float64) []float64 {
-	out := make([]float64, len(sessions))
-	for i, o := range sessions {
-		out[i] = field(o)
-	}
-	return out
+	return s
 }
 
 func groupPercentile(groups [][]float64, p float64) float64 {

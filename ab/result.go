@@ -22,6 +22,10 @@ type StageCounts struct {
 	DatasetSHA256 string `json:"dataset_sha256"`
 }
 
+// IntervalMethod is how ab's intervals are made, in words, for ab.json and ab.md.
+const IntervalMethod = "latencies and the error rate: bootstrap over requests; throughputs: paired batch means over 10 slices of the window; " +
+	"each widened for the number of rows of its stage (Bonferroni)"
+
 // Result is ab.json (SPEC §14): targets (the first is A), metrics (B − A, its interval, B's
 // verdict), and beside them the request counts with 429s apart, and notes a reader must see.
 type Result struct {
@@ -29,10 +33,12 @@ type Result struct {
 	Metrics  []Metric      `json:"metrics"`
 	Requests []StageCounts `json:"requests"`
 	// SameDataset: every stage sent both targets the same dataset (its sha256).
-	SameDataset bool     `json:"same_dataset"`
-	Confidence  float64  `json:"confidence"`
-	Resamples   int      `json:"resamples"`
-	Notes       []string `json:"notes"`
+	SameDataset bool `json:"same_dataset"`
+	// Confidence is the level at which each stage's intervals hold together (IntervalMethod says how).
+	Confidence     float64  `json:"confidence"`
+	Resamples      int      `json:"resamples"`
+	IntervalMethod string   `json:"interval_method"`
+	Notes          []string `json:"notes"`
 }
 
 // minDecidable is the fewest successful requests per side below which the intervals are rough (the
@@ -73,8 +79,8 @@ func (r Result) Markdown() string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "# A/B: %s (A) vs %s (B)\n\n", a.Name, b.Name)
 	fmt.Fprintf(&sb, "A = %s, model %s (results in %s/)  \nB = %s, model %s (results in %s/)\n\n", a.URL, a.Model, a.Dir, b.URL, b.Model, b.Dir)
-	fmt.Fprintf(&sb, "Both got the same sessions in the same window. B − A per metric, with its %.0f %% bootstrap interval (%d resamples); "+
-		"the verdict is B's: better, worse, or same (no significant difference: the interval holds 0).\n", 100*r.Confidence, r.Resamples)
+	fmt.Fprintf(&sb, "Both got the same sessions in the same window. B − A per metric, with its interval: a stage's intervals hold together at %.0f %% "+
+		"(%s). The verdict is B's: better, worse, or same (no significant difference: the interval holds 0).\n", 100*r.Confidence, r.IntervalMethod)
 	if !r.SameDataset {
 		sb.WriteString("\n**The two targets were not sent the same dataset** (dataset_sha256 differs): this is not a fair comparison.\n")
 	}

@@ -16,10 +16,11 @@ type Counts struct {
 	Cancelled   int `json:"cancelled"`
 }
 
-// Output is what one session's successful requests that ended in the window streamed back.
-type Output struct {
-	Tokens float64 // Σ output_sequence_length
-	Chars  float64 // Σ output_char_count
+// Completion is a successful request that ended in the window: when, and what it streamed back.
+type Completion struct {
+	AtS    float64 // its end, seconds after W
+	Tokens float64 // output_sequence_length
+	Chars  float64 // output_char_count
 }
 
 // Sample is what the comparison needs of one target's stage, by the window rules of SPEC §7:
@@ -38,8 +39,8 @@ type Sample struct {
 	// Failed is 1 for each in-window request that failed or was cancelled, 0 for a success: the
 	// error rate is its mean, and resampling it resamples requests.
 	Failed []float64
-	// Sessions is the output of each session with a success that ended in the window.
-	Sessions []Output
+	// Completed are the successes that ended in the window: the throughputs' numerators.
+	Completed []Completion
 	// CharsKnown is false when a counted request had no output_char_count (AIPerf's records).
 	CharsKnown bool
 	Counts     Counts
@@ -47,15 +48,14 @@ type Sample struct {
 
 // Collector builds a Sample one record at a time, in any order.
 type Collector struct {
-	w, e      int64
-	s         Sample
-	bySession map[string]int
+	w, e int64
+	s    Sample
 }
 
 // NewCollector starts the sample of a stage whose window is [wNs, eEffNs) (stage.json's window.w_ns
 // and window.e_eff_ns).
 func NewCollector(wNs, eEffNs int64) *Collector {
-	c := &Collector{w: wNs, e: eEffNs, bySession: map[string]int{}}
+	c := &Collector{w: wNs, e: eEffNs}
 	c.s.WindowS = max(0, float64(eEffNs-wNs)/1e9)
 	c.s.CharsKnown = true
 	return c
@@ -107,30 +107,18 @@ func (c *Collector) Add(r *metrics.Record) {
 	}
 }
 
-// output adds a success that ended in the window to its session's output. A record with neither a
-// correlation nor a conversation id is a session of its own.
+// output adds a success that ended in the window.
 func (c *Collector) output(r *metrics.Record) {
-	key := r.XCorrelationID
-	if key == "" {
-		key = r.ConversationID
-	}
-	i, ok := c.bySession[key]
-	if !ok || key == "" {
-		i = len(c.s.Sessions)
-		if key != "" {
-			c.bySession[key] = i
-		}
-		c.s.Sessions = append(c.s.Sessions, Output{})
-	}
-	o := &c.s.Sessions[i]
+	done := Completion{AtS: float64(r.RequestEndNs.V-c.w) / 1e9}
 	if r.OutputSequenceLength.OK {
-		o.Tokens += float64(r.OutputSequenceLength.V)
+		done.Tokens = float64(r.OutputSequenceLength.V)
 	}
 	if r.OutputChars.OK {
-		o.Chars += float64(r.OutputChars.V)
+		done.Chars = float64(r.OutputChars.V)
 	} else {
 		c.s.CharsKnown = false
 	}
+	c.s.Completed = append(c.s.Completed, done)
 }
 
 // Sample returns the sample; the collector is not used after.
