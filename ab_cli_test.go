@@ -133,7 +133,9 @@ func TestABBadInputSendsNothing(t *testing.T) {
 // TestABFindsATenPercentSlowerTTFT is issue 22's done-when: B's TTFT is 10 % over A's (55 vs 50 ms,
 // ±20 % jitter each), and ab reports B worse with an interval wholly above 0. ab.json's values are
 // the numbers of each side's own stage.json, each side is a normal results directory, both got the
-// same dataset, and ab.md holds the table printed.
+// same dataset, and ab.md holds the table printed. With PLLOAD_LONG=1, 20 seeded runs (about 100 s):
+//
+//	PLLOAD_LONG=1 go test . -run ABFindsATenPercent -v -count 1
 func TestABFindsATenPercentSlowerTTFT(t *testing.T) {
 	a, b := abMock(t, 50*time.Millisecond, 1), abMock(t, 55*time.Millisecond, 2)
 	code, stdout, stderr, dir := abRun(t, abScenario(t, 4, abStage), "--target", "A="+a, "--target", "B="+b)
@@ -181,6 +183,28 @@ func TestABFindsATenPercentSlowerTTFT(t *testing.T) {
 	md, err := os.ReadFile(filepath.Join(dir, "ab.md"))
 	if err != nil || !strings.Contains(stdout, string(md)) || !strings.Contains(string(md), "| ttft_p50_ms |") || !strings.Contains(string(md), "B worse") {
 		t.Errorf("ab.md (%v) is not the table printed:\n%s\nstdout:\n%s", err, md, stdout)
+	}
+	if os.Getenv("PLLOAD_LONG") != "1" {
+		return
+	}
+	// PLLOAD_LONG=1: 19 more seeds (scenario and mocks), each must find B worse at p50 and p95.
+	caught := 1
+	for i := 1; i < 20; i++ {
+		a, b := abMock(t, 50*time.Millisecond, uint64(300+i)), abMock(t, 55*time.Millisecond, uint64(400+i))
+		code, stdout, stderr, dir := abRun(t, abScenario(t, 40+i, abStage), "--target", "A="+a, "--target", "B="+b)
+		if code != 0 {
+			t.Fatalf("run %d: exit %d\n%s%s", i, code, stdout, stderr)
+		}
+		res := readAB(t, dir)
+		p50, p95 := abMetric(res, 1, "ttft_p50_ms"), abMetric(res, 1, "ttft_p95_ms")
+		t.Logf("run %d: ttft_p50 %+.2f ms %v %s; ttft_p95 %+.2f ms %v %s", i, p50.Diff.V, *p50.CI, p50.Verdict, p95.Diff.V, *p95.CI, p95.Verdict)
+		if p50.Verdict == ab.Worse && p95.Verdict == ab.Worse {
+			caught++
+		}
+	}
+	t.Logf("B worse at p50 and p95 in %d of 20 runs", caught)
+	if caught != 20 {
+		t.Fatalf("B worse at p50 and p95 in %d of 20 runs, want 20", caught)
 	}
 }
 
