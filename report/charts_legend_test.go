@@ -75,11 +75,11 @@ func TestChartLegendsNeverCoverData(t *testing.T) {
 	}
 	for name, runs := range map[string][]Run{"one run": {{Name: "golden", Stages: stages}}, "top-left point": {{Name: "c", Stages: corner()}}, "six runs": many} {
 		m := Curve(runs)
-		ttft, err := m.panel("TTFT vs throughput", "TTFT (ms)", m.SLOTTFTMs, func(p CurvePoint) float64 { return p.TTFTP95 }, func(p CurvePoint) float64 { return p.TTFTP99 })
+		ttft, err := m.panel("TTFT vs throughput", "TTFT (ms)", metrics.SLOMetricTTFT, func(p CurvePoint) float64 { return p.TTFTP95 }, func(p CurvePoint) float64 { return p.TTFTP99 })
 		if err != nil {
 			t.Fatal(err)
 		}
-		itl, err := m.panel("ITL vs throughput", "ITL (ms)", m.SLOITLMs, func(p CurvePoint) float64 { return p.ITLP95 }, func(p CurvePoint) float64 { return p.ITLP99 })
+		itl, err := m.panel("ITL vs throughput", "ITL (ms)", metrics.SLOMetricITL, func(p CurvePoint) float64 { return p.ITLP95 }, func(p CurvePoint) float64 { return p.ITLP99 })
 		if err != nil {
 			t.Fatal(err)
 		}
