@@ -326,7 +326,7 @@ func (p *prober) measure(r engine.StageResult, st *report.StageReport) (search.M
 		os.Remove(path)
 	}
 	m := s.Measurement()
-	m.Invalid = clientLimit(r, p.plan.slo)
+	m.Invalid, m.Strained = clientStrain(r, p.plan.slo)
 	return m, nil
 }
 
@@ -334,23 +334,32 @@ func (p *prober) measure(r engine.StageResult, st *report.StageReport) (search.M
 // next read), as the gate counts them.
 const lateEvents = 3
 
-// clientLimit says which limit of the client a probe hit ("" when none): the injector's strain, as
-// plload run warns of it, unless the errors explain it (a dead target keeps the client busy
-// retrying) or it is only a scheduling delay too small against the tightest latency limit
-// (3 × its p99 under a tenth of the limit) to move a verdict.
-func clientLimit(r engine.StageResult, slo search.SLO) string {
-	w := r.Injector.Warnings()
-	if len(w) == 0 || failuresExplainStrain(r) {
-		return ""
+// clientStrain says how the client was strained during a probe, as plload run warns of it, unless
+// the errors explain it (a dead target keeps the client busy failing fast): full is the client at
+// its CPU's capacity — it could not hold the load, so the probe is invalid; late is anything else
+// that makes its timestamps late (threads waiting for a CPU, GC pauses, scheduling delays), which
+// can only make latencies read longer. A scheduling delay alone is a measured one: when 3 × its
+// p99 is under a tenth of the tightest latency limit it cannot move a verdict and is not counted.
+func clientStrain(r engine.StageResult, slo search.SLO) (full, late string) {
+	h := r.Injector
+	if len(h.Warnings()) == 0 || failuresExplainStrain(r) {
+		return "", ""
 	}
 	tightest := math.Inf(1)
 	for _, l := range slo.Latency {
 		tightest = min(tightest, l.LimitMs)
 	}
-	if len(w) == 1 && r.Injector.SchedLatencyP99Ms > metrics.InjectorSchedWarnMs && lateEvents*r.Injector.SchedLatencyP99Ms <= tightest/10 {
-		return ""
+	busy := metrics.InjectorHealth{CPUPercent: h.CPUPercent, Cores: h.Cores}
+	rest := h
+	rest.CPUPercent = 0
+	if w := busy.Warnings(); len(w) > 0 {
+		full = "the client was the limit, not the server: " + w[0]
 	}
-	return "the client was the limit, not the server: " + strings.Join(w, "; ")
+	w := rest.Warnings()
+	if len(w) == 1 && h.SchedLatencyP99Ms > metrics.InjectorSchedWarnMs && lateEvents*h.SchedLatencyP99Ms <= tightest/10 {
+		w = nil
+	}
+	return full, strings.Join(w, "; ")
 }
 
 // searchFile is search.json (SPEC §14).

@@ -51,8 +51,14 @@ type Measurement struct {
 	// Saturated says why the server was clearly past capacity ("" when it was not): the probe fails
 	// whatever its intervals say, and is not repeated.
 	Saturated string
-	// Invalid says which limit of the client the probe hit ("" when none): the search stops.
+	// Invalid says which limit of the client the probe hit ("" when none): the client could not
+	// hold the load (its CPU was full), so the probe says nothing of the server; the search stops.
 	Invalid string
+	// Strained says how the client was strained in a way that makes its timestamps late, by an
+	// amount it cannot bound ("" when it was not): threads waiting for a CPU, long GC pauses. Late
+	// timestamps only make latencies read longer, so a pass stands; a fail is not pooled and the
+	// load runs again, and a fail still strained at the last repeat makes the probe invalid.
+	Strained string
 }
 
 // merge pools o's samples and counts into m (a repeat of the same value); the flags are o's own.
@@ -65,7 +71,7 @@ func (m *Measurement) merge(o Measurement) {
 	}
 	m.Requests += o.Requests
 	m.Errors += o.Errors
-	m.Saturated, m.Invalid = o.Saturated, o.Invalid
+	m.Saturated, m.Invalid, m.Strained = o.Saturated, o.Invalid, o.Strained
 }
 
 // Prober runs one probe at value and returns the number it carries in the results (its stage) and
@@ -262,7 +268,7 @@ func (s *sequence) run(ctx context.Context) (string, error) {
 // evaluate probes v until its pooled samples decide it, or Repeats runs leave it undecided.
 func (s *sequence) evaluate(ctx context.Context, v float64) (Verdict, error) {
 	var pooled Measurement
-	for range s.opt.Repeats {
+	for attempt := 1; attempt <= s.opt.Repeats; attempt++ {
 		if len(s.probes) >= s.opt.MaxProbes {
 			return "", errStop{fmt.Sprintf("the probe budget (%d probes) is spent", s.opt.MaxProbes)}
 		}
@@ -273,17 +279,7 @@ func (s *sequence) evaluate(ctx context.Context, v float64) (Verdict, error) {
 		if err != nil {
 			return "", err
 		}
-		pooled.merge(m)
-		var verdict Verdict
-		var reason string
-		switch {
-		case m.Invalid != "":
-			verdict, reason = Invalid, m.Invalid
-		case m.Saturated != "":
-			verdict, reason = Fail, "saturated: "+m.Saturated
-		default:
-			verdict, reason = s.judge(pooled, uint64(stage))
-		}
+		verdict, reason := s.judgeRun(&pooled, m, uint64(stage), attempt == s.opt.Repeats)
 		s.probes = append(s.probes, Probe{Value: v, Verdict: verdict, Reason: reason, Stage: stage})
 		if s.opt.OnProbe != nil {
 			s.opt.OnProbe(s.probes[len(s.probes)-1])
@@ -297,6 +293,33 @@ func (s *sequence) evaluate(ctx context.Context, v float64) (Verdict, error) {
 	}
 	s.undecided = append(s.undecided, v)
 	return Undecided, nil
+}
+
+// judgeRun decides one run of a value, pooling its samples with the value's earlier runs. A run
+// whose client was strained (m.Strained) can make a pass no less true, but a fail it may have
+// caused itself: its samples are left out and the value runs again; at the last run it is invalid.
+func (s *sequence) judgeRun(pooled *Measurement, m Measurement, seed uint64, last bool) (Verdict, string) {
+	switch {
+	case m.Invalid != "":
+		return Invalid, m.Invalid
+	case m.Saturated != "":
+		return Fail, "saturated: " + m.Saturated
+	case m.Strained == "":
+		pooled.merge(m)
+		return s.judge(*pooled, seed)
+	}
+	trial := Measurement{}
+	trial.merge(*pooled)
+	trial.merge(m)
+	verdict, reason := s.judge(trial, seed)
+	switch {
+	case verdict != Fail:
+		*pooled = trial
+		return verdict, reason + "; the client was strained (" + m.Strained + "), which only makes latencies read longer"
+	case last:
+		return Invalid, "it failed (" + reason + ") while the client was strained: " + m.Strained
+	}
+	return Undecided, "it failed (" + reason + ") while the client was strained (" + m.Strained + "), which can make latencies read longer: run again"
 }
 
 // midpoint is the value halfway between lo and hi: a whole number for whole knobs, else rounded to

@@ -3,6 +3,7 @@ package search
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -225,6 +226,46 @@ func TestInvalidAndSaturatedProbes(t *testing.T) {
 		last := res.Probes[len(res.Probes)-1]
 		if len(res.Probes) != 2 || last.Verdict != Fail || last.Reason != "saturated: send lag rose 1 → 2 → 4 → 8 ms" {
 			t.Fatalf("%+v", res.Probes)
+		}
+	})
+	t.Run("a strained client: a pass stands, a fail runs again, and stays invalid at the last run", func(t *testing.T) {
+		// 4 and 8 pass; 16 fails. The client is strained at 8 (a pass: it stands) and at the first
+		// two runs of 16 (fails it may have caused: run again, samples left out).
+		strainedRuns := map[float64]int{8: 1, 16: 2}
+		runs := map[float64]int{}
+		probe := func(_ context.Context, v float64) (int, Measurement, error) {
+			runs[v]++
+			m := Measurement{Requests: int(v)}
+			if runs[v] <= strainedRuns[v] {
+				m.Strained = "threads waited for a CPU 20% of the time"
+			}
+			return int(v)*10 + runs[v], m, nil
+		}
+		judge := func(m Measurement, _ uint64) (Verdict, string) {
+			if m.Requests <= 8 { // a strained fail pooled in would show as 32
+				return Pass, "under"
+			}
+			return Fail, "over"
+		}
+		res, err := Run(context.Background(), Options{Start: 4, Max: 16, Resolution: Resolution{Value: 8}, Repeats: 3, Whole: true}, probe, judge)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, p := range res.Probes {
+			got = append(got, fmt.Sprintf("%g %s", p.Value, p.Verdict))
+		}
+		if diff := cmp.Diff([]string{"4 pass", "8 pass", "16 undecided", "16 undecided", "16 fail"}, got); diff != "" {
+			t.Errorf("(-want +got):\n%s\n%+v", diff, res.Probes)
+		}
+		if !strings.Contains(res.Probes[1].Reason, "which only makes latencies read longer") || !strings.Contains(res.Probes[2].Reason, "run again") {
+			t.Errorf("reasons: %+v", res.Probes)
+		}
+		strainedRuns[16] = 3
+		runs = map[float64]int{}
+		res, _ = Run(context.Background(), Options{Start: 4, Max: 16, Resolution: Resolution{Value: 8}, Repeats: 3, Whole: true}, probe, judge)
+		if !res.Invalid || !strings.Contains(res.Stop, "probe at 16 is invalid: it failed (over) while the client was strained: threads waited") {
+			t.Errorf("strained at every run: %+v", res)
 		}
 	})
 	t.Run("a probe's error stops the search and is returned", func(t *testing.T) {
