@@ -273,3 +273,10 @@ func TestABDeadTargetIsASideFailure(t *testing.T) {
 		t.Errorf("B's stage is not marked as stopped: %+v", bs)
 	}
 }
+
+// TestABExampleScenarioValidates: the README's A/B scenario is valid as it stands.
+func TestABExampleScenarioValidates(t *testing.T) {
+	if code, _, stderr := plload(t, "validate", "scenarios/ab.yaml"); code != 0 {
+		t.Fatalf("validate scenarios/ab.yaml: exit %d\n%s", code, stderr)
+	}
+}

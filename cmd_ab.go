@@ -246,7 +246,7 @@ func runABSides(ctx context.Context, sides []*abSide, stdout, stderr io.Writer) 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("target", s.target.Name)
+			log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("side", s.target.Name)
 			_, s.runErr = engine.Run(ctx, engine.Config{
 				Scenario: s.sc, Workload: s.w, Dir: s.dir, Log: log,
 				ServerMetricsURL: serverMetricsURL(s.sc, s.target.URL),
