@@ -3,10 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -14,11 +17,15 @@ import (
 	"github.com/plload/plload/mock"
 )
 
-// abMock is the real mock on loopback serving model "m": TTFT ttft with ±20 % jitter drawn from seed.
-func abMock(t *testing.T, ttft time.Duration, seed uint64) string {
+// abMock is the real mock on loopback serving model "m": TTFT ttft with ±20 % jitter drawn from seed;
+// tune changes anything else.
+func abMock(t *testing.T, ttft time.Duration, seed uint64, tune ...func(*mock.Config)) string {
 	t.Helper()
 	cfg := mock.DefaultConfig()
 	cfg.Model, cfg.TTFT, cfg.TPS, cfg.Jitter, cfg.Seed = "m", ttft, 400, 0.2, seed
+	for _, f := range tune {
+		f(&cfg)
+	}
 	m, err := mock.Start(cfg, "")
 	if err != nil {
 		t.Fatal(err)
@@ -278,5 +285,83 @@ func TestABDeadTargetIsASideFailure(t *testing.T) {
 func TestABExampleScenarioValidates(t *testing.T) {
 	if code, _, stderr := plload(t, "validate", "scenarios/ab.yaml"); code != 0 {
 		t.Fatalf("validate scenarios/ab.yaml: exit %d\n%s", code, stderr)
+	}
+}
+
+// TestABCountsRateLimitsApart: a B that answers 30 % of requests with HTTP 429 is not "slower": its
+// latencies are its successes' (the numbers of its stage.json), the 429s are counted apart and
+// named in a note, the error rate shows them, and the A/B still exits 0 (it ran; B is not down).
+func TestABCountsRateLimitsApart(t *testing.T) {
+	a := abMock(t, 50*time.Millisecond, 1)
+	b := abMock(t, 50*time.Millisecond, 2, func(c *mock.Config) { c.RateLimitRate, c.RetryAfter = 0.3, 0 })
+	code, stdout, stderr, dir := abRun(t, abScenario(t, 5, abStage), "--target", "A="+a, "--target", "B="+b)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
+	}
+	res := readAB(t, dir)
+	var cb ab.Counts
+	for _, c := range res.Requests {
+		if c.Target == "B" {
+			cb = c.Counts
+		}
+	}
+	if cb.RateLimited == 0 || cb.RateLimited != cb.Errors || cb.Succeeded+cb.Errors+cb.Cancelled != cb.InWindow {
+		t.Fatalf("B's counts %+v: want its 429s counted, and as its only errors", cb)
+	}
+	bs := readStages(t, filepath.Join(dir, "B"))[0]
+	if m := abMetric(res, 1, "ttft_p50_ms"); m.B.V != bs.Summary.TTFT.P50 {
+		t.Errorf("B's ttft_p50_ms %v is not its successes' (stage.json %v)", m.B.V, bs.Summary.TTFT.P50)
+	}
+	if m := abMetric(res, 1, "error_rate"); m.Verdict != ab.Worse {
+		t.Errorf("error_rate %+v: 30 %% 429s are errors", m)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "ab.md"))
+	for _, want := range []string{fmt.Sprintf("| HTTP 429 (rate limited) | 0 | %d |", cb.RateLimited), "B answered", "HTTP 429 (rate limited): they are errors, not latency"} {
+		if !strings.Contains(string(md), want) {
+			t.Errorf("ab.md lacks %q:\n%s", want, md)
+		}
+	}
+}
+
+// TestABInterruptExits130: SIGINT while both targets run ends both stages as partial, still writes
+// the comparison of what ran, and exits 130.
+func TestABInterruptExits130(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin := buildBinary(t)
+	a, b := abMock(t, 50*time.Millisecond, 1), abMock(t, 50*time.Millisecond, 2)
+	out := t.TempDir()
+	cmd := exec.Command(bin, "ab", abScenario(t, 6, "{concurrency: 4, duration: 60s}"), "--target", "A="+a, "--target", "B="+b, "--out", out)
+	var output syncBuffer
+	cmd.Stdout, cmd.Stderr = &output, &output
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(output.String(), `msg="stage starting" side=A`) || !strings.Contains(output.String(), `msg="stage starting" side=B`) {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the stages did not start:\n%s", output.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit: %v\n%s", err, output.String())
+	}
+	dirs, _ := filepath.Glob(filepath.Join(out, "ab-ab-*"))
+	if len(dirs) != 1 {
+		t.Fatalf("results: %v\n%s", dirs, output.String())
+	}
+	for _, side := range []string{"A", "B"} {
+		if st := readStages(t, filepath.Join(dirs[0], side)); len(st) != 1 || !st[0].Summary.Partial {
+			t.Errorf("%s: its stage is not written as partial", side)
+		}
+	}
+	if res := readAB(t, dirs[0]); len(res.Metrics) == 0 || !strings.Contains(strings.Join(res.Notes, "\n"), "partial") {
+		t.Errorf("ab.json of an interrupted A/B: %+v", res)
 	}
 }
