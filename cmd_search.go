@@ -326,7 +326,7 @@ func (p *prober) measure(r engine.StageResult, st *report.StageReport) (search.M
 		os.Remove(path)
 	}
 	m := s.Measurement()
-	m.Invalid, m.Strained = clientStrain(r, p.plan.slo)
+	m.Invalid, m.Strained, m.LateMs = clientStrain(r, p.plan.slo)
 	return m, nil
 }
 
@@ -334,32 +334,43 @@ func (p *prober) measure(r engine.StageResult, st *report.StageReport) (search.M
 // next read), as the gate counts them.
 const lateEvents = 3
 
+// schedPeriodMs is how long a runnable thread may wait for a CPU at a time, taken as the Linux
+// scheduler's period on a 2-core machine (CFS: 6 ms × (1 + log2 2)): the lateness per event a
+// client whose threads waited for a CPU is allowed, since that wait is not measured per event.
+const schedPeriodMs = 12
+
 // clientStrain says how the client was strained during a probe, as plload run warns of it, unless
-// the errors explain it (a dead target keeps the client busy failing fast): full is the client at
-// its CPU's capacity — it could not hold the load, so the probe is invalid; late is anything else
+// the errors explain it (a dead target keeps the client busy failing fast). full is the client at
+// its CPU's capacity: it could not hold the load, so the probe is invalid. late is anything else
 // that makes its timestamps late (threads waiting for a CPU, GC pauses, scheduling delays), which
-// can only make latencies read longer. A scheduling delay alone is a measured one: when 3 × its
-// p99 is under a tenth of the tightest latency limit it cannot move a verdict and is not counted.
-func clientStrain(r engine.StageResult, slo search.SLO) (full, late string) {
+// only makes latencies read longer, by up to lateMs: 3 × the scheduling delay's p99 when that is
+// the only warning (a measured delay; under a tenth of the tightest latency limit it cannot move
+// a verdict and is not counted), else 3 × the larger of it and schedPeriodMs.
+func clientStrain(r engine.StageResult, slo search.SLO) (full, late string, lateMs float64) {
 	h := r.Injector
 	if len(h.Warnings()) == 0 || failuresExplainStrain(r) {
-		return "", ""
+		return "", "", 0
+	}
+	if w := (metrics.InjectorHealth{CPUPercent: h.CPUPercent, Cores: h.Cores}).Warnings(); len(w) > 0 {
+		full = "the client was the limit, not the server: " + w[0]
+	}
+	rest := h
+	rest.CPUPercent = 0
+	w := rest.Warnings()
+	if len(w) == 0 {
+		return full, "", 0
 	}
 	tightest := math.Inf(1)
 	for _, l := range slo.Latency {
 		tightest = min(tightest, l.LimitMs)
 	}
-	busy := metrics.InjectorHealth{CPUPercent: h.CPUPercent, Cores: h.Cores}
-	rest := h
-	rest.CPUPercent = 0
-	if w := busy.Warnings(); len(w) > 0 {
-		full = "the client was the limit, not the server: " + w[0]
+	lateMs = lateEvents * max(h.SchedLatencyP99Ms, schedPeriodMs)
+	if len(w) == 1 && h.SchedLatencyP99Ms > metrics.InjectorSchedWarnMs {
+		if lateMs = lateEvents * h.SchedLatencyP99Ms; lateMs <= tightest/10 {
+			return full, "", 0
+		}
 	}
-	w := rest.Warnings()
-	if len(w) == 1 && h.SchedLatencyP99Ms > metrics.InjectorSchedWarnMs && lateEvents*h.SchedLatencyP99Ms <= tightest/10 {
-		w = nil
-	}
-	return full, strings.Join(w, "; ")
+	return full, strings.Join(w, "; "), lateMs
 }
 
 // searchFile is search.json (SPEC §14).

@@ -54,11 +54,14 @@ type Measurement struct {
 	// Invalid says which limit of the client the probe hit ("" when none): the client could not
 	// hold the load (its CPU was full), so the probe says nothing of the server; the search stops.
 	Invalid string
-	// Strained says how the client was strained in a way that makes its timestamps late, by an
-	// amount it cannot bound ("" when it was not): threads waiting for a CPU, long GC pauses. Late
-	// timestamps only make latencies read longer, so a pass stands; a fail is not pooled and the
-	// load runs again, and a fail still strained at the last repeat makes the probe invalid.
+	// Strained says how the client was strained in a way that makes its timestamps late ("" when
+	// it was not): threads waiting for a CPU, scheduling delays, long GC pauses; LateMs is how late
+	// a latency may read because of it. Late timestamps only make latencies read longer, so a pass
+	// stands, and so does a fail that remains one with every latency LateMs shorter; any other
+	// fail is not pooled and the load runs again, and one still strained at the last run makes the
+	// probe invalid.
 	Strained string
+	LateMs   float64
 }
 
 // merge pools o's samples and counts into m (a repeat of the same value); the flags are o's own.
@@ -71,7 +74,24 @@ func (m *Measurement) merge(o Measurement) {
 	}
 	m.Requests += o.Requests
 	m.Errors += o.Errors
-	m.Saturated, m.Invalid, m.Strained = o.Saturated, o.Invalid, o.Strained
+	m.Saturated, m.Invalid, m.Strained, m.LateMs = o.Saturated, o.Invalid, o.Strained, o.LateMs
+}
+
+// earlier is m with every latency late ms shorter: what a client late by that much may have seen.
+func (m Measurement) earlier(late float64) Measurement {
+	out := m
+	out.Latency = map[string][][]float64{}
+	for k, groups := range m.Latency {
+		shifted := make([][]float64, len(groups))
+		for i, g := range groups {
+			shifted[i] = make([]float64, len(g))
+			for j, v := range g {
+				shifted[i][j] = v - late
+			}
+		}
+		out.Latency[k] = shifted
+	}
+	return out
 }
 
 // Prober runs one probe at value and returns the number it carries in the results (its stage) and
@@ -296,8 +316,9 @@ func (s *sequence) evaluate(ctx context.Context, v float64) (Verdict, error) {
 }
 
 // judgeRun decides one run of a value, pooling its samples with the value's earlier runs. A run
-// whose client was strained (m.Strained) can make a pass no less true, but a fail it may have
-// caused itself: its samples are left out and the value runs again; at the last run it is invalid.
+// whose client was strained (m.Strained) can make a pass no less true, and a fail that survives
+// every latency m.LateMs shorter neither; any other fail the client may have caused itself: its
+// samples are left out and the value runs again; at the last run it is invalid.
 func (s *sequence) judgeRun(pooled *Measurement, m Measurement, seed uint64, last bool) (Verdict, string) {
 	switch {
 	case m.Invalid != "":
@@ -312,14 +333,21 @@ func (s *sequence) judgeRun(pooled *Measurement, m Measurement, seed uint64, las
 	trial.merge(*pooled)
 	trial.merge(m)
 	verdict, reason := s.judge(trial, seed)
+	strained := fmt.Sprintf("the client was strained (%s), which can make latencies read up to %s longer", m.Strained, ms(m.LateMs))
 	switch {
 	case verdict != Fail:
 		*pooled = trial
-		return verdict, reason + "; the client was strained (" + m.Strained + "), which only makes latencies read longer"
+		return verdict, reason + "; " + strained + ", never shorter"
+	}
+	if v, _ := s.judge(trial.earlier(m.LateMs), seed); v == Fail {
+		*pooled = trial
+		return Fail, reason + "; " + strained + ", and it fails with every latency that much shorter"
+	}
+	switch {
 	case last:
 		return Invalid, "it failed (" + reason + ") while the client was strained: " + m.Strained
 	}
-	return Undecided, "it failed (" + reason + ") while the client was strained (" + m.Strained + "), which can make latencies read longer: run again"
+	return Undecided, "it failed (" + reason + "), but " + strained + ": run again"
 }
 
 // midpoint is the value halfway between lo and hi: a whole number for whole knobs, else rounded to

@@ -228,44 +228,61 @@ func TestInvalidAndSaturatedProbes(t *testing.T) {
 			t.Fatalf("%+v", res.Probes)
 		}
 	})
-	t.Run("a strained client: a pass stands, a fail runs again, and stays invalid at the last run", func(t *testing.T) {
-		// 4 and 8 pass; 16 fails. The client is strained at 8 (a pass: it stands) and at the first
-		// two runs of 16 (fails it may have caused: run again, samples left out).
-		strainedRuns := map[float64]int{8: 1, 16: 2}
+	t.Run("a strained client: a pass stands, a fail runs again unless it survives the lateness", func(t *testing.T) {
+		// Every request of load v takes 2.5·v ms against a 30 ms limit: 4 and 8 pass, 16 fails by
+		// 10 ms. strained[v] runs of v are strained, late by up to late ms.
+		slo := SLO{Latency: []metrics.LatencyLimit{{Metric: "ttft", Stat: "p95", LimitMs: 30}}}
+		var strained map[float64]int
+		var late float64
 		runs := map[float64]int{}
 		probe := func(_ context.Context, v float64) (int, Measurement, error) {
 			runs[v]++
-			m := Measurement{Requests: int(v)}
-			if runs[v] <= strainedRuns[v] {
-				m.Strained = "threads waited for a CPU 20% of the time"
+			xs := make([]float64, 100)
+			for i := range xs {
+				xs[i] = 2.5 * v
 			}
-			return int(v)*10 + runs[v], m, nil
-		}
-		judge := func(m Measurement, _ uint64) (Verdict, string) {
-			if m.Requests <= 8 { // a strained fail pooled in would show as 32
-				return Pass, "under"
+			m := Measurement{Latency: map[string][][]float64{"ttft": metrics.Singletons(xs)}, Requests: 100}
+			if runs[v] <= strained[v] {
+				m.Strained, m.LateMs = "threads waited for a CPU 20% of the time", late
 			}
-			return Fail, "over"
+			return len(runs), m, nil
 		}
-		res, err := Run(context.Background(), Options{Start: 4, Max: 16, Resolution: Resolution{Value: 8}, Repeats: 3, Whole: true}, probe, judge)
-		if err != nil {
-			t.Fatal(err)
+		search := func() (Result, []string) {
+			runs = map[float64]int{}
+			res, err := Run(context.Background(), Options{Start: 4, Max: 16, Resolution: Resolution{Value: 8}, Repeats: 3, Whole: true}, probe, slo.Judge)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, p := range res.Probes {
+				got = append(got, fmt.Sprintf("%g %s", p.Value, p.Verdict))
+			}
+			return res, got
 		}
-		var got []string
-		for _, p := range res.Probes {
-			got = append(got, fmt.Sprintf("%g %s", p.Value, p.Verdict))
+		for _, tc := range []struct {
+			name     string
+			strained map[float64]int
+			late     float64
+			want     []string
+			invalid  bool
+		}{
+			{"strained twice, late by 20 ms: the fail runs again", map[float64]int{8: 1, 16: 2}, 20, []string{"4 pass", "8 pass", "16 undecided", "16 undecided", "16 fail"}, false},
+			{"strained at every run: invalid", map[float64]int{16: 3}, 20, []string{"4 pass", "8 pass", "16 undecided", "16 undecided", "16 invalid"}, true},
+			{"late by 5 ms only: the fail stands", map[float64]int{16: 3}, 5, []string{"4 pass", "8 pass", "16 fail"}, false},
+		} {
+			strained, late = tc.strained, tc.late
+			res, got := search()
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s (-want +got):\n%s\n%+v", tc.name, diff, res.Probes)
+			}
+			if res.Invalid != tc.invalid {
+				t.Errorf("%s: invalid %v: %s", tc.name, res.Invalid, res.Stop)
+			}
 		}
-		if diff := cmp.Diff([]string{"4 pass", "8 pass", "16 undecided", "16 undecided", "16 fail"}, got); diff != "" {
-			t.Errorf("(-want +got):\n%s\n%+v", diff, res.Probes)
-		}
-		if !strings.Contains(res.Probes[1].Reason, "which only makes latencies read longer") || !strings.Contains(res.Probes[2].Reason, "run again") {
+		strained, late = map[float64]int{8: 1, 16: 1}, 20
+		res, _ := search()
+		if !strings.Contains(res.Probes[1].Reason, "read up to 20.0 ms longer, never shorter") || !strings.Contains(res.Probes[2].Reason, "run again") {
 			t.Errorf("reasons: %+v", res.Probes)
-		}
-		strainedRuns[16] = 3
-		runs = map[float64]int{}
-		res, _ = Run(context.Background(), Options{Start: 4, Max: 16, Resolution: Resolution{Value: 8}, Repeats: 3, Whole: true}, probe, judge)
-		if !res.Invalid || !strings.Contains(res.Stop, "probe at 16 is invalid: it failed (over) while the client was strained: threads waited") {
-			t.Errorf("strained at every run: %+v", res)
 		}
 	})
 	t.Run("a probe's error stops the search and is returned", func(t *testing.T) {
