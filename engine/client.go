@@ -18,6 +18,30 @@ import (
 	"github.com/plload/plload/workload"
 )
 
+// HTTPClientEnv names the environment variable that puts http:// targets on Go's net/http client
+// instead of plload's HTTP/1.1 one (PLLOAD_HTTP_CLIENT=net/http): for a side-by-side comparison, or a
+// server the lean client does not get on with.
+const HTTPClientEnv = "PLLOAD_HTTP_CLIENT"
+
+// newTransports returns the stage's transport and the one a retry uses (a new connection per
+// request). http:// targets get the lean HTTP/1.1 client (h1.go) unless HTTPClientEnv says
+// net/http; https:// targets always get net/http.
+func newTransports(sc *workload.Scenario, baseURL string, maxConns int, getenv func(string) string) (http.RoundTripper, http.RoundTripper, error) {
+	switch v := getenv(HTTPClientEnv); {
+	case strings.HasPrefix(baseURL, "http://") && v == "":
+		return newH1Transport(maxConns+16, false), newH1Transport(0, true), nil
+	case v != "" && v != "net/http":
+		return nil, nil, fmt.Errorf("%s=%q: accepted are net/http, or unset for plload's own HTTP/1.1 client on http:// targets", HTTPClientEnv, v)
+	}
+	tr, err := newTransport(sc, maxConns)
+	if err != nil {
+		return nil, nil, err
+	}
+	fresh := tr.Clone()
+	fresh.DisableKeepAlives = true
+	return tr, fresh, nil
+}
+
 // newTransport is tuned for load generation: HTTP/1.1 with keep-alive so each in-flight session holds
 // one connection, no compression (it would hide the server's byte timing), and the scenario's TLS.
 func newTransport(sc *workload.Scenario, maxConns int) (*http.Transport, error) {

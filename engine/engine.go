@@ -349,13 +349,11 @@ func (s *stageRun) prepareClient() error {
 	// One connection per request that can be in flight: concurrency sessions, arrival_rate's open
 	// sessions, or the open-loop modes' max_in_flight.
 	maxConns := s.pool.Spec.Concurrency + s.pool.Spec.MaxConcurrency + s.maxInFlight()
-	tr, err := newTransport(sc, maxConns)
+	tr, fresh, err := newTransports(sc, base, maxConns, s.cfg.Getenv)
 	if err != nil {
 		return err
 	}
 	s.client = &http.Client{Transport: tr}
-	fresh := tr.Clone()
-	fresh.DisableKeepAlives = true
 	s.freshClient = &http.Client{Transport: fresh}
 	s.headers = http.Header{}
 	s.sessionHeader = sc.Target.SessionHeader

@@ -1,0 +1,334 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// h1Transport is the HTTP/1.1 client for plain-http targets, the common case of a load test (a
+// server on the cluster network). It does what net/http's Transport does for plload's requests —
+// kept-alive connections in a pool, the httptrace hooks the engine times with, chunked and sized
+// answers parsed by net/http's own http.ReadResponse — without the two goroutines per connection,
+// the hand-offs between them and the locks on every body read. HTTPS, with its ALPN, certificates
+// and edge cases, stays on net/http.
+type h1Transport struct {
+	dialer      net.Dialer
+	maxIdle     int
+	idleTimeout time.Duration
+	// noReuse opens a connection per request and closes it after (the engine's retry client).
+	noReuse bool
+
+	mu    sync.Mutex
+	idle  map[string][]*h1Conn // by host:port, most recently used last
+	nIdle int
+}
+
+func newH1Transport(maxIdle int, noReuse bool) *h1Transport {
+	return &h1Transport{
+		dialer:      net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
+		maxIdle:     maxIdle,
+		idleTimeout: 90 * time.Second,
+		noReuse:     noReuse,
+		idle:        map[string][]*h1Conn{},
+	}
+}
+
+// h1Conn is one connection with its read buffer and the request buffer it reuses.
+type h1Conn struct {
+	nc        *net.TCPConn
+	raw       syscall.RawConn
+	br        *bufio.Reader
+	wbuf      []byte
+	addr      string
+	idleSince time.Time
+}
+
+func (c *h1Conn) close() { c.nc.Close() }
+
+// usable says whether a pooled connection can carry another request: the server has neither closed
+// it nor sent anything unasked. One non-blocking peek; a server that closed it while it sat idle
+// (llama.cpp closes after every answer, uvicorn after 5 s) is found here rather than by a failed
+// request and a retry.
+func (c *h1Conn) usable() bool {
+	ok := false
+	err := c.raw.Read(func(fd uintptr) bool {
+		var one [1]byte
+		n, _, errno := syscall.Recvfrom(int(fd), one[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+		ok = n <= 0 && errno == syscall.EAGAIN // 0 with no error: the server's FIN; n > 0: bytes nobody asked for
+		return true
+	})
+	return err == nil && ok
+}
+
+// aLongTimeAgo is a deadline in the past: setting it makes a blocked read or write return at once.
+var aLongTimeAgo = time.Unix(1, 0)
+
+// RoundTrip sends req on a pooled or new connection and returns the answer, whose body gives the
+// connection back to the pool once read to its end.
+func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx := req.Context()
+	if req.URL.Scheme != "http" {
+		closeBody(req)
+		return nil, fmt.Errorf("plload's HTTP/1.1 client serves http:// only, not %s://", req.URL.Scheme)
+	}
+	addr := req.URL.Host
+	if req.URL.Port() == "" {
+		addr = net.JoinHostPort(req.URL.Hostname(), "80")
+	}
+	c, reused, err := t.conn(ctx, addr)
+	if err != nil {
+		closeBody(req)
+		return nil, err
+	}
+	trace := httptrace.ContextClientTrace(ctx)
+	if trace != nil && trace.GotConn != nil {
+		trace.GotConn(httptrace.GotConnInfo{Conn: c.nc, Reused: reused})
+	}
+	// The request's context ends a blocked read or write by moving the deadline to the past; such a
+	// connection is never pooled again.
+	stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(aLongTimeAgo) })
+	resp, err := c.exchange(req, trace, t.noReuse)
+	if err != nil {
+		stop()
+		c.close()
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("%w (%v)", ctx.Err(), err)
+		}
+		return nil, err
+	}
+	reuse := !t.noReuse && !resp.Close && !req.Close
+	resp.Body = &h1Body{inner: resp.Body, t: t, c: c, stop: stop, reuse: reuse}
+	return resp, nil
+}
+
+func closeBody(req *http.Request) {
+	if req.Body != nil {
+		req.Body.Close()
+	}
+}
+
+// exchange writes req and reads the answer's status line and headers.
+func (c *h1Conn) exchange(req *http.Request, trace *httptrace.ClientTrace, closeAfter bool) (*http.Response, error) {
+	buf, err := c.appendRequest(c.wbuf[:0], req, closeAfter)
+	if err != nil {
+		return nil, err
+	}
+	c.wbuf = buf
+	if _, err := c.nc.Write(buf); err != nil {
+		return nil, err
+	}
+	if cap(c.wbuf) > 64<<10 {
+		c.wbuf = nil // a long prompt's buffer is not kept for every later request
+	}
+	if _, err := c.br.Peek(1); err != nil {
+		return nil, err // io.EOF here: the server closed the connection without answering
+	}
+	if trace != nil && trace.GotFirstResponseByte != nil {
+		trace.GotFirstResponseByte()
+	}
+	for {
+		resp, err := http.ReadResponse(c.br, req)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
+			return resp, nil
+		}
+		// A 1xx is informational; the answer follows on the same connection.
+	}
+}
+
+// appendRequest renders req as HTTP/1.1 bytes: request line, Host, the request's headers,
+// Content-Length and the body, written with one syscall.
+func (c *h1Conn) appendRequest(buf []byte, req *http.Request, closeAfter bool) ([]byte, error) {
+	host := req.Host
+	if host == "" {
+		host = req.URL.Host
+	}
+	buf = append(buf, req.Method...)
+	buf = append(buf, ' ')
+	buf = append(buf, req.URL.RequestURI()...)
+	buf = append(buf, " HTTP/1.1\r\nHost: "...)
+	buf = append(buf, host...)
+	buf = append(buf, "\r\n"...)
+	for name, values := range req.Header {
+		if !validHeaderName(name) {
+			return nil, fmt.Errorf("invalid header name %q", name)
+		}
+		for _, v := range values {
+			if strings.ContainsAny(v, "\r\n\x00") {
+				return nil, fmt.Errorf("invalid header value for %s: it holds a line break or NUL", name)
+			}
+			buf = append(buf, name...)
+			buf = append(buf, ": "...)
+			buf = append(buf, v...)
+			buf = append(buf, "\r\n"...)
+		}
+	}
+	if closeAfter {
+		buf = append(buf, "Connection: close\r\n"...)
+	}
+	if req.Body != nil && req.ContentLength < 0 {
+		return nil, errors.New("a request body of unknown length (plload sends sized bodies only)")
+	}
+	if req.ContentLength > 0 || req.Method == http.MethodPost {
+		buf = append(buf, "Content-Length: "...)
+		buf = fmt.Appendf(buf, "%d", req.ContentLength)
+		buf = append(buf, "\r\n"...)
+	}
+	buf = append(buf, "\r\n"...)
+	if req.Body != nil {
+		defer req.Body.Close()
+		n := len(buf)
+		buf = append(buf, make([]byte, req.ContentLength)...)
+		if _, err := io.ReadFull(req.Body, buf[n:]); err != nil {
+			return nil, fmt.Errorf("reading the request body: %w", err)
+		}
+	}
+	return buf, nil
+}
+
+// validHeaderName: an RFC 9110 token.
+func validHeaderName(name string) bool {
+	if name == "" {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c <= ' ' || c >= 0x7f || strings.IndexByte(`"(),/:;<=>?@[\]{}`, c) >= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// conn takes the most recently used idle connection to addr that is still alive, or dials one.
+func (t *h1Transport) conn(ctx context.Context, addr string) (*h1Conn, bool, error) {
+	for !t.noReuse {
+		c := t.takeIdle(addr)
+		if c == nil {
+			break
+		}
+		if time.Since(c.idleSince) < t.idleTimeout && c.br.Buffered() == 0 && c.usable() {
+			return c, true, nil
+		}
+		c.close()
+	}
+	nc, err := t.dialer.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, false, err
+	}
+	tcp, ok := nc.(*net.TCPConn)
+	if !ok {
+		nc.Close()
+		return nil, false, fmt.Errorf("dialing %s gave a %T, not a TCP connection", addr, nc)
+	}
+	raw, err := tcp.SyscallConn()
+	if err != nil {
+		nc.Close()
+		return nil, false, err
+	}
+	return &h1Conn{nc: tcp, raw: raw, br: bufio.NewReaderSize(tcp, 4<<10), addr: addr}, false, nil
+}
+
+func (t *h1Transport) takeIdle(addr string) *h1Conn {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	list := t.idle[addr]
+	if len(list) == 0 {
+		return nil
+	}
+	c := list[len(list)-1]
+	list[len(list)-1] = nil
+	t.idle[addr] = list[:len(list)-1]
+	t.nIdle--
+	return c
+}
+
+// put returns a connection whose answer was read to its end; over the idle limit, the one idle
+// longest is closed.
+func (t *h1Transport) put(c *h1Conn) {
+	c.idleSince = time.Now()
+	var evicted *h1Conn
+	t.mu.Lock()
+	t.idle[c.addr] = append(t.idle[c.addr], c)
+	t.nIdle++
+	if t.nIdle > t.maxIdle {
+		oldest := ""
+		for a, list := range t.idle {
+			if len(list) > 0 && (evicted == nil || list[0].idleSince.Before(evicted.idleSince)) {
+				evicted, oldest = list[0], a
+			}
+		}
+		t.idle[oldest] = t.idle[oldest][1:]
+		t.nIdle--
+	}
+	t.mu.Unlock()
+	if evicted != nil {
+		evicted.close()
+	}
+}
+
+// CloseIdleConnections closes every pooled connection (http.Client calls it).
+func (t *h1Transport) CloseIdleConnections() {
+	t.mu.Lock()
+	idle := t.idle
+	t.idle, t.nIdle = map[string][]*h1Conn{}, 0
+	t.mu.Unlock()
+	for _, list := range idle {
+		for _, c := range list {
+			c.close()
+		}
+	}
+}
+
+// h1Body is an answer's body. Read to io.EOF on a keep-alive connection, it gives the connection
+// back to the pool; closed earlier (or from another goroutine, as drainBody's timer does), it closes
+// the connection, which also ends a read blocked on it.
+type h1Body struct {
+	inner io.ReadCloser
+	t     *h1Transport
+	c     *h1Conn
+	stop  func() bool
+	reuse bool
+	done  atomic.Bool
+}
+
+func (b *h1Body) Read(p []byte) (int, error) {
+	if b.done.Load() {
+		return 0, net.ErrClosed
+	}
+	n, err := b.inner.Read(p)
+	if errors.Is(err, io.EOF) {
+		b.finish(true)
+	}
+	return n, err
+}
+
+func (b *h1Body) Close() error {
+	b.finish(false)
+	return nil
+}
+
+func (b *h1Body) finish(atEOF bool) {
+	if !b.done.CompareAndSwap(false, true) {
+		return
+	}
+	// stop is false when the request's context already ended and poisoned the deadline.
+	if b.stop() && atEOF && b.reuse && b.c.br.Buffered() == 0 {
+		b.t.put(b.c)
+		return
+	}
+	b.c.close()
+}

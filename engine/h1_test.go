@@ -1,0 +1,272 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/plload/plload/workload"
+)
+
+// countingServer is a loopback server that counts the connections it accepted.
+func countingServer(t *testing.T, h http.HandlerFunc) (string, *atomic.Int64) {
+	t.Helper()
+	var conns atomic.Int64
+	ts := httptest.NewUnstartedServer(h)
+	ts.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	ts.Start()
+	t.Cleanup(ts.Close)
+	return ts.URL, &conns
+}
+
+// h1Get sends one request through tr and returns the body read to its end and whether the
+// connection was a pooled one.
+func h1Do(t *testing.T, tr *h1Transport, method, url, body string) (string, bool, *http.Response) {
+	t.Helper()
+	var reused bool
+	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }})
+	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b), reused, resp
+}
+
+// TestH1ReadsEveryFramingAndReusesWhatItMay: sized, chunked and close-delimited answers (and a 100
+// Continue before one) read whole; a connection is pooled after a sized or chunked answer read to its
+// end, never after one that ends with the connection or says Connection: close.
+func TestH1ReadsEveryFramingAndReusesWhatItMay(t *testing.T) {
+	url, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		got, _ := io.ReadAll(r.Body)
+		switch r.URL.Path {
+		case "/sized":
+			w.Header().Set("Content-Length", fmt.Sprint(len(got)+6))
+			fmt.Fprintf(w, "sized:%s", got)
+		case "/chunked":
+			for _, part := range []string{"chun", "ked:", string(got)} {
+				w.Write([]byte(part))
+				http.NewResponseController(w).Flush()
+			}
+		case "/continue":
+			w.WriteHeader(http.StatusContinue)
+			w.Write([]byte("after-100"))
+		case "/close-header":
+			w.Header().Set("Connection", "close")
+			w.Write([]byte("bye"))
+		case "/eof": // HTTP/1.0 style: no length, the end of the body is the end of the connection
+			conn, brw, _ := http.NewResponseController(w).Hijack()
+			brw.WriteString("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil-eof")
+			brw.Flush()
+			conn.Close()
+		}
+	})
+	tr := newH1Transport(4, false)
+	defer tr.CloseIdleConnections()
+	steps := []struct {
+		path, body, want string
+		wantReused       bool
+		wantConns        int64 // connections the server has seen after this step
+	}{
+		{"/sized", "a", "sized:a", false, 1},
+		{"/chunked", "bb", "chunked:bb", true, 1},
+		{"/continue", "", "after-100", true, 1},
+		{"/close-header", "", "bye", true, 1}, // sent on the pooled one; it is closed after
+		{"/sized", "c", "sized:c", false, 2},
+		{"/eof", "", "until-eof", true, 2}, // ends with the connection, so the next is new
+		{"/chunked", "", "chunked:", false, 3},
+	}
+	for _, s := range steps {
+		got, reused, _ := h1Do(t, tr, http.MethodPost, url+s.path, s.body)
+		if got != s.want || reused != s.wantReused || conns.Load() != s.wantConns {
+			t.Fatalf("%s: body %q reused %v, %d connections; want %q, %v, %d", s.path, got, reused, conns.Load(), s.want, s.wantReused, s.wantConns)
+		}
+	}
+	if got, _, _ := h1Do(t, tr, http.MethodGet, url+"/sized", ""); got != "sized:" {
+		t.Fatalf("GET without a body: %q", got)
+	}
+}
+
+// TestH1RefusesWhatItCannotSendFaithfully: a header value with a line break (it would smuggle a
+// second header or request) is an error before a byte is sent.
+func TestH1RefusesWhatItCannotSendFaithfully(t *testing.T) {
+	var requests atomic.Int64
+	url, _ := countingServer(t, func(http.ResponseWriter, *http.Request) { requests.Add(1) })
+	tr := newH1Transport(4, false)
+	defer tr.CloseIdleConnections()
+	for name, set := range map[string]func(h http.Header){
+		"line break in a value": func(h http.Header) { h["X-Key"] = []string{"a\r\nX-Evil: 1"} },
+		"space in a name":       func(h http.Header) { h["X Key"] = []string{"a"} },
+	} {
+		req, _ := http.NewRequest(http.MethodPost, url+"/x", strings.NewReader("{}"))
+		set(req.Header)
+		if _, err := (&http.Client{Transport: tr}).Do(req); err == nil || !strings.Contains(err.Error(), "invalid header") {
+			t.Errorf("%s: err %v, want an invalid-header error", name, err)
+		}
+	}
+	if requests.Load() != 0 {
+		t.Fatalf("the server saw %d requests", requests.Load())
+	}
+}
+
+// TestH1CancelEndsABlockedReadAndDropsTheConnection: a stream that has stopped sending is ended by
+// the request's context at once (not by a kernel timeout), and that connection is not pooled.
+func TestH1CancelEndsABlockedReadAndDropsTheConnection(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	url, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("data: first\n\n"))
+		http.NewResponseController(w).Flush()
+		if r.URL.Path == "/hang" {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			case <-time.After(10 * time.Second): // so a client that missed the cancel fails rather than hangs
+			}
+		}
+	})
+	tr := newH1Transport(4, false)
+	defer tr.CloseIdleConnections()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/hang", strings.NewReader("{}"))
+	resp, err := (&http.Client{Transport: tr}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(resp.Body)
+	if line, _ := br.ReadString('\n'); line != "data: first\n" {
+		t.Fatalf("first line %q", line)
+	}
+	time.AfterFunc(50*time.Millisecond, cancel)
+	began := time.Now()
+	_, err = io.ReadAll(br)
+	resp.Body.Close()
+	if err == nil || time.Since(began) > 5*time.Second {
+		t.Fatalf("read ended after %v with %v; want an error soon after the cancel", time.Since(began), err)
+	}
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		t.Errorf("error %v: want the net package's deadline error (the engine files it under the context's cause)", err)
+	}
+	if _, reused, _ := h1Do(t, tr, http.MethodPost, url+"/ok", "{}"); reused || conns.Load() != 2 {
+		t.Fatalf("after a cancelled stream: reused %v, %d connections; want a new one", reused, conns.Load())
+	}
+}
+
+// TestH1FindsAPooledConnectionTheServerClosed: a server that closes a kept-alive connection while it
+// is idle (and says nothing) is noticed before the next request is written on it.
+func TestH1FindsAPooledConnectionTheServerClosed(t *testing.T) {
+	closed := make(chan struct{}, 4)
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) }))
+	ts.Config.ConnState = func(_ net.Conn, st http.ConnState) {
+		if st == http.StateClosed {
+			closed <- struct{}{}
+		}
+	}
+	ts.Start()
+	defer ts.Close()
+	tr := newH1Transport(4, false)
+	defer tr.CloseIdleConnections()
+	h1Do(t, tr, http.MethodPost, ts.URL+"/a", "{}")
+	ts.CloseClientConnections() // the server drops the idle connection
+	select {
+	case <-closed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the server never closed the connection")
+	}
+	// The FIN may trail the server's close by a moment on a loaded box; the peek sees it once it is in.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c := tr.takeIdle(strings.TrimPrefix(ts.URL, "http://"))
+		if c == nil {
+			t.Fatal("the connection was not pooled after its answer")
+		}
+		if !c.usable() {
+			c.close()
+			break
+		}
+		tr.put(c)
+		if time.Now().After(deadline) {
+			t.Fatal("a connection the server closed still looks usable")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if got, reused, _ := h1Do(t, tr, http.MethodPost, ts.URL+"/b", "{}"); got != "ok" || reused {
+		t.Fatalf("after the server's close: %q, reused %v; want ok on a new connection", got, reused)
+	}
+}
+
+// TestNetHTTPClientPassesTheSameCases: net/http stays the client for https:// targets and for
+// PLLOAD_HTTP_CLIENT=net/http, so it must pass the fault matrix, the keep-alive and the
+// close-after-response cases and the dead-target abort just as plload's own client does.
+func TestNetHTTPClientPassesTheSameCases(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reruns other tests")
+	}
+	t.Setenv(HTTPClientEnv, "net/http")
+	for name, test := range map[string]func(*testing.T){
+		"faults":                      TestErrorsAndFaultsAreRecorded,
+		"more faults":                 TestMoreFaults,
+		"mixed faults":                TestAccountingUnderMixedFaults,
+		"closed keep-alive":           TestClosedKeepAliveIsRetriedOnce,
+		"kept alive":                  TestConnectionsAreKeptAlive,
+		"server closes after answers": TestServerClosingAfterEachAnswer,
+		"dead target":                 TestDeadTargetAbortsTheStage,
+	} {
+		t.Run(name, test)
+	}
+}
+
+// TestHTTPClientChoice: http:// gets plload's client unless the environment asks for net/http;
+// https:// always gets net/http; anything else in the variable is refused by name.
+func TestHTTPClientChoice(t *testing.T) {
+	sc, issues := workload.Parse("t.yaml", []byte(scenarioYAML("http://127.0.0.1:1/v1", shortSessions, "  mode: concurrency\n  stages:\n    - {concurrency: 1, duration: 1s}")), workload.LoadOptions{Getenv: testEnv})
+	if issues.Err() != nil {
+		t.Fatal(issues.Err())
+	}
+	for _, tc := range []struct {
+		base, env string
+		wantH1    bool
+		wantErr   string
+	}{
+		{"http://127.0.0.1:1/v1", "", true, ""},
+		{"http://127.0.0.1:1/v1", "net/http", false, ""},
+		{"https://127.0.0.1:1/v1", "", false, ""},
+		{"http://127.0.0.1:1/v1", "fasthttp", false, `PLLOAD_HTTP_CLIENT="fasthttp": accepted are net/http`},
+	} {
+		tr, fresh, err := newTransports(sc, tc.base, 8, func(string) string { return tc.env })
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%s with %q: err %v, want %q", tc.base, tc.env, err, tc.wantErr)
+			}
+			continue
+		}
+		_, isH1 := tr.(*h1Transport)
+		freshH1, _ := fresh.(*h1Transport)
+		if err != nil || isH1 != tc.wantH1 || (freshH1 != nil) != tc.wantH1 || freshH1 != nil && !freshH1.noReuse {
+			t.Errorf("%s with %q: %T and %T, err %v; want plload's client %v", tc.base, tc.env, tr, fresh, err, tc.wantH1)
+		}
+	}
+}
