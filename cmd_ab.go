@@ -97,7 +97,7 @@ func abAction(ctx context.Context, cmd *cli.Command) error {
 	}
 	dir, err := makeABDirs(base, sc.Name, sides)
 	if err != nil {
-		return badInput("results directory: %v; choose another with --out or output.dir; nothing was sent", err)
+		return badInput("results directory: %v; choose another with --out or output.dir; no stage was started", err)
 	}
 	fmt.Fprintf(stdout, "plload ab %s: %s (A) vs %s (B), %d stage(s), results in %s\n", sc.Name, sides[0].target.Name, sides[1].target.Name, len(sides[0].w.Stages), dir)
 	started := time.Now()
@@ -389,8 +389,12 @@ func compareABSides(sides []*abSide, seed uint64) (ab.Result, error) {
 	a, b := sides[0], sides[1]
 	res := ab.Result{Targets: []ab.Target{a.target, b.target}, Metrics: []ab.Metric{}, Requests: []ab.StageCounts{},
 		SameDataset: true, Confidence: 0.95, Resamples: ab.DefaultResamples, IntervalMethod: ab.IntervalMethod, Notes: []string{}}
-	for i := range min(len(a.stages), len(b.stages)) {
-		sa, sb := a.stages[i], b.stages[i]
+	for _, sa := range a.stages {
+		i := slices.IndexFunc(b.stages, func(st *report.StageReport) bool { return st.Stage == sa.Stage })
+		if i < 0 {
+			continue // B did not run it: nothing to compare
+		}
+		sb := b.stages[i]
 		xa, err := abSample(a, sa)
 		if err != nil {
 			return res, err
