@@ -37,6 +37,8 @@ func mockserverCommand() *cli.Command {
 			&cli.Float64Flag{Name: "jitter", Usage: "scale each TTFT and gap by 1 + jitter·u, u uniform in [−1, 1]"},
 			&cli.DurationFlag{Name: "prefill-per-token", Usage: "extra TTFT per prompt token not in the prefix cache"},
 			&cli.IntFlag{Name: "max-concurrency", Usage: "request slots; beyond them requests queue (0 = unlimited)"},
+			&cli.IntFlag{Name: "scale-max-concurrency", Usage: "with --max-concurrency: the slots after --scale-after (0 = they never change)"},
+			&cli.DurationFlag{Name: "scale-after", Usage: "when the slots change to --scale-max-concurrency, counted from the first completion request"},
 			&cli.BoolFlag{Name: "send-times", Usage: "put a `: sent_ns=<epoch ns>` comment line before every token chunk (the self-test uses it)"},
 			&cli.BoolFlag{Name: "close-after-response", Usage: "close every connection right after its answer while still advertising keep-alive, as llama.cpp's server does"},
 			&cli.BoolFlag{Name: "busy-poll", Usage: "keep a core busy while streaming so chunks leave within microseconds of schedule, not up to ~1 ms late"},
@@ -69,6 +71,7 @@ func mockserverCommand() *cli.Command {
 			cfg.Jitter = cmd.Float64("jitter")
 			cfg.PrefillPerToken = cmd.Duration("prefill-per-token")
 			cfg.MaxConcurrency = cmd.Int("max-concurrency")
+			cfg.ScaleMaxConcurrency, cfg.ScaleAfter = cmd.Int("scale-max-concurrency"), cmd.Duration("scale-after")
 			cfg.BusyPoll = cmd.Bool("busy-poll")
 			cfg.SendTimes = cmd.Bool("send-times")
 			cfg.CloseAfterResponse = cmd.Bool("close-after-response")

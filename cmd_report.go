@@ -30,6 +30,7 @@ func reportCommand() *cli.Command {
 			"not set: the SLO is judged on the limits given (N/A with none) and costs are N/A without a price.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "handoff", Usage: "write a work order (Markdown) from the last run to `FILE`"},
+			&cli.StringFlag{Name: "chart", Usage: "write the runs' latency–throughput curves overlaid in one chart, with every run's SLO lines, to `FILE` (.svg or .png)"},
 			&cli.StringFlag{Name: "html", Usage: "write the comparison as one self-contained HTML page to `FILE` (chart overlaid per run)"},
 			&cli.BoolFlag{Name: "charts", Usage: "redraw charts/latency_throughput.svg and .png in each results directory from its stage.json"},
 			&cli.StringFlag{Name: "records", Usage: "summarize this profile_export.jsonl instead of results directories"},
@@ -83,6 +84,12 @@ func reportCommand() *cli.Command {
 					return badInput("report --html: %v", err)
 				}
 				fmt.Fprintf(out, "HTML report written to %s\n", absPath(file))
+			}
+			if file := cmd.String("chart"); file != "" {
+				if err := report.WriteOverlay(file, runs); err != nil {
+					return badInput("report --chart: %v", err)
+				}
+				fmt.Fprintf(out, "chart written to %s\n", absPath(file))
 			}
 			if file := cmd.String("handoff"); file != "" {
 				text := report.Handoff(runs, scenarioFileOf(runs[len(runs)-1].Dir))

@@ -469,6 +469,7 @@ func startMock(sc *workload.Scenario) (*mock.Running, error) {
 	cfg.TTFT, cfg.TPS, cfg.Jitter = m.TTFT.D(), m.TPS, m.Jitter
 	cfg.ErrorRate, cfg.CacheTTFTFactor, cfg.NoUsage, cfg.Seed = m.ErrorRate, m.CacheTTFTFactor, !m.Usage, m.Seed
 	cfg.CloseAfterResponse = m.CloseAfterResponse
+	cfg.MaxConcurrency, cfg.ScaleMaxConcurrency, cfg.ScaleAfter = m.MaxConcurrency, m.ScaleMaxConcurrency, m.ScaleAfter.D()
 	return mock.Start(cfg, "")
 }
 

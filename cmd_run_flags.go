@@ -58,6 +58,7 @@ func scenarioFlags() []cli.Flag {
 		s("slo-ttft-p95", "SLO: TTFT p95 limit, such as 500ms (no SLO flag and no slo section: verdicts N/A)"),
 		s("slo-tpot-p99", "SLO: TPOT p99 limit (time per output token), such as 50ms"),
 		s("slo-error-rate", "SLO: the most errors ÷ requests allowed, such as 0.01 (not set: errors are reported but not judged)"),
+		s("window", "time to absorb: the window in which a stage whose load rises has its SLO latency limits judged, such as 10s (default 10s; slo.window)"),
 		s("gpu-hourly-usd", "price of one GPU per hour for the cost columns (not set: cost N/A)"),
 	}, otherToolFlags()...)
 }
@@ -287,6 +288,9 @@ func (d *scenarioDoc) applyFlags() error {
 	if v, ok := fs["slo-error-rate"]; ok {
 		d.del("slo.error_rate_max") // one error-rate key at a time
 		d.set("slo-error-rate", "slo.error_rate", scalar(v))
+	}
+	if v, ok := fs["window"]; ok {
+		d.set("window", "slo.window", v)
 	}
 	d.workloadFlags()
 	return d.loadFlags()
