@@ -233,9 +233,10 @@ func makeABDirs(base, name string, sides []*abSide) (string, error) {
 
 // runABSides runs both targets' engines at once, each stage starting on both at one instant.
 func runABSides(ctx context.Context, sides []*abSide, stdout, stderr io.Writer) {
-	// engine.Run sets GOGC and the soft memory limit for its run and restores them as it returns; two
-	// runs that overlap restore each other's values in the wrong order (the later to end puts back
-	// the earlier's 400), so the process's own values are put back here, after both.
+	// engine.Run sets GOGC (400) and the soft memory limit for its run and puts back what it found as
+	// it returns. Two runs that overlap put them back in the wrong order: the first to end restores
+	// GOGC 100 while the other still runs its last moments, the last restores the first's 400 for
+	// good. So the process's own values are put back here, after both.
 	gc := debug.SetGCPercent(100)
 	debug.SetGCPercent(gc)
 	memLimit := debug.SetMemoryLimit(-1)
