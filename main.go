@@ -86,6 +86,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			gateCommand(),
 			fitCommand(),
 			searchCommand(),
+			matrixCommand(),
 			abCommand(),
 			coordinateCommand(),
 			mergeCommand(),
