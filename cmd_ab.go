@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -233,14 +232,6 @@ func makeABDirs(base, name string, sides []*abSide) (string, error) {
 
 // runABSides runs both targets' engines at once, each stage starting on both at one instant.
 func runABSides(ctx context.Context, sides []*abSide, stdout, stderr io.Writer) {
-	// engine.Run sets GOGC (400) and the soft memory limit for its run and puts back what it found as
-	// it returns. Two runs that overlap put them back in the wrong order: the first to end restores
-	// GOGC 100 while the other still runs its last moments, the last restores the first's 400 for
-	// good. So the process's own values are put back here, after both.
-	gc := debug.SetGCPercent(100)
-	debug.SetGCPercent(gc)
-	memLimit := debug.SetMemoryLimit(-1)
-	defer func() { debug.SetGCPercent(gc); debug.SetMemoryLimit(memLimit) }()
 	barrier := newStartBarrier(len(sides))
 	var wg sync.WaitGroup
 	for _, s := range sides {

@@ -98,10 +98,7 @@ func (c *Collector) Add(r *metrics.Record) {
 		return
 	}
 	decode := r.RequestLatency.V - r.TTFT.V
-	// The same rule as stage.json's tpot_ms (metrics' requestTPOT): OSL with reasoning, ≥ 2 tokens.
-	if r.OutputSequenceLength.OK && r.OutputSequenceLength.V >= 2 {
-		s.TPOT = append(s.TPOT, decode/float64(r.OutputSequenceLength.V-1))
-	}
+	appendOpt(&s.TPOT, metrics.RequestTPOT(r)) // stage.json's tpot_ms rule
 	if r.OutputChars.OK && r.OutputChars.V > 0 {
 		s.TPOC = append(s.TPOC, decode/float64(r.OutputChars.V))
 	}

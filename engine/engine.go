@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -128,13 +127,7 @@ func Run(ctx context.Context, cfg Config) ([]StageResult, error) {
 	if cfg.Log == nil {
 		cfg.Log = slog.New(slog.DiscardHandler)
 	}
-	// Fewer GC cycles, less client jitter: a collection's assist work and pauses land on the goroutines
-	// timestamping chunks (measured by the self-test at 100 streams: scheduler latency p99 10.5 ms with
-	// the default GOGC=100, 1.6 ms with 400). A user's own GOGC wins.
-	if os.Getenv("GOGC") == "" {
-		defer debug.SetGCPercent(debug.SetGCPercent(400))
-	}
-	defer setMemoryLimit()() // GOGC=400's headroom, but never past the machine's or the pod's memory
+	defer tuneRuntime()()
 	clk := newClock()
 	var results []StageResult
 	for i := range cfg.Workload.Stages {

@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // The engine runs at GOGC=400 (fewer collections, less jitter), which lets garbage grow to four times
@@ -14,6 +15,41 @@ import (
 // gets the process killed: a Kubernetes pod sized for the live heap is OOM-killed at its limit,
 // where GOGC=100 would have fit. A soft memory limit keeps the GOGC=400 behaviour while memory is
 // plentiful and makes the collector work harder only near the limit.
+
+// tuning counts the Runs in progress: the first sets the runtime up, the last puts back what it
+// found (plload ab runs two at once; each restoring its own would leave the other's settings).
+var tuning struct {
+	sync.Mutex
+	runs    int
+	restore func()
+}
+
+// tuneRuntime sets GOGC=400 and the soft memory limit while any Run is in progress. Fewer GC
+// cycles, less client jitter: a collection's assist work and pauses land on the goroutines
+// timestamping chunks (measured by the self-test at 100 streams: scheduler latency p99 10.5 ms with
+// the default GOGC=100, 1.6 ms with 400). A user's own GOGC wins. The returned func ends this Run's
+// hold; it may be called once.
+func tuneRuntime() (release func()) {
+	tuning.Lock()
+	defer tuning.Unlock()
+	if tuning.runs == 0 {
+		restoreGC := func() {}
+		if os.Getenv("GOGC") == "" {
+			prev := debug.SetGCPercent(400)
+			restoreGC = func() { debug.SetGCPercent(prev) }
+		}
+		restoreMem := setMemoryLimit() // GOGC=400's headroom, but never past the machine's or the pod's memory
+		tuning.restore = func() { restoreMem(); restoreGC() }
+	}
+	tuning.runs++
+	return sync.OnceFunc(func() {
+		tuning.Lock()
+		defer tuning.Unlock()
+		if tuning.runs--; tuning.runs == 0 {
+			tuning.restore()
+		}
+	})
+}
 
 // memoryLimitShare is the share of the machine's (or the container's) memory the Go heap may reach
 // before the collector works harder: the rest is for the kernel's socket buffers, the page cache of

@@ -1,6 +1,9 @@
 package engine
 
-import "testing"
+import (
+	"runtime/debug"
+	"testing"
+)
 
 // TestMemoryLimit: the limit is the smallest of the container's and the machine's memory; "max",
 // v1's "no limit" number and unreadable files leave the others.
@@ -30,5 +33,26 @@ func TestMemoryLimit(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("%s: limit %d, want %d", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestOverlappingRunsPutTheRuntimeBack: two Runs that overlap (plload ab) keep GOGC=400 until the
+// last one ends, whichever order they end in, and then the process has its own settings again.
+func TestOverlappingRunsPutTheRuntimeBack(t *testing.T) {
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	gc := func() int { v := debug.SetGCPercent(-1); debug.SetGCPercent(v); return v }
+	limit := func() int64 { return debug.SetMemoryLimit(-1) }
+	ownGC, ownLimit := gc(), limit()
+	first := tuneRuntime()
+	second := tuneRuntime()
+	first()
+	first() // a second call changes nothing
+	if gc() != 400 || limit() == ownLimit && memoryLimit(readSmall) > 0 {
+		t.Fatalf("with one Run still going: GOGC %d, limit %d; want 400 and the machine's limit", gc(), limit())
+	}
+	second()
+	if gc() != ownGC || limit() != ownLimit {
+		t.Fatalf("after both: GOGC %d, limit %d; want the process's own %d, %d", gc(), limit(), ownGC, ownLimit)
 	}
 }

@@ -255,10 +255,10 @@ func requestValue(metric string, r *Record) (float64, bool) {
 	case SLOMetricTTFO:
 		v = r.TTFO
 	case SLOMetricTPOT:
-		v = requestTPOT(r)
+		v = RequestTPOT(r)
 	case SLOMetricITL:
 		if v = r.InterTokenLatency; !v.OK {
-			v = requestTPOT(r)
+			v = RequestTPOT(r)
 		}
 	case SLOMetricE2E:
 		v = r.RequestLatency
@@ -266,9 +266,9 @@ func requestValue(metric string, r *Record) (float64, bool) {
 	return v.V, v.OK
 }
 
-// requestTPOT is (E2E − TTFT) ÷ (OSL − 1), OSL = output_sequence_length with reasoning tokens: the
+// RequestTPOT is (E2E − TTFT) ÷ (OSL − 1), OSL = output_sequence_length with reasoning tokens: the
 // time per output token after the first, as AIPerf's inter_token_latency; absent below 2 tokens.
-func requestTPOT(r *Record) Opt[float64] {
+func RequestTPOT(r *Record) Opt[float64] {
 	if !r.RequestLatency.OK || !r.TTFT.OK || !r.OutputSequenceLength.OK || r.OutputSequenceLength.V < 2 {
 		return Opt[float64]{}
 	}

@@ -219,7 +219,7 @@ func (s *Stage) success(r *Record) {
 	appendOpt(&s.latTTFO, r.TTFO)
 	appendOpt(&s.latE2E, r.RequestLatency)
 	appendOpt(&s.itlPerReq, r.InterTokenLatency)
-	appendOpt(&s.tpot, requestTPOT(r))
+	appendOpt(&s.tpot, RequestTPOT(r))
 	if r.TTFT.OK {
 		if r.TurnIndex == 0 {
 			s.ttftFirst = append(s.ttftFirst, r.TTFT.V)
