@@ -69,13 +69,13 @@ func chunkCostChild(kind string) int {
 		res = bareLoop(base, streams, span)
 	case "rawconn":
 		res = rawConnLoop(base, streams, span)
-	case "plload":
+	case "plload", "plload-nethttp": // the second with net/http as its client, as before issue 19
 		if res, err = plloadLoop(base, streams, span); err != nil {
 			fmt.Fprintln(os.Stderr, "chunk-cost child:", err)
 			return 1
 		}
 	default:
-		fmt.Fprintf(os.Stderr, "chunk-cost child: %s=%q; accepted: bare, plload\n", chunkCostClientEnv, kind)
+		fmt.Fprintf(os.Stderr, "chunk-cost child: %s=%q; accepted: bare, rawconn, plload, plload-nethttp\n", chunkCostClientEnv, kind)
 		return 2
 	}
 	var ru syscall.Rusage
@@ -196,7 +196,10 @@ func plloadLoop(base string, streams int, span time.Duration) (chunkCostResult, 
 func runChunkClient(b *testing.B, kind, base string, streams int, span time.Duration) chunkCostResult {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), chunkCostClientEnv+"="+kind, "PLLOAD_BENCH_BASE="+base,
-		"PLLOAD_BENCH_STREAMS="+strconv.Itoa(streams), "PLLOAD_BENCH_SPAN="+span.String())
+		"PLLOAD_BENCH_STREAMS="+strconv.Itoa(streams), "PLLOAD_BENCH_SPAN="+span.String(), engine.HTTPClientEnv+"=")
+	if kind == "plload-nethttp" {
+		cmd.Env = append(cmd.Env, engine.HTTPClientEnv+"=net/http")
+	}
 	cmd.Stderr = os.Stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -213,9 +216,10 @@ func runChunkClient(b *testing.B, kind, base string, streams int, span time.Dura
 	return res
 }
 
-// BenchmarkChunkCost: per stream count, the bare net/http loop, the raw-connection loop and plload,
-// each for 10 s against the same mock: µs of client CPU per content chunk for each, and plload's
-// ratio to the bare loop.
+// BenchmarkChunkCost: per stream count, the bare net/http loop, the raw-connection loop, plload and
+// plload on net/http (PLLOAD_HTTP_CLIENT=net/http, its client before issue 19), each for 10 s
+// against the same mock: µs of client CPU per content chunk for each, and plload's ratio to the
+// bare loop.
 func BenchmarkChunkCost(b *testing.B) {
 	if os.Getenv("PLLOAD_CHUNKCOST") != "1" {
 		b.Skip("set PLLOAD_CHUNKCOST=1 to run the CPU-per-chunk comparison (about 100 s per count)")
@@ -228,8 +232,10 @@ func BenchmarkChunkCost(b *testing.B) {
 				bare := runChunkClient(b, "bare", base, streams, span)
 				raw := runChunkClient(b, "rawconn", base, streams, span)
 				pl := runChunkClient(b, "plload", base, streams, span)
+				plNet := runChunkClient(b, "plload-nethttp", base, streams, span)
 				perChunk := func(r chunkCostResult) float64 { return float64(r.CPUNs) / float64(r.Chunks) / 1000 }
 				b.ReportMetric(perChunk(pl), "µs-CPU/chunk-plload")
+				b.ReportMetric(perChunk(plNet), "µs-CPU/chunk-plload-nethttp")
 				b.ReportMetric(perChunk(bare), "µs-CPU/chunk-bare")
 				b.ReportMetric(perChunk(raw), "µs-CPU/chunk-rawconn")
 				b.ReportMetric(perChunk(pl)/perChunk(bare), "plload/bare")
