@@ -256,6 +256,7 @@ func (c *checker) rules() {
 	}
 
 	c.load()
+	c.matrixRules()
 
 	c.slo()
 	if p := s.Cost.GPUHourlyUSD; p == nil && !c.bad["cost.gpu_hourly_usd"] {

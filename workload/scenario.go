@@ -23,6 +23,8 @@ type Scenario struct {
 	// Workload names real data — a dataset or a trace — in place of the synthetic personas and
 	// session lengths (SPEC §12); nil: synthetic.
 	Workload *DataSource `yaml:"workload,omitempty"`
+	// Matrix holds plload matrix's keys (workload/matrix.go); nil: none.
+	Matrix *Matrix `yaml:"matrix,omitempty,flow"`
 
 	// File is the path the scenario was read from; relative paths inside it are resolved against its folder.
 	File string `yaml:"-"`
