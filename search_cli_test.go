@@ -310,3 +310,34 @@ func TestClientStrain(t *testing.T) {
 		})
 	}
 }
+
+// TestSearchByRate: the open-loop knob. At 80 req/s the 12 slots (about 60 req/s of service) fall
+// behind and the queue grows through the probe: it fails as saturated at once, without repeats,
+// and the search halves to a rate that is served.
+func TestSearchByRate(t *testing.T) {
+	_, url := kneeMock(t, 1)
+	path := kneeScenario(t, url, 1, "")
+	text, _ := os.ReadFile(path)
+	open := strings.NewReplacer("mode: concurrency", "mode: request_rate", "  session_pool_factor: 20\n", "",
+		"{concurrency: 4, warmup: 400ms, duration: 1500ms}", "{rate: 80, warmup: 400ms, duration: 2s}").Replace(string(text))
+	os.WriteFile(path, []byte(open), 0o644)
+	out := t.TempDir()
+	code, stdout, stderr := plload(t, "search", path, "--max", "80", "--repeats", "1", "--resolution", "50", "--out", out)
+	if code == 2 {
+		t.Fatalf("refused: %s", stderr)
+	}
+	dir, sf := readSearch(t, out)
+	if code != 0 || sf.Knob != "rate" || sf.Best == nil || *sf.Best >= 60 || len(sf.Probes) < 2 {
+		t.Fatalf("exit %d, knob %q, best %v, %d probes\n%s\n%s", code, sf.Knob, sf.Best, len(sf.Probes), stdout, stderr)
+	}
+	if p := sf.Probes[0]; p.Value != 80 || p.Verdict != search.Fail || !strings.HasPrefix(p.Reason, "saturated: ttft rose ") {
+		t.Errorf("the first probe: %+v, want 80 req/s failed as saturated", p)
+	}
+	if !strings.Contains(stdout, fmt.Sprintf("meets SLO up to %g req/s", *sf.Best)) {
+		t.Errorf("stdout:\n%s", stdout)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "stage_01", "stage.json"))
+	if err != nil || !strings.Contains(string(data), `"rate"`) {
+		t.Errorf("stage_01/stage.json has no rate: %v", err)
+	}
+}
