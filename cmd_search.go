@@ -50,8 +50,10 @@ func searchCommand() *cli.Command {
 			"the same load runs again, the samples pooled, up to --repeats times, and is then undecided: the\n" +
 			"answer gives the range (\"meets SLO up to 48 sessions (49–52 undecided)\"). A probe whose latency\n" +
 			"or send lag rose quarter after quarter past its limit, or whose arrivals were left waiting, fails\n" +
-			"as saturated. A probe whose client was strained (injector health) is invalid and stops the search.\n" +
-			"At most 20 probes.\n\n" +
+			"as saturated. The client must not be the limit (injector health): a probe whose client's CPU was\n" +
+			"full is invalid and stops the search; a client strained otherwise (threads waiting for a CPU, GC)\n" +
+			"only makes latencies read longer, so its pass stands and its fail runs again unless it fails by\n" +
+			"more than that lateness, and is invalid if still strained at the last run. At most 20 probes.\n\n" +
 			"Writes search.json, every probe's stage_NN/, report.md/html with the capacity curve\n" +
 			"(charts/search_curve.png) and scenario.resolved.yaml, whose stages are the probes (plload run\n" +
 			"reruns them). Exit codes: 0 a capacity was found; 1 no probe met the SLO, or the search stopped\n" +
@@ -389,6 +391,12 @@ func (p *searchPlan) finish(pr *prober, res search.Result, runErr error, started
 	dir := pr.dir
 	sc := p.withStages(pr.specs)
 	interrupted := errors.Is(runErr, engine.ErrInterrupted) || errors.Is(runErr, context.Canceled)
+	switch {
+	case interrupted:
+		res.Stop = "interrupted before the search ended (the last probe is partial)"
+	case runErr != nil:
+		res.Stop = "stopped: " + runErr.Error()
+	}
 	chosen, chosenStage := p.chosen(res, pr.stages)
 	lines := []string{report.SearchHeadline(chosen, p.sessionsAt(res, chosen)), p.answerText(res)}
 	err := p.writeResults(pr, sc, res, chosenStage, lines, started, interrupted)

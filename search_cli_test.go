@@ -20,6 +20,7 @@ import (
 	"github.com/plload/plload/engine"
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/mock"
+	"github.com/plload/plload/report"
 	"github.com/plload/plload/search"
 )
 
@@ -368,5 +369,41 @@ func TestSearchExampleRuns(t *testing.T) {
 	checkNoFlapping(t, sf)
 	if !regexp.MustCompile(`capacity at SLO: \d+ sessions / [\d.]+ req/s / \d+ out tok/s; \$[\d.]+ per 1M out, \$[\d.]+ per 1K turns`).MatchString(stdout) {
 		t.Errorf("no headline with the cost:\n%s", stdout)
+	}
+}
+
+// TestSearchCurveModel: the capacity chart draws each load's last run at its SLO statistic and
+// throughput, in load order, the answer marked; the headline carries the cost only with a price.
+func TestSearchCurveModel(t *testing.T) {
+	limits := metrics.SLOLimits{TTFTP95Ms: 30, ErrorRateUnset: true, Latency: []metrics.LatencyLimit{{Metric: "ttft", Stat: "p95", LimitMs: 30}}}
+	stage := func(n int, p95, tokS float64) *report.StageReport {
+		sum := &metrics.StageSummary{TTFT: metrics.Dist{N: 50, P95: p95}}
+		sum.Throughput.OutTokPerSec, sum.Throughput.ReqPerSec = tokS, tokS/20
+		sum.Goodput.ReqPerSec = metrics.Some(tokS / 40)
+		price := 2.0
+		usd := 0.5
+		sum.Cost = metrics.CostResult{USDPer1MOut: &usd, USDPer1KTurns: &price}
+		return &report.StageReport{Stage: n, SLO: limits, Summary: sum, Cost: report.CostInputs{CostInputs: metrics.CostInputs{GPUHourlyUSD: 2.5}}}
+	}
+	stages := []*report.StageReport{stage(1, 11, 400), stage(2, 29, 780), stage(3, 12, 800), stage(4, 140, 1200)}
+	probes := []report.SearchProbe{{Value: 4, Verdict: "pass", Stage: 1}, {Value: 8, Verdict: "undecided", Stage: 2}, {Value: 8, Verdict: "pass", Stage: 3}, {Value: 16, Verdict: "fail", Stage: 4}}
+	c := report.NewSearchCurve(stages, probes, 3, "sessions")
+	want := report.SearchCurve{XLabel: "TTFT p95 (ms)", LimitMs: 30, Unit: "sessions", Points: []report.SearchPoint{
+		{Stage: 1, Value: 4, Verdict: "pass", X: 11, OutTokPerSec: 400, GoodputPerSec: 10},
+		{Stage: 3, Value: 8, Verdict: "pass", X: 12, OutTokPerSec: 800, GoodputPerSec: 20, Chosen: true},
+		{Stage: 4, Value: 16, Verdict: "fail", X: 140, OutTokPerSec: 1200, GoodputPerSec: 30},
+	}}
+	if diff := cmp.Diff(want, c); diff != "" {
+		t.Errorf("curve (-want +got):\n%s", diff)
+	}
+	if png, err := c.Render("png"); err != nil || len(png) < 1000 {
+		t.Errorf("render: %v (%d bytes)", err, len(png))
+	}
+	if got, want := report.SearchHeadline(stages[2], 8), "capacity at SLO: 8 sessions / 40.0 req/s / 800 out tok/s; $0.500 per 1M out, $2.0000 per 1K turns"; got != want {
+		t.Errorf("headline %q, want %q", got, want)
+	}
+	stages[2].Cost.Unpriced = true
+	if got, want := report.SearchHeadline(stages[2], 8), "capacity at SLO: 8 sessions / 40.0 req/s / 800 out tok/s"; got != want {
+		t.Errorf("unpriced headline %q, want %q", got, want)
 	}
 }
