@@ -235,7 +235,7 @@ func (p *searchPlan) run(ctx context.Context, preflight bool, stdout, stderr io.
 	if err != nil {
 		return badInput("results directory: %v; choose another with --out or output.dir", err)
 	}
-	pr := &prober{plan: p, baseURL: baseURL, dir: dir, log: log, stderr: stderr}
+	pr := &prober{plan: p, baseURL: baseURL, dir: dir, log: log}
 	fmt.Fprintf(stdout, "plload search %s: %s from %g (at most %g, resolution %s, %d runs per load), SLO %s; results in %s\n",
 		p.sc.Name, p.knob, p.opt.Start, p.opt.Max, p.opt.Resolution, p.opt.Repeats, report.SLOText(p.sc.SLO), dir)
 	opt := p.opt
@@ -264,7 +264,6 @@ type prober struct {
 	baseURL string
 	dir     string
 	log     *slog.Logger
-	stderr  io.Writer
 	specs   []workload.Stage      // the probes run, in order: stage k is specs[k-1]
 	stages  []*report.StageReport // their reports
 	count   int                   // probes judged, for the progress lines
