@@ -1,0 +1,138 @@
+package matrix
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/plload/plload/workload"
+)
+
+// loadKeysOf are the load keys each mode reads beyond mode and stages (workload's openLoopKeys):
+// a part whose mode differs from the file's drops the others, which its mode would refuse.
+var loadKeysOf = map[string][]string{
+	workload.ModeConcurrency: {},
+	workload.ModeArrivalRate: {},
+	workload.ModeRequestRate: {"arrival", "cv", "max_in_flight"},
+	workload.ModeReplay:      {"max_in_flight", "time_scale"},
+}
+
+// ScenarioYAML is the scenario file (its bytes) with the part's load in place of its own: name
+// <name>-<part>, load.mode and load.stages the part's, the load keys that mode does not read
+// removed. A synthetic file that leaves session.turns or think_time out (request_rate's
+// single-turn defaults) gets them written when the part is another mode, which requires them, so
+// every part sends the same sessions. Everything else — target, workload, SLO, cost — stays as
+// written, so `workload.Parse` checks the result as it checks any file.
+func ScenarioYAML(original []byte, p Part) ([]byte, error) {
+	var doc yaml.MapSlice
+	if err := yaml.UnmarshalWithOptions(original, &doc, yaml.UseOrderedMap()); err != nil {
+		return nil, fmt.Errorf("reading the scenario: %w", err)
+	}
+	name, _ := get(doc, "name").(string)
+	doc = set(doc, []string{"name"}, fmt.Sprintf("%s-%s", name, p.ID))
+	load, _ := get(doc, "load").(yaml.MapSlice)
+	oldMode, _ := get(load, "mode").(string)
+	var kept yaml.MapSlice
+	for _, it := range load {
+		k := fmt.Sprint(it.Key)
+		if k == "mode" || k == "stages" || (oldMode != p.Mode && !slices.Contains(loadKeysOf[p.Mode], k) && isModeKey(k)) {
+			continue
+		}
+		kept = append(kept, it)
+	}
+	stages := make([]any, len(p.Stages))
+	for i, st := range p.Stages {
+		stages[i] = stageDoc(p.Mode, st)
+	}
+	kept = append(yaml.MapSlice{{Key: "mode", Value: p.Mode}, {Key: "stages", Value: stages}}, kept...)
+	doc = set(doc, []string{"load"}, kept)
+	_, hasSource := get(doc, "workload").(yaml.MapSlice)
+	if p.Mode != workload.ModeRequestRate && !hasSource {
+		session, _ := get(doc, "session").(yaml.MapSlice)
+		for _, kv := range []yaml.MapItem{{Key: "turns", Value: 1}, {Key: "think_time", Value: "0s"}} {
+			if get(session, kv.Key.(string)) == nil {
+				doc = set(doc, []string{"session", kv.Key.(string)}, kv.Value)
+			}
+		}
+	}
+	return yaml.MarshalWithOptions(doc, yaml.IndentSequence(true))
+}
+
+// isModeKey reports whether a load key belongs to some modes only.
+func isModeKey(k string) bool {
+	for _, keys := range loadKeysOf {
+		if slices.Contains(keys, k) {
+			return true
+		}
+	}
+	return false
+}
+
+// stageDoc writes a stage with the keys its mode reads.
+func stageDoc(mode string, st workload.Stage) yaml.MapSlice {
+	out := yaml.MapSlice{}
+	if st.Name != "" {
+		out = append(out, yaml.MapItem{Key: "name", Value: st.Name})
+	}
+	switch mode {
+	case workload.ModeConcurrency:
+		out = append(out, yaml.MapItem{Key: "concurrency", Value: st.Concurrency})
+	case workload.ModeRequestRate:
+		if r := st.Rate; r != nil && r.IsRamp() {
+			out = append(out, yaml.MapItem{Key: "rate", Value: yaml.MapSlice{{Key: "from", Value: r.From}, {Key: "to", Value: r.To}, {Key: "over", Value: r.Over.String()}}})
+		} else if r != nil {
+			out = append(out, yaml.MapItem{Key: "rate", Value: r.To})
+		}
+	}
+	out = append(out, yaml.MapItem{Key: "warmup", Value: st.Warmup.String()}, yaml.MapItem{Key: "duration", Value: st.Duration.String()})
+	if st.Sessions > 0 && mode != workload.ModeReplay {
+		out = append(out, yaml.MapItem{Key: "sessions", Value: st.Sessions})
+	}
+	return out
+}
+
+// SizePools gives each stage of a closed-loop part on a synthetic workload a session pool of twice
+// the sessions it is expected to start plus its concurrency (as plload run does for a run from
+// flags): single-turn sessions end fast, and the default pool of 3 per slot would run dry in
+// seconds and replay sessions. sc is the part's scenario as parsed; a stage that sets sessions, and
+// a workload from a file (whose sessions are the file's), are left as they are.
+func SizePools(sc *workload.Scenario, p Part) Part {
+	if p.Mode != workload.ModeConcurrency || sc.Source() != nil {
+		return p
+	}
+	p.Stages = slices.Clone(p.Stages)
+	for i, st := range p.Stages {
+		if st.Sessions == 0 {
+			p.Stages[i].Sessions = int(math.Ceil(2*sc.EstimateStage(st).SessionsNeeded)) + st.Concurrency
+		}
+	}
+	return p
+}
+
+func get(m yaml.MapSlice, key string) any {
+	for _, it := range m {
+		if fmt.Sprint(it.Key) == key {
+			return it.Value
+		}
+	}
+	return nil
+}
+
+// set writes value at the path of keys, creating mappings on the way.
+func set(m yaml.MapSlice, keys []string, value any) yaml.MapSlice {
+	i := slices.IndexFunc(m, func(it yaml.MapItem) bool { return fmt.Sprint(it.Key) == keys[0] })
+	if len(keys) > 1 {
+		var child yaml.MapSlice
+		if i >= 0 {
+			child, _ = m[i].Value.(yaml.MapSlice)
+		}
+		value = set(child, keys[1:], value)
+	}
+	if i < 0 {
+		return append(m, yaml.MapItem{Key: keys[0], Value: value})
+	}
+	m[i].Value = value
+	return m
+}
