@@ -1,0 +1,172 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/plload/plload/matrix"
+	"github.com/plload/plload/report"
+)
+
+// writeMatrixScenario writes a scenario for plload matrix on the bundled mock into a temp folder.
+func writeMatrixScenario(t *testing.T, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "mx.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// oneDir is the one directory that matches pattern, or a test failure.
+func oneDir(t *testing.T, pattern string) string {
+	t.Helper()
+	dirs, _ := filepath.Glob(pattern)
+	if len(dirs) != 1 {
+		t.Fatalf("%s: %v, want one directory", pattern, dirs)
+	}
+	return dirs[0]
+}
+
+// mdSection is the body of report.md's section "## name" (up to the next one).
+func mdSection(md, name string) string {
+	_, rest, _ := strings.Cut(md, "\n## "+name)
+	body, _, _ := strings.Cut(rest, "\n## ")
+	return body
+}
+
+// TestMatrixCommand: plload matrix on the real mock runs A (ladder 1, 2), B (mean, peak, peak +30 %)
+// and D (the ramp) as normal results directories with two repeats of A and B, skips C for want of a
+// trace, and writes one report in the template order with the spread, the skip as a limitation and
+// D's time to absorb.
+func TestMatrixCommand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 15 s run")
+	}
+	scenario := writeMatrixScenario(t, `name: mx
+seed: 3
+target: {base_url: mock, model: m, mock: {ttft: 20ms, tps: 400, jitter: 0.1}}
+personas: {count: 2, system_prompt_tokens: {min: 10, max: 20}}
+session: {turns: 1, user_input_tokens: {min: 10, max: 20}, max_output_tokens: {min: 8, max: 12}, think_time: 0s}
+load:
+  mode: concurrency
+  drain_timeout: 5s
+  stages:
+    - {concurrency: 2, warmup: 200ms, duration: 800ms}
+matrix: {mean_rate: 10, peak_rate: 20, ramp: 1s, hold: 1s}
+slo: {ttft: {p95: 500ms}, window: 500ms}
+cost: {gpu_hourly_usd: 2.5}
+`)
+	out := t.TempDir()
+	code, stdout, stderr := plload(t, "matrix", scenario, "--repeats", "2", "--out", out, "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	dir := oneDir(t, filepath.Join(out, "mx-matrix-*"))
+	for part, stages := range map[string]int{"A": 4, "B": 6, "D": 1} {
+		run := oneDir(t, filepath.Join(dir, part, "mx-"+part+"-*"))
+		got, err := report.ReadRun(run)
+		if err != nil || len(got) != stages {
+			t.Errorf("part %s: %d stages (%v), want %d", part, len(got), err, stages)
+		}
+		if part == "D" && err == nil && (got[0].Summary.Absorb == nil || got[0].Summary.Absorb.WindowS != 0.5) {
+			t.Errorf("part D's ramp has no time to absorb in 0.5 s windows: %+v", got[0].Summary.Absorb)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "C")); !os.IsNotExist(err) {
+		t.Errorf("part C ran without a trace (%v)", err)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := string(data)
+	var sections []string
+	for _, m := range regexp.MustCompile(`(?m)^## (\w+)`).FindAllStringSubmatch(md, -1) {
+		sections = append(sections, m[1])
+	}
+	if diff := cmp.Diff(matrix.Sections, sections); diff != "" {
+		t.Errorf("report.md sections (-want +got):\n%s", diff)
+	}
+	for _, c := range []struct{ section, pattern string }{
+		{"Verdict", `meets the SLO \(TTFT p95 ≤ 500ms\) up to peak\+30%: 26 req/s, in 2 of 2 repeats`},
+		{"Results", `\| concurrency 2 \| 2 \| 2 of 2 \| \d`},
+		{"Results", `\d–\d`}, // some number differs between the repeats: a min–max
+		{"Results", `Time to absorb: no window broke a latency limit`},
+		{"Limitations", `Part C \(replay of the trace\) did not run: the scenario names no workload.trace`},
+		{"Reproduce", `plload matrix \S+mx.yaml --repeats 2 --out `},
+	} {
+		if !regexp.MustCompile(c.pattern).MatchString(mdSection(md, c.section)) {
+			t.Errorf("%s does not match %q:\n%s", c.section, c.pattern, mdSection(md, c.section))
+		}
+	}
+	page, err := os.ReadFile(filepath.Join(dir, "report.html"))
+	if err != nil || !strings.Contains(string(page), "<svg") || !strings.Contains(string(page), "<h2>Limitations</h2>") {
+		t.Errorf("report.html (%v) lacks the chart or the sections", err)
+	}
+	if !strings.Contains(stdout, "matrix mx: meets the SLO") || !strings.Contains(stdout, "== part C: replay of the trace: skipped") {
+		t.Errorf("the terminal lacks the headline or C's skip:\n%s", stdout)
+	}
+}
+
+// TestMatrixWithoutRates: a scenario with neither matrix rates nor plload fit's comments is bad
+// input: exit 2, the message names matrix.mean_rate and plload fit, and nothing is written.
+func TestMatrixWithoutRates(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, stderr := plload(t, "matrix", "scenarios/smoke.yaml", "--out", out)
+	if code != 2 || !strings.Contains(stderr, "matrix.mean_rate") || !strings.Contains(stderr, "plload fit") || !strings.Contains(stderr, "nothing was sent") {
+		t.Errorf("exit %d, stderr:\n%s\nwant 2 naming matrix.mean_rate and plload fit", code, stderr)
+	}
+	if entries, _ := os.ReadDir(out); len(entries) != 0 {
+		t.Errorf("bad input wrote %v\n%s", entries, stdout)
+	}
+	code, _, stderr = plload(t, "matrix", "scenarios/matrix.yaml", "--repeats", "0", "--out", out)
+	if code != 2 || !strings.Contains(stderr, "--repeats 0: accepted: 1 to 10") {
+		t.Errorf("--repeats 0: exit %d, stderr:\n%s", code, stderr)
+	}
+}
+
+// TestMatrixReplayMissesTheSLO: with a trace the matrix replays it as part C (its own replay stage,
+// time_scale kept); an SLO no stage of any part can meet makes it exit 1 with the report written.
+func TestMatrixReplayMissesTheSLO(t *testing.T) {
+	if testing.Short() {
+		t.Skip("an 8 s run")
+	}
+	trace, err := filepath.Abs("scenarios/data/mooncake.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	scenario := writeMatrixScenario(t, `name: mx
+seed: 3
+target: {base_url: mock, model: m, mock: {ttft: 20ms, tps: 4000}}
+workload: {trace: {file: `+trace+`, format: mooncake, block_tokens: 512}}
+load:
+  mode: replay
+  time_scale: 0.5
+  drain_timeout: 5s
+  stages:
+    - {warmup: 0s, duration: 1s}
+matrix: {mean_rate: 4, peak_rate: 8, max_concurrency: 1, ramp: 500ms, hold: 500ms}
+slo: {ttft: {p95: 1ms}}
+`)
+	out := t.TempDir()
+	code, stdout, stderr := plload(t, "matrix", scenario, "--repeats", "1", "--out", out, "--quiet")
+	if code != 1 || !strings.Contains(stderr, "no stage of any part met the SLO (TTFT p95 ≤ 1ms)") {
+		t.Fatalf("exit %d, want 1 for an SLO missed everywhere\n%s\n%s", code, stdout, stderr)
+	}
+	dir := oneDir(t, filepath.Join(out, "mx-matrix-*"))
+	replay := oneDir(t, filepath.Join(dir, "C", "mx-C-*"))
+	stages, err := report.ReadRun(replay)
+	if err != nil || len(stages) != 1 || stages[0].Mode != "replay" || stages[0].TimeScale != 0.5 {
+		t.Fatalf("part C: %v %+v, want one replay stage at time_scale 0.5", err, stages)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil || !strings.Contains(mdSection(string(md), "Verdict"), "no open-loop rate met the SLO") {
+		t.Errorf("report.md (%v) verdict:\n%s", err, mdSection(string(md), "Verdict"))
+	}
+}
