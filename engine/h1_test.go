@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -316,5 +318,40 @@ func TestWaitFirstReaderSeesAnEndThatCameWithTheData(t *testing.T) {
 		if err != nil || string(got) != "last bytes" || took > finGuard+2*time.Second {
 			t.Fatalf("connection %d: read %q, %v after %v; want the bytes and the end within the %v guard", i, got, err, took, finGuard)
 		}
+	}
+}
+
+// TestRTTProbeOfASilentServerEnds: a server that takes GET /models and never answers costs the
+// stage its RTT figure (with a warning), not its start: the stage runs, on both clients.
+func TestRTTProbeOfASilentServerEnds(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	url, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			case <-time.After(30 * time.Second):
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: [DONE]\n\n")
+	})
+	for _, client := range []string{"", "net/http"} {
+		t.Run("client "+client, func(t *testing.T) {
+			t.Setenv(HTTPClientEnv, client)
+			text := strings.Replace(scenarioYAML(url+"/v1", shortSessions, "  mode: concurrency\n  drain_timeout: 1s\n  stages:\n    - {concurrency: 1, duration: 500ms}"),
+				"timeout: 10s", "timeout: 1s", 1)
+			began := time.Now()
+			res, dir, err := runScenario(t, context.Background(), text)
+			if err != nil || len(res) != 1 || res[0].OK == 0 || time.Since(began) > 20*time.Second {
+				t.Fatalf("after %v: err %v, %d stages, ok %d", time.Since(began), err, len(res), res[0].OK)
+			}
+			log, _ := os.ReadFile(filepath.Join(dir, "stage_01", "run.log"))
+			if res[0].RTT.N != 0 || !strings.Contains(string(log), "no answer within 1s") {
+				t.Fatalf("RTT %+v; run.log:\n%s", res[0].RTT, log)
+			}
+		})
 	}
 }

@@ -15,6 +15,10 @@ import (
 // rttProbes is how many timed GET /v1/models measure the network round trip before a stage.
 const rttProbes = 20
 
+// rttTimeout bounds each probe (or target.timeout, when shorter): a server that takes the
+// connection and never answers GET /models must not hold the stage's start forever.
+const rttTimeout = 10 * time.Second
+
 // measureRTT times rttProbes requests for {base}/models on one warm keep-alive connection: the part
 // of every TTFT that no server can remove. Absent (N = 0), with the reason, when the target does not
 // answer.
@@ -22,7 +26,10 @@ func (s *stageRun) measureRTT(ctx context.Context) (metrics.Dist, error) {
 	url := strings.TrimSuffix(s.url, "/chat/completions")
 	url = strings.TrimSuffix(url, "/completions") + "/models"
 	var failure error
+	limit := min(rttTimeout, s.timeout)
 	get := func() (time.Duration, bool) {
+		ctx, cancel := context.WithTimeout(ctx, limit)
+		defer cancel()
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			failure = err
@@ -33,6 +40,10 @@ func (s *stageRun) measureRTT(ctx context.Context) (metrics.Dist, error) {
 		}
 		start := time.Now()
 		resp, err := s.client.Do(req)
+		if err != nil && ctx.Err() == context.DeadlineExceeded {
+			failure = fmt.Errorf("GET %s: no answer within %v", url, limit)
+			return 0, false
+		}
 		if err != nil {
 			failure = fmt.Errorf("GET %s: %s", url, s.scrub(rootCause(err).Error()))
 			return 0, false
