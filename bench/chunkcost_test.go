@@ -57,8 +57,8 @@ func chunkCostChild(kind string) int {
 		fmt.Fprintln(os.Stderr, "chunk-cost child: PLLOAD_BENCH_BASE, PLLOAD_BENCH_STREAMS and PLLOAD_BENCH_SPAN are required")
 		return 2
 	}
-	if path := os.Getenv("PLLOAD_BENCH_CPUPROFILE"); path != "" { // a profile of this client, to read with go tool pprof
-		f, err := os.Create(path)
+	if path := os.Getenv("PLLOAD_BENCH_CPUPROFILE"); path != "" { // PATH.<client>: a profile of each client, for go tool pprof
+		f, err := os.Create(path + "." + kind)
 		if err == nil && pprof.StartCPUProfile(f) == nil {
 			defer pprof.StopCPUProfile()
 		}
