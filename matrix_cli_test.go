@@ -132,7 +132,8 @@ func TestMatrixWithoutRates(t *testing.T) {
 }
 
 // TestMatrixReplayMissesTheSLO: with a trace the matrix replays it as part C (its own replay stage,
-// time_scale kept); an SLO no stage of any part can meet makes it exit 1 with the report written.
+// time_scale kept); an SLO no stage of any part can meet makes it exit 1 with the report written,
+// and so does a stage that failed as plload run decides (errors over slo.error_rate), named by part.
 func TestMatrixReplayMissesTheSLO(t *testing.T) {
 	if testing.Short() {
 		t.Skip("an 8 s run")
@@ -143,7 +144,7 @@ func TestMatrixReplayMissesTheSLO(t *testing.T) {
 	}
 	scenario := writeMatrixScenario(t, `name: mx
 seed: 3
-target: {base_url: mock, model: m, mock: {ttft: 20ms, tps: 4000}}
+target: {base_url: mock, model: m, mock: {ttft: 20ms, tps: 4000, error_rate: 0.3, seed: 5}}
 workload: {trace: {file: `+trace+`, format: mooncake, block_tokens: 512}}
 load:
   mode: replay
@@ -152,11 +153,11 @@ load:
   stages:
     - {warmup: 0s, duration: 1s}
 matrix: {mean_rate: 4, peak_rate: 8, max_concurrency: 1, ramp: 500ms, hold: 500ms}
-slo: {ttft: {p95: 1ms}}
+slo: {ttft: {p95: 1ms}, error_rate: 0.01}
 `)
 	out := t.TempDir()
-	code, stdout, stderr := plload(t, "matrix", scenario, "--repeats", "1", "--out", out, "--quiet")
-	if code != 1 || !strings.Contains(stderr, "no stage of any part met the SLO (TTFT p95 ≤ 1ms)") {
+	code, stdout, stderr := plload(t, "matrix", scenario, "--repeats", "1", "--out", out, "--quiet", "--no-preflight")
+	if code != 1 || !strings.Contains(stderr, "no stage of any part met the SLO (TTFT p95 ≤ 1ms") || !strings.Contains(stderr, "part C: stage 01 failed: error rate") {
 		t.Fatalf("exit %d, want 1 for an SLO missed everywhere\n%s\n%s", code, stdout, stderr)
 	}
 	dir := oneDir(t, filepath.Join(out, "mx-matrix-*"))
@@ -166,7 +167,7 @@ slo: {ttft: {p95: 1ms}}
 		t.Fatalf("part C: %v %+v, want one replay stage at time_scale 0.5", err, stages)
 	}
 	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
-	if err != nil || !strings.Contains(mdSection(string(md), "Verdict"), "no open-loop rate met the SLO") {
+	if verdict := mdSection(string(md), "Verdict"); err != nil || !strings.Contains(verdict, "no open-loop rate met the SLO") || !strings.Contains(verdict, "**Part C failed**: stage 01 failed: error rate") {
 		t.Errorf("report.md (%v) verdict:\n%s", err, mdSection(string(md), "Verdict"))
 	}
 }
