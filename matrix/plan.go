@@ -97,6 +97,9 @@ type Part struct {
 	Skip string
 	// Notes are the choices made for the part that the report's Method states.
 	Notes []string
+	// RateUnit is what a rate of the part counts: req/s, or sessions/s when sessions have several
+	// turns (their turns follow their own timing).
+	RateUnit string
 }
 
 // Levels are the part's load levels in order, each once.
@@ -114,10 +117,11 @@ func (p Part) Levels() []string {
 
 // Plan is the whole matrix.
 type Plan struct {
-	Rates   Rates
-	Repeats int
-	Ladder  []int
-	Parts   []Part
+	Rates    Rates
+	Repeats  int
+	Ladder   []int
+	Parts    []Part
+	RateUnit string // see Part.RateUnit
 }
 
 // NewPlan builds the four parts from the scenario: every point of A and B takes the warmup and
@@ -125,13 +129,16 @@ type Plan struct {
 // again), so a drift over the run shows as spread rather than as a difference between levels.
 func NewPlan(sc *workload.Scenario, rates Rates, repeats int) Plan {
 	first := sc.Load.Stages[0]
-	p := Plan{Rates: rates, Repeats: repeats}
+	p := Plan{Rates: rates, Repeats: repeats, RateUnit: "req/s"}
+	if sc.ExpectedTurns() > 1 {
+		p.RateUnit = "sessions/s"
+	}
 	top, topFrom := maxConcurrency(sc)
 	p.Ladder = Ladder(top)
 	a := Part{ID: PartA, Title: "closed-loop saturation ladder", Purpose: "saturation throughput per replica", Mode: workload.ModeConcurrency, Runs: 1,
 		Notes: []string{fmt.Sprintf("concurrency %s (doubling up to %d, %s)", intsText(p.Ladder), top, topFrom)}}
 	b := Part{ID: PartB, Title: "open loop at mean, peak and peak +30 %", Purpose: "SLO attainment and goodput", Mode: workload.ModeRequestRate, Runs: 1,
-		Notes: []string{fmt.Sprintf("rates %g, %g and %g (%s; peak +30 %% = %g × peak)", rates.Mean, rates.Peak, round4(PeakFactor*rates.Peak), rates.From, PeakFactor)}}
+		RateUnit: p.RateUnit, Notes: []string{fmt.Sprintf("rates %g, %g and %g %s (%s; peak +30 %% = %g × peak)", rates.Mean, rates.Peak, round4(PeakFactor*rates.Peak), p.RateUnit, rates.From, PeakFactor)}}
 	levels := []struct {
 		name string
 		rate float64
@@ -147,7 +154,7 @@ func NewPlan(sc *workload.Scenario, rates Rates, repeats int) Plan {
 			b.Stages, b.Points = append(b.Stages, st), append(b.Points, Point{Level: l.name, Repeat: r})
 		}
 	}
-	p.Parts = []Part{a, b, replayPart(sc, repeats), rampPart(sc, rates)}
+	p.Parts = []Part{a, b, replayPart(sc, repeats), rampPart(sc, rates, p.RateUnit)}
 	return p
 }
 
@@ -193,15 +200,15 @@ func traceSpan(src *workload.Source) time.Duration {
 
 // rampPart is D: the rate rises linearly from mean to peak +30 % over matrix.ramp and holds there
 // for matrix.hold, with no warmup (the rise begins at t0, where the time to absorb counts from).
-func rampPart(sc *workload.Scenario, rates Rates) Part {
+func rampPart(sc *workload.Scenario, rates Rates, unit string) Part {
 	ramp, hold := sc.Matrix.RampOrDefault(), sc.Matrix.HoldOrDefault()
 	to := round4(PeakFactor * rates.Peak)
 	rate := workload.Rate{From: rates.Mean, To: to, Over: workload.Duration(ramp)}
 	st := workload.Stage{Name: "D ramp", Rate: &rate, Duration: workload.Duration(ramp + hold)}
 	return Part{ID: PartD, Title: "scale event: a ramp from mean to peak +30 %", Purpose: "time to absorb the morning ramp", Mode: workload.ModeRequestRate, Runs: 1,
-		Stages: []workload.Stage{st}, Points: []Point{{Level: "ramp", Repeat: 1}},
-		Notes: []string{fmt.Sprintf("%g → %g over %s (matrix.ramp), then held %s (matrix.hold); the SLO judged per %s window (slo.window)",
-			rates.Mean, to, workload.Duration(ramp), workload.Duration(hold), workload.Duration(sc.SLO.AbsorbWindow()))}}
+		Stages: []workload.Stage{st}, Points: []Point{{Level: "ramp", Repeat: 1}}, RateUnit: unit,
+		Notes: []string{fmt.Sprintf("%g → %g %s over %s (matrix.ramp), then held %s (matrix.hold); the SLO judged per %s window (slo.window)",
+			rates.Mean, to, unit, workload.Duration(ramp), workload.Duration(hold), workload.Duration(sc.SLO.AbsorbWindow()))}}
 }
 
 // maxConcurrency is the top of part A's ladder and where it came from.

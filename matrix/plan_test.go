@@ -123,13 +123,13 @@ func TestRatesOf(t *testing.T) {
 	dir := t.TempDir()
 	for _, c := range []struct {
 		name, path     string
-		mean, peak     float64 // the fitted scenario's average and peak stages, when 0: from the keys
-		keys           bool
+		keys           bool // rates from the matrix: keys (else from the fitted scenario's stages)
 		wantMean, want float64
+		unit           string
 	}{
-		{name: "matrix keys", path: "../scenarios/matrix.yaml", keys: true, wantMean: 8, want: 16},
-		{name: "fit, single-turn", path: fitted(t, dir, "../fit/testdata/azure-2023.csv")},
-		{name: "fit, sessions", path: fitted(t, dir, "../fit/testdata/request-log.jsonl")},
+		{name: "matrix keys", path: "../scenarios/matrix.yaml", keys: true, wantMean: 8, want: 16, unit: "req/s"},
+		{name: "fit, single-turn", path: fitted(t, dir, "../fit/testdata/azure-2023.csv"), unit: "req/s"},
+		{name: "fit, sessions", path: fitted(t, dir, "../fit/testdata/request-log.jsonl"), unit: "sessions/s"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			sc, data := load(t, c.path)
@@ -144,6 +144,9 @@ func TestRatesOf(t *testing.T) {
 			}
 			if math.Abs(r.Mean-wantMean) > tol*wantMean || math.Abs(r.Peak-wantPeak) > tol*wantPeak {
 				t.Errorf("rates %g/%g (%s), want %g/%g", r.Mean, r.Peak, r.From, wantMean, wantPeak)
+			}
+			if u := NewPlan(sc, r, 1).RateUnit; u != c.unit {
+				t.Errorf("rate unit %s, want %s", u, c.unit)
 			}
 		})
 	}

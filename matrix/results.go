@@ -26,6 +26,7 @@ type Outcome struct {
 // Level is one load level of a part over its repeats.
 type Level struct {
 	Name   string
+	Unit   string                // a rate's unit (Part.RateUnit)
 	Stages []*report.StageReport // one per repeat that ran, in repeat order
 }
 
@@ -36,7 +37,7 @@ func (o Outcome) Levels() []Level {
 	at := map[string]int{}
 	for _, name := range o.Part.Levels() {
 		at[name] = len(out)
-		out = append(out, Level{Name: name})
+		out = append(out, Level{Name: name, Unit: o.Part.RateUnit})
 	}
 	for _, r := range o.Runs {
 		for _, st := range r.Stages {
@@ -127,11 +128,18 @@ func (l Level) offered() string {
 	case st.Mode == "concurrency":
 		return fmt.Sprintf("concurrency %d", st.Concurrency)
 	case st.Rate != nil && st.Rate.IsRamp():
-		return fmt.Sprintf("%s: %g→%g req/s over %s", l.Name, st.Rate.From, st.Rate.To, st.Rate.Over)
+		return fmt.Sprintf("%s: %g→%g %s over %s", l.Name, st.Rate.From, st.Rate.To, l.unit(), st.Rate.Over)
 	case st.Rate != nil:
-		return fmt.Sprintf("%s: %g req/s", l.Name, st.Rate.To)
+		return fmt.Sprintf("%s: %g %s", l.Name, st.Rate.To, l.unit())
 	}
 	return l.Name
+}
+
+func (l Level) unit() string {
+	if l.Unit == "" {
+		return "req/s"
+	}
+	return l.Unit
 }
 
 // resultsHeader is the seed's results table, with the SLO and throughput columns beside it.

@@ -144,9 +144,9 @@ func questionSection(b *strings.Builder, in Input) {
 	if slo == "" {
 		slo = "an SLO (none is set in the scenario)"
 	}
-	fmt.Fprintf(b, "At the request mix of `%s`, what rate does %s sustain within %s, measured from this machine — closed loop up to %d sessions, open loop at %g, %g and %g, and through a ramp from %g to %g?\n\n",
+	fmt.Fprintf(b, "At the request mix of `%s`, what rate does %s sustain within %s, measured from this machine — closed loop up to %d sessions, open loop at %g, %g and %g %s, and through a ramp from %g to %g %s?\n\n",
 		filepath.Base(sc.File), targetText(sc), slo, in.Plan.Ladder[len(in.Plan.Ladder)-1], in.Plan.Rates.Mean, in.Plan.Rates.Peak,
-		round4(PeakFactor*in.Plan.Rates.Peak), in.Plan.Rates.Mean, round4(PeakFactor*in.Plan.Rates.Peak))
+		round4(PeakFactor*in.Plan.Rates.Peak), in.Plan.RateUnit, in.Plan.Rates.Mean, round4(PeakFactor*in.Plan.Rates.Peak), in.Plan.RateUnit)
 	b.WriteString("Written by plload from the scenario: agree it with the customer, with a date and a name, before quoting any number from this report.\n")
 }
 
