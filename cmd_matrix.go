@@ -153,26 +153,47 @@ func (m *matrixRun) run(ctx context.Context, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "plload matrix %s: %s; results in %s\n", m.sc.Name, m.planText(), dir)
 	in := matrix.Input{Scenario: m.sc, Plan: m.plan, Dir: dir, Command: m.command, Tool: toolName(), Started: time.Now()}
-	sent := false
+	sent, unreachable := false, ""
 	for i, p := range m.plan.Parts {
 		o := matrix.Outcome{Part: p}
-		if p.Skip == "" && !in.Interrupted {
+		switch {
+		case in.Interrupted:
+		case p.Skip != "":
+			fmt.Fprintf(stdout, "\n== part %s: %s: skipped: %s ==\n", p.ID, p.Title, p.Skip)
+		case unreachable != "":
+			// More load on a target that stopped answering measures nothing but the outage.
+			o.Part.Skip = unreachable
+			fmt.Fprintf(stdout, "\n== part %s: %s: not run: %s ==\n", p.ID, p.Title, unreachable)
+		default:
 			fmt.Fprintf(stdout, "\n== part %s: %s ==\n", p.ID, p.Title)
 			var code int
 			o, code = m.runPart(ctx, p, m.parts[i], filepath.Join(dir, p.ID), stdout, stderr)
 			if code == exitBadInput && !sent && len(o.Runs) == 0 {
 				os.RemoveAll(dir) // nothing was sent: leave no empty matrix behind
-				return &exitError{code: exitBadInput, err: errors.New(strings.Join(o.Failures, "\n"))}
+				return &exitError{code: exitBadInput, err: fmt.Errorf("part %s %s", p.ID, strings.Join(o.Failures, "\n"))}
 			}
 			sent = true
 			in.Interrupted = code == exitInterrupted
-		} else if p.Skip != "" {
-			fmt.Fprintf(stdout, "\n== part %s: %s: skipped: %s ==\n", p.ID, p.Title, p.Skip)
+			if why := abortedIn(o); why != "" {
+				unreachable = fmt.Sprintf("part %s stopped: %s", p.ID, why)
+			}
 		}
 		in.Outcomes = append(in.Outcomes, o)
 	}
 	in.Finished = time.Now()
 	return m.finish(in, stdout)
+}
+
+// abortedIn is why the engine stopped a stage of the part (the target stopped answering), or "".
+func abortedIn(o matrix.Outcome) string {
+	for _, r := range o.Runs {
+		for _, st := range r.Stages {
+			if st.Engine.Aborted != "" {
+				return st.Engine.Aborted
+			}
+		}
+	}
+	return ""
 }
 
 // planText is the parts in one line, for the terminal.

@@ -131,6 +131,46 @@ func TestMatrixWithoutRates(t *testing.T) {
 	}
 }
 
+// TestMatrixDeadTarget: a target that refuses connections is bad input when the preflight finds it
+// (exit 2, nothing written); without the preflight, the first part stops as unreachable and the
+// later parts are not run against the outage, said in the report (exit 1).
+func TestMatrixDeadTarget(t *testing.T) {
+	scenario := writeMatrixScenario(t, `name: mx
+target: {base_url: http://127.0.0.1:1/v1, model: m, timeout: 2s, server_metrics_url: "off"}
+personas: {count: 1, system_prompt_tokens: 10}
+session: {turns: 1, user_input_tokens: 10, max_output_tokens: 8, think_time: 0s}
+load:
+  mode: concurrency
+  abort_after: 500ms
+  stages:
+    - {concurrency: 2, warmup: 0s, duration: 2s}
+matrix: {mean_rate: 2, peak_rate: 4}
+slo: {ttft: {p95: 1s}}
+`)
+	out := t.TempDir()
+	code, _, stderr := plload(t, "matrix", scenario, "--out", out)
+	if entries, _ := os.ReadDir(out); code != 2 || !strings.Contains(stderr, "part A did not run") || !strings.Contains(stderr, "connection refused") || len(entries) != 0 {
+		t.Errorf("preflight: exit %d, wrote %v, stderr:\n%s\nwant 2, nothing written", code, entries, stderr)
+	}
+	code, stdout, stderr := plload(t, "matrix", scenario, "--out", out, "--no-preflight", "--quiet", "--repeats", "1")
+	if code != 1 || !strings.Contains(stderr, "part A: stage 01 failed: target unreachable") {
+		t.Fatalf("exit %d, want 1 naming part A's unreachable target\n%s\n%s", code, stdout, stderr)
+	}
+	dir := oneDir(t, filepath.Join(out, "mx-matrix-*"))
+	for _, part := range []string{"B", "D"} {
+		if _, err := os.Stat(filepath.Join(dir, part)); !os.IsNotExist(err) {
+			t.Errorf("part %s ran against a dead target (%v)", part, err)
+		}
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
+	if lim := mdSection(string(md), "Limitations"); !strings.Contains(lim, "Part B (open loop at mean, peak and peak +30 %) did not run: part A stopped: target unreachable") {
+		t.Errorf("Limitations do not say why B did not run:\n%s", lim)
+	}
+	if v := mdSection(string(md), "Verdict"); !strings.Contains(v, "part B (open loop) did not run") {
+		t.Errorf("Verdict:\n%s", v)
+	}
+}
+
 // TestMatrixReplayMissesTheSLO: with a trace the matrix replays it as part C (its own replay stage,
 // time_scale kept); an SLO no stage of any part can meet makes it exit 1 with the report written,
 // and so does a stage that failed as plload run decides (errors over slo.error_rate), named by part.

@@ -54,9 +54,12 @@ func Markdown(in Input) string {
 func Headline(in Input) string {
 	op, ok := Operating(in.Outcomes)
 	slo := report.SLOText(in.Scenario.SLO)
+	b, _ := outcome(in, PartB)
 	switch {
 	case slo == "":
 		return "no SLO set: the matrix measured the curves but cannot say what load meets an objective (set slo: in the scenario)"
+	case len(b.Runs) == 0:
+		return fmt.Sprintf("part B (open loop) did not run, so no rate was held to the SLO (%s)", slo)
 	case !ok:
 		return fmt.Sprintf("no open-loop rate met the SLO (%s) in every repeat", slo)
 	}
@@ -89,7 +92,11 @@ func verdictSection(b *strings.Builder, in Input) {
 	b.WriteString("\n\n")
 	if a, ok := outcome(in, PartA); ok && a.Part.Skip == "" && len(a.Runs) > 0 {
 		top, tok, safe := saturation(a)
-		fmt.Fprintf(b, "- A, closed loop: throughput peaked at %.0f out tok/s (median of its repeats) at %s — saturation, not capacity.", tok, top.offered())
+		if tok > 0 {
+			fmt.Fprintf(b, "- A, closed loop: throughput peaked at %.0f out tok/s (median of its repeats) at %s — saturation, not capacity.", tok, top.offered())
+		} else {
+			b.WriteString("- A, closed loop: no request succeeded.")
+		}
 		if safe != "" {
 			fmt.Fprintf(b, " The largest concurrency that met the SLO in every repeat: %s.", safe)
 		}
