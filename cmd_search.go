@@ -269,8 +269,8 @@ type prober struct {
 	count   int                   // probes judged, for the progress lines
 }
 
-// probe runs one stage at v and measures it. The engine stops a stage only when it ends or the
-// target is unreachable, so saturation is judged from the finished stage's records.
+// probe runs one stage at v and measures it. The stage stops early once its failure is certain
+// (search.EarlyStop); the other signs of saturation are judged from the finished stage's records.
 func (p *prober) probe(ctx context.Context, v float64) (int, search.Measurement, error) {
 	p.count++
 	spec := p.plan.stageAt(v)
@@ -284,7 +284,9 @@ func (p *prober) probe(ctx context.Context, v float64) (int, search.Measurement,
 	}
 	k := len(sc.Load.Stages)
 	var r engine.StageResult
+	early := search.NewEarlyStop(p.plan.slo, spec.Duration.D())
 	_, runErr := engine.Run(ctx, engine.Config{Scenario: sc, BaseURL: p.baseURL, Dir: p.dir, Log: p.log,
+		StopWhen: func(_ int, rec *metrics.Record) string { return early.Check(rec) },
 		Workload:         &workload.Workload{Personas: w.Personas, Picker: w.Picker, Stages: w.Stages[k-1:]},
 		ServerMetricsURL: serverMetricsURL(sc, p.baseURL),
 		OnStage:          func(res engine.StageResult) { r = res }})
@@ -327,6 +329,9 @@ func (p *prober) measure(r engine.StageResult, st *report.StageReport) (search.M
 		os.Remove(path)
 	}
 	m := s.Measurement()
+	if r.Stopped != "" && m.Saturated == "" {
+		m.Saturated = "stopped early, the load could no longer pass: " + r.Stopped
+	}
 	m.Invalid, m.Strained, m.LateMs = clientStrain(r, p.plan.slo)
 	return m, nil
 }

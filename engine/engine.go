@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/plload/plload/metrics"
@@ -43,6 +44,11 @@ type Config struct {
 	OnStage func(StageResult)
 	// MaxEventBytes bounds one SSE event (0: the sse default).
 	MaxEventBytes int
+	// StopWhen, when set, sees every finished request of a stage (from the sessions' goroutines, so it
+	// must be safe for concurrent use) and may end the stage early by returning why: the stage stops
+	// issuing, drains as at its end, and its window ends there (StageResult.Stopped). plload search
+	// stops a probe whose failure is already certain; later stages still run.
+	StopWhen func(stage int, rec *metrics.Record) string
 	// OnTokenEvent, when set, sees every token event as it is read (the self-test uses it). It runs on
 	// the request path: keep it short.
 	OnTokenEvent func(*sse.Event)
@@ -97,6 +103,9 @@ type StageResult struct {
 	// Aborted says why the engine stopped the stage early ("" when it ran its course): nothing
 	// reached the target for load.abort_after. The stage failed; later stages do not run.
 	Aborted string
+	// Stopped says why Config.StopWhen ended the stage early ("" when it did not); its window ends
+	// there (InterruptNs), and later stages run.
+	Stopped string
 	// Failures are the stage's failed requests by kind, each with its first message.
 	Failures   []metrics.KindCount
 	Start, End time.Time
@@ -197,6 +206,11 @@ type stageRun struct {
 	// aborted is why the engine stopped the stage (target unreachable), at abortedAt.
 	aborted   string
 	abortedAt time.Time
+	// stopped is why Config.StopWhen ended the stage, at stoppedAt; stopIssuing ends the issuing.
+	stopOnce    sync.Once
+	stopped     string
+	stoppedAt   time.Time
+	stopIssuing func()
 }
 
 func stageDir(dir string, stage int) string {
@@ -308,6 +322,8 @@ func (s *stageRun) fillResult(res *StageResult, interrupted bool) {
 	res.Outages, res.Failures = s.outages.outages(), s.failures.Kinds()
 	if s.aborted != "" && !interrupted {
 		res.Aborted, res.InterruptNs = s.aborted, clk.ns(s.abortedAt) // the window ends where the stage did
+	} else if s.stopped != "" && !interrupted {
+		res.Stopped, res.InterruptNs = s.stopped, clk.ns(s.stoppedAt)
 	}
 	if res.Reused > 0 {
 		log.Warn("the session pool ran dry: sessions were reused", "reused", res.Reused, "pool", len(s.pool.Sessions))

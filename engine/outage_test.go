@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -206,4 +207,35 @@ func errorRecordConnect() *metrics.RecordError {
 
 func errorRecordHTTP(code int) *metrics.RecordError {
 	return &metrics.RecordError{Code: metrics.Some(code), Type: "HTTP", Message: "x"}
+}
+
+// TestStopWhenEndsTheStageEarly: a StopWhen that answers on the fifth finished request ends the
+// stage's issuing there, the stage drains, its window ends at the stop, and the next stage runs.
+func TestStopWhenEndsTheStageEarly(t *testing.T) {
+	m, _ := startMock(t, func(c *mock.Config) { c.TTFT, c.TPS = 20*time.Millisecond, 500 })
+	text := scenarioYAML(m, shortSessions, "  mode: concurrency\n  drain_timeout: 5s\n  stages:\n    - {concurrency: 2, duration: 20s}\n    - {concurrency: 2, duration: 1s}")
+	var seen atomic.Int64
+	began := time.Now()
+	res, _, err := runScenarioConfig(t, context.Background(), text, func(c *Config) {
+		c.StopWhen = func(stage int, _ *metrics.Record) string {
+			if stage == 1 && seen.Add(1) == 5 {
+				return "five is enough"
+			}
+			return ""
+		}
+	})
+	if err != nil || len(res) != 2 {
+		t.Fatalf("err %v, %d stages; want both stages run", err, len(res))
+	}
+	r := res[0]
+	t.Logf("stage 1: %d requests, stopped %q after %v", r.Issued, r.Stopped, time.Since(began))
+	if r.Stopped != "five is enough" || r.InterruptNs == 0 || r.Partial || time.Since(began) > 10*time.Second {
+		t.Fatalf("stage 1: stopped %q, interrupt %d, partial %v after %v", r.Stopped, r.InterruptNs, r.Partial, time.Since(began))
+	}
+	if r.Issued > 5+2+2 { // the five, what was in flight, and at most one more turn per session
+		t.Errorf("stage 1 issued %d requests after the stop was asked for on the fifth", r.Issued)
+	}
+	if res[1].Stopped != "" || res[1].OK == 0 {
+		t.Errorf("stage 2: stopped %q, %d ok", res[1].Stopped, res[1].OK)
+	}
 }

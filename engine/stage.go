@@ -98,6 +98,7 @@ func (s *stageRun) drive(ctx context.Context, origin time.Time) bool {
 	defer cancelRequests()
 	issueCtx, stopIssuing := context.WithCancel(reqCtx)
 	defer stopIssuing()
+	s.stopIssuing = stopIssuing
 
 	model := s.newLoadModel() // an open loop's schedule is drawn before the origin, not on its time
 	if n := s.maxInFlight(); n > 0 {
@@ -208,6 +209,15 @@ func (s *stageRun) watch(rec *metrics.Record, end time.Time) {
 	s.outages.observe(rec, end)
 	if rec.Error != nil {
 		s.failures.Add(rec)
+	}
+	if stop := s.cfg.StopWhen; stop != nil {
+		if why := stop(s.pool.Stage, rec); why != "" {
+			s.stopOnce.Do(func() {
+				s.stopped, s.stoppedAt = why, time.Now()
+				s.log.Info("stage stopped early", "reason", why)
+				s.stopIssuing()
+			})
+		}
 	}
 }
 

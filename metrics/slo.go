@@ -234,7 +234,7 @@ func (s *StageSummary) LatencyDist(metric string) Dist {
 // or E2E (nothing streamed, or only reasoning) fails theirs. With no limit every request meets them.
 func meetsLimits(limits []LatencyLimit, r *Record) bool {
 	for _, l := range limits {
-		v, ok := requestValue(l.Metric, r)
+		v, ok := RequestValue(l.Metric, r)
 		switch {
 		case !ok && (l.Metric == SLOMetricTPOT || l.Metric == SLOMetricITL):
 			continue
@@ -245,9 +245,9 @@ func meetsLimits(limits []LatencyLimit, r *Record) bool {
 	return true
 }
 
-// requestValue is one request's own value of an SLO metric, in ms: itl is its mean ITL (the record's
+// RequestValue is one request's own value of an SLO metric, in ms: itl is its mean ITL (the record's
 // inter_token_latency, else its TPOT).
-func requestValue(metric string, r *Record) (float64, bool) {
+func RequestValue(metric string, r *Record) (float64, bool) {
 	var v Opt[float64]
 	switch metric {
 	case SLOMetricTTFT:

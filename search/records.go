@@ -99,10 +99,7 @@ func requestValues(metric string, r *metrics.Record) ([]float64, bool) {
 	case metrics.SLOMetricE2E:
 		v = r.RequestLatency
 	case metrics.SLOMetricTPOT:
-		// (E2E − TTFT) ÷ (OSL − 1), as the stage summary's TPOT (SPEC §13); none below 2 tokens.
-		if r.RequestLatency.OK && r.TTFT.OK && r.OutputSequenceLength.OK && r.OutputSequenceLength.V >= 2 {
-			v = metrics.Some((r.RequestLatency.V - r.TTFT.V) / float64(r.OutputSequenceLength.V-1))
-		}
+		v = metrics.RequestTPOT(r) // as the stage summary's TPOT
 	}
 	return []float64{v.V}, v.OK
 }
