@@ -154,13 +154,13 @@ func (a *absorbWindows) add(r *Record) {
 // (a cancelled request that never got that far).
 func absorbValue(metric string, r *Record) (v float64, censored, ok bool) {
 	if r.OK() {
-		v, ok = requestValue(metric, r)
+		v, ok = RequestValue(metric, r)
 		return v, false, ok
 	}
 	cancelled := Ms(endNs(r) - r.RequestStartNs)
 	switch metric {
 	case SLOMetricTTFT, SLOMetricTTFO:
-		if v, ok := requestValue(metric, r); ok {
+		if v, ok := RequestValue(metric, r); ok {
 			return v, false, true
 		}
 		return cancelled, true, true
