@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -209,5 +212,61 @@ slo: {ttft: {p95: 1ms}, error_rate: 0.01}
 	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
 	if verdict := mdSection(string(md), "Verdict"); err != nil || !strings.Contains(verdict, "no open-loop rate met the SLO") || !strings.Contains(verdict, "**Part C failed**: stage 01 failed: error rate") {
 		t.Errorf("report.md (%v) verdict:\n%s", err, mdSection(string(md), "Verdict"))
+	}
+}
+
+// cancelOn is a stdout that cancels the run's context when a line containing mark is written, as
+// Ctrl+C would at that moment.
+type cancelOn struct {
+	mu     sync.Mutex
+	buf    bytes.Buffer
+	mark   string
+	cancel context.CancelFunc
+}
+
+func (w *cancelOn) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf.Write(p)
+	if strings.Contains(w.buf.String(), w.mark) {
+		w.cancel()
+	}
+	return len(p), nil
+}
+
+// TestMatrixInterrupted: stopped in part A's second stage, the matrix keeps A's partial results
+// directory, runs no later part, writes the report saying so, and exits 130.
+func TestMatrixInterrupted(t *testing.T) {
+	scenario := writeMatrixScenario(t, `name: mx
+target: {base_url: mock, model: m, mock: {ttft: 20ms, tps: 400}}
+personas: {count: 1, system_prompt_tokens: 10}
+session: {turns: 1, user_input_tokens: 10, max_output_tokens: 8, think_time: 0s}
+load:
+  mode: concurrency
+  stages:
+    - {concurrency: 2, warmup: 0s, duration: 500ms}
+matrix: {mean_rate: 2, peak_rate: 4, max_concurrency: 2}
+slo: {ttft: {p95: 1s}}
+`)
+	out := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stdout := &cancelOn{mark: "stage 01/02 done", cancel: cancel}
+	var stderr bytes.Buffer
+	code := run(ctx, []string{"plload", "matrix", scenario, "--out", out, "--quiet", "--repeats", "1"}, stdout, &stderr)
+	if code != exitInterrupted {
+		t.Fatalf("exit %d, want 130\n%s\n%s", code, stdout.buf.String(), stderr.String())
+	}
+	dir := oneDir(t, filepath.Join(out, "mx-matrix-*"))
+	stages, err := report.ReadRun(oneDir(t, filepath.Join(dir, "A", "mx-A-*")))
+	if err != nil || len(stages) != 2 || !stages[1].Summary.Partial {
+		t.Errorf("part A: %v, %d stages, want the second partial", err, len(stages))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "B")); !os.IsNotExist(err) {
+		t.Errorf("part B ran after the interrupt (%v)", err)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
+	if !strings.Contains(mdSection(string(md), "Verdict"), "**Interrupted**") || !strings.Contains(mdSection(string(md), "Results"), "(partial)") {
+		t.Errorf("report.md does not say the matrix was interrupted:\n%s", md)
 	}
 }
