@@ -336,10 +336,6 @@ func (p *prober) measure(r engine.StageResult, st *report.StageReport) (search.M
 	return m, nil
 }
 
-// lateEvents is how many scheduling delays one latency can suffer (the send, the first read, the
-// next read), as the gate counts them.
-const lateEvents = 3
-
 // schedPeriodMs is how long a runnable thread may wait for a CPU at a time, taken as the Linux
 // scheduler's period on a 2-core machine (CFS: 6 ms × (1 + log2 2)): the lateness per event a
 // client whose threads waited for a CPU is allowed, since that wait is not measured per event.
@@ -370,9 +366,9 @@ func clientStrain(r engine.StageResult, slo search.SLO) (full, late string, late
 	for _, l := range slo.Latency {
 		tightest = min(tightest, l.LimitMs)
 	}
-	lateMs = lateEvents * max(h.SchedLatencyP99Ms, schedPeriodMs)
+	lateMs = metrics.InjectorLateEvents * max(h.SchedLatencyP99Ms, schedPeriodMs)
 	if len(w) == 1 && h.SchedLatencyP99Ms > metrics.InjectorSchedWarnMs {
-		if lateMs = lateEvents * h.SchedLatencyP99Ms; lateMs <= tightest/10 {
+		if lateMs = metrics.InjectorLateEvents * h.SchedLatencyP99Ms; lateMs <= tightest/10 {
 			return full, "", 0
 		}
 	}

@@ -21,6 +21,12 @@ type InjectorHealth struct {
 	RunQueueWaitPercent Opt[float64] `json:"run_queue_wait_percent,omitzero"`
 }
 
+// InjectorLateEvents is how many scheduling delays one measurement can suffer: a TTFT spans the
+// send and the first read, a chunk gap two reads, a request's cycle its send, reads and the next
+// send; 3 of them, each at most the p99 scheduling latency for nearly every request, bound how
+// late a strained client's measurement can read (the gate and plload search use it).
+const InjectorLateEvents = 3
+
 // Thresholds of the injector warnings.
 const (
 	InjectorCPUWarnShare  = 0.8 // of the cores the process may use

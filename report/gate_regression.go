@@ -263,18 +263,13 @@ func (p pair) settle(ch Check, m change) Check {
 	return ch
 }
 
-// lateEvents is how many scheduling delays one measurement can suffer: a TTFT spans the send and the
-// first read, a chunk gap two reads, a request's cycle its send, reads and the next send; 3 of them,
-// each at most the p99 scheduling latency for nearly every request, bound its lateness.
-const lateEvents = 3
-
 // boundedLateness is how late, in ms, a strained client's measurements can be when the only warning
 // is the Go scheduler's latency, which is a measured delay; bounded is false when any other warning
 // (CPU, threads waiting for a CPU, GC, or one added later) stands, since those carry no such bound.
 func boundedLateness(h metrics.InjectorHealth) (ms float64, bounded bool) {
 	w := h.Warnings()
 	if len(w) == 1 && h.SchedLatencyP99Ms > metrics.InjectorSchedWarnMs {
-		return lateEvents * h.SchedLatencyP99Ms, true
+		return metrics.InjectorLateEvents * h.SchedLatencyP99Ms, true
 	}
 	return 0, len(w) == 0
 }
@@ -326,7 +321,7 @@ func strainedInjector(base, cand *StageReport, status string, sways func(*StageR
 	}
 	if late, bounded := boundedLateness(st.Injector); bounded && !sways(st, late) {
 		return "", "", fmt.Sprintf("the %s run's client was strained (%s), too little to sway this: %d × that delay, %.2g ms, cannot move the interval across the tolerance",
-			side, w[0], lateEvents, late)
+			side, w[0], metrics.InjectorLateEvents, late)
 	}
 	what := map[string]string{"baseline": "an inflated baseline can hide a regression",
 		"candidate": "an inflated candidate can fake one"}[side]
