@@ -158,11 +158,13 @@ func NewPlan(sc *workload.Scenario, rates Rates, repeats int) Plan {
 	return p
 }
 
-// replayPart is C: the trace on its own clock, once per repeat — the scenario's own replay stages
-// when it is a replay, else one stage as long as the trace.
+// replayPart is C: the trace (or a timed dataset) on its own clock, once per repeat — the scenario's
+// own replay stages when it is a replay, else one stage as long as the trace.
 func replayPart(sc *workload.Scenario, repeats int) Part {
 	c := Part{ID: PartC, Title: "replay of the trace", Purpose: "realistic burstiness and length mix", Mode: workload.ModeReplay, Runs: repeats}
-	if sc.Workload == nil || sc.Workload.Trace == nil {
+	// A replay scenario's source has times (workload refuses one without): a dataset with
+	// timestamps replays as a trace does.
+	if sc.Workload == nil || sc.Workload.Trace == nil && sc.Load.Mode != workload.ModeReplay {
 		c.Skip = "the scenario names no workload.trace, so there is no traffic to replay; add one (SPEC §12) to run part C"
 		return c
 	}

@@ -198,3 +198,51 @@ func TestPartScenariosParse(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayOfATimedDataset: a replay scenario over a dataset with timestamps (no trace) has part C,
+// its own replay stage, and that part builds; the same dataset in a closed loop has nothing to replay.
+func TestReplayOfATimedDataset(t *testing.T) {
+	dir := t.TempDir()
+	timed := `{"session_id": "a", "turns": [{"text": "hello there", "timestamp": 0, "output_length": 3}]}
+{"session_id": "b", "turns": [{"text": "second one", "timestamp": 250.5, "output_length": 3}]}
+`
+	if err := os.WriteFile(filepath.Join(dir, "d.jsonl"), []byte(timed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		load string
+		runs bool
+	}{
+		{"load:\n  mode: replay\n  stages:\n    - {name: hour, duration: 1s}\n", true},
+		{"load:\n  mode: concurrency\n  stages:\n    - {concurrency: 1, duration: 1s}\n", false},
+	} {
+		path := filepath.Join(dir, "s.yaml")
+		text := "name: r\ntarget: {base_url: mock}\nworkload:\n  dataset: {file: d.jsonl, format: aiperf}\n" + c.load
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sc, data := load(t, path)
+		part := NewPlan(sc, Rates{Mean: 1, Peak: 2}, 2).Parts[2]
+		if got := part.Skip == ""; got != c.runs {
+			t.Errorf("%s: part C runs %v (skip %q), want %v", c.load, got, part.Skip, c.runs)
+			continue
+		}
+		if !c.runs {
+			continue
+		}
+		if part.Runs != 2 || len(part.Stages) != 1 || part.Stages[0].Name != "hour" {
+			t.Errorf("part C: %d runs of %+v, want 2 runs of the scenario's stage", part.Runs, part.Stages)
+		}
+		text2, err := ScenarioYAML(data, part)
+		if err != nil {
+			t.Fatal(err)
+		}
+		psc, issues := workload.Parse(path, text2, workload.LoadOptions{})
+		if err := issues.Err(); err != nil {
+			t.Fatalf("part C: %v\n%s", err, text2)
+		}
+		if _, err := psc.Build(); err != nil {
+			t.Errorf("part C: Build: %v", err)
+		}
+	}
+}
