@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v3"
@@ -147,6 +149,8 @@ func partScenario(file string, data []byte, p matrix.Part) (*workload.Scenario, 
 
 // run runs the parts in order, writes the matrix report over their results and decides the exit code.
 func (m *matrixRun) run(ctx context.Context, stdout, stderr io.Writer) error {
+	ctx, stopSignals := quietInterrupt(ctx)
+	defer stopSignals()
 	dir, err := makeRunDir(m.base, m.sc.Name+"-matrix", "")
 	if err != nil {
 		return badInput("results directory: %v; choose another with --out or output.dir", err)
@@ -180,8 +184,33 @@ func (m *matrixRun) run(ctx context.Context, stdout, stderr io.Writer) error {
 		}
 		in.Outcomes = append(in.Outcomes, o)
 	}
+	in.Interrupted = in.Interrupted || ctx.Err() != nil // stopped after the last part's stages ended
 	in.Finished = time.Now()
 	return m.finish(in, stdout)
+}
+
+// quietInterrupt cancels the returned context on the first SIGINT, SIGTERM or SIGHUP, silently.
+// Between parts no run's own handler (interruptible, which says what it does and exits at a second
+// signal) is installed, and a signal there would kill the process before the matrix report is
+// written; with this one the next part sees the cancelled context and the matrix ends as
+// interrupted, report written, exit 130.
+func quietInterrupt(parent context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(parent)
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-signals:
+			cancel()
+		case <-done:
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(signals)
+		close(done)
+		cancel()
+	}
 }
 
 // abortedIn is why the engine stopped a stage of the part (the target stopped answering), or "".
