@@ -13,10 +13,17 @@ type Dist struct {
 	Mean float64 `json:"mean"`
 	Min  float64 `json:"min"`
 	Max  float64 `json:"max"`
-	P50  float64 `json:"p50"`
-	P90  float64 `json:"p90"`
-	P95  float64 `json:"p95"`
-	P99  float64 `json:"p99"`
+	// P1, P5, P10, P25 and P75 are the low percentiles AIPerf's summary has (p1 … p99): left out of
+	// JSON when 0, as where nothing computed them (a histogram's Dist), and read back as 0 either way.
+	P1  float64 `json:"p1,omitempty"`
+	P5  float64 `json:"p5,omitempty"`
+	P10 float64 `json:"p10,omitempty"`
+	P25 float64 `json:"p25,omitempty"`
+	P50 float64 `json:"p50"`
+	P75 float64 `json:"p75,omitempty"`
+	P90 float64 `json:"p90"`
+	P95 float64 `json:"p95"`
+	P99 float64 `json:"p99"`
 	// Std is the population standard deviation (as AIPerf and numpy's default compute it).
 	Std float64 `json:"std"`
 }
@@ -24,8 +31,8 @@ type Dist struct {
 // Known reports whether the distribution has any value.
 func (d Dist) Known() bool { return d.N > 0 }
 
-// Stat is one statistic by its JSON key (n aside): mean, min, max, p50, p90, p95, p99 or std; false
-// when the distribution is empty or the name unknown.
+// Stat is one statistic by its JSON key (n aside): mean, min, max, p1, p5, p10, p25, p50, p75, p90,
+// p95, p99 or std; false when the distribution is empty or the name unknown.
 func (d Dist) Stat(name string) (float64, bool) {
 	if d.N == 0 {
 		return 0, false
@@ -37,8 +44,18 @@ func (d Dist) Stat(name string) (float64, bool) {
 		return d.Min, true
 	case "max":
 		return d.Max, true
+	case "p1":
+		return d.P1, true
+	case "p5":
+		return d.P5, true
+	case "p10":
+		return d.P10, true
+	case "p25":
+		return d.P25, true
 	case "p50":
 		return d.P50, true
+	case "p75":
+		return d.P75, true
 	case "p90":
 		return d.P90, true
 	case "p95":
@@ -173,6 +190,7 @@ func (v sortedView) summary() Dist {
 		v.each(func(x float64) { sq += (x - mean) * (x - mean) })
 	}
 	return Dist{N: n, Mean: mean, Min: v.at(0), Max: v.at(n - 1),
-		P50: v.percentile(50), P90: v.percentile(90), P95: v.percentile(95), P99: v.percentile(99),
+		P1: v.percentile(1), P5: v.percentile(5), P10: v.percentile(10), P25: v.percentile(25),
+		P50: v.percentile(50), P75: v.percentile(75), P90: v.percentile(90), P95: v.percentile(95), P99: v.percentile(99),
 		Std: math.Sqrt(sq / float64(n))}
 }

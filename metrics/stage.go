@@ -55,6 +55,7 @@ type Stage struct {
 	// union, summarized without a copy.
 	ttftFirst, ttftLater             []float64
 	latTTFO, latE2E, itlPerReq, tpot []float64
+	ttst, isl, osl, perUser          []float64
 	ttftIntended, e2eIntended        []float64
 	gaps                             []float64 // pooled chunk gaps
 	hdr                              *hdrhistogram.Histogram
@@ -220,6 +221,10 @@ func (s *Stage) success(r *Record) {
 	appendOpt(&s.latE2E, r.RequestLatency)
 	appendOpt(&s.itlPerReq, r.InterTokenLatency)
 	appendOpt(&s.tpot, RequestTPOT(r))
+	appendOpt(&s.ttst, r.TTST)
+	appendOpt(&s.perUser, r.ThroughputPerUser)
+	appendOptInt(&s.isl, r.InputSequenceLength)
+	appendOptInt(&s.osl, r.OutputSequenceLength)
 	if r.TTFT.OK {
 		if r.TurnIndex == 0 {
 			s.ttftFirst = append(s.ttftFirst, r.TTFT.V)
@@ -268,6 +273,12 @@ func (s *Stage) success(r *Record) {
 func appendOpt(to *[]float64, v Opt[float64]) {
 	if v.OK {
 		*to = append(*to, v.V)
+	}
+}
+
+func appendOptInt(to *[]float64, v Opt[int]) {
+	if v.OK {
+		*to = append(*to, float64(v.V))
 	}
 }
 

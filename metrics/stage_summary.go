@@ -29,8 +29,15 @@ type StageSummary struct {
 	} `json:"requests"`
 	TTFT Dist `json:"ttft_ms"`
 	TTFO Dist `json:"ttfo_ms"`
-	E2E  Dist `json:"e2e_ms"`
-	ITL  Dist `json:"itl_ms"` // pooled gaps between token events
+	// TTST (time to second token), ISL and OSL (input and output sequence length, tokens, reasoning
+	// included) and PerUser (output tokens per second per user: the records' 1 ÷ ITL) are over the
+	// same requests as TTFT: AIPerf's summary reports each.
+	TTST    Dist `json:"ttst_ms"`
+	ISL     Dist `json:"isl_tokens"`
+	OSL     Dist `json:"osl_tokens"`
+	PerUser Dist `json:"out_tok_per_sec_per_user"`
+	E2E     Dist `json:"e2e_ms"`
+	ITL     Dist `json:"itl_ms"` // pooled gaps between token events
 	// TPOT is time per output token, per request: (E2E − TTFT) ÷ (OSL − 1) with OSL =
 	// output_sequence_length (reasoning included) — AIPerf's inter_token_latency, vLLM's TPOT.
 	TPOT      Dist   `json:"tpot_ms"`
@@ -153,6 +160,7 @@ func (s *Stage) Summary() *StageSummary {
 	sum.TTFTByTurn = TurnSplit{First: summarize(s.ttftFirst), Later: summarize(s.ttftLater)}
 	sum.TTFT, sum.TTFO, sum.E2E = summarizeUnion(s.ttftFirst, s.ttftLater), summarize(s.latTTFO), summarize(s.latE2E)
 	sum.ITLPerRequest, sum.TPOT = summarize(s.itlPerReq), summarize(s.tpot)
+	sum.TTST, sum.ISL, sum.OSL, sum.PerUser = summarize(s.ttst), summarize(s.isl), summarize(s.osl), summarize(s.perUser)
 	sum.TTFTFromIntended, sum.E2EFromIntended = summarize(s.ttftIntended), summarize(s.e2eIntended)
 	sum.ITL = s.pooledITL()
 	sum.StartLag, sum.ThinkLag = summarize(s.startLag), summarize(s.thinkLag)
@@ -187,8 +195,9 @@ func (s *Stage) pooledITL() Dist {
 		return summarize(s.gaps)
 	}
 	ms := func(ns int64) float64 { return float64(ns) / 1e6 }
+	q := func(p float64) float64 { return ms(h.ValueAtQuantile(p)) }
 	return Dist{N: int(h.TotalCount()), Mean: h.Mean() / 1e6, Min: ms(h.Min()), Max: ms(h.Max()), Std: h.StdDev() / 1e6,
-		P50: ms(h.ValueAtQuantile(50)), P90: ms(h.ValueAtQuantile(90)), P95: ms(h.ValueAtQuantile(95)), P99: ms(h.ValueAtQuantile(99))}
+		P1: q(1), P5: q(5), P10: q(10), P25: q(25), P50: q(50), P75: q(75), P90: q(90), P95: q(95), P99: q(99)}
 }
 
 // rates divides the window's counts by its seconds: throughput, and goodput when the SLO sets a
