@@ -36,6 +36,9 @@ type rawRecord struct {
 		Persona            json.Number `json:"persona"`
 		DatasetSession     json.Number `json:"dataset_session"`
 		Retried            *bool       `json:"retried"`
+		// The early (2025) layout's names for request_start_ns and benchmark_phase.
+		TimestampNs json.Number `json:"timestamp_ns"`
+		CreditPhase *string     `json:"credit_phase"`
 	} `json:"metadata"`
 	Metrics rawMetrics `json:"metrics"`
 	Error   *struct {
@@ -127,8 +130,11 @@ func ParseRecord(line []byte) (*Record, error) {
 	rec.TurnIndex = int(num("turn_index", md.TurnIndex).V)
 	rec.CreditIssuedNs = num("credit_issued_ns", md.CreditIssuedNs).V
 	start := num("request_start_ns", md.RequestStartNs)
+	if !start.OK {
+		start = num("timestamp_ns", md.TimestampNs) // the early layout
+	}
 	if !start.OK && err == nil {
-		return nil, errors.New("metadata.request_start_ns is missing")
+		return nil, errors.New("metadata.request_start_ns (or the early layout's metadata.timestamp_ns) is missing")
 	}
 	rec.RequestStartNs = start.V
 	rec.RequestAckNs = num("request_ack_ns", md.RequestAckNs)
@@ -164,6 +170,9 @@ func ParseRecord(line []byte) (*Record, error) {
 			}
 		}
 	}
+	if err := raw.applyEarly(rec); err != nil {
+		return nil, err
+	}
 	return rec, nil
 }
 
@@ -188,6 +197,10 @@ type rawMetrics struct {
 	ErrorISL              rawMetric[number]  `json:"error_isl"`
 	OutputChars           rawMetric[number]  `json:"output_char_count"`
 	InterChunkLatency     rawMetric[numbers] `json:"inter_chunk_latency"`
+	// The early (2025) layout's tags (aiperf_layout.go maps them).
+	EarlyTTFT     rawMetric[number]      `json:"ttft"`
+	EarlyTTST     rawMetric[number]      `json:"ttst"`
+	MaxResponseNs rawMetric[json.Number] `json:"max_response_timestamp"`
 }
 
 // rawMetric is one {"value": ..., "unit": ...} entry; the unit is fixed by the tag.

@@ -1,0 +1,131 @@
+package metrics
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+)
+
+// The layouts a records file comes in (RECORDS.md, "Reading AIPerf's files"), told apart by its keys.
+const (
+	// LayoutEarly is AIPerf as published in its own examples (2025): metadata.timestamp_ns and
+	// credit_phase, metric tags ttft, ttst, min_request_timestamp, max_response_timestamp, and a
+	// cancelled request known only by its error (499, RequestCancellationError).
+	LayoutEarly = "early"
+	// Layout03 is AIPerf ≤ 0.3: the current keys, with null-valued keys written and the metric
+	// prefill_throughput.
+	Layout03 = "0.3"
+	// LayoutCurrent is AIPerf ≥ 0.4, the layout plload writes: null-valued keys left out.
+	LayoutCurrent = "current"
+)
+
+// layoutProbe holds only the keys that tell the layouts apart.
+type layoutProbe struct {
+	Metadata map[string]json.RawMessage `json:"metadata"`
+	Metrics  map[string]json.RawMessage `json:"metrics"`
+	Error    json.RawMessage            `json:"error"`
+}
+
+// DetectLayout names the layout of one record line: early when it has the early layout's keys,
+// 0.3 when it writes null-valued keys or carries 0.3's prefill_throughput, current otherwise.
+func DetectLayout(line []byte) (string, error) {
+	var p layoutProbe
+	if err := json.Unmarshal(line, &p); err != nil {
+		return "", fmt.Errorf("not a JSON record: %v", err)
+	}
+	_, hasStart := p.Metadata["request_start_ns"]
+	_, hasTimestamp := p.Metadata["timestamp_ns"]
+	_, hasCreditPhase := p.Metadata["credit_phase"]
+	if !hasStart && (hasTimestamp || hasCreditPhase) {
+		return LayoutEarly, nil
+	}
+	for _, tag := range []string{"ttft", "ttst", "min_request_timestamp", "max_response_timestamp"} {
+		if _, ok := p.Metrics[tag]; ok {
+			return LayoutEarly, nil
+		}
+	}
+	if _, ok := p.Metrics["prefill_throughput"]; ok {
+		return Layout03, nil
+	}
+	// encoding/json leaves Error nil when the key is absent and sets it to "null" when written null.
+	if string(p.Error) == "null" {
+		return Layout03, nil
+	}
+	for _, v := range p.Metadata {
+		if string(v) == "null" {
+			return Layout03, nil
+		}
+	}
+	return LayoutCurrent, nil
+}
+
+// DetectFileLayout names the layout of a records file from its first record line.
+func DetectFileLayout(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 256<<10), maxRecordLine)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := bytes.TrimSpace(sc.Bytes())
+		if len(text) == 0 {
+			continue
+		}
+		layout, err := DetectLayout(text)
+		if err != nil {
+			return "", fmt.Errorf("%s: line %d: %w", path, line, err)
+		}
+		return layout, nil
+	}
+	if err := sc.Err(); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return LayoutCurrent, nil // no records: nothing to tell apart
+}
+
+// applyEarly maps the early layout's keys onto rec where the current ones were absent (a record in
+// the current layout has none of them, so it is left as it was).
+func (raw *rawRecord) applyEarly(rec *Record) error {
+	md, m := &raw.Metadata, &raw.Metrics
+	if rec.BenchmarkPhase == "" && md.CreditPhase != nil {
+		rec.BenchmarkPhase = *md.CreditPhase
+	}
+	var ttft, ttst Opt[float64]
+	err := setMetrics([]metricTarget[float64]{{"ttft", &m.EarlyTTFT.Value, &ttft}, {"ttst", &m.EarlyTTST.Value, &ttst}},
+		func(v float64) float64 { return v })
+	if err != nil {
+		return err
+	}
+	if !rec.TTFT.OK {
+		rec.TTFT = ttft
+	}
+	if !rec.TTST.OK {
+		rec.TTST = ttst
+	}
+	if end := m.MaxResponseNs.Value; end != "" && !rec.RequestEndNs.OK {
+		v, err := parseInt(string(end))
+		if err != nil {
+			return fmt.Errorf("metrics.max_response_timestamp: %v", err)
+		}
+		rec.RequestEndNs = Some(v)
+	}
+	// The early layout has no was_cancelled: a cancelled request is known by its error alone.
+	if md.WasCancelled == nil && rec.Error != nil &&
+		(rec.Error.Type == ErrTypeCancelled || (rec.Error.Code.OK && rec.Error.Code.V == CodeCancelled)) {
+		rec.WasCancelled = true
+	}
+	// output_token_count is left out when the whole answer was reasoning.
+	if !rec.OutputTokenCount.OK && rec.OutputSequenceLength.OK && rec.ReasoningTokenCount.OK {
+		rec.OutputTokenCount = Some(rec.OutputSequenceLength.V - rec.ReasoningTokenCount.V)
+	}
+	if !rec.OutputSequenceLength.OK && (rec.OutputTokenCount.OK || rec.ReasoningTokenCount.OK) {
+		rec.OutputSequenceLength = Some(rec.OutputTokenCount.V + rec.ReasoningTokenCount.V)
+	}
+	return nil
+}
