@@ -54,6 +54,10 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, st sessionStart)
 	}()
 	for k, turn := range st.plan.Turns {
 		ss.setIntended(k, turn)
+		// A released turn's text is written again before the wait (the think time, from the second
+		// turn on), not between the credit and the send: 7 µs for a 40-token question, 160 µs with
+		// a 1,000-token document.
+		text := s.pool.UserText(&turn)
 		// A first request whose slot the dispatcher took is due and goes, even when the stage stopped
 		// issuing a moment after: the dispatcher counted it as started.
 		if !(k == 0 && st.slotHeld) && (!sleepUntil(issueCtx, ss.intended) || !s.acquireSlot(issueCtx)) {
@@ -75,7 +79,7 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, st sessionStart)
 			lag := metrics.Ms(int64(credit.Sub(st.scheduled)))
 			ss.sr.StartLagMs = &lag
 		}
-		ex := s.sendTurn(reqCtx, ss, k, turn, credit)
+		ex := s.sendTurn(reqCtx, ss, k, turn, text, credit)
 		s.releaseSlot()
 		last = ex
 		switch {
@@ -144,9 +148,9 @@ func (ss *session) setIntended(k int, turn workload.Turn) {
 	}
 }
 
-// sendTurn sends turn k (credit issued at credit) and writes its record.
-func (s *stageRun) sendTurn(reqCtx context.Context, ss *session, k int, turn workload.Turn, credit time.Time) *exchange {
-	ss.history = append(ss.history, newMessage("user", turn.User, turn.UserTokens))
+// sendTurn sends turn k, whose user message is text (credit issued at credit), and writes its record.
+func (s *stageRun) sendTurn(reqCtx context.Context, ss *session, k int, turn workload.Turn, text string, credit time.Time) *exchange {
+	ss.history = append(ss.history, newMessage("user", text, turn.UserTokens))
 	ss.isl += turn.UserTokens
 	ex := &exchange{rec: metrics.Record{
 		SessionNum:      int(s.counts.issued.Add(1) - 1),

@@ -37,6 +37,19 @@ type Turn struct {
 	// RecordedMessages are the file's own messages after this turn's user message (openai: the
 	// answer, or an agent's tool calls and tool results), replayed verbatim by history: recorded.
 	RecordedMessages []json.RawMessage
+	// seed writes synthetic text again after StagePool.ReleaseText dropped it (StagePool.UserText).
+	seed textSeed
+}
+
+// textSeed is how a synthetic turn's text was written: the generator's state before each piece
+// (16 bytes each, where the text is hundreds), so it can be written again, byte for byte, when the
+// session needs it. A pool holds every session of a stage for the whole run, while only the
+// sessions running need their text.
+type textSeed struct {
+	doc, question       rand.PCG
+	docTokens, questTok int32
+	index               int32 // the turn's position in its session (the document's title names it)
+	synthetic           bool
 }
 
 // SessionPlan is one conversation of a stage's pool.
@@ -52,6 +65,8 @@ type SessionPlan struct {
 
 // StagePool is the fixed set of sessions a stage draws from, and its dataset file.
 type StagePool struct {
+	// text writes released synthetic text again (nil for a pool from files, whose text is kept).
+	text     *textSource
 	Stage    int // 1-based
 	Spec     Stage
 	Sessions []SessionPlan
@@ -77,8 +92,11 @@ const (
 )
 
 // rng returns the generator for (stream, index) under the scenario seed.
-func (s *Scenario) rng(stream, index uint64) *rand.Rand {
-	return rand.New(rand.NewPCG(s.Seed, splitmix(stream<<48^index)))
+func (s *Scenario) rng(stream, index uint64) *rand.Rand { return rand.New(s.pcg(stream, index)) }
+
+// pcg is rng's source, for a caller that keeps its state (textSeed).
+func (s *Scenario) pcg(stream, index uint64) *rand.PCG {
+	return rand.NewPCG(s.Seed, splitmix(stream<<48^index))
 }
 
 // StageRNG returns the generator the engine uses for a stage's arrival schedule.
@@ -152,13 +170,14 @@ func (s *Scenario) Build() (*Workload, error) {
 }
 
 func (s *Scenario) buildStage(g *TextGen, w *Workload, stage int, st Stage) StagePool {
-	pool := StagePool{Stage: stage, Spec: st, Sessions: make([]SessionPlan, s.PoolSize(st))}
+	pool := StagePool{Stage: stage, Spec: st, Sessions: make([]SessionPlan, s.PoolSize(st)), text: newTextSource(s.Session.Language)}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	ss := s.Session
 	for i := range pool.Sessions {
-		r := s.rng(streamSession, uint64(stage)<<32|uint64(i))
+		pcg := s.pcg(streamSession, uint64(stage)<<32|uint64(i))
+		r := rand.New(pcg)
 		sp := SessionPlan{ID: fmt.Sprintf("s%02d-%06d", stage, i), Persona: w.Picker.Pick(r)}
 		nTurns := ss.Turns.SampleInt(r)
 		sp.Turns = make([]Turn, nTurns)
@@ -168,16 +187,20 @@ func (s *Scenario) buildStage(g *TextGen, w *Workload, stage int, st Stage) Stag
 				t.ThinkBefore = ss.ThinkTime.SampleDuration(r).Round(time.Millisecond)
 			}
 			t.MaxOutputTokens = ss.MaxOutputTokens.SampleInt(r)
+			t.seed = textSeed{index: int32(k), synthetic: true}
 			var doc string
 			docTokens := 0
 			if ss.RetrievedTokens != nil {
 				docTokens = ss.RetrievedTokens.SampleInt(r)
+				t.seed.doc, t.seed.docTokens = *pcg, int32(docTokens)
 				doc = g.ProseWith(r, docTokens, docOpening(s.Session.Language, k+1))
 			}
 			userTokens := ss.UserInputTokens.SampleInt(r)
+			t.seed.question, t.seed.questTok = *pcg, int32(userTokens)
 			question := g.ProseWith(r, userTokens, nil)
 			if doc != "" {
 				// The question follows the document after a space: both keep their exact token counts.
+				t.seed.question = *pcg
 				question = g.ProseWith(r, userTokens, questionOpening(s.Session.Language))
 				question = " " + question
 			}
