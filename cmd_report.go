@@ -33,7 +33,8 @@ func reportCommand() *cli.Command {
 			&cli.StringFlag{Name: "chart", Usage: "write the runs' latency–throughput curves overlaid in one chart, with every run's SLO lines, to `FILE` (.svg or .png)"},
 			&cli.StringFlag{Name: "html", Usage: "write the comparison as one self-contained HTML page to `FILE` (chart overlaid per run)"},
 			&cli.BoolFlag{Name: "charts", Usage: "redraw charts/latency_throughput.svg and .png in each results directory from its stage.json"},
-			&cli.StringFlag{Name: "records", Usage: "summarize this profile_export.jsonl instead of results directories"},
+			&cli.StringFlag{Name: "records", Usage: "summarize this profile_export.jsonl (plload's, or AIPerf's in any layout) instead of results directories"},
+			&cli.BoolFlag{Name: "json", Usage: "with --records: print the summary as JSON (stage.json's summary, plus layout: early, 0.3 or current)"},
 			&cli.StringFlag{Name: "scenario", Usage: "with --records: take warmup, duration, SLO and cost from this scenario"},
 			&cli.IntFlag{Name: "stage", Value: 1, Usage: "with --scenario: which stage's warmup and duration"},
 			&cli.DurationFlag{Name: "warmup", Usage: "with --records: warmup excluded from the window"},
@@ -152,10 +153,20 @@ func reportRecords(cmd *cli.Command, path string) error {
 	if _, err := os.Stat(path); err != nil {
 		return badInput("report --records: %v", err)
 	}
-	sum, err := metrics.SummarizeFile(path, in, arrival)
+	rs, err := metrics.SummarizeRecords(path, in, arrival)
 	if err != nil {
 		return badInput("report --records: %v", err)
 	}
+	out := cmd.Root().Writer
+	if cmd.Bool("json") {
+		data, err := json.MarshalIndent(rs, "", "  ")
+		if err != nil {
+			return fmt.Errorf("report --records --json: %w", err)
+		}
+		fmt.Fprintf(out, "%s\n", data)
+		return nil
+	}
+	sum := rs.StageSummary
 	st := &report.StageReport{SchemaVersion: report.SchemaVersion, Tool: toolName(), Run: filepath.Base(path), Stage: 1, Stages: 1,
 		Mode: map[bool]string{true: workload.ModeArrivalRate, false: workload.ModeConcurrency}[arrival], SLO: in.SLO,
 		Cost: report.CostInputs{CostInputs: in.Cost}, Summary: sum}
@@ -163,7 +174,7 @@ func reportRecords(cmd *cli.Command, path string) error {
 		st = report.NewStageReport(toolName(), sc, i, "", sum, report.EngineCounts{})
 		st.Run = filepath.Base(path)
 	}
-	out := cmd.Root().Writer
+	fmt.Fprintf(out, "records: %s (%s)\n\n", path, layoutName(rs.Layout))
 	fmt.Fprintf(out, "%s\n\n%s", report.HeadlineLine([]*report.StageReport{st}), report.StageTable([]*report.StageReport{st}))
 	if len(sum.Warnings) > 0 {
 		fmt.Fprintln(out)
@@ -172,6 +183,17 @@ func reportRecords(cmd *cli.Command, path string) error {
 		fmt.Fprintln(out, "warning: "+w)
 	}
 	return nil
+}
+
+// layoutName says which layout a records file was read in, in words.
+func layoutName(layout string) string {
+	switch layout {
+	case metrics.LayoutEarly:
+		return "AIPerf's early (2025) layout"
+	case metrics.Layout03:
+		return "AIPerf 0.3 layout"
+	}
+	return "current layout (plload, AIPerf ≥ 0.4)"
 }
 
 func msOf(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }

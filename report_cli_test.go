@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -109,5 +111,51 @@ func checkRunMatchesSchema(t *testing.T, dir string) {
 		if err := sch.Validate(doc); err != nil {
 			t.Errorf("%s does not match report/schema/%s: %v", file, schema, err)
 		}
+	}
+}
+
+// TestReportRecordsJSONNamesLayout: `plload report --records FILE --json` reads each AIPerf record
+// layout, says which it read, and prints stage.json's summary of it.
+func TestReportRecordsJSONNamesLayout(t *testing.T) {
+	const ok = `"ttft": {"value": 40.0, "unit": "ms"}, "request_latency": {"value": 100.0, "unit": "ms"}, "output_sequence_length": {"value": 5, "unit": "tokens"}`
+	cases := []struct{ layout, lines string }{
+		{"early", `{"metadata": {"timestamp_ns": 1760000000000000000, "credit_phase": "profiling"}, "metrics": {` + ok +
+			`, "max_response_timestamp": {"value": 1760000000100000000, "unit": "ns"}}, "error": null}` + "\n" +
+			`{"metadata": {"timestamp_ns": 1760000000000000000, "credit_phase": "profiling"}, "metrics": {"error_request_count": {"value": 1}}, "error": {"code": 499, "type": "RequestCancellationError", "message": "x"}}`},
+		{"0.3", `{"metadata": {"request_start_ns": 1760000000000000000, "request_end_ns": 1760000000100000000, "benchmark_phase": "profiling", "was_cancelled": false, "cancellation_time_ns": null}, ` +
+			`"metrics": {"time_to_first_token": {"value": 40.0, "unit": "ms"}, "request_latency": {"value": 100.0, "unit": "ms"}, "output_sequence_length": {"value": 5.0, "unit": "tokens"}}, "error": null}`},
+		{"current", `{"metadata":{"request_start_ns":1760000000000000000,"request_end_ns":1760000000100000000,"benchmark_phase":"profiling","was_cancelled":false},` +
+			`"metrics":{"time_to_first_token":{"value":40,"unit":"ms"},"request_latency":{"value":100,"unit":"ms"},"output_sequence_length":{"value":5,"unit":"tokens"}}}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.layout, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "profile_export.jsonl")
+			if err := os.WriteFile(file, []byte(tc.lines+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			code, out, errOut := plload(t, "report", "--records", file, "--json")
+			if code != 0 {
+				t.Fatalf("exit %d\n%s%s", code, out, errOut)
+			}
+			var got struct {
+				Layout   string `json:"layout"`
+				Requests struct {
+					Succeeded int `json:"succeeded"`
+				} `json:"requests"`
+				TTFT struct {
+					Mean float64 `json:"mean"`
+				} `json:"ttft_ms"`
+				Throughput struct {
+					OutTokPerSec float64 `json:"out_tok_per_sec"`
+				} `json:"throughput"`
+			}
+			if err := json.Unmarshal([]byte(out), &got); err != nil {
+				t.Fatalf("not JSON: %v\n%s", err, out)
+			}
+			// One request of 5 tokens in a window of its 100 ms: 50 tokens per second.
+			if got.Layout != tc.layout || got.Requests.Succeeded != 1 || got.TTFT.Mean != 40 || math.Abs(got.Throughput.OutTokPerSec-50) > 1e-4 {
+				t.Errorf("got %+v, want layout %s, 1 success, TTFT 40 ms, 50 out tok/s", got, tc.layout)
+			}
+		})
 	}
 }
