@@ -3,12 +3,14 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -157,5 +159,53 @@ func TestReportRecordsJSONNamesLayout(t *testing.T) {
 				t.Errorf("got %+v, want layout %s, 1 success, TTFT 40 ms, 50 out tok/s", got, tc.layout)
 			}
 		})
+	}
+}
+
+// TestReportRecordsRoundTrip: `plload report --records` on plload's own records, with the run's
+// scenario, gives exactly the summary stage.json has (the same code computes both), in the current
+// layout; only the engine's warnings, which no record carries, are stage.json's alone.
+func TestReportRecordsRoundTrip(t *testing.T) {
+	t.Setenv("PLLOAD_TINY_KEY", "k")
+	t.Setenv("PLLOAD_TINY_SECRET", "s")
+	out := t.TempDir()
+	if code, stdout, stderr := plload(t, "run", "testdata/tiny.yaml", "--out", out, "--quiet"); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	dir := onlyRun(t, out)
+	data, err := os.ReadFile(filepath.Join(dir, "stage_01", "stage.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stage struct {
+		Summary map[string]any `json:"summary"`
+	}
+	if err := json.Unmarshal(data, &stage); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := plload(t, "report", "--records", filepath.Join(dir, "stage_01", "profile_export.jsonl"),
+		"--scenario", "testdata/tiny.yaml", "--stage", "1", "--json")
+	if code != 0 {
+		t.Fatalf("report --records: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil {
+		t.Fatalf("not JSON: %v\n%s", err, stdout)
+	}
+	if got["layout"] != "current" {
+		t.Errorf("layout %v, want current", got["layout"])
+	}
+	delete(got, "layout")
+	// The engine's own warnings (dataset reuse, injector load) are not in the records; every warning
+	// from the records is.
+	for _, w := range got["warnings"].([]any) {
+		if !strings.Contains(fmt.Sprint(stage.Summary["warnings"]), w.(string)) {
+			t.Errorf("report --records warns %q, stage.json does not", w)
+		}
+	}
+	delete(got, "warnings")
+	delete(stage.Summary, "warnings")
+	if diff := cmp.Diff(stage.Summary, got); diff != "" {
+		t.Errorf("report --records --json vs stage.json's summary (-stage.json +report):\n%s", diff)
 	}
 }
