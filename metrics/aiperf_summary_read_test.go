@@ -1,0 +1,108 @@
+package metrics
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// aiperfSummaryOf writes AIPerf's summary statistics of layoutRequests (computed here, numpy-style),
+// in the current layout or the early {"records": ...} one, with early tag names there.
+func aiperfSummaryOf(t *testing.T, early bool, change func(map[string]map[string]any)) string {
+	t.Helper()
+	var ttft, ttst, lat, itl, gaps, osl []float64
+	totalOSL, lastEnd := 0, int64(0)
+	for _, q := range layoutRequests {
+		ttft, ttst, lat, itl = append(ttft, q.ttftMs), append(ttst, q.gapsMs[0]), append(lat, q.latencyMs()), append(itl, q.itlMs())
+		gaps, osl = append(gaps, q.gapsMs...), append(osl, float64(q.osl))
+		totalOSL += q.osl
+		lastEnd = max(lastEnd, q.endNs())
+	}
+	secs := float64(lastEnd-layoutRequests[0].startNs) / 1e9
+	metric := func(unit string, v []float64) map[string]any {
+		s := refStats(v)
+		return map[string]any{"unit": unit, "avg": s["mean"], "p50": s["p50"], "p90": s["p90"], "p95": s["p95"], "p99": s["p99"], "std": s["std"],
+			"p1": refPercentile(v, 1), "min": refPercentile(v, 0), "max": refPercentile(v, 100)}
+	}
+	m := map[string]map[string]any{
+		"time_to_first_token": metric("ms", ttft), "time_to_second_token": metric("ms", ttst), "request_latency": metric("ms", lat),
+		"inter_token_latency": metric("ms", itl), "inter_chunk_latency": metric("ms", gaps), "output_sequence_length": metric("tokens", osl),
+		"request_throughput": {"unit": "requests/sec", "avg": 4 / secs}, "output_token_throughput": {"unit": "tokens/sec", "avg": float64(totalOSL) / secs},
+	}
+	if change != nil {
+		change(m)
+	}
+	top := map[string]any{"input_config": map[string]any{"loadgen": map[string]any{"concurrency": 4}}, "was_cancelled": false,
+		"error_summary": []any{map[string]any{"error_details": map[string]any{"code": 499}, "count": 1}}, "start_time": "2025-10-09T10:00:00", "goodput": nil}
+	if early {
+		recs := map[string]any{}
+		for tag, v := range m {
+			name := tag
+			if e, ok := map[string]string{"time_to_first_token": "ttft", "time_to_second_token": "ttst"}[tag]; ok {
+				name = e
+			}
+			v["tag"], v["count"], v["p5"] = name, 4, nil // the early layout writes null for a stat it lacks
+			recs[name] = v
+		}
+		top["records"] = recs
+	} else {
+		for tag, v := range m {
+			top[tag] = v
+		}
+	}
+	data, err := json.Marshal(top)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "profile_export_aiperf.json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestAIPerfSummaryAgrees: AIPerf's summary (either layout) of the early layout test file agrees with
+// plload's recomputation from its records; a number changed by more than 1e-6 is named, with both
+// values, and only it.
+func TestAIPerfSummaryAgrees(t *testing.T) {
+	records := filepath.Join(t.TempDir(), "profile_export.jsonl")
+	var lines []byte
+	for i, q := range layoutRequests {
+		lines = append(lines, earlyLine(i, q)+"\n"...)
+	}
+	lines = append(lines, earlyCancelled+"\n"...)
+	if err := os.WriteFile(records, lines, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := SummarizeRecords(records, StageInput{NeverStarted: -1}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := func(m map[string]map[string]any) {
+		m["time_to_second_token"]["p95"] = m["time_to_second_token"]["p95"].(float64) * (1 + 1e-5)
+	}
+	for _, early := range []bool{false, true} {
+		a, err := ReadAIPerfSummary(aiperfSummaryOf(t, early, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := map[bool]string{false: SummaryLayoutCurrent, true: SummaryLayoutRecords}[early]; a.Layout != want || len(a.Metrics) != 8 {
+			t.Errorf("early %v: layout %q with %d metrics, want %q with 8", early, a.Layout, len(a.Metrics), want)
+		}
+		if d := a.Disagreements(sum.StageSummary); len(d) != 0 {
+			t.Errorf("early %v: disagreements %q, want none", early, d)
+		}
+		a, err = ReadAIPerfSummary(aiperfSummaryOf(t, early, off))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := a.Disagreements(sum.StageSummary)
+		if len(got) != 1 || got[0][:len("time_to_second_token p95")] != "time_to_second_token p95" {
+			t.Errorf("early %v: disagreements %q, want time_to_second_token p95 only", early, got)
+		}
+	}
+	if _, err := ReadAIPerfSummary(records); err == nil {
+		t.Errorf("a records file read as a summary: %v", err)
+	}
+}
