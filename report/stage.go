@@ -276,13 +276,21 @@ func (r *StageRate) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// Write writes stage.json into dir (atomically).
+// Write writes stage.json into dir (atomically), and beside it the same numbers in the files AIPerf
+// and vLLM users' tools read: profile_export_aiperf.json and .csv, and vllm_bench_result.json (whose
+// per-request arrays come from dir's profile_export.jsonl, so call Write before the records go).
 func (r *StageReport) Write(dir string) error {
 	data, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	return metrics.WriteFileAtomic(filepath.Join(dir, "stage.json"), append(data, '\n'))
+	if err := metrics.WriteFileAtomic(filepath.Join(dir, "stage.json"), append(data, '\n')); err != nil {
+		return err
+	}
+	if err := r.writeAIPerfSummary(dir); err != nil {
+		return err
+	}
+	return r.writeVLLMResult(dir)
 }
 
 // ReadStage reads a stage.json, refusing a schema it does not know.
