@@ -18,11 +18,14 @@ import (
 func reportCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "report",
-		Usage:     "compare finished runs from their stage_NN/stage.json, or summarize any AIPerf records file",
+		Usage:     "compare finished runs (plload's stage_NN/stage.json, or AIPerf artifact directories), or summarize any AIPerf records file",
 		ArgsUsage: "DIR [DIR...]",
 		Description: "With results directories: prints each run's headline and one table of all their stages, read from\n" +
 			"stage_NN/stage.json alone (so it works when the request records were deleted), and warns\n" +
-			"\"workload differs\" when the same stage number ran a different dataset. --handoff FILE also writes\n" +
+			"\"workload differs\" when the same stage number ran a different dataset. An AIPerf artifact directory\n" +
+			"(profile_export.jsonl, and profile_export_aiperf.json when present) is a one-stage run computed from\n" +
+			"its records in whichever layout they are; plload warns where AIPerf's summary disagrees with that.\n" +
+			"--handoff FILE also writes\n" +
 			"a work order from the last directory: each problem with its evidence numbers, likely causes,\n" +
 			"what to change, a done condition, and the commands to re-measure.\n\n" +
 			"With --records FILE: computes a stage from any profile_export.jsonl (plload's or AIPerf's) with\n" +
@@ -61,6 +64,14 @@ func reportCommand() *cli.Command {
 			runs, err := report.LoadRuns(cmd.Args().Slice())
 			if err != nil {
 				return badInput("report: %v", err)
+			}
+			for _, r := range runs {
+				if r.RecordsLayout != "" { // say what was read where it was not plload's own stage.json
+					fmt.Fprintf(out, "%s: %s\n", r.Name, r.Source())
+				}
+				for _, w := range r.Warnings {
+					fmt.Fprintf(out, "warning: %s: %s\n", r.Name, w)
+				}
 			}
 			fmt.Fprint(out, report.Comparison(runs))
 			if cmd.Bool("charts") {

@@ -209,3 +209,68 @@ func TestReportRecordsRoundTrip(t *testing.T) {
 		t.Errorf("report --records --json vs stage.json's summary (-stage.json +report):\n%s", diff)
 	}
 }
+
+// TestReportComparesAIPerfDir: `plload report AIPERF_DIR PLLOAD_DIR` reads an AIPerf artifact
+// directory (early-layout records, with or without AIPerf's summary in either layout) as a run beside
+// a plload run, says which layouts it read, and warns when AIPerf's summary disagrees with plload's
+// recomputation from the records.
+func TestReportComparesAIPerfDir(t *testing.T) {
+	t.Setenv("PLLOAD_TINY_KEY", "k")
+	t.Setenv("PLLOAD_TINY_SECRET", "s")
+	out := t.TempDir()
+	if code, stdout, stderr := plload(t, "run", "testdata/tiny.yaml", "--out", out, "--quiet"); code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	plloadRun := onlyRun(t, out)
+	// Two successes, S → S+100 ms (TTFT 40, 5 tokens) and S+50 ms → S+200 ms (TTFT 60, 3 tokens), and
+	// a request cancelled before them: AIPerf's window is 0.2 s, so 10 req/s and 40 output tok/s.
+	const records = `{"metadata": {"timestamp_ns": 1760000000000000000, "credit_phase": "profiling"}, "metrics": {"ttft": {"value": 40.0, "unit": "ms"}, "ttst": {"value": 20.0, "unit": "ms"}, "request_latency": {"value": 100.0, "unit": "ms"}, "inter_chunk_latency": {"value": [20.0, 20.0, 20.0], "unit": "ms"}, "output_sequence_length": {"value": 5, "unit": "tokens"}, "max_response_timestamp": {"value": 1760000000100000000, "unit": "ns"}}, "error": null}
+{"metadata": {"timestamp_ns": 1759999999990000000, "credit_phase": "profiling"}, "metrics": {"error_request_count": {"value": 1, "unit": "requests"}}, "error": {"code": 499, "type": "RequestCancellationError", "message": "cancelled"}}
+{"metadata": {"timestamp_ns": 1760000000050000000, "credit_phase": "profiling"}, "metrics": {"ttft": {"value": 60.0, "unit": "ms"}, "ttst": {"value": 45.0, "unit": "ms"}, "request_latency": {"value": 150.0, "unit": "ms"}, "inter_chunk_latency": {"value": [45.0, 45.0], "unit": "ms"}, "output_sequence_length": {"value": 3, "unit": "tokens"}, "max_response_timestamp": {"value": 1760000000200000000, "unit": "ns"}}, "error": null}
+`
+	const agrees = `{"request_throughput": {"unit": "requests/sec", "avg": 10.0}, "output_token_throughput": {"unit": "tokens/sec", "avg": 40.0}, ` +
+		`"time_to_first_token": {"unit": "ms", "avg": 50.0, "p50": 50.0, "std": 10.0}, "request_count": {"unit": "requests", "avg": 2.0}, ` +
+		`"input_config": {"loadgen": {"concurrency": 4}}, "was_cancelled": false, "error_summary": [], "start_time": "2025-10-09T10:00:00"}`
+	const disagrees = `{"records": {"ttft": {"tag": "ttft", "unit": "ms", "header": "Time to First Token", "avg": 55.0, "p50": 50.0, "p5": null, "count": 2}}, "input_config": {}}`
+	cases := []struct {
+		name, summary string
+		want, not     []string
+	}{
+		{"records only", "", []string{"aiperf-run: AIPerf run: profile_export.jsonl in the early layout\n"}, []string{"disagrees"}},
+		{"summary agrees", agrees, []string{"profile_export_aiperf.json in the current layout", "| c=4 |"}, []string{"disagrees"}},
+		{"summary disagrees", disagrees, []string{"profile_export_aiperf.json in the records layout",
+			"warning: aiperf-run: AIPerf's profile_export_aiperf.json disagrees with plload's recomputation from profile_export.jsonl (by more than 1e-06 relative) in 1 number: time_to_first_token mean: AIPerf's summary 55 ms, plload's from the records 50"}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "aiperf-run")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, "profile_export.jsonl"), []byte(records), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if tc.summary != "" {
+				if err := os.WriteFile(filepath.Join(dir, "profile_export_aiperf.json"), []byte(tc.summary), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			code, stdout, stderr := plload(t, "report", dir, plloadRun)
+			if code != 0 {
+				t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+			}
+			want := append([]string{"aiperf-run: **Headline**", filepath.Base(plloadRun) + ": **Headline**", "warning: workload differs: stage 01 of aiperf-run",
+				"| 10.00 |", "| 40.0 |"}, tc.want...)
+			for _, w := range want {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("output lacks %q:\n%s", w, stdout)
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(stdout, n) {
+					t.Errorf("output has %q:\n%s", n, stdout)
+				}
+			}
+		})
+	}
+}

@@ -117,6 +117,10 @@ func (a *AIPerfSummary) Disagreements(sum *StageSummary) []string {
 		}
 	}
 	sort.Strings(out)
+	// A summary of other requests than the file's (a cut file) disagrees everywhere: say that first.
+	if m, ok := a.Metrics["request_count"]; ok && m.Avg.OK && int(math.Round(m.Avg.V)) != sum.Throughput.Requests {
+		out = append([]string{fmt.Sprintf("request_count: AIPerf's summary counts %.0f successful requests, the records file %d: the summary is not of these records", m.Avg.V, sum.Throughput.Requests)}, out...)
+	}
 	return out
 }
 

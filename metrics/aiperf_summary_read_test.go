@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -29,6 +30,7 @@ func aiperfSummaryOf(t *testing.T, early bool, change func(map[string]map[string
 		"time_to_first_token": metric("ms", ttft), "time_to_second_token": metric("ms", ttst), "request_latency": metric("ms", lat),
 		"inter_token_latency": metric("ms", itl), "inter_chunk_latency": metric("ms", gaps), "output_sequence_length": metric("tokens", osl),
 		"request_throughput": {"unit": "requests/sec", "avg": 4 / secs}, "output_token_throughput": {"unit": "tokens/sec", "avg": float64(totalOSL) / secs},
+		"request_count": {"unit": "requests", "avg": 4.0},
 	}
 	if change != nil {
 		change(m)
@@ -87,8 +89,8 @@ func TestAIPerfSummaryAgrees(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := map[bool]string{false: SummaryLayoutCurrent, true: SummaryLayoutRecords}[early]; a.Layout != want || len(a.Metrics) != 8 {
-			t.Errorf("early %v: layout %q with %d metrics, want %q with 8", early, a.Layout, len(a.Metrics), want)
+		if want := map[bool]string{false: SummaryLayoutCurrent, true: SummaryLayoutRecords}[early]; a.Layout != want || len(a.Metrics) != 9 {
+			t.Errorf("early %v: layout %q with %d metrics, want %q with 9", early, a.Layout, len(a.Metrics), want)
 		}
 		if d := a.Disagreements(sum.StageSummary); len(d) != 0 {
 			t.Errorf("early %v: disagreements %q, want none", early, d)
@@ -98,8 +100,16 @@ func TestAIPerfSummaryAgrees(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := a.Disagreements(sum.StageSummary)
-		if len(got) != 1 || got[0][:len("time_to_second_token p95")] != "time_to_second_token p95" {
+		if len(got) != 1 || !strings.HasPrefix(got[0], "time_to_second_token p95") {
 			t.Errorf("early %v: disagreements %q, want time_to_second_token p95 only", early, got)
+		}
+		// A summary of more requests than the file holds (a cut file) says so first.
+		a, err = ReadAIPerfSummary(aiperfSummaryOf(t, early, func(m map[string]map[string]any) { m["request_count"]["avg"] = 64.0 }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := a.Disagreements(sum.StageSummary); len(got) != 1 || !strings.Contains(got[0], "counts 64 successful requests, the records file 4") {
+			t.Errorf("early %v: disagreements %q, want the request count's", early, got)
 		}
 	}
 	if _, err := ReadAIPerfSummary(records); err == nil {

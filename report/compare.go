@@ -11,12 +11,28 @@ type Run struct {
 	Dir    string
 	Name   string // the directory's base name
 	Stages []*StageReport
+	// RecordsLayout is the layout of an AIPerf directory's records (metrics.LayoutEarly, Layout03,
+	// LayoutCurrent) and SummaryLayout that of its profile_export_aiperf.json (empty: none); both
+	// are empty for a plload results directory.
+	RecordsLayout, SummaryLayout string
+	// Warnings are about reading this run: where AIPerf's own summary disagrees with plload's
+	// recomputation from the records.
+	Warnings []string
 }
 
-// LoadRuns reads stage.json of every stage of each directory.
+// LoadRuns reads stage.json of every stage of each directory; an AIPerf artifact directory (its
+// profile_export.jsonl, no stage_NN/) is computed from its records as a one-stage run.
 func LoadRuns(dirs []string) ([]Run, error) {
 	var runs []Run
 	for _, d := range dirs {
+		if isAIPerfDir(d) {
+			r, err := ReadAIPerfRun(d)
+			if err != nil {
+				return nil, err
+			}
+			runs = append(runs, r)
+			continue
+		}
 		stages, err := ReadRun(d)
 		if err != nil {
 			return nil, err
