@@ -12,6 +12,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/report"
 )
 
 // TestReportRecordsWithoutLimits: `plload report --records FILE` judges only the limits it is given
@@ -207,6 +210,19 @@ func TestReportRecordsRoundTrip(t *testing.T) {
 	delete(stage.Summary, "warnings")
 	if diff := cmp.Diff(stage.Summary, got); diff != "" {
 		t.Errorf("report --records --json vs stage.json's summary (-stage.json +report):\n%s", diff)
+	}
+	// The AIPerf summary plload wrote beside the records, read back by plload's reader of AIPerf's
+	// summaries, agrees with the records.
+	summary, err := metrics.ReadAIPerfSummary(filepath.Join(dir, "stage_01", "profile_export_aiperf.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := report.ReadStage(filepath.Join(dir, "stage_01", "stage.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := summary.Disagreements(st.Summary); len(d) > 0 || summary.Layout != metrics.SummaryLayoutCurrent {
+		t.Errorf("plload's profile_export_aiperf.json (%s layout) disagrees with its stage.json: %q", summary.Layout, d)
 	}
 }
 

@@ -21,9 +21,13 @@ const (
 )
 
 // isAIPerfDir reports whether dir is an AIPerf artifact directory rather than a plload run: it has
-// AIPerf's records file and no stage_NN/stage.json.
+// AIPerf's records file and no stage_NN/stage.json. A plload stage directory (its stage.json beside
+// the same files) is not one.
 func isAIPerfDir(dir string) bool {
 	if stages, _ := filepath.Glob(filepath.Join(dir, "stage_*", "stage.json")); len(stages) > 0 {
+		return false
+	}
+	if _, err := os.Stat(filepath.Join(dir, "stage.json")); err == nil {
 		return false
 	}
 	_, err := os.Stat(filepath.Join(dir, AIPerfRecordsFile))
