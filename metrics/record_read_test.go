@@ -99,6 +99,9 @@ func FuzzParseRecord(f *testing.F) {
 	f.Add([]byte(`{"metadata":{"request_start_ns":7,"was_cancelled":true},"metrics":{"error_isl":{"value":3}},"error":{"code":499,"type":"RequestCancellationError","message":"x\u00e9\n"}}`))
 	f.Add([]byte(`{"metadata":{"request_start_ns":5,"intended_start_ns":4,"request_ack_ns":6,"request_end_ns":9,"persona":2,"retried":true,"turn_index":1},"metrics":{"usage_prompt_cache_read_tokens":{"value":3}}}`))
 	f.Add([]byte(`{"metadata":{"request_start_ns":1,"conversation_id":"c\"1"},"metrics":{"time_to_first_token":{"value":0.1},"inter_chunk_latency":{"value":[1e-7,2.5,3]},"output_sequence_length":{"value":4}}}`))
+	// The early (2025) layout: its names, a cancelled request known by its error alone.
+	f.Add([]byte(`{"metadata": {"timestamp_ns": 1.76e18, "credit_phase": "profiling"}, "metrics": {"ttft": {"value": 40.5}, "ttst": {"value": null}, "reasoning_token_count": {"value": 3}, "output_sequence_length": {"value": 3.0}, "max_response_timestamp": {"value": 1760000000100000000}}, "error": null}`))
+	f.Add([]byte(`{"metadata": {"timestamp_ns": 5}, "metrics": {"error_request_count": {"value": 1}}, "error": {"code": 499, "type": "RequestCancellationError", "message": "x"}}`))
 	f.Fuzz(func(t *testing.T, line []byte) {
 		first, err := ParseRecord(line)
 		if err != nil {
