@@ -42,17 +42,25 @@ func (sc *recordsScan) add(r *Record) {
 // SummarizeRecords computes a stage from a records file in any layout (DetectFileLayout). Without a
 // window from the caller (in.T0Ns, in.Warmup and in.Duration all unset), an AIPerf file (early or
 // 0.3) is measured over AIPerf's window, the first successful request's start to the last response,
-// so that its numbers equal AIPerf's own summary; plload's files keep SummarizeFile's window.
+// so that its numbers equal AIPerf's own summary; a file in the current layout is SummarizeFile's.
 func SummarizeRecords(path string, in StageInput, arrivalRate bool) (*RecordsSummary, error) {
 	layout, err := DetectFileLayout(path)
 	if err != nil {
 		return nil, err
 	}
+	if layout == LayoutCurrent { // plload's own: its cheap first pass reads t0 from a few keys
+		sum, err := SummarizeFile(path, in, arrivalRate)
+		if err != nil {
+			return nil, err
+		}
+		return &RecordsSummary{StageSummary: sum, Layout: layout}, nil
+	}
+	// AIPerf's: its keys vary by layout, so the first pass parses every record.
 	sc := recordsScan{t0: T0Finder{ArrivalRate: arrivalRate}}
 	if err := readRecordsFile(path, sc.add); err != nil {
 		return nil, err
 	}
-	aiperfWindow := layout != LayoutCurrent && !in.T0Ns.OK && in.Warmup == 0 && in.Duration == 0 && sc.okSeen
+	aiperfWindow := !in.T0Ns.OK && in.Warmup == 0 && in.Duration == 0 && sc.okSeen
 	switch {
 	case aiperfWindow:
 		in.T0Ns = Some(sc.okFrom)
