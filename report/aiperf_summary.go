@@ -124,8 +124,12 @@ func (r *StageReport) aiperfInputConfig() ordered {
 		loadgen = append(loadgen, kv{"request_rate", r.Rate.To})
 	}
 	loadgen = append(loadgen, kv{"warmup_duration", r.Warmup}, kv{"benchmark_duration", r.Duration})
+	path := "/chat/completions" // after base_url, as plload's engine sends
+	if r.Target.Endpoint == "completions" {
+		path = "/completions"
+	}
 	return ordered{
-		{"endpoint", ordered{{"model_names", []string{r.Target.Model}}, {"custom_endpoint", r.Target.Endpoint},
+		{"endpoint", ordered{{"model_names", []string{r.Target.Model}}, {"custom_endpoint", path},
 			{"type", r.Target.Endpoint}, {"streaming", true}, {"url", r.Target.BaseURL}}},
 		{"loadgen", loadgen},
 		{"plload", ordered{{"tool", r.Tool}, {"run", r.Run}, {"stage", r.Stage}, {"stages", r.Stages}, {"mode", r.Mode},

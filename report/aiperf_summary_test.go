@@ -339,3 +339,31 @@ func TestAIPerfSummaryKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestAIPerfErrorSummary: stage.json's error kinds become AIPerf's error_summary, most frequent first,
+// with a null code where the kind has none.
+func TestAIPerfErrorSummary(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		kinds map[string]int
+		want  string
+	}{
+		{"none", nil, `[]`},
+		{"codes and types", map[string]int{"429 Too Many Requests": 2, "TransportError": 5, "499 RequestCancellationError": 2},
+			`[{"error_details":{"code":null,"type":"TransportError","message":""},"count":5},` +
+				`{"error_details":{"code":429,"type":"Too Many Requests","message":""},"count":2},` +
+				`{"error_details":{"code":499,"type":"RequestCancellationError","message":""},"count":2}]`},
+		{"a type with a space and no code", map[string]int{"Odd Error": 1},
+			`[{"error_details":{"code":null,"type":"Odd Error","message":""},"count":1}]`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := json.Marshal(aiperfErrors(c.kinds))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(c.want, string(got)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}

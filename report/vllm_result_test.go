@@ -175,3 +175,28 @@ func summarizeCopy(v []float64) metrics.Dist {
 	sort.Float64s(c)
 	return metrics.SummarizeSorted(c)
 }
+
+// TestVLLMLoadKeys: request_rate, burstiness and max_concurrency as vLLM writes them for each of
+// plload's load modes.
+func TestVLLMLoadKeys(t *testing.T) {
+	for _, c := range []struct {
+		name                  string
+		r                     StageReport
+		rate, burst, maxConcy any
+	}{
+		{"closed loop", StageReport{Mode: "concurrency", Concurrency: 8}, "inf", 1.0, 8},
+		{"poisson, unbounded", StageReport{Mode: "request_rate", Rate: &StageRate{From: 4, To: 4}, Arrival: "poisson"}, 4.0, 1.0, nil},
+		{"gamma cv 2, capped", StageReport{Mode: "request_rate", Rate: &StageRate{From: 5, To: 5}, Arrival: "gamma", CV: 2, MaxInFlight: 30}, 5.0, 0.25, 30},
+		{"constant", StageReport{Mode: "request_rate", Rate: &StageRate{From: 2, To: 2}, Arrival: "constant"}, 2.0, "inf", nil},
+		{"ramp: its final rate", StageReport{Mode: "request_rate", Rate: &StageRate{From: 1, To: 9, Over: "2s"}, Arrival: "poisson"}, 9.0, 1.0, nil},
+		{"arrival_rate", StageReport{Mode: "arrival_rate", SessionsPerSec: 3, MaxConcurrency: 12}, 3.0, 1.0, 12},
+		{"replay", StageReport{Mode: "replay"}, "inf", 1.0, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := []any{c.r.vllmRate(), c.r.vllmBurstiness(), c.r.vllmMaxConcurrency()}
+			if diff := cmp.Diff([]any{c.rate, c.burst, c.maxConcy}, got); diff != "" {
+				t.Errorf("request_rate, burstiness, max_concurrency (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
