@@ -32,7 +32,20 @@ type h1Transport struct {
 	mu    sync.Mutex
 	idle  map[string][]*h1Conn // by host:port, most recently used last
 	nIdle int
+	// busy counts the requests holding a connection; peak is its largest value in the current
+	// idlePeakWindow and prevPeak in the one before. The pool keeps no more idle connections than
+	// that recent peak (plus idleSpare): 5,000 sessions that start together and then think for
+	// 30 s between turns need a few dozen connections, not 5,000 open sockets with their buffers.
+	busy, peak, prevPeak int
+	peakSince            time.Time
+	peakWindow           time.Duration // idlePeakWindow (a test shortens it)
 }
+
+// idlePeakWindow and idleSpare size the idle pool from recent use (see h1Transport.busy).
+const (
+	idlePeakWindow = 10 * time.Second
+	idleSpare      = 16
+)
 
 func newH1Transport(maxIdle int, noReuse bool) *h1Transport {
 	return &h1Transport{
@@ -41,6 +54,7 @@ func newH1Transport(maxIdle int, noReuse bool) *h1Transport {
 		idleTimeout: 90 * time.Second,
 		noReuse:     noReuse,
 		idle:        map[string][]*h1Conn{},
+		peakWindow:  idlePeakWindow,
 	}
 }
 
@@ -83,6 +97,7 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, err
 	}
+	t.use(+1)
 	trace := httptrace.ContextClientTrace(ctx)
 	if trace != nil && trace.GotConn != nil {
 		trace.GotConn(httptrace.GotConnInfo{Conn: c.nc, Reused: reused})
@@ -93,6 +108,7 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := c.exchange(req, trace, t.noReuse)
 	if err != nil {
 		stop()
+		t.use(-1)
 		c.close()
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%w (%v)", ctx.Err(), err)
@@ -248,27 +264,40 @@ func (t *h1Transport) takeIdle(addr string) *h1Conn {
 	return c
 }
 
-// put returns a connection whose answer was read to its end; over the idle limit, the one idle
-// longest is closed.
+// use counts a request taking (+1) or giving back (−1) its connection and keeps the recent peak.
+func (t *h1Transport) use(delta int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.busy += delta
+	if now := time.Now(); now.Sub(t.peakSince) > t.peakWindow {
+		t.prevPeak, t.peak, t.peakSince = t.peak, t.busy, now
+	}
+	t.peak = max(t.peak, t.busy)
+}
+
+// put returns a connection whose answer was read to its end. Over the idle limit — maxIdle, or the
+// recent peak of busy connections plus idleSpare — the connections idle longest are closed.
 func (t *h1Transport) put(c *h1Conn) {
 	c.idleSince = time.Now()
-	var evicted *h1Conn
+	var evicted []*h1Conn
 	t.mu.Lock()
 	t.idle[c.addr] = append(t.idle[c.addr], c)
 	t.nIdle++
-	if t.nIdle > t.maxIdle {
-		oldest := ""
+	for t.nIdle > min(t.maxIdle, max(t.peak, t.prevPeak)+idleSpare) {
+		var oldest *h1Conn
+		addr := ""
 		for a, list := range t.idle {
-			if len(list) > 0 && (evicted == nil || list[0].idleSince.Before(evicted.idleSince)) {
-				evicted, oldest = list[0], a
+			if len(list) > 0 && (oldest == nil || list[0].idleSince.Before(oldest.idleSince)) {
+				oldest, addr = list[0], a
 			}
 		}
-		t.idle[oldest] = t.idle[oldest][1:]
+		t.idle[addr] = t.idle[addr][1:]
 		t.nIdle--
+		evicted = append(evicted, oldest)
 	}
 	t.mu.Unlock()
-	if evicted != nil {
-		evicted.close()
+	for _, c := range evicted {
+		c.close()
 	}
 }
 
@@ -317,6 +346,7 @@ func (b *h1Body) finish(atEOF bool) {
 	if !b.done.CompareAndSwap(false, true) {
 		return
 	}
+	b.t.use(-1)
 	// stop is false when the request's context already ended and poisoned the deadline.
 	if b.stop() && atEOF && b.reuse && b.c.br.Buffered() == 0 {
 		b.t.put(b.c)

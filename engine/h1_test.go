@@ -355,3 +355,51 @@ func TestRTTProbeOfASilentServerEnds(t *testing.T) {
 		})
 	}
 }
+
+// TestH1IdlePoolFollowsRecentUse: after a burst that needed 40 connections, the pool keeps them
+// while they may be needed again, and once use has been low for two windows it keeps only the
+// recent peak plus idleSpare — thinking sessions do not each hold a socket.
+func TestH1IdlePoolFollowsRecentUse(t *testing.T) {
+	const burst = 40
+	arrived := make(chan struct{}, burst)
+	release := make(chan struct{})
+	url, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/burst" {
+			arrived <- struct{}{}
+			<-release
+		}
+		w.Write([]byte("ok"))
+	})
+	tr := newH1Transport(1000, false)
+	tr.peakWindow = 50 * time.Millisecond
+	defer tr.CloseIdleConnections()
+	done := make(chan struct{}, burst)
+	for range burst {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			resp, err := (&http.Client{Transport: tr}).Post(url+"/burst", "application/json", strings.NewReader("{}"))
+			if err == nil {
+				io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+			}
+		}()
+	}
+	for range burst {
+		<-arrived
+	}
+	close(release)
+	for range burst {
+		<-done
+	}
+	idle := func() int { tr.mu.Lock(); defer tr.mu.Unlock(); return tr.nIdle }
+	if n := idle(); n != burst {
+		t.Fatalf("right after the burst %d connections are idle; want all %d kept", n, burst)
+	}
+	for range 3 { // quiet use over more than two windows
+		time.Sleep(60 * time.Millisecond)
+		h1Do(t, tr, http.MethodPost, url+"/one", "{}")
+	}
+	if n := idle(); n > 1+idleSpare {
+		t.Fatalf("after two quiet windows %d connections are idle; want at most %d", n, 1+idleSpare)
+	}
+}

@@ -60,6 +60,12 @@ func TestIdleSessionsMemory(t *testing.T) {
 		if len(samples) == 4 { // 40 s in: where the memory is
 			t.Log(memoryClasses())
 		}
+		if path := os.Getenv("PLLOAD_IDLE_GOROUTINES"); path != "" && len(samples) == 4 { // who holds the stacks
+			if f, err := os.Create(path); err == nil {
+				pprof.Lookup("goroutine").WriteTo(f, 1)
+				f.Close()
+			}
+		}
 		if path := os.Getenv("PLLOAD_IDLE_HEAPPROFILE"); path != "" && len(samples) == 4 {
 			if f, err := os.Create(path); err == nil {
 				runtime.GC() // the profile is of the last collection: make it now
