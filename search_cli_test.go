@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -405,5 +408,77 @@ func TestSearchCurveModel(t *testing.T) {
 	stages[2].Cost.Unpriced = true
 	if got, want := report.SearchHeadline(stages[2], 8), "capacity at SLO: 8 sessions / 40.0 req/s / 800 out tok/s"; got != want {
 		t.Errorf("unpriced headline %q, want %q", got, want)
+	}
+}
+
+// dyingMock serves the real knee mock on loopback until it has taken n chat requests, then closes
+// its listener and every connection at once, as a server killed mid-run does. killed is closed then.
+func dyingMock(t *testing.T, n int64) (url string, killed <-chan struct{}) {
+	t.Helper()
+	cfg := mock.DefaultConfig()
+	cfg.TTFT, cfg.TPS, cfg.Jitter, cfg.MaxConcurrency, cfg.Seed = 10*time.Millisecond, 100, 0.1, kneeSlots, 1
+	srv, err := mock.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chats atomic.Int64
+	done := make(chan struct{})
+	var once sync.Once
+	hs := &http.Server{ReadHeaderTimeout: 10 * time.Second}
+	hs.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/chat/completions") && chats.Add(1) > n {
+			once.Do(func() { go func() { hs.Close(); srv.Stop(); close(done) }() })
+			return
+		}
+		srv.ServeHTTP(w, r)
+	})
+	go hs.Serve(ln)
+	t.Cleanup(func() { hs.Close(); srv.Stop() })
+	return "http://" + ln.Addr().String() + "/v1", done
+}
+
+// TestSearchStopsWhenTheTargetDies: a server killed during a probe, or a dead port (with
+// --no-preflight), is an outage, not a capacity: the probe is invalid and the search stops there
+// (exit 1, the README's "an unreachable target") instead of going on against nothing — which
+// called the probes before the kill a capacity, or halved the load down to 1 and answered "meets
+// SLO at no load probed".
+func TestSearchStopsWhenTheTargetDies(t *testing.T) {
+	dying, killed := dyingMock(t, 60) // probe 1 (4 sessions) takes about 40 requests: killed in probe 2
+	for _, tc := range []struct {
+		name, url string
+		args      []string
+		want      []string // the probes, value:verdict
+	}{
+		{"killed in the second probe", dying, nil, []string{"4:pass", "8:invalid"}},
+		{"a dead port", fmt.Sprintf("http://127.0.0.1:%d/v1", freePort(t)), []string{"--no-preflight"}, []string{"4:invalid"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := t.TempDir()
+			args := append([]string{"search", kneeScenario(t, tc.url, 1, ""), "--start", "4", "--out", out}, tc.args...)
+			code, stdout, stderr := plload(t, args...)
+			_, sf := readSearch(t, out)
+			if code == 1 && strings.Contains(stderr, "while the client was strained") {
+				t.Skipf("the client stayed strained: this machine is too busy for the test\n%s", stdout)
+			}
+			if diff := cmp.Diff(tc.want, probeValues(sf.Probes)); diff != "" {
+				t.Errorf("probes (-want +got):\n%s\n%s", diff, stdout)
+			}
+			want := "the search stopped: probe at 4 is invalid: the target stopped answering: the last "
+			if len(tc.want) == 2 {
+				want = "the search stopped: probe at 8 is invalid: the target stopped answering: the last "
+			}
+			if code != 1 || sf.Best != nil && len(tc.want) == 1 || !strings.Contains(stderr, want) || !strings.Contains(stderr, "(first: refused: cannot connect to 127.0.0.1:") {
+				t.Fatalf("exit %d, best %v; stderr lacks %q:\n%s\n%s", code, sf.Best, want, stdout, stderr)
+			}
+		})
+	}
+	select {
+	case <-killed:
+	default:
+		t.Error("the dying mock was never killed")
 	}
 }

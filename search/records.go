@@ -18,6 +18,67 @@ type Sampler struct {
 	m        Measurement
 	series   map[string][]Point // per SLO metric: each in-window success's value at its start
 	sendLag  []Point            // open loop: each in-window request's send − intended send, ms
+	silence  silence            // the connect failures after the target's last answer, warmup included
+}
+
+// silence watches a probe, warmup included, for a target that stopped answering: the requests that
+// could not connect after the last request the target answered at all (records come in no set
+// order, so both are kept by end time). A dead or killed server is an outage, not a capacity: its
+// probe is invalid and the search stops, instead of halving the load down to 1 against nothing.
+type silence struct {
+	lastAnswerNs int64
+	failures     []connectFailure
+}
+
+// connectFailure is one request that could not connect: when it ended, and its kind and message.
+type connectFailure struct {
+	endNs int64
+	what  string
+}
+
+// Outage thresholds, as the engine's (an outage lasts a second or holds five requests): one
+// refused connection among answers is an error, not a target that is gone.
+const (
+	silenceMinRequests = 5
+	silenceMinSpanNs   = int64(1e9)
+)
+
+func (z *silence) add(r *metrics.Record) {
+	end := r.RequestStartNs
+	if r.RequestEndNs.OK {
+		end = r.RequestEndNs.V
+	}
+	switch {
+	case r.WasCancelled:
+	case r.Error == nil || r.Error.Code.OK || r.RequestAckNs.OK:
+		z.lastAnswerNs = max(z.lastAnswerNs, end)
+	case r.Error.Type == metrics.ErrTypeConnect:
+		z.failures = append(z.failures, connectFailure{end, metrics.FailureKind(r) + ": " + r.Error.Message})
+	}
+}
+
+// why is the reason the probe is invalid when the target stopped answering, else "".
+func (z *silence) why() string {
+	n, from, to, first := 0, int64(math.MaxInt64), int64(0), ""
+	for _, f := range z.failures {
+		if f.endNs <= z.lastAnswerNs {
+			continue
+		}
+		n++
+		if f.endNs < from {
+			from, first = f.endNs, f.what
+		}
+		to = max(to, f.endNs)
+	}
+	if n < 2 || n < silenceMinRequests && to-from < silenceMinSpanNs {
+		return ""
+	}
+	answered := "after its last answer"
+	if z.lastAnswerNs == 0 {
+		answered = "and none was answered"
+	}
+	return fmt.Sprintf("the target stopped answering: the last %d requests could not connect %s (first: %s); "+
+		"the search stopped, as more load on a target that is not there measures nothing", n, answered, first)
 }
 
 // NewSampler starts the measurement of a stage summarized as sum; openLoop names the modes whose
@@ -36,6 +97,7 @@ func NewSampler(slo SLO, sum *metrics.StageSummary, openLoop bool) *Sampler {
 
 // Add takes the next record.
 func (s *Sampler) Add(r *metrics.Record) {
+	s.silence.add(r)
 	w := s.sum.Window
 	if r.RequestStartNs < w.WNs || r.RequestStartNs >= w.EEffNs {
 		return
@@ -61,6 +123,7 @@ func (s *Sampler) Add(r *metrics.Record) {
 // were still waiting to start as the stage ended.
 func (s *Sampler) Measurement() Measurement {
 	m := s.m
+	m.Unreachable = s.silence.why()
 	req := s.sum.Requests
 	m.Requests, m.Errors = req.Succeeded+req.Errors+req.Cancelled, req.Errors+req.Cancelled
 	w := s.sum.Window

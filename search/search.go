@@ -62,6 +62,10 @@ type Measurement struct {
 	// probe invalid.
 	Strained string
 	LateMs   float64
+	// Unreachable says why the target was not there by the probe's end ("" when it was): its last
+	// requests could not connect. The probe is invalid, as it measured an outage, and the search
+	// stops (the README's "an unreachable target", exit 1).
+	Unreachable string
 }
 
 // merge pools o's samples and counts into m (a repeat of the same value); the flags are o's own.
@@ -323,6 +327,8 @@ func (s *sequence) judgeRun(pooled *Measurement, m Measurement, seed uint64, las
 	switch {
 	case m.Invalid != "":
 		return Invalid, m.Invalid
+	case m.Unreachable != "":
+		return Invalid, m.Unreachable
 	case m.Saturated != "":
 		return Fail, "saturated: " + m.Saturated
 	case m.Strained == "":
