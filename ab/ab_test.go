@@ -317,3 +317,36 @@ func TestMarkdownShowsTheVerdictsAndThe429s(t *testing.T) {
 		t.Error("different datasets not flagged")
 	}
 }
+
+// TestErrorRateIntervalIsAShareDifference: B − A of two error rates lies in [−1, 1], so its
+// interval, widened for the stage's rows, is cut there — a B that failed almost everything read
+// "+0.753 … +1.04" (a difference of shares above 1).
+func TestErrorRateIntervalIsAShareDifference(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	for _, tc := range []struct {
+		name             string
+		failedA, failedB int // of 35 requests each
+	}{
+		{"B failed almost everything", 0, 32},
+		{"A failed almost everything", 32, 0},
+		{"both failed everything but one", 34, 34},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a, b := synthetic(rng, 35, 50, 20), synthetic(rng, 35, 50, 20)
+			for i := range tc.failedA {
+				a.Failed[i] = 1
+			}
+			for i := range tc.failedB {
+				b.Failed[i] = 1
+			}
+			ms := Compare(1, a, b, metrics.SLOLimits{ErrorRateMax: 0.01}, Options{Resamples: 500, Seed: 1})
+			er := ms[len(ms)-1]
+			if er.Name != "error_rate" || er.CI == nil {
+				t.Fatalf("last row %+v", er)
+			}
+			if lo, hi := er.CI[0], er.CI[1]; lo < -1 || hi > 1 || lo > er.Diff.V || hi < er.Diff.V {
+				t.Errorf("error_rate diff %.3f, interval %.3f … %.3f: want within [−1, 1] and holding the diff", er.Diff.V, lo, hi)
+			}
+		})
+	}
+}

@@ -60,7 +60,10 @@ var baseMetrics = []metricDef{
 type metricDef struct {
 	name        string
 	lowerBetter bool
-	compute     func(a, b Sample, o Options) (va, vb float64, lo, hi float64)
+	// share: the metric is a share in [0, 1] (the error rate), so B − A and its interval lie in
+	// [−1, 1]; the widening about the point would otherwise carry the interval past them.
+	share   bool
+	compute func(a, b Sample, o Options) (va, vb float64, lo, hi float64)
 }
 
 func singles(field func(Sample) []float64) func(Sample) [][]float64 {
@@ -155,7 +158,9 @@ func Compare(stage int, a, b Sample, slo metrics.SLOLimits, o Options) []Metric 
 		}
 	}
 	if !slo.ErrorRateUnset {
-		defs = append(defs, meanOf("error_rate", singles(func(s Sample) []float64 { return s.Failed })))
+		er := meanOf("error_rate", singles(func(s Sample) []float64 { return s.Failed }))
+		er.share = true
+		defs = append(defs, er)
 	}
 	type computed struct{ va, vb, lo, hi float64 }
 	values := make([]computed, len(defs))
@@ -175,6 +180,9 @@ func Compare(stage int, a, b Sample, slo metrics.SLOLimits, o Options) []Metric 
 		v := values[i]
 		p := v.vb - v.va
 		lo, hi := p-max(p-v.lo, 0)*widen, p+max(v.hi-p, 0)*widen
+		if d.share {
+			lo, hi = max(lo, -1), min(hi, 1)
+		}
 		out = append(out, row(stage, d, v.va, v.vb, lo, hi))
 	}
 	return out
