@@ -71,6 +71,9 @@ func sourceName(src *SourceInfo) string {
 	if src == nil {
 		return "the synthetic workload"
 	}
+	if src.SHA256 == "" { // an AIPerf run: its files do not say which dataset ran
+		return fmt.Sprintf("%s %s (%s)", src.Kind, src.File, src.Format)
+	}
 	return fmt.Sprintf("%s %s (%s, sha256 %.12s…)", src.Kind, src.File, src.Format, src.SHA256)
 }
 

@@ -313,7 +313,7 @@ func ReadStage(path string) (*StageReport, error) {
 func ReadRun(dir string) ([]*StageReport, error) {
 	paths, _ := filepath.Glob(filepath.Join(dir, "stage_*", "stage.json"))
 	if len(paths) == 0 {
-		return nil, fmt.Errorf("%s: no stage_NN/stage.json (is it a plload results directory?)", dir)
+		return nil, fmt.Errorf("%s: no stage_NN/stage.json: not a plload results directory (an AIPerf artifact directory needs its profile_export.jsonl)", dir)
 	}
 	var out []*StageReport
 	for _, p := range paths {
