@@ -128,6 +128,10 @@ func partLine(o Outcome) string {
 	case len(o.Runs) == 0:
 		return "did not run"
 	case o.Part.ID == PartD:
+		if noneSucceeded(o) {
+			// Every window is unjudged then: "nothing to absorb" would read as a ramp met.
+			return "no request succeeded, so there is no time to absorb"
+		}
 		for _, r := range o.Runs {
 			for _, st := range r.Stages {
 				if text := report.AbsorbText(st); text != "" {
@@ -143,6 +147,22 @@ func partLine(o Outcome) string {
 		met, n = met+m, n+len(l.Stages)
 	}
 	return fmt.Sprintf("met the SLO in %d of %d stages", met, n)
+}
+
+// noneSucceeded reports whether the part sent requests and none of them, in any stage's window,
+// succeeded.
+func noneSucceeded(o Outcome) bool {
+	sent := false
+	for _, r := range o.Runs {
+		for _, st := range r.Stages {
+			if req := st.Summary.Requests; req.Succeeded > 0 {
+				return false
+			} else if req.InWindow > 0 {
+				sent = true
+			}
+		}
+	}
+	return sent
 }
 
 func questionSection(b *strings.Builder, in Input) {

@@ -101,6 +101,23 @@ func TestReportText(t *testing.T) {
 	}
 }
 
+// TestScaleEventWithoutASuccess: a part D of which no request succeeded (a server answering 500 to
+// everything) has no time to absorb — every window unjudged — and the verdict says so, rather than
+// "no window broke a latency limit, nothing to absorb", which reads as a ramp the server met.
+func TestScaleEventWithoutASuccess(t *testing.T) {
+	in := matrixInput(t)
+	d := in.Outcomes[3].Runs[0].Stages[0]
+	d.Summary.Requests.InWindow, d.Summary.Requests.Errors = 71, 71
+	d.Summary.Absorb = &metrics.Absorb{WindowS: 2, MinRequests: 5, UnjudgedWindows: 2,
+		Windows: []metrics.AbsorbWindow{{StartS: 0, EndS: 2, Requests: 35, State: "unjudged"}, {StartS: 2, EndS: 4, Requests: 36, State: "unjudged"}}}
+	_, verdict, _ := strings.Cut(Markdown(in), "## Verdict")
+	verdict, _, _ = strings.Cut(verdict, "\n## ")
+	want := "- D, scale event: a ramp from mean to peak +30 %: no request succeeded, so there is no time to absorb\n"
+	if !strings.Contains(verdict, want) || strings.Contains(verdict, "nothing to absorb") {
+		t.Errorf("verdict lacks %q:\n%s", want, verdict)
+	}
+}
+
 // TestLevelsOfReplays: part C runs once per repeat, so each run's stage is one repeat of its level.
 func TestLevelsOfReplays(t *testing.T) {
 	part := Part{ID: PartC, Points: []Point{{Level: "C replay", Repeat: 1}}, Runs: 2}
