@@ -290,3 +290,60 @@ func TestReportComparesAIPerfDir(t *testing.T) {
 		})
 	}
 }
+
+// TestReportAIPerfBrokenInputs: broken AIPerf files exit 2 with the file, the line and what is
+// accepted (never a panic, never a stage of nothing); a profile_export_aiperf.json that is not
+// AIPerf's summary is a warning beside the run read from its records, not "the current layout".
+func TestReportAIPerfBrokenInputs(t *testing.T) {
+	const record = `{"metadata": {"timestamp_ns": 1760000000000000000, "credit_phase": "profiling"}, "metrics": {"ttft": {"value": 40.0, "unit": "ms"}, "ttst": {"value": 20.0, "unit": "ms"}, "request_latency": {"value": 100.0, "unit": "ms"}, "inter_chunk_latency": {"value": [20.0, 20.0, 20.0], "unit": "ms"}, "output_sequence_length": {"value": 5, "unit": "tokens"}, "max_response_timestamp": {"value": 1760000000100000000, "unit": "ns"}}, "error": null}`
+	cases := []struct {
+		name             string
+		records, summary string // "-": no such file
+		recordsFlag      bool   // --records FILE instead of report DIR
+		code             int
+		want             []string
+	}{
+		{"empty records file", "", "-", true, 2, []string{"profile_export.jsonl: no records (the file is empty)", "one JSON record per line"}},
+		{"garbage line", record + "\nthis is garbage\n", "-", true, 2, []string{"profile_export.jsonl: line 2: not a JSON record"}},
+		{"truncated", record + "\n" + record[:120], "-", true, 2, []string{"profile_export.jsonl: line 2: not a JSON record"}},
+		{"a summary given as records", "{\n  \"request_count\": {\"unit\": \"requests\", \"avg\": 1}\n}\n", "-", true, 2,
+			[]string{"is one JSON document, not a records file", "plload report DIR"}},
+		{"directory of an empty records file", "", "-", false, 2, []string{"profile_export.jsonl: no records"}},
+		{"directory with only the summary", "-", `{"request_count": {"unit": "requests", "avg": 1}}`, false, 2,
+			[]string{"not a plload results directory (an AIPerf artifact directory needs its profile_export.jsonl)"}},
+		{"summary not AIPerf's", record + "\n", `{"foo": 1, "bar": [1, 2]}`, false, 0,
+			[]string{"aiperf-run: AIPerf run: profile_export.jsonl in the early layout\n",
+				"warning: aiperf-run: profile_export_aiperf.json not read: ", "not AIPerf's summary"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "aiperf-run")
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			for name, text := range map[string]string{"profile_export.jsonl": tc.records, "profile_export_aiperf.json": tc.summary} {
+				if text != "-" {
+					if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			args := []string{"report", dir}
+			if tc.recordsFlag {
+				args = []string{"report", "--records", filepath.Join(dir, "profile_export.jsonl"), "--json"}
+			}
+			code, stdout, stderr := plload(t, args...)
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s\n%s", code, tc.code, stdout, stderr)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(stdout+stderr, w) {
+					t.Errorf("output lacks %q:\n%s\n%s", w, stdout, stderr)
+				}
+			}
+			if strings.Contains(stdout+stderr, "in the current layout") {
+				t.Errorf("a summary that is not AIPerf's is named a layout:\n%s", stdout)
+			}
+		})
+	}
+}

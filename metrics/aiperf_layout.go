@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 )
 
@@ -28,12 +30,20 @@ type layoutProbe struct {
 	Error    json.RawMessage            `json:"error"`
 }
 
+// recordsAccepted says what a records file is, for the errors of a file that is not one.
+const recordsAccepted = "a records file (profile_export.jsonl, plload's or AIPerf's) has one JSON record per line, each with metadata and metrics"
+
 // DetectLayout names the layout of one record line: early when it has the early layout's keys,
 // 0.3 when it writes null-valued keys or carries 0.3's prefill_throughput, current otherwise.
 func DetectLayout(line []byte) (string, error) {
 	var p layoutProbe
 	if err := json.Unmarshal(line, &p); err != nil {
-		return "", fmt.Errorf("not a JSON record: %v", err)
+		return "", fmt.Errorf("not a JSON record: %s; %s", jsonProblem(line, err), recordsAccepted)
+	}
+	// Every record of every layout has metadata (its start time is there): a line without is some
+	// other JSON (a summary, a vLLM result), and its missing start time would be a puzzling error.
+	if p.Metadata == nil {
+		return "", fmt.Errorf("not a record: no metadata object; %s", recordsAccepted)
 	}
 	_, hasStart := p.Metadata["request_start_ns"]
 	_, hasTimestamp := p.Metadata["timestamp_ns"]
@@ -79,6 +89,10 @@ func DetectFileLayout(path string) (string, error) {
 		}
 		layout, err := DetectLayout(text)
 		if err != nil {
+			if line == 1 && !json.Valid(text) && isJSONDocument(path) { // a line that is JSON is a record or not, by itself
+				return "", fmt.Errorf("%s is one JSON document, not a records file (%s): a summary such as stage.json, "+
+					"profile_export_aiperf.json or vllm_bench_result.json? To compare a run, give its directory: plload report DIR", path, recordsAccepted)
+			}
 			return "", fmt.Errorf("%s: line %d: %w", path, line, err)
 		}
 		return layout, nil
@@ -86,7 +100,37 @@ func DetectFileLayout(path string) (string, error) {
 	if err := sc.Err(); err != nil {
 		return "", fmt.Errorf("%s: %w", path, err)
 	}
-	return LayoutCurrent, nil // no records: nothing to tell apart
+	// Summarized, a file of no records is a stage that measured nothing, as if the server had failed.
+	return "", fmt.Errorf("%s: no records (the file is empty): %s", path, recordsAccepted)
+}
+
+// jsonProblem says in words why a line is not a JSON object (encoding/json's message for a JSON
+// value of another kind names Go types).
+func jsonProblem(line []byte, err error) string {
+	var syntax *json.SyntaxError
+	if errors.As(err, &syntax) || !json.Valid(line) {
+		return err.Error()
+	}
+	switch line[0] {
+	case '[':
+		return "an array, not an object"
+	case '"':
+		return "a string, not an object"
+	}
+	return "a " + string(line[:min(len(line), 16)]) + ", not an object"
+}
+
+// isJSONDocument reports whether the whole file is one JSON value (a pretty-printed summary), which
+// a line-by-line reader sees as a broken first line.
+func isJSONDocument(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var v any
+	dec := json.NewDecoder(io.LimitReader(f, maxRecordLine))
+	return dec.Decode(&v) == nil && !dec.More()
 }
 
 // applyEarly maps the early layout's keys onto rec where the current ones were absent (a record in

@@ -218,3 +218,43 @@ func TestEarlyLayoutMapping(t *testing.T) {
 		t.Errorf("early cancelled record read as %+v", c)
 	}
 }
+
+// TestRecordsFileRejected: a file that holds no records, or whose first line is not a record, is an
+// error that names the file, the line and what --records takes, in words a user reads (no Go types):
+// an empty file summarized as a stage of nothing looked like a run that measured nothing.
+func TestRecordsFileRejected(t *testing.T) {
+	const accepted = "one JSON record per line"
+	cases := []struct {
+		name, text string
+		want       []string
+	}{
+		{"empty", "", []string{"no records", accepted}},
+		{"blank lines only", "\n  \n\n", []string{"no records", accepted}},
+		{"array line", "[1, 2]\n", []string{"line 1", "not a JSON record", "an array", accepted}},
+		{"garbage", "this is garbage\n", []string{"line 1", "not a JSON record", accepted}},
+		{"object without metadata", `{"a": 1}` + "\n", []string{"line 1", "no metadata", accepted}},
+		{"null line", "null\n", []string{"line 1", accepted}},
+		{"pretty-printed summary", "{\n  \"request_count\": {\"unit\": \"requests\", \"avg\": 4}\n}\n",
+			[]string{"one JSON document", "not a records file", "plload report DIR"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "profile_export.jsonl")
+			if err := os.WriteFile(path, []byte(tc.text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := SummarizeRecords(path, StageInput{NeverStarted: -1}, false)
+			if err == nil {
+				t.Fatalf("no error for %q", tc.text)
+			}
+			for _, w := range append(tc.want, path) {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "metrics.") || strings.Contains(err.Error(), "Go value") {
+				t.Errorf("error %q names Go types", err)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -42,7 +43,10 @@ func ReadAIPerfSummary(path string) (*AIPerfSummary, error) {
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
-		return nil, fmt.Errorf("%s: not a JSON object (AIPerf's summary is one): %v", path, err)
+		if !json.Valid(data) {
+			return nil, fmt.Errorf("%s: not valid JSON (cut short, or not a summary?): %v", path, err)
+		}
+		return nil, fmt.Errorf("%s: not a JSON object (AIPerf's summary is one): %s", path, jsonProblem(bytes.TrimSpace(data), err))
 	}
 	out := &AIPerfSummary{Layout: SummaryLayoutCurrent, Metrics: map[string]AIPerfStat{}}
 	if recs, ok := top["records"]; ok {
@@ -67,6 +71,12 @@ func ReadAIPerfSummary(path string) (*AIPerfSummary, error) {
 		}
 		out.Metrics[tag] = AIPerfStat{Unit: *m.Unit, Avg: m.Avg, Min: m.Min, Max: m.Max, Std: m.Std, P1: m.P1, P5: m.P5, P10: m.P10,
 			P25: m.P25, P50: m.P50, P75: m.P75, P90: m.P90, P95: m.P95, P99: m.P99, Count: m.Count}
+	}
+	// Some other JSON under AIPerf's name has no metric: read as a summary, it would check nothing
+	// and the run would say it had AIPerf's summary.
+	if len(out.Metrics) == 0 {
+		return nil, fmt.Errorf(`%s: not AIPerf's summary: no metric in it (AIPerf's has one key per metric tag, such as `+
+			`time_to_first_token or request_throughput, each {"unit", "avg", ...}, or in older files all of them under "records")`, path)
 	}
 	return out, nil
 }

@@ -116,3 +116,41 @@ func TestAIPerfSummaryAgrees(t *testing.T) {
 		t.Errorf("a records file read as a summary: %v", err)
 	}
 }
+
+// TestReadAIPerfSummaryRejectsOtherJSON: a profile_export_aiperf.json that is not AIPerf's summary
+// (no metric in either layout: some other JSON, a stage.json, an empty object) or is cut short is an
+// error naming the file and what the summary holds; it was read as "the current layout" with no
+// metric to check, so the run said it had AIPerf's summary when it had none.
+func TestReadAIPerfSummaryRejectsOtherJSON(t *testing.T) {
+	cases := []struct {
+		name, text string
+		want       []string
+	}{
+		{"other JSON", `{"foo": 1, "bar": [1, 2]}`, []string{"not AIPerf's summary", "time_to_first_token", `"records"`}},
+		{"empty object", `{}`, []string{"not AIPerf's summary"}},
+		{"a stage.json", `{"schema_version": 1, "summary": {"ttft_ms": {"n": 1, "mean": 2}}}`, []string{"not AIPerf's summary"}},
+		{"records of nothing", `{"records": {}}`, []string{"not AIPerf's summary"}},
+		{"cut short", `{"time_to_first_token": {"unit": "ms", "avg": 1`, []string{"not valid JSON", "cut short"}},
+		{"an array", `[1, 2, 3]`, []string{"not a JSON object", "an array"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "profile_export_aiperf.json")
+			if err := os.WriteFile(path, []byte(tc.text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			s, err := ReadAIPerfSummary(path)
+			if err == nil {
+				t.Fatalf("read as AIPerf's summary (%+v)", s)
+			}
+			for _, w := range append(tc.want, path) {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+			if strings.Contains(err.Error(), "Go value") {
+				t.Errorf("error %q names Go types", err)
+			}
+		})
+	}
+}
