@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/plload/plload/ab"
+	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/mock"
 )
 
@@ -363,5 +364,46 @@ func TestABInterruptExits130(t *testing.T) {
 	}
 	if res := readAB(t, dirs[0]); len(res.Metrics) == 0 || !strings.Contains(strings.Join(res.Notes, "\n"), "partial") {
 		t.Errorf("ab.json of an interrupted A/B: %+v", res)
+	}
+}
+
+// TestABSideCutShortIsComparedOverTheSameWindow: when B's server dies mid-stage and B's stage is
+// stopped as unreachable, A ran its whole window; the comparison cuts A to the seconds B's window
+// ran (from the same start), so the two windows are the same instants — A over its whole window
+// against B over its first second compared throughputs of different moments — and a note says so.
+func TestABSideCutShortIsComparedOverTheSameWindow(t *testing.T) {
+	a := abMock(t, 20*time.Millisecond, 1)
+	b, killed := dyingMock(t, 40) // 4 sessions of 3–5 turns: killed a second or so into the window
+	scenario := abScenario(t, 3, "{concurrency: 4, warmup: 300ms, duration: 4s}")
+	code, stdout, stderr, dir := abRun(t, scenario, "--target", "A="+a, "--target", "B="+b)
+	<-killed
+	if code != 1 || dir == "" || !strings.Contains(stderr, "B: stage failed") {
+		t.Fatalf("exit %d, dir %q\n%s%s", code, dir, stdout, stderr)
+	}
+	as, bs := readStages(t, filepath.Join(dir, "A")), readStages(t, filepath.Join(dir, "B"))
+	if len(as) != 1 || len(bs) != 1 || !bs[0].Summary.Partial || as[0].Summary.Partial {
+		t.Fatalf("stages: A %d, B %d (B partial %v)", len(as), len(bs), len(bs) == 1 && bs[0].Summary.Partial)
+	}
+	wa, wb := as[0].Summary.Window, bs[0].Summary.Window
+	end := wa.WNs + (wb.EEffNs - wb.WNs)
+	f, err := os.Open(filepath.Join(dir, "A", "stage_01", "profile_export.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	want := 0
+	metrics.ReadRecords(f, func(r *metrics.Record) error {
+		if r.RequestStartNs >= wa.WNs && r.RequestStartNs < end {
+			want++
+		}
+		return nil
+	})
+	res := readAB(t, dir)
+	if len(res.Requests) != 2 || res.Requests[0].Target != "A" || res.Requests[0].InWindow != want || want == as[0].Summary.Requests.InWindow {
+		t.Errorf("A's requests compared: %+v; want the %d that started in B's %.2f s (A's whole window held %d)",
+			res.Requests, want, float64(wb.EEffNs-wb.WNs)/1e9, as[0].Summary.Requests.InWindow)
+	}
+	if note := strings.Join(res.Notes, "\n"); !strings.Contains(note, "stage 01: B was cut short after ") {
+		t.Errorf("notes lack the cut:\n%s", note)
 	}
 }

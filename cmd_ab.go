@@ -387,11 +387,12 @@ func compareABSides(sides []*abSide, seed uint64) (ab.Result, error) {
 			continue // B did not run it: nothing to compare
 		}
 		sb := b.stages[i]
-		xa, err := abSample(a, sa)
+		ea, eb, cut := commonWindow(sa.Summary, sb.Summary, a.target.Name, b.target.Name)
+		xa, err := abSample(a, sa, ea)
 		if err != nil {
 			return res, err
 		}
-		xb, err := abSample(b, sb)
+		xb, err := abSample(b, sb, eb)
 		if err != nil {
 			return res, err
 		}
@@ -406,19 +407,49 @@ func compareABSides(sides []*abSide, seed uint64) (ab.Result, error) {
 		if sa.Summary.Partial || sb.Summary.Partial {
 			res.Notes = append(res.Notes, fmt.Sprintf("stage %02d is partial (cut short): its windows are what ran", sa.Stage))
 		}
+		if cut != "" {
+			res.Notes = append(res.Notes, fmt.Sprintf("stage %02d: %s", sa.Stage, cut))
+		}
 	}
 	return res, nil
 }
 
-// abSample reads one side's stage records over the stage's window (stage.json's).
-func abSample(s *abSide, st *report.StageReport) (ab.Sample, error) {
+// commonWindow is where each side's window ends for the comparison: its own E_eff, unless one side
+// was cut short (stopped as unreachable, interrupted) — then both end as long after their W as the
+// shorter one ran, so the two windows stay the same instants (both sides start together) and the
+// paired slices of the throughputs pair the same moments; cut says so ("" when nothing was cut).
+func commonWindow(a, b *metrics.StageSummary, nameA, nameB string) (endA, endB int64, cut string) {
+	la, lb := a.Window.EEffNs-a.Window.WNs, b.Window.EEffNs-b.Window.WNs
+	// Both cut by one interrupt end within moments of each other: a percent, or a tenth of a
+	// second, is no other window.
+	if !a.Partial && !b.Partial || la <= 0 || lb <= 0 || abs64(la-lb) <= max(max(la, lb)/100, int64(100*time.Millisecond)) {
+		return a.Window.EEffNs, b.Window.EEffNs, ""
+	}
+	short, long, l, full := nameA, nameB, la, lb
+	if lb < la {
+		short, long, l, full = nameB, nameA, lb, la
+	}
+	cut = fmt.Sprintf("%s was cut short after %.1f s of the window; %s's %.1f s are compared over the same first %.1f s only (same window)",
+		short, float64(l)/1e9, long, float64(full)/1e9, float64(l)/1e9)
+	return a.Window.WNs + l, b.Window.WNs + l, cut
+}
+
+func abs64(x int64) int64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// abSample reads one side's stage records over the stage's window (stage.json's), ending at end.
+func abSample(s *abSide, st *report.StageReport, end int64) (ab.Sample, error) {
 	path := filepath.Join(s.dir, fmt.Sprintf("stage_%02d", st.Stage), "profile_export.jsonl")
 	f, err := os.Open(path)
 	if err != nil {
 		return ab.Sample{}, err
 	}
 	defer f.Close()
-	c := ab.NewCollector(st.Summary.Window.WNs, st.Summary.Window.EEffNs)
+	c := ab.NewCollector(st.Summary.Window.WNs, end)
 	if err := metrics.ReadRecords(f, func(r *metrics.Record) error { c.Add(r); return nil }); err != nil {
 		return ab.Sample{}, fmt.Errorf("%s: %w", path, err)
 	}
