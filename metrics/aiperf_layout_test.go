@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // layoutRequest is one successful request of the layout tests, from which each layout's line is
@@ -254,6 +256,64 @@ func TestRecordsFileRejected(t *testing.T) {
 			}
 			if strings.Contains(err.Error(), "metrics.") || strings.Contains(err.Error(), "Go value") {
 				t.Errorf("error %q names Go types", err)
+			}
+		})
+	}
+}
+
+// TestAIPerfWarmupPhaseLeftOut: an AIPerf file's warmup-phase records (credit_phase or
+// benchmark_phase "warmup") are not in AIPerf's summary, so they are not in plload's over AIPerf's
+// window either: with two warmup successes added (one before the first profiled start, one among
+// them) every statistic, the throughput and the window are those of the profiled records alone, and
+// the two count as warmup. They were measured: TTFT n 6, and the window widened to the first one.
+func TestAIPerfWarmupPhaseLeftOut(t *testing.T) {
+	warm := []layoutRequest{
+		{layoutBaseNs + 1_000_000, 500, []float64{100, 100}, 3, 0},
+		{layoutBaseNs + 18_000_000, 400, []float64{200}, 2, 0},
+	}
+	cases := []struct {
+		layout string
+		line   func(int, layoutRequest) string
+		phase  string // the key and value that mark a profiled record
+	}{
+		{LayoutEarly, earlyLine, `"credit_phase": "profiling"`},
+		{Layout03, line03, `"benchmark_phase": "profiling"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.layout, func(t *testing.T) {
+			var profiled, with strings.Builder
+			for i, q := range layoutRequests {
+				profiled.WriteString(tc.line(i, q) + "\n")
+				with.WriteString(tc.line(i, q) + "\n")
+			}
+			for i, q := range warm {
+				with.WriteString(strings.Replace(tc.line(10+i, q), tc.phase, strings.Replace(tc.phase, "profiling", "warmup", 1), 1) + "\n")
+			}
+			sum := func(text string) *RecordsSummary {
+				path := filepath.Join(t.TempDir(), "profile_export.jsonl")
+				if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				s, err := SummarizeRecords(path, StageInput{NeverStarted: -1}, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return s
+			}
+			want, got := sum(profiled.String()), sum(with.String())
+			if got.Requests.Warmup != 2 || got.Requests.Succeeded != want.Requests.Succeeded {
+				t.Errorf("requests %+v, want %+v with 2 warmup", got.Requests, want.Requests)
+			}
+			for name, d := range map[string][2]Dist{"ttft": {got.TTFT, want.TTFT}, "e2e": {got.E2E, want.E2E}, "itl": {got.ITL, want.ITL}, "osl": {got.OSL, want.OSL}} {
+				if diff := cmp.Diff(d[1], d[0]); diff != "" {
+					t.Errorf("%s with warmup records (-without +with):\n%s", name, diff)
+				}
+			}
+			if diff := cmp.Diff(want.Throughput, got.Throughput); diff != "" {
+				t.Errorf("throughput (-without +with):\n%s", diff)
+			}
+			if got.Window.Seconds != want.Window.Seconds {
+				t.Errorf("window %v s, want %v s", got.Window.Seconds, want.Window.Seconds)
 			}
 		})
 	}

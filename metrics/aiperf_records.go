@@ -24,8 +24,9 @@ type recordsScan struct {
 
 func (sc *recordsScan) add(r *Record) {
 	sc.t0.Add(r)
-	if !r.OK() || !r.RequestLatency.OK {
-		return // AIPerf's window is over requests with a latency
+	// AIPerf's window is over profiled requests with a latency: its summary leaves warmup out.
+	if !r.OK() || !r.RequestLatency.OK || r.BenchmarkPhase == PhaseWarmup {
+		return
 	}
 	// AIPerf's last response is start + request latency (max_response_timestamp); request_end_ns,
 	// where a file has it, is the [DONE] after it, and the stage counts a request as ended by that.
@@ -73,15 +74,28 @@ func SummarizeRecords(path string, in StageInput, arrivalRate bool) (*RecordsSum
 	}
 	s := NewStage(in)
 	err = readRecordsFile(path, func(r *Record) {
-		s.Add(r)
-		if aiperfWindow && !r.OK() {
+		switch {
+		case aiperfWindow && r.BenchmarkPhase == PhaseWarmup:
+			s.countWarmupPhase()
+		case aiperfWindow && !r.OK():
+			s.Add(r)
 			s.countFailureOutside(r)
+		default:
+			s.Add(r)
 		}
 	})
 	if err != nil {
 		return nil, err
 	}
 	return &RecordsSummary{StageSummary: s.Summary(), Layout: layout}, nil
+}
+
+// countWarmupPhase counts a request AIPerf marked as warmup (credit_phase or benchmark_phase) as
+// the stage's warmup and nothing else, wherever it started: AIPerf's summary leaves it out, and
+// over AIPerf's window plload's must equal AIPerf's.
+func (s *Stage) countWarmupPhase() {
+	s.s.Requests.Total++
+	s.s.Requests.Warmup++
 }
 
 // countFailureOutside counts a failed request of an AIPerf run that started outside AIPerf's window
