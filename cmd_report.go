@@ -61,6 +61,9 @@ func reportCommand() *cli.Command {
 			if cmd.Args().Len() == 0 {
 				return badInput("report: expected one or more results directories; usage: plload report DIR [DIR...]")
 			}
+			if err := checkNotStageDirs(cmd.Args().Slice()); err != nil {
+				return err
+			}
 			runs, err := report.LoadRuns(cmd.Args().Slice())
 			if err != nil {
 				return badInput("report: %v", err)
@@ -113,6 +116,22 @@ func reportCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// checkNotStageDirs refuses a stage directory (stage_NN, its stage.json beside AIPerf's files) given
+// for a run: it is neither a results directory nor an AIPerf one, and saying only "no
+// stage_NN/stage.json" there sent users looking for a file that is in it.
+func checkNotStageDirs(dirs []string) error {
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "stage.json")); err != nil {
+			continue
+		}
+		if stages, _ := filepath.Glob(filepath.Join(d, "stage_*", "stage.json")); len(stages) > 0 {
+			continue
+		}
+		return badInput("report: %s is one stage of a plload run (it has stage.json): give the run's directory, %s", d, filepath.Dir(filepath.Clean(d)))
+	}
+	return nil
 }
 
 // scenarioFileOf reads the scenario path a run recorded in its report.json, if it still exists.

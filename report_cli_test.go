@@ -311,6 +311,8 @@ func TestReportAIPerfBrokenInputs(t *testing.T) {
 		{"directory of an empty records file", "", "-", false, 2, []string{"profile_export.jsonl: no records"}},
 		{"directory with only the summary", "-", `{"request_count": {"unit": "requests", "avg": 1}}`, false, 2,
 			[]string{"not a plload results directory (an AIPerf artifact directory needs its profile_export.jsonl)"}},
+		{"a stage directory of a plload run", record + "\n", "-", false, 2,
+			[]string{"is one stage of a plload run (it has stage.json): give the run's directory, "}},
 		{"summary not AIPerf's", record + "\n", `{"foo": 1, "bar": [1, 2]}`, false, 0,
 			[]string{"aiperf-run: AIPerf run: profile_export.jsonl in the early layout\n",
 				"warning: aiperf-run: profile_export_aiperf.json not read: ", "not AIPerf's summary"}},
@@ -321,7 +323,11 @@ func TestReportAIPerfBrokenInputs(t *testing.T) {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			for name, text := range map[string]string{"profile_export.jsonl": tc.records, "profile_export_aiperf.json": tc.summary} {
+			files := map[string]string{"profile_export.jsonl": tc.records, "profile_export_aiperf.json": tc.summary}
+			if strings.HasPrefix(tc.name, "a stage directory") { // as plload writes one: stage.json beside the AIPerf files
+				files["stage.json"] = `{"schema_version": 1}`
+			}
+			for name, text := range files {
 				if text != "-" {
 					if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 						t.Fatal(err)
