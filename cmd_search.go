@@ -250,6 +250,8 @@ func (p *searchPlan) run(ctx context.Context, preflight bool, stdout, stderr io.
 // valueText is a knob value with its unit: "12 sessions", "20 req/s".
 func (p *searchPlan) valueText(v float64) string {
 	switch {
+	case p.knob == knobConcurrency && v == 1:
+		return "1 session" // the search halves down to 1 when nothing passes
 	case p.knob == knobConcurrency:
 		return fmt.Sprintf("%g sessions", v)
 	case p.sc.Load.Mode == workload.ModeArrivalRate:

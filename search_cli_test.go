@@ -239,6 +239,9 @@ func TestSearchWhenNothingPasses(t *testing.T) {
 	if diff := cmp.Diff([]string{"2:fail", "1:fail"}, probeValues(sf.Probes)); diff != "" {
 		t.Errorf("probes (-want +got):\n%s", diff)
 	}
+	if !strings.Contains(stdout, "(stage 02): 1 session — fail") {
+		t.Errorf("the probe at 1 is not \"1 session\":\n%s", stdout)
+	}
 }
 
 // TestSearchRefusesBadInput: every bad flag or scenario exits 2 naming the flag or key and what is
