@@ -113,6 +113,7 @@ func TestABBadInputSendsNothing(t *testing.T) {
 		{"empty URL", []string{scenario, "--target", good, "--target", "B="}, []string{"not NAME=URL"}},
 		{"not http", []string{scenario, "--target", good, "--target", "B=ftp://127.0.0.1/v1"}, []string{"is not an http:// or https:// URL", "accepted"}},
 		{"a path for a name", []string{scenario, "--target", good, "--target", "../B=" + base}, []string{"names its results directory", "accepted"}},
+		{"the comparison's file for a name", []string{scenario, "--target", good, "--target", "AB.json=" + base}, []string{`the name "AB.json" is a file of the A/B's results (ab.json, ab.md)`, "accepted: any other name"}},
 		{"same name twice", []string{scenario, "--target", good, "--target", "a=" + base}, []string{`the name "a" is given twice`, "two different names"}},
 		{"model for no target", []string{scenario, "--target", good, "--target", "B=" + base, "--model", "C=x"}, []string{`--model "C=x"`, "accepted: A or B"}},
 		{"model without =", []string{scenario, "--target", good, "--target", "B=" + base, "--model", "x"}, []string{"not NAME=MODEL"}},

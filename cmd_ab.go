@@ -119,6 +119,9 @@ func abAction(ctx context.Context, cmd *cli.Command) error {
 // abTarget is one --target, with its --model.
 type abTarget struct{ name, url, model string }
 
+// abFiles are the files the A/B writes next to the sides' directories, so no side may be named so.
+var abFiles = []string{"ab.json", "ab.md"}
+
 // abName is what a target's name may hold: it names its results directory.
 var abName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 
@@ -136,6 +139,10 @@ func parseABTargets(targets, models []string) ([]abTarget, error) {
 		}
 		if !abName.MatchString(name) {
 			return nil, badInput("--target %q: the name %q names its results directory: accepted: letters, digits, '.', '_', '-' (up to 64, not starting with a punctuation mark); nothing was sent", t, name)
+		}
+		if slices.ContainsFunc(abFiles, func(f string) bool { return strings.EqualFold(f, name) }) {
+			// The side's directory would take the comparison's own file name: the run is lost at the end.
+			return nil, badInput("--target %q: the name %q is a file of the A/B's results (%s); accepted: any other name; nothing was sent", t, name, strings.Join(abFiles, ", "))
 		}
 		u, err := url.Parse(raw)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
