@@ -118,11 +118,14 @@ func reportCommand() *cli.Command {
 	}
 }
 
-// checkNotStageDirs refuses a stage directory (stage_NN, its stage.json beside AIPerf's files) given
+// checkNotStageDirs refuses a path that is no directory, and a stage directory (stage_NN, its stage.json beside AIPerf's files) given
 // for a run: it is neither a results directory nor an AIPerf one, and saying only "no
 // stage_NN/stage.json" there sent users looking for a file that is in it.
 func checkNotStageDirs(dirs []string) error {
 	for _, d := range dirs {
+		if info, err := os.Stat(d); err != nil || !info.IsDir() {
+			return badInput("report: %s: not a directory: plload report takes plload results directories and AIPerf artifact directories (--records FILE for one records file)", d)
+		}
 		if _, err := os.Stat(filepath.Join(d, "stage.json")); err != nil {
 			continue
 		}
