@@ -213,13 +213,26 @@ func quietInterrupt(parent context.Context) (context.Context, func()) {
 	}
 }
 
-// abortedIn is why the engine stopped a stage of the part (the target stopped answering), or "".
+// abortedIn is why the target stopped answering during the part, or "": the engine stopped a stage
+// as unreachable, or the part's last stage got no answer at all — no request succeeded and its
+// failures could not connect — which a stage shorter than load.abort_after ends before the engine's
+// rule can say it.
 func abortedIn(o matrix.Outcome) string {
+	var last *report.StageReport
 	for _, r := range o.Runs {
 		for _, st := range r.Stages {
 			if st.Engine.Aborted != "" {
 				return st.Engine.Aborted
 			}
+			last = st
+		}
+	}
+	if last == nil || last.Summary.Requests.Succeeded > 0 {
+		return ""
+	}
+	for _, out := range last.Engine.Outages {
+		if slices.Contains([]string{"refused", "dns", "tls", "connect"}, out.Kind) {
+			return fmt.Sprintf("the target stopped answering: no request of stage %02d succeeded (%s × %d, first: %s)", last.Stage, out.Kind, out.Requests, out.FirstMessage)
 		}
 	}
 	return ""

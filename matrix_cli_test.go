@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -173,6 +174,39 @@ slo: {ttft: {p95: 1s}}
 	}
 	if v := mdSection(string(md), "Verdict"); !strings.Contains(v, "part B (open loop) did not run") {
 		t.Errorf("Verdict:\n%s", v)
+	}
+}
+
+// TestMatrixDeadTargetShortStages: without the preflight, a dead target whose stages end before
+// load.abort_after (the default 15 s against 2 s stages) is never stopped by the engine; the part
+// whose last stage got no answer at all still stops the matrix, and B and D are not run against it.
+func TestMatrixDeadTargetShortStages(t *testing.T) {
+	scenario := writeMatrixScenario(t, fmt.Sprintf(`name: mx
+target: {base_url: http://127.0.0.1:%d/v1, model: m, timeout: 2s, server_metrics_url: "off"}
+personas: {count: 1, system_prompt_tokens: 10}
+session: {turns: 1, user_input_tokens: 10, max_output_tokens: 8, think_time: 0s}
+load:
+  mode: concurrency
+  stages:
+    - {concurrency: 2, warmup: 0s, duration: 1s}
+matrix: {mean_rate: 2, peak_rate: 4, ramp: 1s, hold: 1s}
+slo: {ttft: {p95: 1s}}
+`, freePort(t)))
+	out := t.TempDir()
+	code, stdout, stderr := plload(t, "matrix", scenario, "--out", out, "--no-preflight", "--quiet", "--repeats", "1")
+	if code != 1 || !strings.Contains(stderr, "part A: stage 01 failed") {
+		t.Fatalf("exit %d, want 1 naming part A's failed stage\n%s\n%s", code, stdout, stderr)
+	}
+	dir := oneDir(t, filepath.Join(out, "mx-matrix-*"))
+	for _, part := range []string{"B", "D"} {
+		if _, err := os.Stat(filepath.Join(dir, part)); !os.IsNotExist(err) {
+			t.Errorf("part %s ran against a dead target (%v)", part, err)
+		}
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
+	want := "Part B (open loop at mean, peak and peak +30 %) did not run: part A stopped: the target stopped answering: no request of stage 01 succeeded (refused × "
+	if lim := mdSection(string(md), "Limitations"); !strings.Contains(lim, want) {
+		t.Errorf("Limitations lack %q:\n%s", want, lim)
 	}
 }
 
