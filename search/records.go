@@ -77,8 +77,7 @@ func (z *silence) why() string {
 	if z.lastAnswerNs == 0 {
 		answered = "and none was answered"
 	}
-	return fmt.Sprintf("the target stopped answering: the last %d requests could not connect %s (first: %s); "+
-		"the search stopped, as more load on a target that is not there measures nothing", n, answered, first)
+	return fmt.Sprintf("the target stopped answering: the last %d requests could not connect %s (first: %s)", n, answered, first)
 }
 
 // NewSampler starts the measurement of a stage summarized as sum; openLoop names the modes whose
