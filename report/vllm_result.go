@@ -209,6 +209,9 @@ func (r *StageReport) vllmRequests(records string, itls io.Writer) (vllmArrays, 
 	if err != nil {
 		return a, "", fmt.Errorf("%s: %w", records, err)
 	}
+	if !r.RecordsKept { // the run removes the file after this: do not name it as if it were there
+		return a, "profile_export.jsonl, read before it was removed (output.record_requests: false)", nil
+	}
 	return a, "profile_export.jsonl", nil
 }
 

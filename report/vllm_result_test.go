@@ -200,3 +200,56 @@ func TestVLLMLoadKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestVLLMPerRequestSource: the plload key says where the per-request arrays came from. A stage
+// whose records are not kept (output.record_requests: false) still has them, read before the file is
+// removed, and says so: it named profile_export.jsonl, a file the directory no longer holds.
+func TestVLLMPerRequestSource(t *testing.T) {
+	const start = int64(1_760_000_000_000_000_000)
+	rec := (&metrics.Record{RequestStartNs: start + 1e6, CreditIssuedNs: start + 1e6, RequestEndNs: metrics.Some(start + 5e8),
+		BenchmarkPhase: metrics.PhaseProfiling, TTFT: metrics.Some(100.0), RequestLatency: metrics.Some(499.0),
+		InterChunkLatency: []float64{200, 199}, InputSequenceLength: metrics.Some(10), OutputSequenceLength: metrics.Some(3)}).AppendJSON(nil)
+	cases := []struct {
+		name    string
+		kept    bool
+		records bool
+		want    string
+		n       int
+	}{
+		{"records kept", true, true, "profile_export.jsonl", 1},
+		{"records removed after the stage", false, true, "profile_export.jsonl, read before it was removed (output.record_requests: false)", 1},
+		{"no records file", false, false, "none: the stage's records are not kept (output.record_requests: false)", 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tc.records {
+				if err := os.WriteFile(filepath.Join(dir, "profile_export.jsonl"), append(rec, '\n'), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			sum := &metrics.StageSummary{}
+			sum.Window.WNs, sum.Window.EEffNs, sum.Window.Seconds = start, start+1e9, 1
+			st := &StageReport{Run: "r", Stage: 1, Stages: 1, RecordsKept: tc.kept, Summary: sum}
+			if err := st.writeVLLMResult(dir); err != nil {
+				t.Fatal(err)
+			}
+			var f struct {
+				TTFTs  []float64 `json:"ttfts"`
+				Plload struct {
+					PerRequest string `json:"per_request"`
+				} `json:"plload"`
+			}
+			data, err := os.ReadFile(filepath.Join(dir, VLLMResult))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(data, &f); err != nil {
+				t.Fatal(err)
+			}
+			if f.Plload.PerRequest != tc.want || len(f.TTFTs) != tc.n {
+				t.Errorf("per_request %q with %d ttfts, want %q with %d", f.Plload.PerRequest, len(f.TTFTs), tc.want, tc.n)
+			}
+		})
+	}
+}
