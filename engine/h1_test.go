@@ -205,7 +205,7 @@ func TestH1FindsAPooledConnectionTheServerClosed(t *testing.T) {
 		if c == nil {
 			t.Fatal("the connection was not pooled after its answer")
 		}
-		if !c.rd.usable() {
+		if !c.usable() {
 			c.close()
 			break
 		}
@@ -269,54 +269,6 @@ func TestHTTPClientChoice(t *testing.T) {
 		freshH1, _ := fresh.(*h1Transport)
 		if err != nil || isH1 != tc.wantH1 || (freshH1 != nil) != tc.wantH1 || freshH1 != nil && !freshH1.noReuse {
 			t.Errorf("%s with %q: %T and %T, err %v; want plload's client %v", tc.base, tc.env, tr, fresh, err, tc.wantH1)
-		}
-	}
-}
-
-// TestWaitFirstReaderSeesAnEndThatCameWithTheData: a server that writes its last bytes and closes
-// at once often lands both in one poller event, after which no event comes; the reader must still
-// see the end (within its guard), not wait for the request timeout. Over many connections, so
-// the coalesced case happens (each connection here takes about the guard); each read also returns exactly what was sent.
-func TestWaitFirstReaderSeesAnEndThatCameWithTheData(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				buf := make([]byte, 1)
-				c.Read(buf)                   // the client's go-ahead, so its reader is already waiting
-				c.Write([]byte("last bytes")) // then the end, as close behind as it can be
-				c.Close()
-			}()
-		}
-	}()
-	for i := range 8 { // each takes about finGuard: the end comes in the data's event every time here
-		nc, err := net.Dial("tcp", ln.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		rd, err := newWaitFirstReader(nc.(*net.TCPConn))
-		if err != nil {
-			t.Fatal(err)
-		}
-		nc.Write([]byte("g"))
-		began := time.Now()
-		watchdog := time.AfterFunc(finGuard+3*time.Second, rd.poison) // a reader without the guard fails, not hangs
-		got, err := io.ReadAll(io.LimitReader(struct{ io.Reader }{rd}, 1<<20))
-		took := time.Since(began)
-		watchdog.Stop()
-		rd.poison()
-		rd.release()
-		nc.Close()
-		if err != nil || string(got) != "last bytes" || took > finGuard+2*time.Second {
-			t.Fatalf("connection %d: read %q, %v after %v; want the bytes and the end within the %v guard", i, got, err, took, finGuard)
 		}
 	}
 }
