@@ -123,8 +123,11 @@ func reportCommand() *cli.Command {
 // stage_NN/stage.json" there sent users looking for a file that is in it.
 func checkNotStageDirs(dirs []string) error {
 	for _, d := range dirs {
-		if info, err := os.Stat(d); err != nil || !info.IsDir() {
-			return badInput("report: %s: not a directory: plload report takes plload results directories and AIPerf artifact directories (--records FILE for one records file)", d)
+		const takes = "(no stage_NN/stage.json to read): plload report takes plload results directories and AIPerf artifact directories (--records FILE for one records file)"
+		if info, err := os.Stat(d); err != nil {
+			return badInput("report: %s: no such directory %s", d, takes)
+		} else if !info.IsDir() {
+			return badInput("report: %s: a file, not a directory %s", d, takes)
 		}
 		if _, err := os.Stat(filepath.Join(d, "stage.json")); err != nil {
 			continue
