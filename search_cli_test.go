@@ -236,10 +236,18 @@ func TestSearchWhenNothingPasses(t *testing.T) {
 		!strings.Contains(stdout, "capacity at SLO: none") {
 		t.Fatalf("exit %d, best %v\n%s\n%s", code, sf.Best, stdout, stderr)
 	}
-	if diff := cmp.Diff([]string{"2:fail", "1:fail"}, probeValues(sf.Probes)); diff != "" {
+	// A strained client runs a fail again (undecided first): the loads and their last verdicts count.
+	var decided []search.Probe
+	for _, p := range sf.Probes {
+		if n := len(decided); n > 0 && decided[n-1].Value == p.Value {
+			decided = decided[:n-1]
+		}
+		decided = append(decided, p)
+	}
+	if diff := cmp.Diff([]string{"2:fail", "1:fail"}, probeValues(decided)); diff != "" {
 		t.Errorf("probes (-want +got):\n%s", diff)
 	}
-	if !strings.Contains(stdout, "(stage 02): 1 session — fail") {
+	if !strings.Contains(stdout, "): 1 session — fail") {
 		t.Errorf("the probe at 1 is not \"1 session\":\n%s", stdout)
 	}
 }
