@@ -497,5 +497,9 @@ func (p *searchPlan) answerText(res search.Result) string {
 			text += fmt.Sprintf(" (%g–%g undecided)", u[0], u[1])
 		}
 	}
-	return fmt.Sprintf("%s; %d probes; %s", text, len(res.Probes), res.Stop)
+	probes := "probes"
+	if len(res.Probes) == 1 {
+		probes = "probe"
+	}
+	return fmt.Sprintf("%s; %d %s; %s", text, len(res.Probes), probes, res.Stop)
 }

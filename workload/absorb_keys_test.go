@@ -24,7 +24,8 @@ func TestAbsorbKeysRefused(t *testing.T) {
 	cases := []struct {
 		name, mock, slo, path, message string
 	}{
-		{"window zero", "  mock: {ttft: 10ms}", "  window: 0s", "slo.window", "found 0s; accepted: a duration > 0"},
+		{"window zero", "  mock: {ttft: 10ms}", "  window: 0s", "slo.window", "found 0s; accepted: a duration of at least 1s"},
+		{"window too short to judge", "  mock: {ttft: 10ms}", "  window: 1ms", "slo.window", "found 1ms; accepted: a duration of at least 1s"},
 		{"window without a unit", "  mock: {ttft: 10ms}", "  window: 10", "slo.window", "accepted: a duration with a unit"},
 		{"negative slots", "  mock: {max_concurrency: -1}", "", "target.mock.max_concurrency", "found -1; accepted: 0 (unlimited)"},
 		{"scale without slots", "  mock: {scale_max_concurrency: 8, scale_after: 5s}", "", "target.mock.scale_max_concurrency", "found 8 without target.mock.max_concurrency"},

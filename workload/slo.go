@@ -115,7 +115,11 @@ func (c *checker) slo() {
 		c.warnf("slo", "no SLO limit is set: every stage's SLO verdict will be N/A and goodput unknown; accepted: slo: {ttft: {p95: 500ms}, tpot: {p99: 50ms}, error_rate: 0.01}")
 		return
 	}
-	c.positive("slo.window", s.SLO.Window)
+	// A window too short to hold the requests it judges measures nothing (1 ms windows wrote 19,846
+	// unjudged ones): a second at least.
+	if s.has("slo.window") && s.SLO.Window < Duration(time.Second) {
+		c.errorf("slo.window", "found %s; accepted: a duration of at least 1s (each window needs requests enough to judge a percentile)", s.SLO.Window)
+	}
 	c.positive("slo.ttft_p95", s.SLO.TTFTP95)
 	c.positive("slo.itl_p95", s.SLO.ITLP95)
 	for _, metric := range SLOMetrics {
