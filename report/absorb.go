@@ -81,9 +81,11 @@ func AbsorbText(st *StageReport) string {
 		detail += ": " + strings.Join(names, ", ")
 	}
 	if n := a.UnjudgedWindows; n > 0 {
-		detail += fmt.Sprintf("; %d could not be judged: fewer than %d requests started in them, or only cancelled requests' lower bounds were within the limits", n, a.MinRequests)
+		detail += fmt.Sprintf("; %d could not be judged: fewer than %d requests started in them, a limit's metric had no values (every request failed), or only cancelled requests' lower bounds were within the limits", n, a.MinRequests)
 	}
 	switch {
+	case !a.FirstViolationS.OK && len(a.Windows) > 0 && a.UnjudgedWindows == len(a.Windows):
+		return fmt.Sprintf("no window could be judged, so there is no time to absorb (%s)", detail)
 	case !a.FirstViolationS.OK:
 		return fmt.Sprintf("no window broke a latency limit, nothing to absorb (%s)", detail)
 	case a.AbsorbedS.OK:

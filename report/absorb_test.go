@@ -90,7 +90,9 @@ func TestAbsorbText(t *testing.T) {
 		{"absorbed after a step", nil, absorbOf("vmm", 0, 10),
 			"absorbed 10 s after the stage began (first window over a limit at 0 s; 1 of 3 windows of 10 s over: ttft_p95_ms, e2e_p99_ms)"},
 		{"not absorbed", ramp, absorbOf("mvvvu", 10, -1),
-			"not absorbed by the end of the stage (first window over a limit at 10 s after the ramp began, and no window after the last one over met every limit; 3 of 5 windows of 10 s over: ttft_p95_ms, e2e_p99_ms; 1 could not be judged: fewer than 5 requests started in them, or only cancelled requests' lower bounds were within the limits)"},
+			"not absorbed by the end of the stage (first window over a limit at 10 s after the ramp began, and no window after the last one over met every limit; 3 of 5 windows of 10 s over: ttft_p95_ms, e2e_p99_ms; 1 could not be judged: fewer than 5 requests started in them, a limit's metric had no values (every request failed), or only cancelled requests' lower bounds were within the limits)"},
+		{"nothing could be judged", ramp, absorbOf("uu", -1, -1),
+			"no window could be judged, so there is no time to absorb (0 of 2 windows of 10 s over; 2 could not be judged: fewer than 5 requests started in them, a limit's metric had no values (every request failed), or only cancelled requests' lower bounds were within the limits)"},
 		{"nothing to absorb", ramp, absorbOf("mmm", -1, -1), "no window broke a latency limit, nothing to absorb (0 of 3 windows of 10 s over)"},
 		{"no absorb", ramp, nil, ""},
 	}
