@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"reflect"
 	"strconv"
+	"strings"
 )
 
 // maxRecordLine bounds one line of a records file (a record with ~500k inter-chunk gaps).
@@ -108,7 +110,7 @@ func ParseRecord(line []byte) (*Record, error) {
 	line, gaps, cut := cutGaps(line)
 	var raw rawRecord
 	if err := json.Unmarshal(line, &raw); err != nil {
-		return nil, fmt.Errorf("not a JSON record: %v", err)
+		return nil, fmt.Errorf("not a JSON record: %s; %s", recordProblem(err), recordsAccepted)
 	}
 	md := &raw.Metadata
 	rec := &Record{
@@ -344,4 +346,43 @@ func deref(s *string) string {
 		return ""
 	}
 	return *s
+}
+
+// recordProblem says what is wrong with a record line in the record's own terms — the key, what it
+// held and what belongs there — not in Go's types ("cannot unmarshal number into Go struct field
+// rawMetrics.metrics.ttft of type metrics.rawMetric[…]").
+func recordProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return fmt.Sprintf("%s holds a %s where %s belongs", te.Field, te.Value, jsonKindOf(te.Type))
+	}
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("not valid JSON at byte %d (%v; a line cut short?)", se.Offset, se)
+	}
+	return err.Error()
+}
+
+// jsonKindOf names the JSON a Go type is read from.
+func jsonKindOf(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		if strings.HasPrefix(t.Name(), "rawMetric") {
+			return `an object {"value": …, "unit": …}`
+		}
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.String:
+		if t.PkgPath() == "encoding/json" { // json.Number
+			return "a number"
+		}
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	}
+	return "a number"
 }

@@ -147,3 +147,19 @@ func TestMetricValues(t *testing.T) {
 		t.Fatalf("%+v", rec)
 	}
 }
+
+// TestRecordProblemsInTheRecordsTerms: a line with a wrong type or cut short names the key, what it
+// held and what belongs there — never Go's type names — and says what a records file is.
+func TestRecordProblemsInTheRecordsTerms(t *testing.T) {
+	for _, tc := range []struct{ line, want string }{
+		{`{"metadata":{"request_start_ns":1},"metrics":{"ttft":5}}`, `metrics.ttft holds a number where an object {"value": …, "unit": …} belongs`},
+		{`{"metadata":{"request_start_ns":1},"metrics":{},"error":"boom"}`, `error holds a string where an object belongs`},
+		{`{"metadata":{"request_start_ns":"x"},"metrics":{}}`, `invalid number literal`},
+		{`{"metadata":{"request_start_`, `not valid JSON at byte`},
+	} {
+		_, err := ParseRecord([]byte(tc.line))
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), recordsAccepted) || strings.Contains(err.Error(), "Go ") || strings.Contains(err.Error(), "metrics.rawMetric") {
+			t.Errorf("%s: %v; want %q and what a records file is, no Go types", tc.line, err, tc.want)
+		}
+	}
+}
