@@ -1,8 +1,6 @@
 package metrics
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -78,27 +76,27 @@ func DetectFileLayout(path string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 256<<10), maxRecordLine)
-	line := 0
-	for sc.Scan() {
-		line++
-		text := bytes.TrimSpace(sc.Bytes())
-		if len(text) == 0 {
-			continue
+	layout := ""
+	var bad error // the first record line's problem
+	err = eachRecordLine(f, func(line int, text []byte) error {
+		l, err := DetectLayout(text)
+		switch {
+		case err != nil && line == 1 && !json.Valid(text) && isJSONDocument(path): // a line that is JSON is a record or not, by itself
+			bad = fmt.Errorf("%s is one JSON document, not a records file (%s): a summary such as stage.json, "+
+				"profile_export_aiperf.json or vllm_bench_result.json? To compare a run, give its directory: plload report DIR", path, recordsAccepted)
+		case err != nil:
+			bad = fmt.Errorf("%s: line %d: %w", path, line, err)
 		}
-		layout, err := DetectLayout(text)
-		if err != nil {
-			if line == 1 && !json.Valid(text) && isJSONDocument(path) { // a line that is JSON is a record or not, by itself
-				return "", fmt.Errorf("%s is one JSON document, not a records file (%s): a summary such as stage.json, "+
-					"profile_export_aiperf.json or vllm_bench_result.json? To compare a run, give its directory: plload report DIR", path, recordsAccepted)
-			}
-			return "", fmt.Errorf("%s: line %d: %w", path, line, err)
-		}
-		return layout, nil
-	}
-	if err := sc.Err(); err != nil {
+		layout = l
+		return errStopLines // the first record decides
+	})
+	switch {
+	case bad != nil:
+		return "", bad
+	case err != nil:
 		return "", fmt.Errorf("%s: %w", path, err)
+	case layout != "":
+		return layout, nil
 	}
 	// Summarized, a file of no records is a stage that measured nothing, as if the server had failed.
 	return "", fmt.Errorf("%s: no records (the file is empty): %s", path, recordsAccepted)

@@ -53,6 +53,21 @@ type rawRecord struct {
 // ReadRecords calls fn for each record of a profile_export.jsonl, in file order. A line that is not a
 // record is an error naming its line number; blank lines are skipped.
 func ReadRecords(r io.Reader, fn func(*Record) error) error {
+	return eachRecordLine(r, func(line int, text []byte) error {
+		rec, err := ParseRecord(text)
+		if err != nil {
+			return fmt.Errorf("line %d: %w", line, err)
+		}
+		return fn(rec)
+	})
+}
+
+// errStopLines ends eachRecordLine early without an error.
+var errStopLines = errors.New("stop")
+
+// eachRecordLine calls fn with each non-blank line of a records file and its 1-based number, until
+// fn returns an error (errStopLines: stop, no error); a line over maxRecordLine is an error naming it.
+func eachRecordLine(r io.Reader, fn func(line int, text []byte) error) error {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 256<<10), maxRecordLine)
 	line := 0
@@ -62,11 +77,10 @@ func ReadRecords(r io.Reader, fn func(*Record) error) error {
 		if len(text) == 0 {
 			continue
 		}
-		rec, err := ParseRecord(text)
-		if err != nil {
-			return fmt.Errorf("line %d: %w", line, err)
-		}
-		if err := fn(rec); err != nil {
+		if err := fn(line, text); err != nil {
+			if errors.Is(err, errStopLines) {
+				return nil
+			}
 			return err
 		}
 	}
