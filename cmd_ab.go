@@ -51,8 +51,8 @@ func abCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringSliceFlag{Name: "target", Usage: "NAME=URL of a target (OpenAI base URL, with /v1); give it twice: A, then B"},
 			&cli.StringSliceFlag{Name: "model", Usage: "NAME=MODEL: the model to ask that target for (default: the scenario's target.model)"},
-			&cli.StringFlag{Name: "out", Usage: "results base directory (overrides output.dir)"},
-			&cli.BoolFlag{Name: "no-preflight", Usage: "skip the one streamed request sent to each target before the first stage"},
+			outFlag(),
+			noPreflightFlag("to each target before the first stage"),
 		},
 		Action: abAction,
 	}

@@ -45,9 +45,9 @@ func matrixCommand() *cli.Command {
 			"(no rates, a bad scenario, a refused target before anything was sent); 130 interrupted.",
 		Flags: []cli.Flag{
 			&cli.IntFlag{Name: "repeats", Value: 3, Usage: "runs of every point of A, B and C, for the spread"},
-			&cli.StringFlag{Name: "out", Usage: "results base directory (overrides output.dir)"},
+			outFlag(),
 			&cli.BoolFlag{Name: "quiet", Usage: "no progress display (stage lines and tables still print)"},
-			&cli.BoolFlag{Name: "no-preflight", Usage: "skip the one streamed request sent before each part to check the target"},
+			noPreflightFlag("before each part"),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			m, warnings, err := newMatrixRun(cmd)

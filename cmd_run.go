@@ -53,10 +53,10 @@ func runCommand() *cli.Command {
 			"  3    the gate could not decide (see plload gate --help)\n" +
 			"  130  interrupted",
 		Flags: append(append(append(scenarioFlags(), []cli.Flag{
-			&cli.StringFlag{Name: "out", Usage: "results base directory (overrides output.dir)"},
+			outFlag(),
 			&cli.BoolFlag{Name: "quiet", Usage: "no progress display (stage lines and the final table still print)"},
 			&cli.StringFlag{Name: "baseline", Usage: "after the run, gate it against this results directory (see plload gate)"},
-			&cli.BoolFlag{Name: "no-preflight", Usage: "skip the one streamed request sent before the first stage to check the target"},
+			noPreflightFlag("before the first stage"),
 		}...), shardFlags()...), gateFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
@@ -510,4 +510,14 @@ func outagesOf(r engine.StageResult) []report.Outage {
 			Kind: o.Kind, Requests: o.Requests, FirstMessage: o.FirstMessage})
 	}
 	return out
+}
+
+// outFlag and noPreflightFlag are the flags every command that sends load takes; when says when
+// the preflight request goes ("before the first stage").
+func outFlag() cli.Flag {
+	return &cli.StringFlag{Name: "out", Usage: "results base directory (overrides output.dir)"}
+}
+
+func noPreflightFlag(when string) cli.Flag {
+	return &cli.BoolFlag{Name: "no-preflight", Usage: "skip the one streamed request sent " + when + " to check the target"}
 }

@@ -64,8 +64,8 @@ func searchCommand() *cli.Command {
 			&cli.Float64Flag{Name: "max", Usage: fmt.Sprintf("the largest load probed (default: %d sessions, or %d × --start for a rate)", defaultMaxConcurrency, defaultMaxRateFactor)},
 			&cli.StringFlag{Name: "resolution", Value: "5%", Usage: "stop bisecting when the pass and the non-pass are this close: a percentage of the pass, or a number in the knob's unit"},
 			&cli.IntFlag{Name: "repeats", Value: 3, Usage: "times one load may run before it is called undecided"},
-			&cli.StringFlag{Name: "out", Usage: "results base directory (overrides output.dir)"},
-			&cli.BoolFlag{Name: "no-preflight", Usage: "skip the one streamed request sent first to check the target"},
+			outFlag(),
+			noPreflightFlag("first"),
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			plan, warnings, err := newSearchPlan(cmd)
