@@ -1,0 +1,272 @@
+package tokenizer
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"unicode/utf8"
+)
+
+// bpeModel is Hugging Face's BPE model (models/bpe/model.rs) without dropout.
+type bpeModel struct {
+	vocab        map[string]int32
+	merges       map[uint64]uint64 // a<<32|b → rank<<32|new id
+	unk          int32             // -1: no unk_token
+	fuseUnk      bool
+	byteFallback bool
+	ignoreMerges bool
+	prefix       string // continuing_subword_prefix
+	suffix       string // end_of_word_suffix
+	// byteLevel: pieces arrive as raw bytes, each standing for its GPT-2 byte-level character.
+	byteLevel   bool
+	byteIDs     [256]int32 // id of each byte's byte-level character, -1 if not in vocab
+	fallbackIDs [256]int32 // id of "<0xXX>", -1 if absent
+
+	cache  sync.Map // piece → []int32
+	cacheN atomic.Int64
+}
+
+const (
+	cacheMaxEntries = 1 << 18
+	cacheMaxPiece   = 256
+)
+
+func (m *bpeModel) init() {
+	for b := 0; b < 256; b++ {
+		m.byteIDs[b] = -1
+		if id, ok := m.vocab[byteCharStr[b]]; ok {
+			m.byteIDs[b] = id
+		}
+		m.fallbackIDs[b] = -1
+		if id, ok := m.vocab[fmt.Sprintf("<0x%02X>", b)]; ok {
+			m.fallbackIDs[b] = id
+		}
+	}
+}
+
+type bpeSymbol struct {
+	id         int32
+	prev, next int32
+	alive      bool
+}
+
+type bpeMerge struct {
+	rank  uint32
+	pos   int32
+	newID int32
+}
+
+type bpeHeap []bpeMerge
+
+func (h bpeHeap) less(i, j int) bool {
+	if h[i].rank != h[j].rank {
+		return h[i].rank < h[j].rank
+	}
+	return h[i].pos < h[j].pos
+}
+
+func (h *bpeHeap) push(x bpeMerge) {
+	*h = append(*h, x)
+	s := *h
+	i := len(s) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !s.less(i, p) {
+			break
+		}
+		s[i], s[p] = s[p], s[i]
+		i = p
+	}
+}
+
+func (h *bpeHeap) pop() bpeMerge {
+	s := *h
+	top := s[0]
+	n := len(s) - 1
+	s[0] = s[n]
+	s = s[:n]
+	i := 0
+	for {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		c := l
+		if r := l + 1; r < n && s.less(r, l) {
+			c = r
+		}
+		if !s.less(c, i) {
+			break
+		}
+		s[i], s[c] = s[c], s[i]
+		i = c
+	}
+	*h = s
+	return top
+}
+
+type bpeScratch struct {
+	syms []bpeSymbol
+	heap bpeHeap
+}
+
+var bpeScratchPool = sync.Pool{New: func() any { return &bpeScratch{} }}
+
+// tokenize appends the ids of one pre-tokenized piece to out.
+func (m *bpeModel) tokenize(piece string, out []int) []int {
+	if piece == "" {
+		return out
+	}
+	if len(piece) <= cacheMaxPiece {
+		if v, ok := m.cache.Load(piece); ok {
+			for _, id := range v.([]int32) {
+				out = append(out, int(id))
+			}
+			return out
+		}
+	}
+	n := len(out)
+	out = m.tokenizeUncached(piece, out)
+	if len(piece) <= cacheMaxPiece {
+		ids := make([]int32, len(out)-n)
+		for i, id := range out[n:] {
+			ids[i] = int32(id)
+		}
+		if m.cacheN.Add(1) > cacheMaxEntries {
+			m.cache.Clear()
+			m.cacheN.Store(0)
+		}
+		m.cache.Store(piece, ids)
+	}
+	return out
+}
+
+func (m *bpeModel) tokenizeUncached(piece string, out []int) []int {
+	if m.ignoreMerges {
+		w := piece
+		if m.byteLevel {
+			w = byteLevelString(piece)
+		}
+		if id, ok := m.vocab[w]; ok {
+			return append(out, int(id))
+		}
+	}
+	sc := bpeScratchPool.Get().(*bpeScratch)
+	syms := sc.syms[:0]
+	add := func(id int32) {
+		syms = append(syms, bpeSymbol{id: id, prev: int32(len(syms) - 1), next: int32(len(syms) + 1), alive: true})
+	}
+	unkID, unkPending := int32(-1), false
+	flushUnk := func() {
+		if unkPending {
+			add(unkID)
+			unkPending = false
+		}
+	}
+	plain := m.prefix == "" && m.suffix == ""
+	for i := 0; i < len(piece); {
+		var w int
+		var s string
+		if m.byteLevel {
+			w = 1
+			if plain {
+				if id := m.byteIDs[piece[0+i]]; id >= 0 {
+					flushUnk()
+					add(id)
+					i++
+					continue
+				}
+			}
+			s = byteCharStr[piece[i]]
+		} else {
+			_, w = utf8.DecodeRuneInString(piece[i:])
+			s = piece[i : i+w]
+		}
+		isFirst, isLast := i == 0, i+w >= len(piece)
+		i += w
+		if !isFirst && m.prefix != "" {
+			s = m.prefix + s
+		}
+		if isLast && m.suffix != "" {
+			s += m.suffix
+		}
+		if id, ok := m.vocab[s]; ok {
+			flushUnk()
+			add(id)
+			continue
+		}
+		if m.byteFallback {
+			ok := true
+			for j := 0; j < len(s); j++ {
+				if m.fallbackIDs[s[j]] < 0 {
+					ok = false
+					break
+				}
+			}
+			if ok {
+				// HF adds the byte tokens without flushing a pending unk first.
+				for j := 0; j < len(s); j++ {
+					add(m.fallbackIDs[s[j]])
+				}
+				continue
+			}
+		}
+		if m.unk >= 0 {
+			if unkPending && m.fuseUnk {
+				continue
+			}
+			flushUnk()
+			unkID, unkPending = m.unk, true
+		}
+	}
+	flushUnk()
+	if len(syms) > 0 {
+		syms[len(syms)-1].next = -1
+	}
+	// merge_all
+	h := sc.heap[:0]
+	for i := 0; i+1 < len(syms); i++ {
+		if v, ok := m.merges[uint64(uint32(syms[i].id))<<32|uint64(uint32(syms[i+1].id))]; ok {
+			h.push(bpeMerge{rank: uint32(v >> 32), pos: int32(i), newID: int32(uint32(v))})
+		}
+	}
+	for len(h) > 0 {
+		top := h.pop()
+		cur := &syms[top.pos]
+		if !cur.alive || cur.next < 0 {
+			continue
+		}
+		nextPos := cur.next
+		right := syms[nextPos]
+		v, ok := m.merges[uint64(uint32(cur.id))<<32|uint64(uint32(right.id))]
+		if !ok || int32(uint32(v)) != top.newID {
+			continue
+		}
+		cur.id = top.newID
+		cur.next = right.next
+		syms[nextPos].alive = false
+		if right.next >= 0 && int(right.next) < len(syms) {
+			syms[right.next].prev = top.pos
+		}
+		if cur.prev >= 0 {
+			p := syms[cur.prev]
+			if v, ok := m.merges[uint64(uint32(p.id))<<32|uint64(uint32(cur.id))]; ok {
+				h.push(bpeMerge{rank: uint32(v >> 32), pos: cur.prev, newID: int32(uint32(v))})
+			}
+		}
+		if cur.next >= 0 && int(cur.next) < len(syms) {
+			nx := syms[cur.next]
+			if v, ok := m.merges[uint64(uint32(cur.id))<<32|uint64(uint32(nx.id))]; ok {
+				h.push(bpeMerge{rank: uint32(v >> 32), pos: top.pos, newID: int32(uint32(v))})
+			}
+		}
+	}
+	for _, s := range syms {
+		if s.alive {
+			out = append(out, int(s.id))
+		}
+	}
+	sc.syms, sc.heap = syms[:0], h[:0]
+	bpeScratchPool.Put(sc)
+	return out
+}
