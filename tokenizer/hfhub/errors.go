@@ -183,7 +183,11 @@ func (f *fetcher) statusError(hr *hubResponse, revision, file string) error {
 		detail = " (the hub says: " + hr.errMsg + ")"
 	}
 	e := &Error{Repo: id.Given, URL: u, Status: resp.StatusCode, code: hr.errCode}
-	switch resp.StatusCode {
+	status := resp.StatusCode
+	if hr.final != "" {
+		status = 0 // a CDN's 401, 403 or 404 (an expired signature, say) says nothing of the repo
+	}
+	switch status {
 	case http.StatusUnauthorized, http.StatusForbidden:
 		e.Kind = ErrUnauthorized
 		what := "the repo is gated or private"
@@ -216,8 +220,12 @@ func (f *fetcher) statusError(hr *hubResponse, revision, file string) error {
 		if line != "" {
 			line = ": " + line
 		}
+		who := u
+		if hr.final != "" {
+			who = fmt.Sprintf("%s, redirected to %s,", u, hr.final)
+		}
 		e.msg = fmt.Sprintf("hfhub: %s: %s answered %s%s%s; try again later, check HF_ENDPOINT (now %s), "+
-			"or pass a path to a tokenizer.json", id.Given, u, resp.Status, line, detail, f.env.Endpoint)
+			"or pass a path to a tokenizer.json", id.Given, who, resp.Status, line, detail, f.env.Endpoint)
 	}
 	return e
 }

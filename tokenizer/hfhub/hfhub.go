@@ -17,6 +17,7 @@ package hfhub
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -309,6 +310,7 @@ type fetcher struct {
 type hubResponse struct {
 	resp    *http.Response
 	url     string // the URL first requested
+	final   string // the URL that gave resp, when on another host than the endpoint's; else ""
 	commit  string // X-Repo-Commit
 	etag    string // X-Linked-Etag, else ETag, of the response that carried the commit
 	linked  bool   // etag came from X-Linked-Etag (an LFS file: the etag is its sha256)
@@ -357,6 +359,11 @@ func (f *fetcher) get(ctx context.Context, rawURL string) (*hubResponse, error) 
 		loc := resp.Header.Get("Location")
 		if !isRedirect(resp.StatusCode) || loc == "" {
 			hr.resp = resp
+			if req.URL.Scheme != base.Scheme || req.URL.Host != base.Host {
+				short := *req.URL // without the query: a CDN's carries a signature
+				short.RawQuery, short.User = "", nil
+				hr.final = short.String()
+			}
 			return hr, nil
 		}
 		drain(resp)
@@ -527,7 +534,9 @@ func linkSnapshot(blob, path string) error {
 	if err != nil {
 		return err
 	}
-	tmp := path + ".tmp-link-" + fmt.Sprint(os.Getpid(), "-", time.Now().UnixNano())
+	var rnd [8]byte
+	rand.Read(rnd[:])
+	tmp := filepath.Join(dir, "."+filepath.Base(path)+"."+hex.EncodeToString(rnd[:])+".link")
 	if err := os.Symlink(rel, tmp); err == nil {
 		if err := os.Rename(tmp, path); err != nil {
 			os.Remove(tmp)

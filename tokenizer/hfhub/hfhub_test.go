@@ -602,15 +602,34 @@ func TestRedirectToOtherHost(t *testing.T) {
 }
 
 func TestCacheNotWritable(t *testing.T) {
-	if os.Geteuid() == 0 {
-		t.Skip("root writes anywhere")
-	}
 	hub := newHub(t)
 	env := testEnv(t, hub.URL)
-	must(t, os.Chmod(env.CacheDir, 0o555))
-	defer os.Chmod(env.CacheDir, 0o755)
+	file := filepath.Join(env.CacheDir, "a-file")
+	must(t, os.WriteFile(file, nil, 0o644))
+	env.CacheDir = filepath.Join(file, "hub") // under a file: not creatable, even by root
 	_, err := ResolveWith(context.Background(), "org/name", env)
-	if !errors.Is(err, ErrCache) || !strings.Contains(err.Error(), "HF_HUB_CACHE") {
-		t.Errorf("got %v", err)
+	checkErr(t, err, ErrCache, 0, hub.URL+"/org/name/resolve/main/tokenizer.json", []string{"could not write", "HF_HUB_CACHE"})
+}
+
+func TestCDNStatus(t *testing.T) {
+	cdn := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "Request has expired", http.StatusForbidden)
+	}))
+	defer cdn.Close()
+	hub := newHub(t)
+	hub.override = func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Repo-Commit", commitMain)
+		w.Header().Set("X-Linked-Etag", strings.Repeat("ab", 32))
+		http.Redirect(w, r, cdn.URL+"/blob?X-Amz-Signature=s", http.StatusFound)
+	}
+	env := testEnv(t, hub.URL)
+	_, err := ResolveWith(context.Background(), "org/name", env)
+	checkErr(t, err, ErrStatus, 403, hub.URL+"/org/name/resolve/main/tokenizer.json",
+		[]string{"redirected to " + cdn.URL + "/blob", "403 Forbidden: Request has expired", "try again later"})
+	if strings.Contains(err.Error(), "X-Amz-Signature") {
+		t.Errorf("the message shows the signed query: %v", err)
+	}
+	if files := cacheFiles(t, env.CacheDir); len(files) != 0 {
+		t.Errorf("left %q", files)
 	}
 }
