@@ -247,8 +247,12 @@ func firstLine(r io.Reader) string {
 // unreachable is a network failure (or the timeout) on the way to u.
 func (f *fetcher) unreachable(ctx context.Context, u string, cause error) error {
 	why := cause.Error()
+	var ue *url.Error
+	if errors.As(cause, &ue) {
+		why = ue.Err.Error() // without "Get <url>:", which the message gives once
+	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) && f.timeout > 0 {
-		why = fmt.Sprintf("no complete answer within %s (%v)", f.timeout, cause)
+		why = fmt.Sprintf("no complete answer within %s (%s)", f.timeout, why)
 	}
 	return newError(ErrUnreachable, f.id, u, 0, cause, fmt.Sprintf(
 		"hfhub: %s: the Hugging Face hub could not be reached at %s: %s; check the network and any proxy, "+

@@ -488,6 +488,9 @@ func TestUnreachable(t *testing.T) {
 	_, err := ResolveWith(context.Background(), "org/name", env)
 	checkErr(t, err, ErrUnreachable, 0, dead.URL+"/org/name/resolve/main/tokenizer.json",
 		[]string{"could not be reached", "HF_ENDPOINT", env.CacheDir, "huggingface-cli download org/name tokenizer.json", "pass a path"})
+	if strings.Count(err.Error(), dead.URL+"/org/name") != 1 {
+		t.Errorf("the URL is not given exactly once: %v", err)
+	}
 	if files := cacheFiles(t, env.CacheDir); len(files) != 0 {
 		t.Errorf("left %q", files)
 	}
