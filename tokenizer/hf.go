@@ -7,7 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strings"
+	"strconv"
 	"sync"
 
 	"github.com/dlclark/regexp2/v2"
@@ -16,7 +16,7 @@ import (
 
 // hfTokenizer encodes as Hugging Face tokenizers' TokenizerImpl::encode(text, add_special_tokens=false).
 type hfTokenizer struct {
-	name, sha string
+	name, sha  string
 	normalizer normalizer // nil: none
 	pre        []preTokenizer
 	model      *bpeModel
@@ -124,8 +124,15 @@ func parseHF(data []byte) (t *hfTokenizer, err error) {
 		}
 	}()
 	var f hfFile
-	if err := json.Unmarshal(data, &f); err != nil {
+	fields := map[string][]byte{}
+	if err := objectFields(data, func(k string, v []byte) error { fields[k] = v; return nil }); err != nil {
 		return nil, fmt.Errorf("not a valid tokenizer.json: %w", err)
+	}
+	f.Normalizer, f.PreTokenizer, f.Model = fields["normalizer"], fields["pre_tokenizer"], fields["model"]
+	if v := fields["added_tokens"]; !isNull(v) {
+		if err := json.Unmarshal(v, &f.AddedTokens); err != nil {
+			return nil, fmt.Errorf("added_tokens: %w", err)
+		}
 	}
 	sum := sha256.Sum256(data)
 	t = &hfTokenizer{sha: hex.EncodeToString(sum[:])}
@@ -401,7 +408,28 @@ func parseModel(raw json.RawMessage) (*bpeModel, error) {
 		return nil, fmt.Errorf("no model")
 	}
 	var v hfModel
-	if err := json.Unmarshal(raw, &v); err != nil {
+	small := []byte{'{'}
+	err := objectFields(raw, func(k string, val []byte) error {
+		switch k {
+		case "vocab":
+			v.Vocab = val
+		case "merges":
+			v.Merges = val
+		default:
+			if len(small) > 1 {
+				small = append(small, ',')
+			}
+			small = strconv.AppendQuote(small, k)
+			small = append(small, ':')
+			small = append(small, val...)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("model: %w", err)
+	}
+	small = append(small, '}')
+	if err := json.Unmarshal(small, &v); err != nil {
 		return nil, fmt.Errorf("model: %w", err)
 	}
 	if v.Type == "" && !isNull(v.Merges) {
@@ -420,8 +448,12 @@ func parseModel(raw json.RawMessage) (*bpeModel, error) {
 	if v.EndOfWordSuffix != nil {
 		m.suffix = *v.EndOfWordSuffix
 	}
-	if err := json.Unmarshal(v.Vocab, &m.vocab); err != nil {
-		return nil, fmt.Errorf("model vocab: %w", err)
+	if isNull(v.Vocab) {
+		return nil, fmt.Errorf("model: no vocab")
+	}
+	var err2 error
+	if m.vocab, err2 = parseVocab(v.Vocab); err2 != nil {
+		return nil, fmt.Errorf("model %w", err2)
 	}
 	if v.UnkToken != nil {
 		id, ok := m.vocab[*v.UnkToken]
@@ -430,42 +462,33 @@ func parseModel(raw json.RawMessage) (*bpeModel, error) {
 		}
 		m.unk = id
 	}
-	var pairs [][2]string
-	if !isNull(v.Merges) {
-		var legacy []string
-		if err := json.Unmarshal(v.Merges, &legacy); err == nil {
-			pairs = make([][2]string, len(legacy))
-			for i, l := range legacy {
-				a, b, ok := strings.Cut(l, " ")
-				if !ok || strings.Contains(b, " ") {
-					return nil, fmt.Errorf("model merges: line %d %q is not two tokens separated by one space", i+1, l)
-				}
-				pairs[i] = [2]string{a, b}
-			}
-		} else if err := json.Unmarshal(v.Merges, &pairs); err != nil {
-			return nil, fmt.Errorf("model merges: neither \"a b\" strings nor [a, b] pairs: %w", err)
-		}
+	m.merges = make(map[uint64]uint64, len(v.Merges)/12)
+	if isNull(v.Merges) {
+		return m, nil
 	}
-	m.merges = make(map[uint64]uint64, len(pairs))
 	var buf []byte
-	for i, p := range pairs {
-		a, ok := m.vocab[p[0]]
+	err = eachMerge(v.Merges, func(i int, pa, pb []byte) error {
+		a, ok := m.vocab[string(pa)]
 		if !ok {
-			return nil, fmt.Errorf("model merges: merge %d: token %q is not in the vocabulary", i+1, p[0])
+			return fmt.Errorf("merge %d: token %q is not in the vocabulary", i+1, pa)
 		}
-		b, ok := m.vocab[p[1]]
+		b, ok := m.vocab[string(pb)]
 		if !ok {
-			return nil, fmt.Errorf("model merges: merge %d: token %q is not in the vocabulary", i+1, p[1])
+			return fmt.Errorf("merge %d: token %q is not in the vocabulary", i+1, pb)
 		}
-		if len(p[1]) < len(m.prefix) {
-			return nil, fmt.Errorf("model merges: merge %d: token %q is shorter than continuing_subword_prefix", i+1, p[1])
+		if len(pb) < len(m.prefix) {
+			return fmt.Errorf("merge %d: token %q is shorter than continuing_subword_prefix", i+1, pb)
 		}
-		buf = append(append(buf[:0], p[0]...), p[1][len(m.prefix):]...)
+		buf = append(append(buf[:0], pa...), pb[len(m.prefix):]...)
 		n, ok := m.vocab[string(buf)]
 		if !ok {
-			return nil, fmt.Errorf("model merges: merge %d: token %q is not in the vocabulary", i+1, buf)
+			return fmt.Errorf("merge %d: token %q is not in the vocabulary", i+1, buf)
 		}
 		m.merges[uint64(uint32(a))<<32|uint64(uint32(b))] = uint64(i)<<32 | uint64(uint32(n))
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("model merges: %w", err)
 	}
 	return m, nil
 }

@@ -69,9 +69,9 @@ type ttSym struct {
 }
 
 type ttMerge struct {
-	rank      int32
-	pos       int32 // index of the left symbol (= its start byte)
-	mid, end  int32
+	rank     int32
+	pos      int32 // index of the left symbol (= its start byte)
+	mid, end int32
 }
 
 type ttScratch struct {

@@ -192,7 +192,7 @@ func TestO200kWhereTiktokenGoDiffers(t *testing.T) {
 		want []int
 	}{
 		{" \n \n \n", []int{56319, 793}}, // corpus line 150
-		{"\x7f del", []int{221, 1083}},     // corpus line 151
+		{"\x7f del", []int{221, 1083}},   // corpus line 151
 	} {
 		if got := tk.Encode(c.text); !slices.Equal(got, c.want) {
 			t.Errorf("%q: got %v, want %v", c.text, got, c.want)
@@ -388,4 +388,27 @@ func TestFamilies(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The second corpus (whitespace runs, repeats, CR/CRLF, digits, scripts, emoji, Korean), with
+// reference ids from tokref: Qwen3 and sp32k, and o200k_base from gpt-oss's tokenizer.json.
+func TestCorpus2(t *testing.T) {
+	corpus := readCorpus(t, "testdata/corpus2.jsonl")
+	q, err := Load(qwen3Path(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCorpus(t, q, corpus, readIDs(t, "testdata/qwen3/ids2.jsonl"))
+	o, err := Load("o200k_base")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkCorpus(t, o, corpus, readIDs(t, "testdata/o200k_base.ids2.jsonl"))
+	t.Run("sp32k", func(t *testing.T) {
+		s, err := Load(sp32kPath(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkCorpus(t, s, corpus, readIDs(t, "testdata/sp32k/ids2.jsonl"))
+	})
 }

@@ -1,0 +1,339 @@
+package tokenizer
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// A minimal JSON scanner for the big parts of a tokenizer.json (the model's vocab and merges, tens
+// of MB): encoding/json would scan them three times and allocate a string per key. Everything else
+// (normalizer, pre_tokenizer, added_tokens, the model's small fields) goes through encoding/json.
+
+var errJSON = errors.New("malformed JSON")
+
+func skipWS(d []byte, i int) int {
+	for i < len(d) && (d[i] == ' ' || d[i] == '\n' || d[i] == '\r' || d[i] == '\t') {
+		i++
+	}
+	return i
+}
+
+// skipString returns the index after the string starting at d[i] == '"'.
+func skipString(d []byte, i int) (int, error) {
+	i++
+	for i < len(d) {
+		switch d[i] {
+		case '"':
+			return i + 1, nil
+		case '\\':
+			i += 2
+		default:
+			i++
+		}
+	}
+	return 0, errJSON
+}
+
+// skipValue returns the index after the JSON value starting at d[i] (after white space).
+func skipValue(d []byte, i int) (int, error) {
+	i = skipWS(d, i)
+	if i >= len(d) {
+		return 0, errJSON
+	}
+	switch d[i] {
+	case '"':
+		return skipString(d, i)
+	case '{', '[':
+		depth := 0
+		for i < len(d) {
+			switch d[i] {
+			case '"':
+				j, err := skipString(d, i)
+				if err != nil {
+					return 0, err
+				}
+				i = j
+				continue
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return i + 1, nil
+				}
+			}
+			i++
+		}
+		return 0, errJSON
+	default:
+		for i < len(d) && d[i] != ',' && d[i] != '}' && d[i] != ']' && d[i] != ' ' && d[i] != '\n' && d[i] != '\r' && d[i] != '\t' {
+			i++
+		}
+		return i, nil
+	}
+}
+
+// readString decodes the string starting at d[i] == '"', appending its bytes to buf.
+func readString(d []byte, i int, buf []byte) ([]byte, int, error) {
+	if i >= len(d) || d[i] != '"' {
+		return nil, 0, errJSON
+	}
+	i++
+	start := i
+	for i < len(d) && d[i] != '"' && d[i] != '\\' {
+		i++
+	}
+	buf = append(buf, d[start:i]...)
+	for i < len(d) {
+		c := d[i]
+		switch {
+		case c == '"':
+			return buf, i + 1, nil
+		case c == '\\':
+			if i+1 >= len(d) {
+				return nil, 0, errJSON
+			}
+			e := d[i+1]
+			i += 2
+			switch e {
+			case '"', '\\', '/':
+				buf = append(buf, e)
+			case 'b':
+				buf = append(buf, '\b')
+			case 'f':
+				buf = append(buf, '\f')
+			case 'n':
+				buf = append(buf, '\n')
+			case 'r':
+				buf = append(buf, '\r')
+			case 't':
+				buf = append(buf, '\t')
+			case 'u':
+				r, ok := hex4(d, i)
+				if !ok {
+					return nil, 0, errJSON
+				}
+				i += 4
+				if utf16.IsSurrogate(r) {
+					r2, ok2 := rune(0), false
+					if i+6 <= len(d) && d[i] == '\\' && d[i+1] == 'u' {
+						r2, ok2 = hex4(d, i+2)
+					}
+					if dec := utf16.DecodeRune(r, r2); ok2 && dec != utf8.RuneError {
+						r = dec
+						i += 6
+					} else {
+						r = utf8.RuneError
+					}
+				}
+				buf = utf8.AppendRune(buf, r)
+			default:
+				return nil, 0, errJSON
+			}
+		default:
+			buf = append(buf, c)
+			i++
+		}
+	}
+	return nil, 0, errJSON
+}
+
+func hex4(d []byte, i int) (rune, bool) {
+	if i+4 > len(d) {
+		return 0, false
+	}
+	var r rune
+	for _, c := range d[i : i+4] {
+		r <<= 4
+		switch {
+		case c >= '0' && c <= '9':
+			r |= rune(c - '0')
+		case c >= 'a' && c <= 'f':
+			r |= rune(c - 'a' + 10)
+		case c >= 'A' && c <= 'F':
+			r |= rune(c - 'A' + 10)
+		default:
+			return 0, false
+		}
+	}
+	return r, true
+}
+
+// objectFields calls f with each key and raw value of the JSON object d.
+func objectFields(d []byte, f func(key string, val []byte) error) error {
+	i := skipWS(d, 0)
+	if i >= len(d) || d[i] != '{' {
+		return fmt.Errorf("%w: not an object", errJSON)
+	}
+	i = skipWS(d, i+1)
+	if i < len(d) && d[i] == '}' {
+		return nil
+	}
+	var kb []byte
+	for {
+		var err error
+		kb, i, err = readString(d, skipWS(d, i), kb[:0])
+		if err != nil {
+			return err
+		}
+		i = skipWS(d, i)
+		if i >= len(d) || d[i] != ':' {
+			return errJSON
+		}
+		vs := skipWS(d, i+1)
+		ve, err := skipValue(d, vs)
+		if err != nil {
+			return err
+		}
+		if err := f(string(kb), d[vs:ve]); err != nil {
+			return err
+		}
+		i = skipWS(d, ve)
+		if i >= len(d) {
+			return errJSON
+		}
+		if d[i] == '}' {
+			return nil
+		}
+		if d[i] != ',' {
+			return errJSON
+		}
+		i++
+	}
+}
+
+// parseVocab reads {"token": id, ...} into a map whose keys share one backing string.
+func parseVocab(d []byte) (map[string]int32, error) {
+	i := skipWS(d, 0)
+	if i >= len(d) || d[i] != '{' {
+		return nil, fmt.Errorf("vocab is not an object")
+	}
+	var arena []byte
+	type ent struct{ off, end, id int32 }
+	ents := make([]ent, 0, len(d)/16)
+	i = skipWS(d, i+1)
+	if i < len(d) && d[i] == '}' {
+		return map[string]int32{}, nil
+	}
+	for {
+		var err error
+		off := len(arena)
+		arena, i, err = readString(d, skipWS(d, i), arena)
+		if err != nil {
+			return nil, fmt.Errorf("vocab: %w", err)
+		}
+		i = skipWS(d, i)
+		if i >= len(d) || d[i] != ':' {
+			return nil, fmt.Errorf("vocab: %w", errJSON)
+		}
+		i = skipWS(d, i+1)
+		j := i
+		for j < len(d) && d[j] >= '0' && d[j] <= '9' {
+			j++
+		}
+		id, err := strconv.ParseUint(string(d[i:j]), 10, 31)
+		if err != nil {
+			return nil, fmt.Errorf("vocab: id of %q: %w", arena[off:], err)
+		}
+		ents = append(ents, ent{int32(off), int32(len(arena)), int32(id)})
+		i = skipWS(d, j)
+		if i >= len(d) {
+			return nil, fmt.Errorf("vocab: %w", errJSON)
+		}
+		if d[i] == '}' {
+			break
+		}
+		if d[i] != ',' {
+			return nil, fmt.Errorf("vocab: %w", errJSON)
+		}
+		i++
+	}
+	all := string(arena)
+	m := make(map[string]int32, len(ents))
+	for _, e := range ents {
+		m[all[e.off:e.end]] = e.id
+	}
+	return m, nil
+}
+
+// eachMerge calls f with the two halves of each merge, given as "a b" strings or [a, b] pairs.
+// The slices are only valid during the call.
+func eachMerge(d []byte, f func(i int, a, b []byte) error) error {
+	i := skipWS(d, 0)
+	if i >= len(d) || d[i] != '[' {
+		return fmt.Errorf("merges is not an array")
+	}
+	i = skipWS(d, i+1)
+	if i < len(d) && d[i] == ']' {
+		return nil
+	}
+	var buf, buf2 []byte
+	for n := 0; ; n++ {
+		var err error
+		i = skipWS(d, i)
+		if i >= len(d) {
+			return errJSON
+		}
+		switch d[i] {
+		case '"':
+			buf, i, err = readString(d, i, buf[:0])
+			if err != nil {
+				return err
+			}
+			sp := -1
+			for k, c := range buf {
+				if c == ' ' {
+					if sp >= 0 {
+						sp = -2
+						break
+					}
+					sp = k
+				}
+			}
+			if sp < 0 {
+				return fmt.Errorf("merge %d %q is not two tokens separated by one space", n+1, buf)
+			}
+			if err := f(n, buf[:sp], buf[sp+1:]); err != nil {
+				return err
+			}
+		case '[':
+			i = skipWS(d, i+1)
+			buf, i, err = readString(d, i, buf[:0])
+			if err != nil {
+				return err
+			}
+			i = skipWS(d, i)
+			if i >= len(d) || d[i] != ',' {
+				return fmt.Errorf("merge %d is not a pair", n+1)
+			}
+			buf2, i, err = readString(d, skipWS(d, i+1), buf2[:0])
+			if err != nil {
+				return err
+			}
+			i = skipWS(d, i)
+			if i >= len(d) || d[i] != ']' {
+				return fmt.Errorf("merge %d is not a pair", n+1)
+			}
+			i++
+			if err := f(n, buf, buf2); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("merge %d is neither a string nor a pair", n+1)
+		}
+		i = skipWS(d, i)
+		if i >= len(d) {
+			return errJSON
+		}
+		if d[i] == ']' {
+			return nil
+		}
+		if d[i] != ',' {
+			return errJSON
+		}
+		i++
+	}
+}
