@@ -47,6 +47,7 @@ func scenarioFlags() []cli.Flag {
 		s("arrival", "with --request-rate: the arrival process, poisson (default), gamma (bursty, with --cv) or constant"),
 		s("cv", "with --arrival gamma: the CV of the gaps between requests (1 = Poisson, 2 = bursty; vLLM's --burstiness B is cv 1/√B)"),
 		s("max-in-flight", "with --request-rate: the most requests in flight at once (default 1000); later ones wait, their lag recorded"),
+		s("tokenizer", "the tokenizer every length is counted in: o200k_base (default), cl100k_base, a tokenizer.json (or its directory), or a Hugging Face repo id org/name[@revision] (target.tokenizer)"),
 		s("seed", "the seed every length, text and send time is drawn from (default 1)"),
 		s("duration", "measured time of every stage (default 60s)"),
 		s("warmup", "unmeasured load before every stage's duration (default 10s)"),
@@ -273,7 +274,7 @@ func (d *scenarioDoc) applyFlags() error {
 		}
 	}
 	for flag, path := range map[string]string{"model": "target.model", "api-key-env": "target.api_key_env", "gpu-hourly-usd": "cost.gpu_hourly_usd",
-		"arrival": "load.arrival", "cv": "load.cv", "max-in-flight": "load.max_in_flight", "seed": "seed"} {
+		"arrival": "load.arrival", "cv": "load.cv", "max-in-flight": "load.max_in_flight", "seed": "seed", "tokenizer": "target.tokenizer"} {
 		if v, ok := fs[flag]; ok {
 			d.set(flag, path, scalar(v))
 		}

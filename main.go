@@ -92,6 +92,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			mergeCommand(),
 			k8sCommand(),
 			slurmCommand(),
+			tokenizeCommand(),
 			versionCommand(),
 		},
 	}

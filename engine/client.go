@@ -158,7 +158,7 @@ func jsonable(v any) any {
 type message struct {
 	role, content string
 	encoded       []byte // {"role":...,"content":...}
-	tokens        int    // o200k_base tokens of content, for input_sequence_length without usage
+	tokens        int    // content's tokens in the scenario's tokenizer, for input_sequence_length without usage
 }
 
 func newMessage(role, content string, tokens int) message {

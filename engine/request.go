@@ -26,7 +26,6 @@ import (
 type exchange struct {
 	rec      metrics.Record
 	answer   strings.Builder // content as streamed, for the history
-	answered int             // content token events
 	hasUsage bool
 	// retryAfter is a 429's Retry-After, for the slot's backoff.
 	retryAfter time.Duration
@@ -185,6 +184,7 @@ func (s *stageRun) readStream(ctx, reqCtx context.Context, ex *exchange, body io
 	st.timings(rec, start)
 	st.counts(rec)
 	rec.InputSequenceLength = metrics.Some(isl)
+	rec.ClientPromptTokens = metrics.Some(isl)
 	if st.usage != nil {
 		ex.hasUsage = true
 		applyUsage(rec, st.usage)
@@ -226,7 +226,6 @@ func (s *stageRun) readEvents(ex *exchange, body io.Reader) *streamRead {
 					st.firstOut = ev.At
 				}
 				ex.answer.WriteString(ev.Content)
-				ex.answered++
 			}
 		}
 		if ev.Usage != nil {

@@ -90,7 +90,7 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, st sessionStart)
 			ss.sr.Outcome = metrics.SessionError
 			return last
 		}
-		ss.addAnswer(turn, ex)
+		ss.addAnswer(turn, ex, s.cfg.Scenario.Tokenizer().Count)
 	}
 	return last
 }
@@ -175,8 +175,10 @@ func (s *stageRun) sendTurn(reqCtx context.Context, ss *session, k int, turn wor
 	return ex
 }
 
-// addAnswer adds turn's answer to the history: the file's own (history: recorded) or the server's.
-func (ss *session) addAnswer(turn workload.Turn, ex *exchange) {
+// addAnswer adds turn's answer to the history: the file's own (history: recorded) or the server's,
+// whose tokens count counts (the scenario's tokenizer: the client's share of the next request's
+// length, between turns and never on the timing path).
+func (ss *session) addAnswer(turn workload.Turn, ex *exchange, count func(string) int) {
 	if ss.recorded && len(turn.RecordedMessages) > 0 {
 		// The file's own answer — text, or an agent's tool calls and their results — verbatim:
 		// the next turn was written against it.
@@ -189,8 +191,10 @@ func (ss *session) addAnswer(turn workload.Turn, ex *exchange) {
 		ss.isl += turn.RecordedTokens
 		return
 	}
-	ss.history = append(ss.history, newMessage("assistant", ex.answer.String(), ex.answered))
-	ss.isl += ex.answered
+	answer := ex.answer.String()
+	tokens := count(answer)
+	ss.history = append(ss.history, newMessage("assistant", answer, tokens))
+	ss.isl += tokens
 }
 
 // withNonce returns the messages to send with a short string unique to the request — its request

@@ -74,6 +74,10 @@ type Record struct {
 	UsageTotalTokens      Opt[int]
 	UsageCachedTokens     Opt[int] // usage_prompt_cache_read_tokens
 	ErrorISL              Opt[int]
+	// ClientPromptTokens is the client's own count of the request's messages in the scenario's
+	// tokenizer (client_prompt_tokens, a plload metric): beside usage_prompt_tokens it shows how
+	// far the client's lengths are from the server's (prompt_tokens_agreement).
+	ClientPromptTokens Opt[int]
 	// OutputChars is the Unicode characters of the streamed content (reasoning and tool-call text
 	// included): output_char_count, a plload metric that needs no tokenizer to compare servers.
 	OutputChars Opt[int]

@@ -63,13 +63,15 @@ func (r *Record) appendMetadata(b []byte) []byte {
 
 // Metric units (RECORDS.md), exact strings.
 const (
-	unitMs        = "ms"
-	unitTokens    = "tokens"
-	unitPerUser   = "tokens/sec/user"
-	unitChars     = "chars"
-	tagGaps       = "inter_chunk_latency"
-	tagCharCount  = "output_char_count"
-	tagPerUserTok = "output_token_throughput_per_user"
+	unitMs       = "ms"
+	unitTokens   = "tokens"
+	unitPerUser  = "tokens/sec/user"
+	unitChars    = "chars"
+	tagGaps      = "inter_chunk_latency"
+	tagCharCount = "output_char_count"
+	// tagClientPromptTokens is plload's own count of the request's messages (Record.ClientPromptTokens).
+	tagClientPromptTokens = "client_prompt_tokens"
+	tagPerUserTok         = "output_token_throughput_per_user"
 )
 
 // floatMetrics and countMetrics are the record's scalar metrics in the order they are written (the
@@ -98,6 +100,7 @@ var (
 		{"usage_total_tokens", unitTokens, func(r *Record) *Opt[int] { return &r.UsageTotalTokens }},
 		{"usage_prompt_cache_read_tokens", unitTokens, func(r *Record) *Opt[int] { return &r.UsageCachedTokens }},
 		{"error_isl", unitTokens, func(r *Record) *Opt[int] { return &r.ErrorISL }},
+		{tagClientPromptTokens, unitTokens, func(r *Record) *Opt[int] { return &r.ClientPromptTokens }},
 		{tagCharCount, unitChars, func(r *Record) *Opt[int] { return &r.OutputChars }},
 	}
 )

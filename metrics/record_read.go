@@ -211,6 +211,7 @@ type rawMetrics struct {
 	UsageTotalTokens      rawMetric[number]  `json:"usage_total_tokens"`
 	UsageCachedTokens     rawMetric[number]  `json:"usage_prompt_cache_read_tokens"`
 	ErrorISL              rawMetric[number]  `json:"error_isl"`
+	ClientPromptTokens    rawMetric[number]  `json:"client_prompt_tokens"`
 	OutputChars           rawMetric[number]  `json:"output_char_count"`
 	InterChunkLatency     rawMetric[numbers] `json:"inter_chunk_latency"`
 	// The early (2025) layout's tags (aiperf_layout.go maps them).
@@ -275,6 +276,7 @@ func (m *rawMetrics) apply(rec *Record) error {
 		{"usage_total_tokens", &m.UsageTotalTokens.Value, &rec.UsageTotalTokens},
 		{"usage_prompt_cache_read_tokens", &m.UsageCachedTokens.Value, &rec.UsageCachedTokens},
 		{"error_isl", &m.ErrorISL.Value, &rec.ErrorISL},
+		{tagClientPromptTokens, &m.ClientPromptTokens.Value, &rec.ClientPromptTokens},
 		{tagCharCount, &m.OutputChars.Value, &rec.OutputChars},
 	}, func(v float64) int { return int(math.Round(v)) })
 	if err != nil {

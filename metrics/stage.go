@@ -72,6 +72,7 @@ type Stage struct {
 	outputChars                      int64          // Σ output_char_count of the requests throughput counts
 	charsMissing                     bool           // one of them had no output_char_count
 	absorb                           *absorbWindows // nil: not asked
+	prompts                          promptPairs    // client vs server prompt counts
 }
 
 type interval struct{ start, end int64 }
@@ -253,6 +254,7 @@ func (s *Stage) success(r *Record) {
 	if r.UsageCachedTokens.OK {
 		sum.CachedReported++
 	}
+	s.prompts.add(r)
 	if !r.UsagePromptTokens.OK {
 		return
 	}

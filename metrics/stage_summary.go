@@ -65,7 +65,10 @@ type StageSummary struct {
 	MissingUsage   int          `json:"missing_usage"`
 	// CacheHitByTurn is the cache hit by turn index: entry i is turn i ([] when no request had one).
 	CacheHitByTurn []TurnCacheHit `json:"cache_hit_by_turn"`
-	Active         struct {
+	// PromptTokensAgreement compares usage.prompt_tokens with the client's count of the same
+	// messages; absent when no request had both.
+	PromptTokensAgreement *PromptAgreement `json:"prompt_tokens_agreement,omitempty"`
+	Active                struct {
 		Mean float64 `json:"mean"`
 		Min  int     `json:"min"`
 		Max  int     `json:"max"`
@@ -173,6 +176,7 @@ func (s *Stage) Summary() *StageSummary {
 		sum.CacheHit = Some(float64(s.cachedSum) / float64(s.promptSum))
 	}
 	sum.CacheHitByTurn = s.cacheHitByTurn()
+	sum.PromptTokensAgreement = s.prompts.result()
 	s.rates()
 	s.activeSessions()
 	s.inFlightLevels()

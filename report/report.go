@@ -32,6 +32,8 @@ type Report struct {
 	Stages        []*StageReport `json:"stages"`
 	// Shard is this process's part of a sharded run; absent when the run is not sharded.
 	Shard *ShardInfo `json:"shard,omitempty"`
+	// Tokenizer is what every length plload chose was counted in (SPEC §17).
+	Tokenizer *TokenizerInfo `json:"tokenizer,omitempty"`
 }
 
 // Meta is what the report says about how the run was made.
@@ -46,7 +48,8 @@ type Meta struct {
 func New(sc *workload.Scenario, stages []*StageReport, m Meta) *Report {
 	r := &Report{SchemaVersion: SchemaVersion, Tool: m.Tool, Run: sc.Name, ScenarioFile: m.ScenarioFile,
 		Command: m.Command, Seed: sc.Seed, Started: m.Started, Finished: m.Finished, Interrupted: m.Interrupted,
-		Stages: stages, Headline: HeadlineLine(stages), HeadlineText: HeadlineText(stages), Shard: m.Shard}
+		Stages: stages, Headline: HeadlineLine(stages), HeadlineText: HeadlineText(stages), Shard: m.Shard,
+		Tokenizer: tokenizerInfo(sc)}
 	if r.Stages == nil {
 		r.Stages = []*StageReport{} // [] in JSON, never null
 	}
@@ -137,6 +140,8 @@ func methodSection(r *Report, sc *workload.Scenario) string {
 	b.WriteString("- Tool: " + r.Tool + ", one goroutine per session, streaming SSE; every chunk is timestamped on the monotonic clock when the read that completed it returned, before JSON parsing; wall-clock times come from one anchor plus monotonic offsets.\n")
 	b.WriteString("- Window per stage: t0 = the first request's issue time (arrival_rate, request_rate, replay: the schedule's origin); W = t0 + warmup; E = W + duration; E_eff = min(E, interrupt). Latency, errors and cache hit count requests that started in [W, E_eff); throughput counts successful requests that ended in it, divided by E_eff − W. Warmup is real load, excluded from these numbers.\n")
 	b.WriteString("- Percentiles: linear interpolation between closest ranks. TTFT: first token event (reasoning included) − request start. ITL: all gaps between consecutive token events, pooled. TPOT: per request, (E2E − TTFT) ÷ (output tokens − 1), reasoning tokens included (vLLM's TPOT, AIPerf's inter_token_latency). Open loop: \"from intended\" latencies start at the send the schedule intended, so a client that fell behind (coordinated omission) shows there; send lag = send − intended send.\n")
+	tok := sc.Tokenizer()
+	fmt.Fprintf(&b, "- Tokenizer: %s (sha256 %.12s…). Every length plload chose (synthetic text, dataset length filters, trace blocks, input lengths without usage) is counted in it; `prompt_tokens_agreement` in stage.json compares it with the server's usage.prompt_tokens.\n", tok.Name(), tok.SHA256())
 	b.WriteString(sloMethodLine(sc.SLO))
 	b.WriteString(costMethodLine(sc))
 	b.WriteString("\n## Workload\n\n")
@@ -210,7 +215,9 @@ func configurationSection(b *strings.Builder, r *Report, sc, m *workload.Scenari
 	}
 	fmt.Fprintf(b, "- Load: %s; drain timeout %s; request timeout %s.\n", sc.Load.Mode, sc.Load.DrainTimeout, sc.Target.Timeout)
 	b.WriteString("\n## Limitations\n\n")
-	b.WriteString("- Token counts of plload's own (input lengths without usage, synthetic text targets) use o200k_base, not the model's tokenizer; server-reported usage is used whenever it is sent.\n")
+	if tok := sc.Tokenizer(); tok.Name() == workload.DefaultTokenizerName {
+		b.WriteString("- Token counts of plload's own (input lengths without usage, synthetic text targets) use o200k_base, not the model's tokenizer (set target.tokenizer or --tokenizer); server-reported usage is used whenever it is sent.\n")
+	}
 	b.WriteString("- The load generator shares this machine's CPU with anything else running; check the think-lag and start-lag warnings, and prove the injector with `plload selftest`.\n")
 	if sc.Source() == nil {
 		b.WriteString("- Synthetic prompts are prose-like but not real user traffic; cache hit rates reflect the scenario's persona sharing, not production's.\n")

@@ -59,6 +59,21 @@ type StageReport struct {
 	Summary *metrics.StageSummary  `json:"summary"`
 	// Shard is this process's part of a sharded run (SPEC §15); absent when the run is not sharded.
 	Shard *ShardInfo `json:"shard,omitempty"`
+	// Tokenizer is what every length plload chose was counted in (SPEC §17); absent in files that
+	// plload did not write.
+	Tokenizer *TokenizerInfo `json:"tokenizer,omitempty"`
+}
+
+// TokenizerInfo names a tokenizer and the sha256 of its definition (tokenizer.json's bytes).
+type TokenizerInfo struct {
+	Name   string `json:"name"`
+	SHA256 string `json:"sha256"`
+}
+
+// tokenizerInfo is the scenario's tokenizer as stage.json and report.json name it.
+func tokenizerInfo(sc *workload.Scenario) *TokenizerInfo {
+	tok := sc.Tokenizer()
+	return &TokenizerInfo{Name: tok.Name(), SHA256: tok.SHA256()}
 }
 
 // ShardInfo is which shard wrote a results directory and how its clock stood against the
@@ -214,9 +229,32 @@ func NewStageReport(tool string, sc *workload.Scenario, i int, sha string, sum *
 			MaxTokensField: sc.Target.MaxTokensField},
 		SLO: in.SLO, Cost: CostInputs{CostInputs: in.Cost, Label: sc.Cost.Label},
 		Partial: sum.Partial, RecordsKept: sc.Output.RecordRequests, Engine: eng.withLists(), Summary: sum,
+		Tokenizer: tokenizerInfo(sc),
 	}
 	openLoopFields(r, sc.Load, st)
+	if w := promptAgreementWarning(r.Tokenizer.Name, sum.PromptTokensAgreement); w != "" {
+		sum.Warnings = append(sum.Warnings, w)
+	}
 	return r
+}
+
+// promptAgreementWarning says when the server counts the prompts more than 10 % apart from the
+// client once the chat template's overhead is out: the scenario's lengths are not the model's.
+func promptAgreementWarning(tokenizer string, a *metrics.PromptAgreement) string {
+	miss, ok := a.Mismatch()
+	if !ok || miss <= metrics.TokenizerMismatch {
+		return ""
+	}
+	ratio := a.Ratio.Mean
+	if a.Slope.OK {
+		ratio = a.Slope.V
+	}
+	line := fmt.Sprintf("the server counts the prompts %.2f× plload's %s count of the same messages (%d requests, the chat template's %+.0f tokens aside): the scenario's lengths are not the model's",
+		ratio, tokenizer, a.Requests, a.Overhead.V)
+	if tokenizer == workload.DefaultTokenizerName {
+		return line + "; pass the model's tokenizer: --tokenizer org/name (or target.tokenizer: a Hugging Face id, or the path of its tokenizer.json)"
+	}
+	return line + "; check that target.tokenizer is the served model's"
 }
 
 // openLoopFields copies the keys of request_rate and replay into the stage report; each is set only

@@ -140,7 +140,7 @@ func (s *Scenario) PoolSize(st Stage) int {
 // Build generates the personas and every stage's session pool and dataset. It must only be called on a
 // scenario without errors. Same scenario and seed ⇒ the same bytes on any machine.
 func (s *Scenario) Build() (*Workload, error) {
-	g, err := NewTextGen(s.Session.Language)
+	g, err := s.newTextGen()
 	if err != nil {
 		return nil, err
 	}
@@ -155,7 +155,7 @@ func (s *Scenario) Build() (*Workload, error) {
 	var eg errgroup.Group
 	for i, st := range s.Load.Stages {
 		eg.Go(func() error {
-			sg, err := NewTextGen(s.Session.Language)
+			sg, err := s.newTextGen()
 			if err != nil {
 				return err
 			}
@@ -170,7 +170,7 @@ func (s *Scenario) Build() (*Workload, error) {
 }
 
 func (s *Scenario) buildStage(g *TextGen, w *Workload, stage int, st Stage) StagePool {
-	pool := StagePool{Stage: stage, Spec: st, Sessions: make([]SessionPlan, s.PoolSize(st)), text: newTextSource(s.Session.Language)}
+	pool := StagePool{Stage: stage, Spec: st, Sessions: make([]SessionPlan, s.PoolSize(st)), text: newTextSource(s.Session.Language, s.Tokenizer())}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

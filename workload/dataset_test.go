@@ -173,7 +173,7 @@ func TestDatasetLayout(t *testing.T) {
 // encoder over ≥ 1,000 texts per language (the spec allows ±2 %, ±1 under 50 tokens; we land exactly).
 func TestTokenAccuracy(t *testing.T) {
 	for _, lang := range []string{"en", "ko"} {
-		g, err := NewTextGen(lang)
+		g, err := NewTextGen(lang, o200kForTest(t))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -201,7 +201,7 @@ func TestTokenAccuracy(t *testing.T) {
 }
 
 func TestProseReadsLikeProse(t *testing.T) {
-	g, _ := NewTextGen("en")
+	g, _ := NewTextGen("en", o200kForTest(t))
 	text := g.Prose(rand.New(rand.NewPCG(1, 1)), 200)
 	words := strings.Fields(text)
 	if len(words) < 100 || !strings.HasSuffix(text, ".") || strings.Count(text, ".") < 5 {
@@ -212,7 +212,7 @@ func TestProseReadsLikeProse(t *testing.T) {
 			t.Fatalf("odd word %q", w)
 		}
 	}
-	k, _ := NewTextGen("ko")
+	k, _ := NewTextGen("ko", o200kForTest(t))
 	kt := k.Prose(rand.New(rand.NewPCG(1, 1)), 200)
 	if !strings.ContainsRune(kt, '다') || strings.ContainsAny(kt, "abcdefghijklmnopqrstuvwxyz") {
 		t.Fatalf("Korean text is not Korean: %q", kt)
@@ -312,9 +312,7 @@ func TestStatsPromptGrowth(t *testing.T) {
 // BenchmarkBuildPersonaShared generates every stage of persona-shared.yaml (780 sessions).
 func BenchmarkBuildPersonaShared(b *testing.B) {
 	s := loadFile(b, "../scenarios/persona-shared.yaml")
-	if _, err := o200k(); err != nil {
-		b.Fatal(err)
-	}
+	o200kForTest(b) // loaded once, before the clock
 	tokens := 0
 	for b.Loop() {
 		w, err := s.Build()

@@ -46,7 +46,7 @@ func (s *Scenario) MeanSystemPromptTokens() float64 {
 		}
 		sum := 0
 		for _, p := range s.filePersonas {
-			sum += CountTokens(p.SystemPrompt)
+			sum += s.Tokenizer().Count(p.SystemPrompt)
 		}
 		return float64(sum) / float64(len(s.filePersonas))
 	}

@@ -193,11 +193,7 @@ func (c *checker) rules() {
 		c.require("target.model", "the model name the server serves (see its /v1/models)")
 	}
 	c.positive("target.timeout", t.Timeout)
-	if t.Tokenizer != "builtin" && t.Tokenizer != "o200k_base" {
-		// personaload passed this to AIPerf (a Hugging Face name); plload has no downloads, so it
-		// counts with o200k_base, and a personaload file still loads.
-		c.warnf("target.tokenizer", "found %q; plload counts tokens with the embedded o200k_base (builtin); target lengths and fallback counts use it, server-reported usage is unaffected", t.Tokenizer)
-	}
+	c.loadTokenizer()
 	c.oneOf("target.max_tokens_field", t.MaxTokensField, "max_completion_tokens", "max_tokens")
 	c.oneOf("target.endpoint", t.Endpoint, "chat", "completions")
 	for _, k := range []string{"model", "messages", "prompt", "stream"} {

@@ -1,9 +1,11 @@
 // Package workload reads scenario files and turns them into reproducible workloads: personas, session
-// pools, synthetic text measured with the o200k_base tokenizer, and AIPerf multi_turn datasets.
+// pools, synthetic text measured in the scenario's tokenizer (o200k_base by default), and AIPerf multi_turn datasets.
 package workload
 
 import (
 	"time"
+
+	"github.com/plload/plload/tokenizer"
 )
 
 // Scenario is a whole scenario file with defaults applied. Field names and defaults follow the
@@ -35,6 +37,8 @@ type Scenario struct {
 	filePersonas []Persona
 	// source holds the dataset or trace read (and checked) from workload.
 	source *Source
+	// tok counts every length: target.tokenizer, loaded by the checker.
+	tok tokenizer.Tokenizer
 }
 
 // Target is the server under test.
@@ -182,7 +186,7 @@ type Output struct {
 // Defaults that are not "the zero value".
 const (
 	DefaultTimeout        = 120 * time.Second
-	DefaultTokenizer      = "builtin"
+	DefaultTokenizer      = DefaultTokenizerName
 	DefaultMaxTokensField = "max_completion_tokens"
 	DefaultEndpoint       = "chat"
 	DefaultLanguage       = "en"

@@ -137,7 +137,7 @@ func (s *Scenario) readDatasetSource(d *DatasetSpec) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the dataset: %v", err)
 	}
-	g, err := NewTextGen(s.Session.Language)
+	g, err := s.newTextGen()
 	if err != nil {
 		return nil, err
 	}

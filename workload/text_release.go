@@ -3,6 +3,8 @@ package workload
 import (
 	"math/rand/v2"
 	"sync"
+
+	"github.com/plload/plload/tokenizer"
 )
 
 // textSource writes a stage's released synthetic text again; safe for concurrent use (a TextGen is
@@ -12,10 +14,10 @@ type textSource struct {
 	gens sync.Pool
 }
 
-func newTextSource(lang string) *textSource {
+func newTextSource(lang string, tok tokenizer.Tokenizer) *textSource {
 	ts := &textSource{lang: lang}
 	ts.gens.New = func() any {
-		g, err := NewTextGen(lang)
+		g, err := NewTextGen(lang, tok)
 		if err != nil {
 			return nil // cannot happen: the same language built the pool
 		}

@@ -102,7 +102,7 @@ func (s *Scenario) readTrace(path string, spec *TraceSpec) (*Source, error) {
 	}
 	tf.sortByTime(src)
 
-	g, err := NewTextGen(s.Session.Language)
+	g, err := s.newTextGen()
 	if err != nil {
 		return nil, err
 	}

@@ -23,7 +23,7 @@ func FuzzReadTrace(f *testing.F) {
 	f.Add(uint8(0), []byte(`{"timestamp": 9, "input_length": 3, "output_length": 1, "hash_ids": [0, 0, 0]}`+"\n"+`{"timestamp": 1, "input_length": 1, "output_length": 1}`))
 	f.Add(uint8(3), []byte(`{"chat_id": 2, "parent_chat_id": 1, "timestamp": 1, "input_length": 5, "output_length": 1}`+"\n"+
 		`{"chat_id": 1, "parent_chat_id": -1, "timestamp": 2, "input_length": 9, "output_length": 1, "hash_ids": [1]}`))
-	g, err := NewTextGen("en")
+	g, err := NewTextGen("en", o200kForTest(f))
 	if err != nil {
 		f.Fatal(err)
 	}

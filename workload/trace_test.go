@@ -54,7 +54,7 @@ func traceViewTurns(ss SourceSession) []traceTurnView {
 // output exactly, without a system prompt.
 func checkTraceText(t *testing.T, src *Source, every int) {
 	t.Helper()
-	g, err := NewTextGen("en")
+	g, err := NewTextGen("en", o200kForTest(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestTraceSharedBlocks(t *testing.T) {
 		`{"timestamp": 3, "input_length": 600, "output_length": 5, "hash_ids": [7, 1]}`, // block 1 second: no prefix
 		`{"timestamp": 4, "input_length": 600, "output_length": 5}`,                     // no ids: its own text
 		`{"timestamp": 5, "input_length": 700, "output_length": 5, "hash_ids": [0]}`)    // fewer blocks than tokens
-	g, _ := NewTextGen("en")
+	g, _ := NewTextGen("en", o200kForTest(t))
 	src := mustReadTrace(t, traceScenario(3, "en"), path, TraceSpec{Format: FormatMooncake})
 	text := func(i int) string { return src.Sessions[i].Turns[0].User }
 	if !strings.HasPrefix(text(1), text(0)) || !strings.HasPrefix(text(2), text(1)) {
@@ -225,7 +225,7 @@ func writeTraceLines(t testing.TB, path string, lines ...string) {
 // token count by the real tokenizer, and draws for a stream equal s.rng's.
 func TestTraceTextCounts(t *testing.T) {
 	for _, lang := range []string{"en", "ko"} {
-		g, err := NewTextGen(lang)
+		g, err := NewTextGen(lang, o200kForTest(t))
 		if err != nil {
 			t.Fatal(err)
 		}

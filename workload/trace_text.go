@@ -17,8 +17,8 @@ const (
 	streamTraceText uint64 = 0x74727874
 )
 
-// traceText writes the text of trace requests from pieces of exactly one o200k_base token each: a
-// word after a space, "," or ".". Because o200k_base encodes each piece of its pre-split on its own
+// traceText writes the text of trace requests from pieces of exactly one token each (in the scenario's
+// tokenizer): a word after a space, "," or ".". Because a byte-level tokenizer encodes each piece of its pre-split on its own
 // and every boundary here is a pre-split boundary (a space before a letter, punctuation after one),
 // the token count of any run of pieces is the number of pieces. That is what a trace needs and
 // TextGen's prose does not give: a block can be cut to any length by cutting pieces (so a request
@@ -60,7 +60,7 @@ func newTraceText(g *TextGen) (*traceText, error) {
 				words[slot] = append(words[slot], w)
 			}
 			// An opener may start a prompt, where it has no space before it.
-			if c := capitalizeFor(g.lang, w); oneToken(c) && g.count(c) == 1 {
+			if c := capitalizeFor(g.lang, w); oneToken(c) && g.countFirst(c) == 1 {
 				openers[slot] = append(openers[slot], c)
 			}
 		}
@@ -84,7 +84,7 @@ func newTraceText(g *TextGen) (*traceText, error) {
 	r := rand.New(rand.NewPCG(1, 2))
 	probe := string(t.appendText(nil, r, 300))
 	if got := g.Count(probe[1:]); got != 300 || g.Count(cutPieces(probe, 123)[1:]) != 123 {
-		return nil, fmt.Errorf("trace text: 300 one-token pieces count %d tokens with this tokenizer; trace lengths would be wrong", got)
+		return nil, fmt.Errorf("trace text: 300 one-token pieces count %d tokens in the tokenizer %s; its blocks could not be cut to exact lengths, so trace lengths would be wrong", got, g.tok.Name())
 	}
 	return t, nil
 }

@@ -146,7 +146,9 @@ func TestValidationRules(t *testing.T) {
 		{"persona file bad line", []edit{{7, "  source: file"}, {8, "  file: personas-bad.jsonl"}}, false, "personas.file", 8, "personas-bad", `personas-bad.jsonl line 2: "system_prompt" is missing`},
 		{"token limit", []edit{{11, "  user_input_tokens: {dist: exponential, mean: 5e9}"}}, false, "session.user_input_tokens.mean", 11, "5e9", "accepted: a mean ≤ 1e+06"},
 		{"dataset too large", []edit{{17, "    - {concurrency: 9000000, duration: 60s}"}}, false, "load.stages[0]", 17, "{", "the pool of 27000000 sessions is about"},
-		{"warn foreign tokenizer", []edit{{0, "  tokenizer: Qwen/Qwen3-8B"}}, true, "target.tokenizer", 0, "Qwen", "plload counts tokens with the embedded o200k_base"},
+		{"tokenizer not cached and offline", []edit{{0, "  tokenizer: Qwen/Qwen3-8B"}}, false, "target.tokenizer", 0, "Qwen", "offline mode"},
+		{"tokenizer unknown", []edit{{0, "  tokenizer: gpt2"}}, false, "target.tokenizer", 0, "gpt2", `"gpt2" is neither a built-in encoding (o200k_base, cl100k_base), an existing tokenizer.json`},
+		{"tokenizer file missing", []edit{{0, "  tokenizer: ./nope/tokenizer.json"}}, false, "target.tokenizer", 0, "./nope", "an existing tokenizer.json or directory holding one"},
 		{"warn think time", []edit{{13, "  think_time: {min: 0s, max: 90s}"}}, true, "session.think_time", 13, "{", "think time can reach 1m30s (> 60s)"},
 		{"warn drain", []edit{{0, "  drain_timeout: 10s"}}, true, "load.drain_timeout", 0, "10s", "drain_timeout 10s is shorter than target.timeout 2m"},
 		{"warn short stage", []edit{{17, "    - {concurrency: 2, duration: 1s}"}}, true, "load.stages[0].duration", 17, "1s", "shorter than a typical session"},
@@ -292,7 +294,7 @@ func TestPersonaFileLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(w.Personas) != 2 || w.Personas[1].Name != "Bo" || w.Personas[0].Tokens != CountTokens("You are Ada, a careful tutor.") {
+	if len(w.Personas) != 2 || w.Personas[1].Name != "Bo" || w.Personas[0].Tokens != o200kForTest(t).Count("You are Ada, a careful tutor.") {
 		t.Fatalf("personas = %+v", w.Personas)
 	}
 }
