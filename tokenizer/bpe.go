@@ -10,8 +10,8 @@ import (
 // bpeModel is Hugging Face's BPE model (models/bpe/model.rs) without dropout.
 type bpeModel struct {
 	vocab        map[string]int32
-	merges       map[uint64]uint64 // a<<32|b → rank<<32|new id
-	unk          int32             // -1: no unk_token
+	merges       *pairTable // a<<32|b → rank<<32|new id
+	unk          int32      // -1: no unk_token
 	fuseUnk      bool
 	byteFallback bool
 	ignoreMerges bool
@@ -226,7 +226,7 @@ func (m *bpeModel) tokenizeUncached(piece string, out []int) []int {
 	// merge_all
 	h := sc.heap[:0]
 	for i := 0; i+1 < len(syms); i++ {
-		if v, ok := m.merges[uint64(uint32(syms[i].id))<<32|uint64(uint32(syms[i+1].id))]; ok {
+		if v, ok := m.merges.get(uint64(uint32(syms[i].id))<<32 | uint64(uint32(syms[i+1].id))); ok {
 			h.push(bpeMerge{rank: uint32(v >> 32), pos: int32(i), newID: int32(uint32(v))})
 		}
 	}
@@ -238,7 +238,7 @@ func (m *bpeModel) tokenizeUncached(piece string, out []int) []int {
 		}
 		nextPos := cur.next
 		right := syms[nextPos]
-		v, ok := m.merges[uint64(uint32(cur.id))<<32|uint64(uint32(right.id))]
+		v, ok := m.merges.get(uint64(uint32(cur.id))<<32 | uint64(uint32(right.id)))
 		if !ok || int32(uint32(v)) != top.newID {
 			continue
 		}
@@ -250,13 +250,13 @@ func (m *bpeModel) tokenizeUncached(piece string, out []int) []int {
 		}
 		if cur.prev >= 0 {
 			p := syms[cur.prev]
-			if v, ok := m.merges[uint64(uint32(p.id))<<32|uint64(uint32(cur.id))]; ok {
+			if v, ok := m.merges.get(uint64(uint32(p.id))<<32 | uint64(uint32(cur.id))); ok {
 				h.push(bpeMerge{rank: uint32(v >> 32), pos: cur.prev, newID: int32(uint32(v))})
 			}
 		}
 		if cur.next >= 0 && int(cur.next) < len(syms) {
 			nx := syms[cur.next]
-			if v, ok := m.merges[uint64(uint32(cur.id))<<32|uint64(uint32(nx.id))]; ok {
+			if v, ok := m.merges.get(uint64(uint32(cur.id))<<32 | uint64(uint32(nx.id))); ok {
 				h.push(bpeMerge{rank: uint32(v >> 32), pos: top.pos, newID: int32(uint32(v))})
 			}
 		}

@@ -462,7 +462,7 @@ func parseModel(raw json.RawMessage) (*bpeModel, error) {
 		}
 		m.unk = id
 	}
-	m.merges = make(map[uint64]uint64, len(v.Merges)/12)
+	m.merges = newPairTable(len(v.Merges) / 24)
 	if isNull(v.Merges) {
 		return m, nil
 	}
@@ -484,7 +484,7 @@ func parseModel(raw json.RawMessage) (*bpeModel, error) {
 		if !ok {
 			return fmt.Errorf("merge %d: token %q is not in the vocabulary", i+1, buf)
 		}
-		m.merges[uint64(uint32(a))<<32|uint64(uint32(b))] = uint64(i)<<32 | uint64(uint32(n))
+		m.merges.put(uint64(uint32(a))<<32|uint64(uint32(b)), uint64(i)<<32|uint64(uint32(n)))
 		return nil
 	})
 	if err != nil {
