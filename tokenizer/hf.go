@@ -252,6 +252,9 @@ func parsePattern(raw json.RawMessage) (pattern, error) {
 	case v.String != nil:
 		return stringPattern(*v.String), nil
 	case v.Regex != nil:
+		if k, ok := knownScanners[*v.Regex]; ok {
+			return scanPattern{k}, nil
+		}
 		re, err := compileRegex(*v.Regex)
 		if err != nil {
 			return nil, fmt.Errorf("regex %q: %w", *v.Regex, err)
@@ -267,7 +270,9 @@ func compileRegex(expr string) (*regexp2.Regexp, error) {
 	if v, ok := regexCache.Load(expr); ok {
 		return v.(*regexp2.Regexp), nil
 	}
-	re, err := regexp2.Compile(expr, regexp2.None)
+	// "(?:…)" keeps regexp2 from using an engine that tiktoken-go generated for the same source:
+	// those differ from Oniguruma (and regexp2's own interpreter) on \s*[\r\n]+.
+	re, err := regexp2.Compile("(?:"+expr+")", regexp2.None)
 	if err != nil {
 		return nil, err
 	}
@@ -336,11 +341,7 @@ func parsePreTokenizer(raw json.RawMessage, last bool) ([]preTokenizer, bool, er
 		}
 		p := byteLevelPre{addPrefixSpace: v.AddPrefixSpace == nil || *v.AddPrefixSpace, mapBytes: !last}
 		if v.UseRegex == nil || *v.UseRegex {
-			re, err := compileRegex(gpt2Regex)
-			if err != nil {
-				return nil, false, err
-			}
-			p.re = regexPattern{re}
+			p.re = scanPattern{scanGPT2}
 		}
 		return []preTokenizer{p}, last, nil
 	case "Metaspace":

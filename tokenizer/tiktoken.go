@@ -27,7 +27,8 @@ type tiktokenEncoding struct {
 	name  string
 	sha   string
 	ranks map[string]int32
-	re    *regexp2.Regexp
+	re    *regexp2.Regexp // the split regex; scan is its hand-written equivalent
+	scan  scanPattern
 }
 
 func (e *tiktokenEncoding) Name() string   { return e.name }
@@ -35,7 +36,7 @@ func (e *tiktokenEncoding) SHA256() string { return e.sha }
 
 func (e *tiktokenEncoding) Encode(text string) []int {
 	out := make([]int, 0, len(text)/4+1)
-	findAll(e.re, text, func(st, en int) {
+	e.scan.each(text, func(st, en int) {
 		out = e.encodePiece(text[st:en], out)
 	})
 	return out
@@ -44,7 +45,7 @@ func (e *tiktokenEncoding) Encode(text string) []int {
 func (e *tiktokenEncoding) Count(text string) int {
 	n := 0
 	var buf []int
-	findAll(e.re, text, func(st, en int) {
+	e.scan.each(text, func(st, en int) {
 		p := text[st:en]
 		if _, ok := e.ranks[p]; ok {
 			n++
@@ -178,7 +179,7 @@ func (e *tiktokenEncoding) bytePairMerge(p string, out []int) []int {
 // up in order (tiktoken-go v0.10.0's o200k_base lacks the DEL byte 0x7f). SHA256 is the sha256 of the
 // table in tiktoken's own file format, "base64(token bytes) rank\n" by ascending rank, i.e. of
 // OpenAI's o200k_base.tiktoken / cl100k_base.tiktoken.
-func newTiktoken(name string, c *codec.Codec, nTokens int, pattern string) (*tiktokenEncoding, error) {
+func newTiktoken(name string, c *codec.Codec, nTokens int, pattern string, scan scanKind) (*tiktokenEncoding, error) {
 	ranks := make(map[string]int32, nTokens)
 	tokens := make([]string, nTokens)
 	var missing []int
@@ -213,11 +214,11 @@ func newTiktoken(name string, c *codec.Codec, nTokens int, pattern string) (*tik
 		line = append(line, '\n')
 		h.Write(line)
 	}
-	re, err := regexp2.Compile(pattern, regexp2.None)
+	re, err := compileRegex(pattern)
 	if err != nil {
 		return nil, err
 	}
-	return &tiktokenEncoding{name: name, sha: hex.EncodeToString(h.Sum(nil)), ranks: ranks, re: re}, nil
+	return &tiktokenEncoding{name: name, sha: hex.EncodeToString(h.Sum(nil)), ranks: ranks, re: re, scan: scanPattern{scan}}, nil
 }
 
 var (
@@ -228,14 +229,14 @@ var (
 
 func o200kBase() (Tokenizer, error) {
 	o200kOnce.Do(func() {
-		o200kEnc, o200kErr = newTiktoken("o200k_base", codec.NewO200kBase(), 199998, o200kPattern)
+		o200kEnc, o200kErr = newTiktoken("o200k_base", codec.NewO200kBase(), 199998, o200kPattern, scanO200k)
 	})
 	return o200kEnc, o200kErr
 }
 
 func cl100kBase() (Tokenizer, error) {
 	cl100kOnce.Do(func() {
-		cl100kEnc, cl100kErr = newTiktoken("cl100k_base", codec.NewCl100kBase(), 100256, cl100kPattern)
+		cl100kEnc, cl100kErr = newTiktoken("cl100k_base", codec.NewCl100kBase(), 100256, cl100kPattern, scanCl100k)
 	})
 	return cl100kEnc, cl100kErr
 }
