@@ -131,14 +131,42 @@ func TestShardsUnionIsTheUnshardedRun(t *testing.T) {
 			if len(want) < 80 {
 				t.Fatalf("the unsharded run sent %d requests; the test needs more", len(want))
 			}
-			if diff := cmp.Diff(want, union); diff != "" {
-				t.Fatalf("the shards' union is not the unsharded run (-unsharded +union):\n%s", diff)
+			// A run that fell behind (a loaded machine, -race) leaves arrivals queued at the
+			// max_in_flight cap when the stage ends: they are never started, on one side only. Any
+			// difference must be such arrivals; every key both sent must agree.
+			shardsNotStarted := 0
+			for _, r := range runs[1:] {
+				shardsNotStarted += r.res.NotStarted
+			}
+			onlyUnsharded, onlyUnion := keyDifference(want, union)
+			if len(onlyUnion) > runs[0].res.NotStarted || len(onlyUnsharded) > shardsNotStarted {
+				t.Fatalf("the shards' union is not the unsharded run (%d never started there, %d in the shards) (-unsharded +union):\n%s",
+					runs[0].res.NotStarted, shardsNotStarted, cmp.Diff(want, union))
+			}
+			if len(onlyUnion)+len(onlyUnsharded) > 0 {
+				t.Logf("%d arrivals sent only by the shards, %d only unsharded: each never started on the other side", len(onlyUnion), len(onlyUnsharded))
 			}
 			if scheduled != runs[0].res.Scheduled {
 				t.Errorf("the shards scheduled %d arrivals between them; the unsharded run %d", scheduled, runs[0].res.Scheduled)
 			}
 		})
 	}
+}
+
+// keyDifference returns the keys only in a and those only in b (both sorted by compareKeys).
+func keyDifference(a, b []sentKey) (onlyA, onlyB []sentKey) {
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j == len(b) || (i < len(a) && compareKeys(a[i], b[j]) < 0):
+			onlyA, i = append(onlyA, a[i]), i+1
+		case i == len(a) || compareKeys(a[i], b[j]) > 0:
+			onlyB, j = append(onlyB, b[j]), j+1
+		default:
+			i, j = i+1, j+1
+		}
+	}
+	return onlyA, onlyB
 }
 
 // TestShardsSplitConcurrency: a concurrency stage of 7 sessions as three shards keeps 3, 2 and 2
