@@ -27,7 +27,16 @@ type hfTokenizer struct {
 func (t *hfTokenizer) Name() string   { return t.name }
 func (t *hfTokenizer) SHA256() string { return t.sha }
 
-func (t *hfTokenizer) Count(text string) int { return len(t.Encode(text)) }
+func (t *hfTokenizer) Count(text string) int {
+	bp := countBufPool.Get().(*[]int)
+	ids := t.encode(text, (*bp)[:0])
+	n := len(ids)
+	*bp = ids[:0]
+	countBufPool.Put(bp)
+	return n
+}
+
+var countBufPool = sync.Pool{New: func() any { b := make([]int, 0, 1024); return &b }}
 
 var preStatePool = sync.Pool{New: func() any { return &hfScratch{} }}
 
@@ -37,7 +46,10 @@ type hfScratch struct {
 }
 
 func (t *hfTokenizer) Encode(text string) []int {
-	out := make([]int, 0, len(text)/4+1)
+	return t.encode(text, make([]int, 0, len(text)/4+1))
+}
+
+func (t *hfTokenizer) encode(text string, out []int) []int {
 	sc := preStatePool.Get().(*hfScratch)
 	t.rawAdded.split(span{s: text, first: true}, func(sp span, id int) {
 		if id >= 0 {
@@ -271,7 +283,7 @@ func compileRegex(expr string) (*regexp2.Regexp, error) {
 		return v.(*regexp2.Regexp), nil
 	}
 	// "(?:…)" keeps regexp2 from using an engine that tiktoken-go generated for the same source:
-	// those differ from Oniguruma (and regexp2's own interpreter) on \s*[\r\n]+.
+	// those differ from Oniguruma (and regexp2's own interpreter) on \s*[\r\n]+ and on DEL.
 	re, err := regexp2.Compile("(?:"+expr+")", regexp2.None)
 	if err != nil {
 		return nil, err

@@ -412,3 +412,35 @@ func TestCorpus2(t *testing.T) {
 		checkCorpus(t, s, corpus, readIDs(t, "testdata/sp32k/ids2.jsonl"))
 	})
 }
+
+// Encode is safe for concurrent use and gives the same ids from every goroutine.
+func TestConcurrent(t *testing.T) {
+	corpus := readCorpus(t, "testdata/corpus.jsonl")
+	for _, spec := range []string{qwen3Path(t), "o200k_base"} {
+		tk, err := Load(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := make([][]int, len(corpus))
+		for i, s := range corpus {
+			want[i] = tk.Encode(s)
+		}
+		var wg sync.WaitGroup
+		for g := range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for k := range corpus {
+					i := (k + g*37) % len(corpus)
+					if got := tk.Encode(corpus[i]); !slices.Equal(got, want[i]) {
+						t.Errorf("line %d differs under concurrency", i+1)
+					}
+					if tk.Count(corpus[i]) != len(want[i]) {
+						t.Errorf("line %d: Count differs under concurrency", i+1)
+					}
+				}
+			}()
+		}
+		wg.Wait()
+	}
+}
