@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"sync"
 
@@ -451,7 +452,7 @@ func parseModel(raw json.RawMessage) (*bpeModel, error) {
 	if v.Type != "BPE" {
 		return nil, fmt.Errorf("model type %q is not supported (supported: BPE)", v.Type)
 	}
-	if v.Dropout != nil {
+	if v.Dropout != nil && *v.Dropout != 0 {
 		return nil, fmt.Errorf("model BPE with dropout %v is not supported (dropout must be null)", *v.Dropout)
 	}
 	m := &bpeModel{unk: -1, fuseUnk: v.FuseUnk, byteFallback: v.ByteFallback, ignoreMerges: v.IgnoreMerges}
@@ -479,28 +480,7 @@ func parseModel(raw json.RawMessage) (*bpeModel, error) {
 	if isNull(v.Merges) {
 		return m, nil
 	}
-	var buf []byte
-	err = eachMerge(v.Merges, func(i int, pa, pb []byte) error {
-		a, ok := m.vocab[string(pa)]
-		if !ok {
-			return fmt.Errorf("merge %d: token %q is not in the vocabulary", i+1, pa)
-		}
-		b, ok := m.vocab[string(pb)]
-		if !ok {
-			return fmt.Errorf("merge %d: token %q is not in the vocabulary", i+1, pb)
-		}
-		if len(pb) < len(m.prefix) {
-			return fmt.Errorf("merge %d: token %q is shorter than continuing_subword_prefix", i+1, pb)
-		}
-		buf = append(append(buf[:0], pa...), pb[len(m.prefix):]...)
-		n, ok := m.vocab[string(buf)]
-		if !ok {
-			return fmt.Errorf("merge %d: token %q is not in the vocabulary", i+1, buf)
-		}
-		m.merges.put(uint64(uint32(a))<<32|uint64(uint32(b)), uint64(i)<<32|uint64(uint32(n)))
-		return nil
-	})
-	if err != nil {
+	if err := m.resolveMerges(v.Merges); err != nil {
 		return nil, fmt.Errorf("model merges: %w", err)
 	}
 	return m, nil
@@ -541,6 +521,72 @@ func (t *hfTokenizer) buildAdded(tokens []addedToken) error {
 		} else {
 			t.rawAdded.add(tk.Content, tk)
 		}
+	}
+	return nil
+}
+
+// resolveMerges fills m.merges from the merges array: the elements are found in one pass, their
+// tokens looked up in the vocabulary in parallel chunks (the slow part: three lookups per merge in a
+// map of up to 262k strings), and the pairs inserted in order (a later duplicate wins, as in HF).
+func (m *bpeModel) resolveMerges(d []byte) error {
+	starts, err := mergeStarts(d)
+	if err != nil {
+		return err
+	}
+	n := len(starts)
+	keys := make([]uint64, n)
+	vals := make([]uint64, n)
+	workers := min(runtime.GOMAXPROCS(0), 8, max(1, n/20000))
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		lo, hi := n*w/workers, n*(w+1)/workers
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var buf, b1, b2 []byte
+			for i := lo; i < hi; i++ {
+				var pa, pb []byte
+				var err error
+				pa, pb, b1, b2, err = parseMerge(d, int(starts[i]), i, b1[:0], b2[:0])
+				if err != nil {
+					errs[w] = err
+					return
+				}
+				a, ok := m.vocab[string(pa)]
+				if !ok {
+					errs[w] = fmt.Errorf("merge %d: token %q is not in the vocabulary", i+1, pa)
+					return
+				}
+				b, ok := m.vocab[string(pb)]
+				if !ok {
+					errs[w] = fmt.Errorf("merge %d: token %q is not in the vocabulary", i+1, pb)
+					return
+				}
+				if len(pb) < len(m.prefix) {
+					errs[w] = fmt.Errorf("merge %d: token %q is shorter than continuing_subword_prefix", i+1, pb)
+					return
+				}
+				buf = append(append(buf[:0], pa...), pb[len(m.prefix):]...)
+				c, ok := m.vocab[string(buf)]
+				if !ok {
+					errs[w] = fmt.Errorf("merge %d: token %q is not in the vocabulary", i+1, buf)
+					return
+				}
+				keys[i] = uint64(uint32(a))<<32 | uint64(uint32(b))
+				vals[i] = uint64(i)<<32 | uint64(uint32(c))
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	m.merges = newPairTable(n)
+	for i := range keys {
+		m.merges.put(keys[i], vals[i])
 	}
 	return nil
 }

@@ -259,81 +259,83 @@ func parseVocab(d []byte) (map[string]int32, error) {
 	return m, nil
 }
 
-// eachMerge calls f with the two halves of each merge, given as "a b" strings or [a, b] pairs.
-// The slices are only valid during the call.
-func eachMerge(d []byte, f func(i int, a, b []byte) error) error {
+// mergeStarts returns the offset of each element of the merges array.
+func mergeStarts(d []byte) ([]int32, error) {
 	i := skipWS(d, 0)
 	if i >= len(d) || d[i] != '[' {
-		return fmt.Errorf("merges is not an array")
+		return nil, fmt.Errorf("merges is not an array")
 	}
+	starts := make([]int32, 0, len(d)/16)
 	i = skipWS(d, i+1)
 	if i < len(d) && d[i] == ']' {
-		return nil
+		return starts, nil
 	}
-	var buf, buf2 []byte
-	for n := 0; ; n++ {
-		var err error
+	for {
 		i = skipWS(d, i)
-		if i >= len(d) {
-			return errJSON
+		starts = append(starts, int32(i))
+		e, err := skipValue(d, i)
+		if err != nil {
+			return nil, fmt.Errorf("merge %d: %w", len(starts), err)
 		}
-		switch d[i] {
-		case '"':
-			buf, i, err = readString(d, i, buf[:0])
-			if err != nil {
-				return err
-			}
-			sp := -1
-			for k, c := range buf {
-				if c == ' ' {
-					if sp >= 0 {
-						sp = -2
-						break
-					}
-					sp = k
-				}
-			}
-			if sp < 0 {
-				return fmt.Errorf("merge %d %q is not two tokens separated by one space", n+1, buf)
-			}
-			if err := f(n, buf[:sp], buf[sp+1:]); err != nil {
-				return err
-			}
-		case '[':
-			i = skipWS(d, i+1)
-			buf, i, err = readString(d, i, buf[:0])
-			if err != nil {
-				return err
-			}
-			i = skipWS(d, i)
-			if i >= len(d) || d[i] != ',' {
-				return fmt.Errorf("merge %d is not a pair", n+1)
-			}
-			buf2, i, err = readString(d, skipWS(d, i+1), buf2[:0])
-			if err != nil {
-				return err
-			}
-			i = skipWS(d, i)
-			if i >= len(d) || d[i] != ']' {
-				return fmt.Errorf("merge %d is not a pair", n+1)
-			}
-			i++
-			if err := f(n, buf, buf2); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("merge %d is neither a string nor a pair", n+1)
-		}
-		i = skipWS(d, i)
+		i = skipWS(d, e)
 		if i >= len(d) {
-			return errJSON
+			return nil, errJSON
 		}
 		if d[i] == ']' {
-			return nil
+			return starts, nil
 		}
 		if d[i] != ',' {
-			return errJSON
+			return nil, fmt.Errorf("merge %d: %w", len(starts), errJSON)
 		}
 		i++
 	}
+}
+
+// parseMerge reads the merge at d[i]: an "a b" string or an [a, b] pair. a and b point into buf or
+// buf2, which are returned for reuse.
+func parseMerge(d []byte, i, n int, buf, buf2 []byte) (a, b, _, _ []byte, err error) {
+	if i >= len(d) {
+		return nil, nil, buf, buf2, errJSON
+	}
+	switch d[i] {
+	case '"':
+		buf, _, err = readString(d, i, buf)
+		if err != nil {
+			return nil, nil, buf, buf2, err
+		}
+		sp := -1
+		for k, c := range buf {
+			if c == ' ' {
+				if sp >= 0 {
+					sp = -2
+					break
+				}
+				sp = k
+			}
+		}
+		if sp < 0 {
+			return nil, nil, buf, buf2, fmt.Errorf("merge %d %q is not two tokens separated by one space", n+1, buf)
+		}
+		return buf[:sp], buf[sp+1:], buf, buf2, nil
+	case '[':
+		i = skipWS(d, i+1)
+		buf, i, err = readString(d, i, buf)
+		if err != nil {
+			return nil, nil, buf, buf2, err
+		}
+		i = skipWS(d, i)
+		if i >= len(d) || d[i] != ',' {
+			return nil, nil, buf, buf2, fmt.Errorf("merge %d is not a pair", n+1)
+		}
+		buf2, i, err = readString(d, skipWS(d, i+1), buf2)
+		if err != nil {
+			return nil, nil, buf, buf2, err
+		}
+		i = skipWS(d, i)
+		if i >= len(d) || d[i] != ']' {
+			return nil, nil, buf, buf2, fmt.Errorf("merge %d is not a pair", n+1)
+		}
+		return buf, buf2, buf, buf2, nil
+	}
+	return nil, nil, buf, buf2, fmt.Errorf("merge %d is neither a string nor a pair", n+1)
 }
