@@ -87,6 +87,33 @@ func BenchmarkEncode(b *testing.B) {
 		}
 		run(b, func(s string) int { return len(tk.Encode(s)) })
 	})
+	// Cold: a fresh piece cache for every pass over the text.
+	b.Run("qwen3-cold", func(b *testing.B) {
+		tk, err := Load(qwen3Path(b))
+		if err != nil {
+			b.Fatal(err)
+		}
+		h := tk.(*hfTokenizer)
+		run(b, func(s string) int {
+			m := h.model
+			c := *h
+			c.model = &bpeModel{vocab: m.vocab, merges: m.merges, unk: m.unk, fuseUnk: m.fuseUnk,
+				byteFallback: m.byteFallback, ignoreMerges: m.ignoreMerges, prefix: m.prefix,
+				suffix: m.suffix, byteLevel: m.byteLevel, byteIDs: m.byteIDs, fallbackIDs: m.fallbackIDs}
+			return c.Count(s)
+		})
+	})
+	b.Run("o200k-cold", func(b *testing.B) {
+		tk, err := Load("o200k_base")
+		if err != nil {
+			b.Fatal(err)
+		}
+		e := tk.(*tiktokenEncoding)
+		run(b, func(s string) int {
+			c := &tiktokenEncoding{name: e.name, sha: e.sha, ranks: e.ranks, re: e.re, scan: e.scan}
+			return c.Count(s)
+		})
+	})
 	b.Run("tiktoken-go-o200k", func(b *testing.B) {
 		c, err := tiktoken.Get(tiktoken.O200kBase)
 		if err != nil {

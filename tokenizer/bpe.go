@@ -2,6 +2,7 @@ package tokenizer
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
@@ -22,8 +23,40 @@ type bpeModel struct {
 	byteIDs     [256]int32 // id of each byte's byte-level character, -1 if not in vocab
 	fallbackIDs [256]int32 // id of "<0xXX>", -1 if absent
 
-	cache  sync.Map // piece → []int32
-	cacheN atomic.Int64
+	cache pieceCache
+}
+
+// pieceCache remembers the ids of pre-tokenized pieces (up to cacheMaxPiece bytes); it is emptied
+// when it holds cacheMaxEntries pieces.
+type pieceCache struct {
+	m sync.Map // piece → []int32
+	n atomic.Int64
+}
+
+func (c *pieceCache) get(piece string) ([]int32, bool) {
+	if len(piece) > cacheMaxPiece {
+		return nil, false
+	}
+	v, ok := c.m.Load(piece)
+	if !ok {
+		return nil, false
+	}
+	return v.([]int32), true
+}
+
+func (c *pieceCache) put(piece string, ids []int) {
+	if len(piece) > cacheMaxPiece {
+		return
+	}
+	v := make([]int32, len(ids))
+	for i, id := range ids {
+		v[i] = int32(id)
+	}
+	if c.n.Add(1) > cacheMaxEntries {
+		c.m.Clear()
+		c.n.Store(0)
+	}
+	c.m.Store(strings.Clone(piece), v)
 }
 
 const (
@@ -117,27 +150,15 @@ func (m *bpeModel) tokenize(piece string, out []int) []int {
 	if piece == "" {
 		return out
 	}
-	if len(piece) <= cacheMaxPiece {
-		if v, ok := m.cache.Load(piece); ok {
-			for _, id := range v.([]int32) {
-				out = append(out, int(id))
-			}
-			return out
+	if ids, ok := m.cache.get(piece); ok {
+		for _, id := range ids {
+			out = append(out, int(id))
 		}
+		return out
 	}
 	n := len(out)
 	out = m.tokenizeUncached(piece, out)
-	if len(piece) <= cacheMaxPiece {
-		ids := make([]int32, len(out)-n)
-		for i, id := range out[n:] {
-			ids[i] = int32(id)
-		}
-		if m.cacheN.Add(1) > cacheMaxEntries {
-			m.cache.Clear()
-			m.cacheN.Store(0)
-		}
-		m.cache.Store(piece, ids)
-	}
+	m.cache.put(piece, out[n:])
 	return out
 }
 

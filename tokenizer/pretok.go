@@ -151,17 +151,20 @@ const (
 func splitSpan(sp span, p pattern, b behavior, out []span, scratch *[]match) []span {
 	ms := p.findMatches(sp.s, (*scratch)[:0])
 	*scratch = ms
+	if b == isolated {
+		for _, m := range ms {
+			if m.end > m.start {
+				out = append(out, span{s: sp.s[m.start:m.end], first: sp.first && m.start == 0})
+			}
+		}
+		return out
+	}
 	type piece struct {
 		start, end int
 		remove     bool
 	}
 	var pieces []piece
 	switch b {
-	case isolated:
-		pieces = make([]piece, 0, len(ms))
-		for _, m := range ms {
-			pieces = append(pieces, piece{m.start, m.end, false})
-		}
 	case removed:
 		pieces = make([]piece, 0, len(ms))
 		for _, m := range ms {
@@ -229,7 +232,7 @@ func (n normSeq) normalize(s string) string {
 type unicodeNorm struct{ f norm.Form }
 
 func (n unicodeNorm) normalize(s string) string {
-	if isASCII(s) {
+	if isASCII(s) || n.f.IsNormalString(s) {
 		return s
 	}
 	return n.f.String(s)

@@ -29,6 +29,7 @@ type tiktokenEncoding struct {
 	ranks map[string]int32
 	re    *regexp2.Regexp // the split regex; scan is its hand-written equivalent
 	scan  scanPattern
+	cache pieceCache // pieces of more than one token → their ids
 }
 
 func (e *tiktokenEncoding) Name() string   { return e.name }
@@ -51,7 +52,12 @@ func (e *tiktokenEncoding) Count(text string) int {
 			n++
 			return
 		}
+		if ids, ok := e.cache.get(p); ok {
+			n += len(ids)
+			return
+		}
 		buf = e.bytePairMerge(p, buf[:0])
+		e.cache.put(p, buf)
 		n += len(buf)
 	})
 	return n
@@ -61,7 +67,16 @@ func (e *tiktokenEncoding) encodePiece(p string, out []int) []int {
 	if r, ok := e.ranks[p]; ok {
 		return append(out, int(r))
 	}
-	return e.bytePairMerge(p, out)
+	if ids, ok := e.cache.get(p); ok {
+		for _, id := range ids {
+			out = append(out, int(id))
+		}
+		return out
+	}
+	n := len(out)
+	out = e.bytePairMerge(p, out)
+	e.cache.put(p, out[n:])
+	return out
 }
 
 type ttSym struct {
