@@ -159,3 +159,26 @@ func mustInterpreted(expr string) *regexp2.Regexp {
 	}
 	return re
 }
+
+// FuzzLoadEncode: any tokenizer.json is loaded or refused, and any accepted one encodes any text
+// without panicking.
+func FuzzLoadEncode(f *testing.F) {
+	seeds := []string{
+		`{"added_tokens":[{"id":3,"content":"<x>","special":true,"lstrip":true,"rstrip":true,"single_word":true}],"normalizer":{"type":"Sequence","normalizers":[{"type":"Prepend","prepend":"▁"},{"type":"Replace","pattern":{"String":" "},"content":"▁"},{"type":"NFKC"}]},"pre_tokenizer":{"type":"Sequence","pretokenizers":[{"type":"Metaspace","replacement":"▁","prepend_scheme":"first","split":true},{"type":"Digits","individual_digits":true},{"type":"Split","pattern":{"Regex":"a+"},"behavior":"MergedWithNext","invert":true}]},"model":{"type":"BPE","unk_token":"<unk>","fuse_unk":true,"byte_fallback":true,"vocab":{"<unk>":0,"a":1,"b":2,"ab":3,"<0x41>":4,"▁":5},"merges":["a b"]}}`,
+		`{"pre_tokenizer":{"type":"ByteLevel","add_prefix_space":true,"use_regex":true},"model":{"type":"BPE","continuing_subword_prefix":"##","end_of_word_suffix":"</w>","vocab":{"a":0,"##b":1,"ab":2,"b</w>":3},"merges":[["a","##b"]]}}`,
+		`{"pre_tokenizer":{"type":"Split","pattern":{"String":""},"behavior":"Contiguous"},"model":{"type":"BPE","ignore_merges":true,"vocab":{"a":0},"merges":[]}}`,
+	}
+	for _, s := range seeds {
+		f.Add(s, "aab Ab <x> 12 ▁▁a\x00\xff")
+	}
+	f.Fuzz(func(t *testing.T, js, text string) {
+		tk, err := parseHF([]byte(js))
+		if err != nil {
+			return
+		}
+		ids := tk.Encode(text)
+		if tk.Count(text) != len(ids) {
+			t.Fatalf("Count != len(Encode)")
+		}
+	})
+}

@@ -260,7 +260,10 @@ func TestLoadSpecs(t *testing.T) {
 	if _, err := Load("no such thing!"); err == nil || !strings.Contains(err.Error(), "no such thing!") {
 		t.Errorf("bad spec: %v", err)
 	}
-	// A repo id goes to hfhub (which may not resolve here): the error names the repo.
+	// A repo id goes to hfhub (offline here, with an empty cache): the error names the repo.
+	t.Setenv("HF_HUB_OFFLINE", "1")
+	t.Setenv("HF_HUB_CACHE", t.TempDir())
+	t.Setenv("HF_HOME", t.TempDir())
 	if _, err := Load("nosuchorg-plload/nosuchmodel@main"); err != nil && !strings.Contains(err.Error(), "nosuchorg-plload/nosuchmodel") {
 		t.Errorf("repo id error does not name it: %v", err)
 	}
