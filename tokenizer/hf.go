@@ -96,6 +96,9 @@ type typed struct {
 	Type string `json:"type"`
 }
 
+// hfFile is what encoding reads of a tokenizer.json. decoder and post_processor play no part in
+// encode(text, add_special_tokens=False); truncation and padding are ignored as transformers (and
+// so the servers) turn them off unless a call asks for them.
 type hfFile struct {
 	Normalizer   json.RawMessage `json:"normalizer"`
 	PreTokenizer json.RawMessage `json:"pre_tokenizer"`
