@@ -74,7 +74,7 @@ func load(spec string) (Tokenizer, error) {
 	if repoIDRe.MatchString(spec) {
 		path, commit, err := hfhub.Resolve(context.Background(), spec)
 		if err != nil {
-			return nil, fmt.Errorf("tokenizer: %s: %w", spec, err)
+			return nil, err // it names the repo, the URL and the fix
 		}
 		repo, _, _ := strings.Cut(spec, "@")
 		return loadFile(path, repo+"@"+commit)

@@ -99,7 +99,7 @@ const repoForm = `"org/name" or "org/name@revision" (a branch, a tag or a 40-hex
 func ParseRepo(s string) (RepoID, error) {
 	bad := func(why string) (RepoID, error) {
 		return RepoID{}, &Error{Kind: ErrInvalidRepo, Repo: s, msg: fmt.Sprintf(
-			"hfhub: %q is not a Hugging Face repo id (%s); the accepted form is %s", s, why, repoForm)}
+			"%q is not a Hugging Face repo id (%s); the accepted form is %s", s, why, repoForm)}
 	}
 	if s == "" {
 		return bad("it is empty")
@@ -198,7 +198,7 @@ func (f *fetcher) statusError(hr *hubResponse, revision, file string) error {
 		if f.env.Token != "" {
 			tok = "the token sent (HF_TOKEN) does not give access to it"
 		}
-		e.msg = fmt.Sprintf("hfhub: %s: the hub refused %s with %s%s: %s and %s; export HF_TOKEN=… (a token "+
+		e.msg = fmt.Sprintf("Hugging Face repo %s: the hub refused %s with %s%s: %s and %s; export HF_TOKEN=… (a token "+
 			"from %s/settings/tokens), accept the model's licence on its page %s, or pass a path to a "+
 			"tokenizer.json", id.Given, u, resp.Status, detail, what, tok, f.env.Endpoint, page)
 	case http.StatusNotFound:
@@ -212,7 +212,7 @@ func (f *fetcher) statusError(hr *hubResponse, revision, file string) error {
 		case "EntryNotFound":
 			what = fmt.Sprintf("the repo has no %s at revision %q", file, revision)
 		}
-		e.msg = fmt.Sprintf("hfhub: %s: %s (%s answered %s%s); check the repo id and the revision (%s), "+
+		e.msg = fmt.Sprintf("Hugging Face repo %s: %s (%s answered %s%s); check the repo id and the revision (%s), "+
 			"or pass a path to a tokenizer.json", id.Given, what, u, resp.Status, detail, page)
 	default:
 		e.Kind = ErrStatus
@@ -224,7 +224,7 @@ func (f *fetcher) statusError(hr *hubResponse, revision, file string) error {
 		if hr.final != "" {
 			who = fmt.Sprintf("%s, redirected to %s,", u, hr.final)
 		}
-		e.msg = fmt.Sprintf("hfhub: %s: %s answered %s%s%s; try again later, check HF_ENDPOINT (now %s), "+
+		e.msg = fmt.Sprintf("Hugging Face repo %s: %s answered %s%s%s; try again later, check HF_ENDPOINT (now %s), "+
 			"or pass a path to a tokenizer.json", id.Given, who, resp.Status, line, detail, f.env.Endpoint)
 	}
 	return e
@@ -255,7 +255,7 @@ func (f *fetcher) unreachable(ctx context.Context, u string, cause error) error 
 		why = fmt.Sprintf("no complete answer within %s (%s)", f.timeout, why)
 	}
 	return newError(ErrUnreachable, f.id, u, 0, cause, fmt.Sprintf(
-		"hfhub: %s: the Hugging Face hub could not be reached at %s: %s; check the network and any proxy, "+
+		"Hugging Face repo %s: the Hugging Face hub could not be reached at %s: %s; check the network and any proxy, "+
 			"set HF_ENDPOINT to a reachable hub or mirror (now %s), pre-populate the cache at %s (%s), or pass "+
 			"a path to a tokenizer.json", f.id.Given, u, why, f.env.Endpoint, f.env.CacheDir,
 		f.id.downloadHint(f.env.CacheDir)))
@@ -264,7 +264,7 @@ func (f *fetcher) unreachable(ctx context.Context, u string, cause error) error 
 // cacheError is a failure to write the cache.
 func (f *fetcher) cacheError(u string, cause error) error {
 	return newError(ErrCache, f.id, u, 0, cause, fmt.Sprintf(
-		"hfhub: %s: could not write the file from %s into the Hugging Face cache at %s: %v; make it writable, "+
+		"Hugging Face repo %s: could not write the file from %s into the Hugging Face cache at %s: %v; make it writable, "+
 			"point HF_HUB_CACHE elsewhere, or pass a path to a tokenizer.json", f.id.Given,
 		u, filepath.Clean(f.env.CacheDir), cause))
 }

@@ -194,7 +194,7 @@ func ResolveWith(ctx context.Context, repo string, env Env) (Result, error) {
 	}
 	if env.CacheDir == "" {
 		return Result{}, newError(ErrCache, id, "", 0, nil,
-			fmt.Sprintf("hfhub: %s: no Hugging Face cache folder (set HF_HUB_CACHE or HF_HOME)", id.Given))
+			fmt.Sprintf("Hugging Face repo %s: no Hugging Face cache folder (set HF_HUB_CACHE or HF_HOME)", id.Given))
 	}
 	if env.Endpoint == "" {
 		env.Endpoint = DefaultEndpoint
@@ -208,7 +208,7 @@ func ResolveWith(ctx context.Context, repo string, env Env) (Result, error) {
 	url := id.fileURL(env.Endpoint, id.Revision, TokenizerFile)
 	if env.Offline {
 		return Result{}, newError(ErrOffline, id, url, 0, nil, fmt.Sprintf(
-			"hfhub: %s: the tokenizer is not in the Hugging Face cache at %s, and offline mode "+
+			"Hugging Face repo %s: the tokenizer is not in the Hugging Face cache at %s, and offline mode "+
 				"(HF_HUB_OFFLINE) forbids fetching %s; unset HF_HUB_OFFLINE to fetch it, pre-populate the "+
 				"cache (%s), or pass a path to a tokenizer.json",
 			id.Given, store, url, id.downloadHint(env.CacheDir)))
@@ -329,7 +329,7 @@ func (f *fetcher) get(ctx context.Context, rawURL string) (*hubResponse, error) 
 	base, err := url.Parse(f.env.Endpoint)
 	if err != nil {
 		return nil, newError(ErrUnreachable, f.id, rawURL, 0, err, fmt.Sprintf(
-			"hfhub: %s: HF_ENDPOINT %q is not a URL: %v", f.id.Given, f.env.Endpoint, err))
+			"Hugging Face repo %s: HF_ENDPOINT %q is not a URL: %v", f.id.Given, f.env.Endpoint, err))
 	}
 	hr := &hubResponse{url: rawURL}
 	cur := rawURL
@@ -369,12 +369,12 @@ func (f *fetcher) get(ctx context.Context, rawURL string) (*hubResponse, error) 
 		drain(resp)
 		if hop >= maxRedirects {
 			return nil, newError(ErrBadResponse, f.id, rawURL, resp.StatusCode, nil, fmt.Sprintf(
-				"hfhub: %s: more than %d redirects fetching %s", f.id.Given, maxRedirects, rawURL))
+				"Hugging Face repo %s: more than %d redirects fetching %s", f.id.Given, maxRedirects, rawURL))
 		}
 		next, err := req.URL.Parse(loc)
 		if err != nil {
 			return nil, newError(ErrBadResponse, f.id, rawURL, resp.StatusCode, err, fmt.Sprintf(
-				"hfhub: %s: fetching %s: a redirect to a bad Location %q: %v", f.id.Given, rawURL, loc, err))
+				"Hugging Face repo %s: fetching %s: a redirect to a bad Location %q: %v", f.id.Given, rawURL, loc, err))
 		}
 		cur = next.String()
 	}
@@ -410,7 +410,7 @@ func (f *fetcher) fetch(ctx context.Context, revision, file string, writeRef boo
 	if !isCommit(hr.commit) {
 		drain(resp)
 		return "", "", newError(ErrBadResponse, f.id, u, resp.StatusCode, nil, fmt.Sprintf(
-			"hfhub: %s: %s answered without a valid X-Repo-Commit header (got %q): it does not look like a "+
+			"Hugging Face repo %s: %s answered without a valid X-Repo-Commit header (got %q): it does not look like a "+
 				"Hugging Face hub; check HF_ENDPOINT (now %s) and any proxy, or pass a path to a tokenizer.json",
 			f.id.Given, u, hr.commit, f.env.Endpoint))
 	}
@@ -418,7 +418,7 @@ func (f *fetcher) fetch(ctx context.Context, revision, file string, writeRef boo
 	if !safeName(etag) {
 		drain(resp)
 		return "", "", newError(ErrBadResponse, f.id, u, resp.StatusCode, nil, fmt.Sprintf(
-			"hfhub: %s: %s answered without a usable ETag (got %q), so the file cannot be cached; check "+
+			"Hugging Face repo %s: %s answered without a usable ETag (got %q), so the file cannot be cached; check "+
 				"HF_ENDPOINT (now %s) and any proxy, or pass a path to a tokenizer.json",
 			f.id.Given, u, hr.etag, f.env.Endpoint))
 	}
@@ -505,7 +505,7 @@ func (f *fetcher) writeBlob(ctx context.Context, body io.Reader, blobs, blob, ve
 	if verify != "" {
 		if got := hex.EncodeToString(h.Sum(nil)); got != verify {
 			return newError(ErrBadResponse, f.id, u, http.StatusOK, nil, fmt.Sprintf(
-				"hfhub: %s: the file downloaded from %s has sha256 %s, not the %s its ETag promises; the "+
+				"Hugging Face repo %s: the file downloaded from %s has sha256 %s, not the %s its ETag promises; the "+
 					"download was corrupted: try again, or pass a path to a tokenizer.json",
 				f.id.Given, u, got, verify))
 		}
