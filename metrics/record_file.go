@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -91,7 +92,12 @@ func (w *Writer[T]) Written() int { return w.written }
 func WriteFileAtomic(path string, data []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
-		return err
+		// The user named path, not the temporary file beside it.
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	_, werr := tmp.Write(data)
 	if err := tmp.Chmod(0o644); werr == nil {
