@@ -89,58 +89,17 @@ type bpeMerge struct {
 	newID int32
 }
 
-type bpeHeap []bpeMerge
-
-func (h bpeHeap) less(i, j int) bool {
-	if h[i].rank != h[j].rank {
-		return h[i].rank < h[j].rank
+// before orders candidate merges: the lowest rank first, the leftmost among equals.
+func (m bpeMerge) before(o bpeMerge) bool {
+	if m.rank != o.rank {
+		return m.rank < o.rank
 	}
-	return h[i].pos < h[j].pos
-}
-
-func (h *bpeHeap) push(x bpeMerge) {
-	*h = append(*h, x)
-	s := *h
-	i := len(s) - 1
-	for i > 0 {
-		p := (i - 1) / 2
-		if !s.less(i, p) {
-			break
-		}
-		s[i], s[p] = s[p], s[i]
-		i = p
-	}
-}
-
-func (h *bpeHeap) pop() bpeMerge {
-	s := *h
-	top := s[0]
-	n := len(s) - 1
-	s[0] = s[n]
-	s = s[:n]
-	i := 0
-	for {
-		l := 2*i + 1
-		if l >= n {
-			break
-		}
-		c := l
-		if r := l + 1; r < n && s.less(r, l) {
-			c = r
-		}
-		if !s.less(c, i) {
-			break
-		}
-		s[i], s[c] = s[c], s[i]
-		i = c
-	}
-	*h = s
-	return top
+	return m.pos < o.pos
 }
 
 type bpeScratch struct {
 	syms []bpeSymbol
-	heap bpeHeap
+	heap mergeHeap[bpeMerge]
 }
 
 var bpeScratchPool = sync.Pool{New: func() any { return &bpeScratch{} }}

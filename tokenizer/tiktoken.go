@@ -92,16 +92,17 @@ type ttMerge struct {
 
 type ttScratch struct {
 	syms []ttSym
-	heap []ttMerge
+	heap mergeHeap[ttMerge]
 }
 
 var ttPool = sync.Pool{New: func() any { return &ttScratch{} }}
 
-func ttLess(a, b ttMerge) bool {
-	if a.rank != b.rank {
-		return a.rank < b.rank
+// before orders candidate merges: the lowest rank first, the leftmost among equals.
+func (m ttMerge) before(o ttMerge) bool {
+	if m.rank != o.rank {
+		return m.rank < o.rank
 	}
-	return a.pos < b.pos
+	return m.pos < o.pos
 }
 
 // bytePairMerge is tiktoken's byte_pair_merge with a heap: each step merges the adjacent pair
@@ -114,41 +115,7 @@ func (e *tiktokenEncoding) bytePairMerge(p string, out []int) []int {
 	}
 	syms[len(syms)-1].next = -1
 	h := sc.heap[:0]
-	push := func(m ttMerge) {
-		h = append(h, m)
-		i := len(h) - 1
-		for i > 0 {
-			q := (i - 1) / 2
-			if !ttLess(h[i], h[q]) {
-				break
-			}
-			h[i], h[q] = h[q], h[i]
-			i = q
-		}
-	}
-	pop := func() ttMerge {
-		top := h[0]
-		n := len(h) - 1
-		h[0] = h[n]
-		h = h[:n]
-		i := 0
-		for {
-			l := 2*i + 1
-			if l >= n {
-				break
-			}
-			c := l
-			if r := l + 1; r < n && ttLess(h[r], h[l]) {
-				c = r
-			}
-			if !ttLess(h[c], h[i]) {
-				break
-			}
-			h[i], h[c] = h[c], h[i]
-			i = c
-		}
-		return top
-	}
+	push, pop := h.push, h.pop
 	for i := 0; i+1 < len(p); i++ {
 		if r, ok := e.ranks[p[i:i+2]]; ok {
 			push(ttMerge{rank: r, pos: int32(i), mid: int32(i + 1), end: int32(i + 2)})
