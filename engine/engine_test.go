@@ -215,7 +215,7 @@ var (
 		"inter_chunk_latency": "ms", "output_token_throughput_per_user": "tokens/sec/user",
 		"input_sequence_length": "tokens", "output_token_count": "tokens", "reasoning_token_count": "tokens",
 		"output_sequence_length": "tokens", "usage_prompt_tokens": "tokens", "usage_completion_tokens": "tokens",
-		"usage_total_tokens": "tokens", "usage_prompt_cache_read_tokens": "tokens", "error_isl": "tokens", "output_char_count": "chars"}
+		"usage_total_tokens": "tokens", "usage_prompt_cache_read_tokens": "tokens", "error_isl": "tokens", "output_char_count": "chars", "client_prompt_tokens": "tokens"}
 )
 
 func isInt(v any) bool {
