@@ -23,19 +23,7 @@ func benchText(b *testing.B) string {
 	return sb.String()
 }
 
-func BenchmarkLoadQwen3(b *testing.B) {
-	data, err := os.ReadFile(qwen3Path(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	b.SetBytes(int64(len(data)))
-	for b.Loop() {
-		if _, err := parseHF(data); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
+func BenchmarkLoadQwen3(b *testing.B) { benchmarkLoad(b, qwen3Path(b)) }
 
 // BenchmarkLoadFile loads $PLLOAD_BENCH_TOKENIZER (e.g. Gemma 3's 33 MB tokenizer.json).
 func BenchmarkLoadFile(b *testing.B) {
@@ -43,7 +31,12 @@ func BenchmarkLoadFile(b *testing.B) {
 	if p == "" {
 		b.Skip("PLLOAD_BENCH_TOKENIZER not set")
 	}
-	data, err := os.ReadFile(p)
+	benchmarkLoad(b, p)
+}
+
+// benchmarkLoad parses the tokenizer.json at path, its bytes already in memory.
+func benchmarkLoad(b *testing.B, path string) {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -44,6 +44,20 @@ func (c *pieceCache) get(piece string) ([]int32, bool) {
 	return v.([]int32), true
 }
 
+// appendIDs appends piece's ids to out: from the cache, else from encode, whose result it keeps.
+func (c *pieceCache) appendIDs(piece string, out []int, encode func(string, []int) []int) []int {
+	if ids, ok := c.get(piece); ok {
+		for _, id := range ids {
+			out = append(out, int(id))
+		}
+		return out
+	}
+	n := len(out)
+	out = encode(piece, out)
+	c.put(piece, out[n:])
+	return out
+}
+
 func (c *pieceCache) put(piece string, ids []int) {
 	if len(piece) > cacheMaxPiece {
 		return
@@ -109,16 +123,7 @@ func (m *bpeModel) tokenize(piece string, out []int) []int {
 	if piece == "" {
 		return out
 	}
-	if ids, ok := m.cache.get(piece); ok {
-		for _, id := range ids {
-			out = append(out, int(id))
-		}
-		return out
-	}
-	n := len(out)
-	out = m.tokenizeUncached(piece, out)
-	m.cache.put(piece, out[n:])
-	return out
+	return m.cache.appendIDs(piece, out, m.tokenizeUncached)
 }
 
 func (m *bpeModel) tokenizeUncached(piece string, out []int) []int {

@@ -67,16 +67,7 @@ func (e *tiktokenEncoding) encodePiece(p string, out []int) []int {
 	if r, ok := e.ranks[p]; ok {
 		return append(out, int(r))
 	}
-	if ids, ok := e.cache.get(p); ok {
-		for _, id := range ids {
-			out = append(out, int(id))
-		}
-		return out
-	}
-	n := len(out)
-	out = e.bytePairMerge(p, out)
-	e.cache.put(p, out[n:])
-	return out
+	return e.cache.appendIDs(p, out, e.bytePairMerge)
 }
 
 type ttSym struct {
