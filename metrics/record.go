@@ -56,6 +56,18 @@ type Record struct {
 	// Retried: the request went out a second time, at once, on a new connection, because the reused
 	// connection it first went out on failed before any response byte. Its start is the first try's.
 	Retried bool
+	// Model is the model this request asked for, when target.models mixes several ("model"; "" is not
+	// written).
+	Model string
+	// ToolRound is 0 for a user turn's first request and k for the k-th request after tool results
+	// ("tool_round", agent sessions only).
+	ToolRound Opt[int]
+	// NotStreamed: the request was sent with stream false (written as "stream": false; absent
+	// otherwise). It has no TTFT, ITL or chunk metrics.
+	NotStreamed bool
+	// StructuredValid is whether the answer met the request's response_format ("structured_valid";
+	// only when response_format was set and the request succeeded).
+	StructuredValid Opt[bool]
 
 	// metrics
 	TTFT                  Opt[float64] // time_to_first_token, ms
@@ -81,6 +93,13 @@ type Record struct {
 	// OutputChars is the Unicode characters of the streamed content (reasoning and tool-call text
 	// included): output_char_count, a plload metric that needs no tokenizer to compare servers.
 	OutputChars Opt[int]
+	// ToolCalls is the tool calls in this answer (tool_call_count, calls).
+	ToolCalls Opt[int]
+	// ToolCallsInvalid is, of those, the calls whose arguments are not valid JSON
+	// (tool_call_invalid_arguments, calls).
+	ToolCallsInvalid Opt[int]
+	// TTFToolCall is the first tool-call token event − request start (time_to_first_tool_call, ms).
+	TTFToolCall Opt[float64]
 
 	Error *RecordError
 }

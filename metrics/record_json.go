@@ -58,17 +58,35 @@ func (r *Record) appendMetadata(b []byte) []byte {
 	if r.Retried {
 		b = append(b, `,"retried":true`...)
 	}
+	if r.Model != "" {
+		b = appendStringField(b, "model", r.Model)
+	}
+	if r.ToolRound.OK {
+		b = appendIntField(b, "tool_round", int64(r.ToolRound.V))
+	}
+	if r.NotStreamed {
+		b = append(b, `,"stream":false`...)
+	}
+	if r.StructuredValid.OK {
+		b = append(b, `,"structured_valid":`...)
+		b = strconv.AppendBool(b, r.StructuredValid.V)
+	}
 	return b
 }
 
 // Metric units (RECORDS.md), exact strings.
 const (
-	unitMs       = "ms"
-	unitTokens   = "tokens"
-	unitPerUser  = "tokens/sec/user"
-	unitChars    = "chars"
-	tagGaps      = "inter_chunk_latency"
-	tagCharCount = "output_char_count"
+	unitMs      = "ms"
+	unitTokens  = "tokens"
+	unitPerUser = "tokens/sec/user"
+	unitChars   = "chars"
+	unitCalls   = "calls"
+	// Tool-call metrics (agent sessions): Record.ToolCalls, ToolCallsInvalid, TTFToolCall.
+	tagToolCalls        = "tool_call_count"
+	tagToolCallsInvalid = "tool_call_invalid_arguments"
+	tagTTFToolCall      = "time_to_first_tool_call"
+	tagGaps             = "inter_chunk_latency"
+	tagCharCount        = "output_char_count"
 	// tagClientPromptTokens is plload's own count of the request's messages (Record.ClientPromptTokens).
 	tagClientPromptTokens = "client_prompt_tokens"
 	tagPerUserTok         = "output_token_throughput_per_user"
@@ -86,6 +104,7 @@ var (
 		{"time_to_first_output_token", unitMs, func(r *Record) *Opt[float64] { return &r.TTFO }},
 		{"request_latency", unitMs, func(r *Record) *Opt[float64] { return &r.RequestLatency }},
 		{"inter_token_latency", unitMs, func(r *Record) *Opt[float64] { return &r.InterTokenLatency }},
+		{tagTTFToolCall, unitMs, func(r *Record) *Opt[float64] { return &r.TTFToolCall }},
 	}
 	countMetrics = []struct {
 		tag, unit string
@@ -102,6 +121,8 @@ var (
 		{"error_isl", unitTokens, func(r *Record) *Opt[int] { return &r.ErrorISL }},
 		{tagClientPromptTokens, unitTokens, func(r *Record) *Opt[int] { return &r.ClientPromptTokens }},
 		{tagCharCount, unitChars, func(r *Record) *Opt[int] { return &r.OutputChars }},
+		{tagToolCalls, unitCalls, func(r *Record) *Opt[int] { return &r.ToolCalls }},
+		{tagToolCallsInvalid, unitCalls, func(r *Record) *Opt[int] { return &r.ToolCallsInvalid }},
 	}
 )
 

@@ -38,6 +38,10 @@ type rawRecord struct {
 		Persona            json.Number `json:"persona"`
 		DatasetSession     json.Number `json:"dataset_session"`
 		Retried            *bool       `json:"retried"`
+		Model              *string     `json:"model"`
+		ToolRound          json.Number `json:"tool_round"`
+		Stream             *bool       `json:"stream"`
+		StructuredValid    *bool       `json:"structured_valid"`
 		// The early (2025) layout's names for request_start_ns and benchmark_phase.
 		TimestampNs json.Number `json:"timestamp_ns"`
 		CreditPhase *string     `json:"credit_phase"`
@@ -169,6 +173,16 @@ func ParseRecord(line []byte) (*Record, error) {
 	if md.Retried != nil {
 		rec.Retried = *md.Retried
 	}
+	rec.Model = deref(md.Model)
+	if t := num("tool_round", md.ToolRound); t.OK {
+		rec.ToolRound = Some(int(t.V))
+	}
+	if md.Stream != nil {
+		rec.NotStreamed = !*md.Stream
+	}
+	if md.StructuredValid != nil {
+		rec.StructuredValid = Some(*md.StructuredValid)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -213,6 +227,9 @@ type rawMetrics struct {
 	ErrorISL              rawMetric[number]  `json:"error_isl"`
 	ClientPromptTokens    rawMetric[number]  `json:"client_prompt_tokens"`
 	OutputChars           rawMetric[number]  `json:"output_char_count"`
+	ToolCalls             rawMetric[number]  `json:"tool_call_count"`
+	ToolCallsInvalid      rawMetric[number]  `json:"tool_call_invalid_arguments"`
+	TTFToolCall           rawMetric[number]  `json:"time_to_first_tool_call"`
 	InterChunkLatency     rawMetric[numbers] `json:"inter_chunk_latency"`
 	// The early (2025) layout's tags (aiperf_layout.go maps them).
 	EarlyTTFT     rawMetric[number]      `json:"ttft"`
@@ -262,6 +279,7 @@ func (m *rawMetrics) apply(rec *Record) error {
 		{"time_to_first_output_token", &m.TTFO.Value, &rec.TTFO}, {"request_latency", &m.RequestLatency.Value, &rec.RequestLatency},
 		{"inter_token_latency", &m.InterTokenLatency.Value, &rec.InterTokenLatency},
 		{"output_token_throughput_per_user", &m.ThroughputPerUser.Value, &rec.ThroughputPerUser},
+		{tagTTFToolCall, &m.TTFToolCall.Value, &rec.TTFToolCall},
 	}, func(v float64) float64 { return v })
 	if err != nil {
 		return err
@@ -278,6 +296,8 @@ func (m *rawMetrics) apply(rec *Record) error {
 		{"error_isl", &m.ErrorISL.Value, &rec.ErrorISL},
 		{tagClientPromptTokens, &m.ClientPromptTokens.Value, &rec.ClientPromptTokens},
 		{tagCharCount, &m.OutputChars.Value, &rec.OutputChars},
+		{tagToolCalls, &m.ToolCalls.Value, &rec.ToolCalls},
+		{tagToolCallsInvalid, &m.ToolCallsInvalid.Value, &rec.ToolCallsInvalid},
 	}, func(v float64) int { return int(math.Round(v)) })
 	if err != nil {
 		return err

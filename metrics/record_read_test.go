@@ -19,7 +19,13 @@ func TestRoundTrip(t *testing.T) {
 	cancelled.Error = &RecordError{Code: Some(499), Type: ErrTypeCancelled, Message: "x"}
 	replayed := sampleRecord() // a reused pool entry's request on a retried connection
 	replayed.DatasetSession, replayed.Retried = Some(4), true
-	recs = append(recs, cancelled, replayed)
+	agent := sampleRecord() // a tool round of an agent session on a model mix, structured output
+	agent.Model, agent.ToolRound, agent.StructuredValid = "lora-a", Some(2), Some(false)
+	agent.ToolCalls, agent.ToolCallsInvalid, agent.TTFToolCall = Some(3), Some(1), Some(88.25)
+	plain := sampleRecord() // non-streamed: no TTFT, ITL or gaps
+	plain.TTFT, plain.TTST, plain.InterChunkLatency, plain.NotStreamed = Opt[float64]{}, Opt[float64]{}, nil, true
+	plain.ToolRound, plain.StructuredValid = Some(0), Some(true)
+	recs = append(recs, cancelled, replayed, agent, plain)
 	var buf bytes.Buffer
 	for _, r := range recs {
 		buf.Write(r.AppendJSON(nil))

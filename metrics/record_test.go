@@ -102,3 +102,28 @@ func TestWriterIsAtomic(t *testing.T) {
 		t.Fatal("writing into a missing folder succeeded")
 	}
 }
+
+// TestAppendJSONAgentFields: model, tool_round, stream: false and structured_valid are written only
+// where they apply; the tool-call metrics carry their units.
+func TestAppendJSONAgentFields(t *testing.T) {
+	plain := string(sampleRecord().AppendJSON(nil))
+	for _, absent := range []string{`"model"`, `"tool_round"`, `"stream"`, `"structured_valid"`, `tool_call`} {
+		if strings.Contains(plain, absent) {
+			t.Errorf("%s written on a plain record: %s", absent, plain)
+		}
+	}
+	r := sampleRecord()
+	r.Model, r.ToolRound, r.NotStreamed, r.StructuredValid = "m2", Some(0), true, Some(true)
+	r.ToolCalls, r.ToolCallsInvalid, r.TTFToolCall = Some(2), Some(0), Some(12.5)
+	s := string(r.AppendJSON(nil))
+	for _, want := range []string{`"model":"m2"`, `"tool_round":0`, `"stream":false`, `"structured_valid":true`,
+		`"tool_call_count":{"value":2,"unit":"calls"}`, `"tool_call_invalid_arguments":{"value":0,"unit":"calls"}`,
+		`"time_to_first_tool_call":{"value":12.5,"unit":"ms"}`} {
+		if !strings.Contains(s, want) {
+			t.Errorf("missing %s: %s", want, s)
+		}
+	}
+	if strings.Index(s, `"tool_round"`) > strings.Index(s, `"metrics"`) {
+		t.Errorf("tool_round is metadata: %s", s)
+	}
+}
