@@ -7,7 +7,8 @@
 //     record_failure.go (what kind of failure a record is);
 //   - the window, summary, SLO and cost: stage.go (Stage: the records of one stage, counted),
 //     stage_window.go (t0), stage_levels.go (open sessions and requests over time),
-//     stage_summary.go (StageSummary and its computation), stage_file.go (a records file's summary),
+//     stage_summary.go (StageSummary and its computation), stage_features.go (tool calls and rounds,
+//     structured output, a batch job: SPEC §18), stage_file.go (a records file's summary),
 //     stage_series.go (the per-second view for charts), dist.go (distributions, percentiles), slo.go
 //     (limits, verdict, goodput's per-request test), cost.go (prices, the headline), bootstrap.go
 //     (confidence intervals of comparisons);
@@ -15,7 +16,9 @@
 //   - the live export: live.go (the running view) and live_prom.go (served to Prometheus);
 //   - the injector's health: injector_health.go.
 //
-// Beyond RECORDS.md's tags, plload writes one metric of its own, which AIPerf's readers skip:
+// Beyond RECORDS.md's tags, plload writes metrics of its own, which AIPerf's readers skip:
 // output_char_count (unit "chars"), the Unicode characters of the streamed content, reasoning and
-// tool-call text included — output per second that needs no tokenizer to compare two servers.
+// tool-call text included — output per second that needs no tokenizer to compare two servers; and
+// in agent sessions tool_call_count and tool_call_invalid_arguments (unit "calls") and
+// time_to_first_tool_call (unit "ms").
 package metrics

@@ -28,6 +28,12 @@ type StageInput struct {
 	// AbsorbWindow asks for the time to absorb a rising load (SPEC §14, absorb.go): the SLO's latency
 	// limits judged per window of this length from t0. 0: not asked (the stage's load does not rise).
 	AbsorbWindow time.Duration
+	// Batch marks a stage of load.mode batch (SPEC §18): its summary then has the job's completion
+	// time, rate and cost over every record (Batch).
+	Batch bool
+	// Keep, when set, is asked of each record that SummarizeFile reads: only those it keeps are
+	// counted (`plload report --by model` summarizes one model's records in the stage's own window).
+	Keep func(*Record) bool
 }
 
 // Thresholds of the client-bottleneck warnings (SPEC §7).
@@ -73,6 +79,7 @@ type Stage struct {
 	charsMissing                     bool           // one of them had no output_char_count
 	absorb                           *absorbWindows // nil: not asked
 	prompts                          promptPairs    // client vs server prompt counts
+	feat                             features       // tool calls, structured output, batch (SPEC §18)
 }
 
 type interval struct{ start, end int64 }
@@ -130,6 +137,7 @@ func endNs(r *Record) int64 {
 func (s *Stage) Add(r *Record) {
 	sum := &s.s
 	sum.Requests.Total++
+	s.feat.add(r)
 	widenSession(s.sessions, r)
 	s.inFlight(r)
 	s.absorb.add(r)
@@ -157,6 +165,7 @@ func (s *Stage) Add(r *Record) {
 		s.goodStarted++
 	}
 	s.success(r)
+	s.feat.success(r)
 }
 
 // inFlight takes the part of the request's time, start to end, that falls in the window.

@@ -30,7 +30,15 @@ func SummarizeFile(path string, in StageInput, arrivalRate bool) (*StageSummary,
 		return nil, err
 	}
 	defer f.Close()
-	if err := readRecordsParallel(f, s.Add); err != nil {
+	add := s.Add
+	if keep := in.Keep; keep != nil {
+		add = func(r *Record) {
+			if keep(r) {
+				s.Add(r)
+			}
+		}
+	}
+	if err := readRecordsParallel(f, add); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return s.Summary(), nil

@@ -63,6 +63,20 @@ type StageSummary struct {
 	CachedReported int          `json:"cached_reported"`
 	UsageReported  int          `json:"usage_reported"`
 	MissingUsage   int          `json:"missing_usage"`
+	// Tools is an agent stage's tool calls and rounds (SPEC §18); absent when no record has tool_round.
+	Tools *ToolsSummary `json:"tools,omitempty"`
+	// TTFTByRound and E2EByRound split TTFT and E2E by user turn (tool_round 0) and tool round
+	// (tool_round > 0); absent when no record was a tool round.
+	TTFTByRound *RoundSplit `json:"ttft_ms_by_round,omitempty"`
+	E2EByRound  *RoundSplit `json:"e2e_ms_by_round,omitempty"`
+	// CacheHitByRound is the cache hit by tool round (0: the user turn's request), in round order;
+	// absent when no record has tool_round.
+	CacheHitByRound []RoundCacheHit `json:"cache_hit_by_round,omitempty"`
+	// Structured counts the answers checked against response_format; absent when none was.
+	Structured *StructuredSummary `json:"structured,omitempty"`
+	// Batch is a batch stage's job over every record; stage.json has it beside the summary (its
+	// top-level "batch"), so it is not written here twice.
+	Batch *BatchResult `json:"-"`
 	// CacheHitByTurn is the cache hit by turn index: entry i is turn i ([] when no request had one).
 	CacheHitByTurn []TurnCacheHit `json:"cache_hit_by_turn"`
 	// PromptTokensAgreement compares usage.prompt_tokens with the client's count of the same
@@ -177,6 +191,7 @@ func (s *Stage) Summary() *StageSummary {
 	}
 	sum.CacheHitByTurn = s.cacheHitByTurn()
 	sum.PromptTokensAgreement = s.prompts.result()
+	s.feat.result(sum, s.in)
 	s.rates()
 	s.activeSessions()
 	s.inFlightLevels()
