@@ -317,6 +317,10 @@ func summarizeStage(sc *workload.Scenario, w *workload.Workload, r engine.StageR
 	if r.InterruptNs != 0 {
 		in.InterruptNs = metrics.Some(r.InterruptNs)
 	}
+	if spec := sc.Load.Stages[i]; spec.Requests > 0 && (r.EndedByCount || spec.Duration.D() == 0) && r.LastEndNs > 0 && r.T0Ns != 0 {
+		// A stage its count ended is measured to its last answer (SPEC §18).
+		in.Duration = time.Duration(r.LastEndNs + 1 - r.T0Ns - int64(spec.Warmup.D()))
+	}
 	if sc.Load.IsOpenLoop() {
 		in.NeverStarted = r.NotStarted
 	}

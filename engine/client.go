@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/plload/plload/sse"
 	"github.com/plload/plload/workload"
 )
 
@@ -79,7 +80,9 @@ func newTransport(sc *workload.Scenario, maxConns int) (*http.Transport, error) 
 // rendered once per stage.
 type bodyBuilder struct {
 	chat      bool
-	prefix    []byte // `{"model":...,`
+	prefix    []byte // `{"model":...` of target.model
+	// prefixes are the prefixes of target.models' names, for sessions that ask for one of them.
+	prefixes  map[string][]byte
 	maxField  string // "" when extra_body sets the max-tokens field itself
 	fixedTail []byte // `,"stream":true,...}` with extra_body
 	// exactOK: extra_body does not set ignore_eos, so a trace's exact output lengths may.
@@ -89,23 +92,53 @@ type bodyBuilder struct {
 // reservedKeys are the body keys plload owns; extra_body may not set them.
 var reservedKeys = []string{"model", "messages", "prompt", "stream"}
 
-func newBodyBuilder(sc *workload.Scenario) (*bodyBuilder, error) {
+func newBodyBuilder(sc *workload.Scenario, w *workload.Workload) (*bodyBuilder, error) {
 	t := sc.Target
 	b := &bodyBuilder{chat: t.Endpoint != "completions", maxField: t.MaxTokensField}
-	model, _ := json.Marshal(t.Model)
-	b.prefix = append([]byte(`{"model":`), model...)
+	modelPrefix := func(name string) []byte {
+		model, _ := json.Marshal(name)
+		return append([]byte(`{"model":`), model...)
+	}
+	b.prefix = modelPrefix(t.Model)
+	for _, m := range t.Models {
+		if b.prefixes == nil {
+			b.prefixes = map[string][]byte{}
+		}
+		b.prefixes[m.Name] = modelPrefix(m.Name)
+	}
+	reserved := reservedKeys
+	var features bytes.Buffer // what the session's workload adds to every request (SPEC §18)
+	if w != nil {
+		if tools := w.ToolsJSON(); tools != nil {
+			reserved = append(slices.Clone(reserved), "tools", "tool_choice")
+			features.WriteString(`,"tools":`)
+			features.Write(tools)
+			features.WriteString(`,"tool_choice":`)
+			features.Write(appendString(nil, w.ToolChoice()))
+		}
+		if rf := w.ResponseFormatJSON(); rf != nil {
+			reserved = append(slices.Clone(reserved), "response_format")
+			features.WriteString(`,"response_format":`)
+			features.Write(rf)
+		}
+	}
 	keys := make([]string, 0, len(t.ExtraBody))
 	for k := range t.ExtraBody {
-		if slices.Contains(reservedKeys, k) {
+		if slices.Contains(reserved, k) {
 			return nil, fmt.Errorf("target.extra_body.%s: plload sets %s itself; remove it from extra_body", k, k)
 		}
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	var tail bytes.Buffer
-	tail.WriteString(`,"stream":true`)
-	if _, set := t.ExtraBody["stream_options"]; !set {
-		tail.WriteString(`,"stream_options":{"include_usage":true}`)
+	tail.Write(features.Bytes())
+	if sc.Streamed() {
+		tail.WriteString(`,"stream":true`)
+		if _, set := t.ExtraBody["stream_options"]; !set {
+			tail.WriteString(`,"stream_options":{"include_usage":true}`)
+		}
+	} else {
+		tail.WriteString(`,"stream":false`)
 	}
 	for _, k := range keys {
 		v, err := json.Marshal(jsonable(t.ExtraBody[k]))
@@ -169,10 +202,40 @@ func newMessage(role, content string, tokens int) message {
 	return message{role: role, content: content, encoded: enc, tokens: tokens}
 }
 
-// build renders the request for the history (ending with the new user message). exact asks for
-// exactly maxTokens (ignore_eos, which vLLM and SGLang honour), unless extra_body decides.
-func (b *bodyBuilder) build(buf []byte, history []message, maxTokens int, exact bool) []byte {
-	buf = append(buf[:0], b.prefix...)
+// newToolCallsMessage is the assistant's answer that asked for tool calls: its content (null when it
+// had none) and its tool_calls exactly as streamed (SPEC §18: the server's own calls, never the
+// client's idea of them).
+func newToolCallsMessage(content string, calls []sse.ToolCall, tokens int) message {
+	enc := []byte(`{"role":"assistant","content":`)
+	if content == "" {
+		enc = append(enc, "null"...)
+	} else {
+		enc = appendString(enc, content)
+	}
+	enc = append(enc, `,"tool_calls":`...)
+	enc = sse.AppendToolCallsJSON(enc, calls)
+	enc = append(enc, '}')
+	return message{role: "assistant", content: content, encoded: enc, tokens: tokens}
+}
+
+// newToolMessage is one tool call's result.
+func newToolMessage(callID, content string, tokens int) message {
+	enc := append([]byte(`{"role":"tool","tool_call_id":`), appendString(nil, callID)...)
+	enc = append(enc, `,"content":`...)
+	enc = appendString(enc, content)
+	enc = append(enc, '}')
+	return message{role: "tool", content: content, encoded: enc, tokens: tokens}
+}
+
+// build renders the request for the history (ending with the new user message) to model (""
+// target.model). exact asks for exactly maxTokens (ignore_eos, which vLLM and SGLang honour), unless
+// extra_body decides.
+func (b *bodyBuilder) build(buf []byte, model string, history []message, maxTokens int, exact bool) []byte {
+	prefix := b.prefix
+	if p, ok := b.prefixes[model]; ok {
+		prefix = p
+	}
+	buf = append(buf[:0], prefix...)
 	if b.chat {
 		buf = append(buf, `,"messages":[`...)
 		for i, m := range history {

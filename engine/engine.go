@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/plload/plload/metrics"
@@ -106,6 +107,10 @@ type StageResult struct {
 	// Stopped says why Config.StopWhen ended the stage early ("" when it did not); its window ends
 	// there (InterruptNs), and later stages run.
 	Stopped string
+	// EndedByCount is set when the stage's requests count (spec.Requests) ended it; its window then
+	// runs to LastEndNs, the last answer's end (epoch ns; 0 when nothing was answered).
+	EndedByCount bool
+	LastEndNs    int64
 	// Failures are the stage's failed requests by kind, each with its first message.
 	Failures   []metrics.KindCount
 	Start, End time.Time
@@ -211,6 +216,11 @@ type stageRun struct {
 	stopped     string
 	stoppedAt   time.Time
 	stopIssuing func()
+	// budget is what is left of the stage's requests: count (nil: the stage ends by time only);
+	// endedByCount is set once it ran out, and lastEndNs is the latest answer's end.
+	budget       *atomic.Int64
+	endedByCount atomic.Bool
+	lastEndNs    atomic.Int64
 }
 
 func stageDir(dir string, stage int) string {
@@ -321,6 +331,7 @@ func (s *stageRun) fillResult(res *StageResult, interrupted bool) {
 		res.InterruptNs = clk.ns(s.interruptedAt)
 	}
 	res.Outages, res.Failures = s.outages.outages(), s.failures.Kinds()
+	res.EndedByCount, res.LastEndNs = s.endedByCount.Load(), s.lastEndNs.Load()
 	if s.aborted != "" && !interrupted {
 		res.Aborted, res.InterruptNs = s.aborted, clk.ns(s.abortedAt) // the window ends where the stage did
 	} else if s.stopped != "" && !interrupted {
@@ -383,7 +394,7 @@ func (s *stageRun) prepareClient() error {
 			s.secrets = append(s.secrets, value)
 		}
 	}
-	s.body, err = newBodyBuilder(sc)
+	s.body, err = newBodyBuilder(sc, s.cfg.Workload)
 	return err
 }
 

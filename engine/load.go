@@ -44,10 +44,17 @@ func (s *stageRun) newLoadModel() loadModel {
 	switch l.Mode {
 	case workload.ModeArrivalRate:
 		return arrivalLoad{rate: spec.SessionsPerSec, maxOpen: s.split(spec.MaxConcurrency, true)}
+	case workload.ModeBatch:
+		// Sessions back to back, at most max_in_flight open: requests as fast as the server
+		// takes them, until the count ends the stage.
+		return concurrencyLoad{sessions: s.split(max(1, l.MaxInFlight), true)}
 	case workload.ModeRequestRate:
 		rate := workload.ConstantRate(0)
 		if spec.Rate != nil {
 			rate = *spec.Rate
+		}
+		if spec.Duration.D() == 0 && spec.Requests > 0 {
+			span = countSpan(spec, rate)
 		}
 		sched := RequestSchedule(rate, l.Arrival, l.CV, span, s.cfg.Scenario.StageRNG(s.pool.Stage))
 		s.scheduled = owned(s.cfg.Shard, sched.Len())

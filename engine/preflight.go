@@ -2,8 +2,12 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/plload/plload/metrics"
@@ -39,10 +43,10 @@ func Preflight(ctx context.Context, cfg Config) (warning string, err error) {
 	defer s.client.CloseIdleConnections()
 	history := []message{newMessage("user", "Say OK.", 3)}
 	ex := &exchange{rec: metrics.Record{XRequestID: newUUID(), XCorrelationID: newUUID()}}
-	s.send(ctx, ex, s.body.build(nil, history, 1, false), 3)
+	s.send(ctx, ex, s.body.build(nil, "", history, 1, false), 3)
 	rec := &ex.rec
 	if rec.Error == nil || rec.WasCancelled {
-		return "", nil
+		return s.checkModels(ctx)
 	}
 	sc := s.cfg.Scenario
 	problem := rec.Error.Message
@@ -79,4 +83,49 @@ func Preflight(ctx context.Context, cfg Config) (warning string, err error) {
 		return fail("the server answered with an error inside the stream: check target.model and target.extra_body")
 	}
 	return fmt.Sprintf("preflight: POST %s: %s; going on (this may pass)", s.url, problem), nil
+}
+
+// checkModels asks GET {base}/models whether the target serves every model of target.models (a
+// model mix): a missing one stops the run naming it. A target that does not list its models
+// passes with a warning.
+func (s *stageRun) checkModels(ctx context.Context) (string, error) {
+	names := s.cfg.Scenario.Target.Models
+	if len(names) == 0 {
+		return "", nil
+	}
+	url := strings.TrimSuffix(s.url, "/chat/completions")
+	url = strings.TrimSuffix(url, "/completions") + "/models"
+	ctx, cancel := context.WithTimeout(ctx, min(rttTimeout, s.timeout))
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	for k, v := range s.headers {
+		req.Header[k] = v
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return fmt.Sprintf("preflight: GET %s: %s; the models of target.models were not checked", url, s.scrub(err.Error())), nil
+	}
+	defer resp.Body.Close()
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&list); err != nil || resp.StatusCode != http.StatusOK {
+		return fmt.Sprintf("preflight: GET %s answered %s without a model list; the models of target.models were not checked", url, resp.Status), nil
+	}
+	served := make([]string, len(list.Data))
+	for i, m := range list.Data {
+		served[i] = m.ID
+	}
+	for _, m := range names {
+		if !slices.Contains(served, m.Name) {
+			return "", &PreflightError{URL: url, Problem: fmt.Sprintf("target.models names %q, which the server does not list (it serves: %s)", m.Name, strings.Join(served, ", ")),
+				Fix: "correct the name in target.models, or load that model or adapter on the server"}
+		}
+	}
+	return "", nil
 }

@@ -27,6 +27,11 @@ type exchange struct {
 	rec      metrics.Record
 	answer   strings.Builder // content as streamed, for the history
 	hasUsage bool
+	// toolCalls gathers the answer's streamed tool calls; calls is what they came to (judgeAnswer),
+	// firstToolCall the first tool-call token event.
+	toolCalls     sse.ToolCallAssembler
+	calls         []sse.ToolCall
+	firstToolCall time.Time
 	// retryAfter is a 429's Retry-After, for the slot's backoff.
 	retryAfter time.Duration
 }
@@ -94,6 +99,10 @@ func (s *stageRun) send(ctx context.Context, ex *exchange, body []byte, islEstim
 		return
 	}
 	rec.RequestAckNs = metrics.Some(s.clock.ns(ack))
+	if !s.cfg.Scenario.Streamed() {
+		s.readCompletion(ctx, reqCtx, ex, resp.Body, start, islEstimate)
+		return
+	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
 		peek, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		s.fail(rec, time.Now(), islEstimate, metrics.ErrTypeTransport,
@@ -221,12 +230,18 @@ func (s *stageRun) readEvents(ex *exchange, body io.Reader) *streamRead {
 			if ev.Reasoning != "" {
 				st.reasoning++
 			}
+			if ev.ToolCall != "" && ex.firstToolCall.IsZero() {
+				ex.firstToolCall = ev.At
+			}
 			if ev.Content != "" {
 				if st.firstOut.IsZero() {
 					st.firstOut = ev.At
 				}
 				ex.answer.WriteString(ev.Content)
 			}
+		}
+		if ev.ToolCalls != nil {
+			ex.toolCalls.Add(ev.ToolCalls)
 		}
 		if ev.Usage != nil {
 			st.usage = ev.Usage

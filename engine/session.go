@@ -31,6 +31,10 @@ type session struct {
 	// AfterPrevious; lastEnd the previous answer's end.
 	intended, due, lastEnd time.Time
 	bodyHint               int
+	// model is the model this session asks for ("": target.model); ordinal its global ordinal,
+	// which seeds its tool results.
+	model   string
+	ordinal int
 }
 
 // runSession plays one session from the pool: each turn waits for its intended send time (the
@@ -64,6 +68,13 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, st sessionStart)
 			ss.sr.Outcome = metrics.SessionStageEnd
 			return last
 		}
+		if !s.takeRequest() { // taken at the send, so every request taken goes
+			if !(k == 0 && st.slotHeld) {
+				s.releaseSlot() // the first one's held slot goes back when the session ends
+			}
+			ss.sr.Outcome = metrics.SessionStageEnd
+			return last
+		}
 		credit := time.Now()
 		s.markStart(credit)
 		if k == 0 {
@@ -81,8 +92,29 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, st sessionStart)
 		}
 		ex := s.sendTurn(reqCtx, ss, k, turn, text, credit)
 		s.releaseSlot()
-		last = ex
+		// An agent's answer with tool calls is followed at once by the tool results and the
+		// next request, round after round (SPEC §18).
+		for round := 1; ex.ok() && len(ex.calls) > 0; round++ {
+			if ss.recorded && len(turn.RecordedMessages) > 0 {
+				break // the file's own answer stands in for the server's
+			}
+			ss.addToolResults(ex, s.cfg.Workload, k, round, s.cfg.Scenario.Tokenizer().Count)
+			if round > s.cfg.Workload.MaxToolRounds() || !s.acquireSlot(issueCtx) {
+				ex = nil // the user's turn ends on its tool results: no answer to add
+				break
+			}
+			if !s.takeRequest() {
+				s.releaseSlot()
+				ex = nil
+				break
+			}
+			ex = s.sendRequest(reqCtx, ss, k, round, turn, time.Now())
+			s.releaseSlot()
+			last = ex
+		}
 		switch {
+		case ex == nil:
+			continue
 		case ex.rec.WasCancelled:
 			ss.sr.Outcome = metrics.SessionCancelled
 			return last
@@ -114,6 +146,10 @@ func (s *stageRun) newSession(st sessionStart) *session {
 		history:  make([]message, 0, 1+2*len(sp.Turns)),
 		recorded: s.cfg.Scenario.Workload != nil && s.cfg.Scenario.Workload.Dataset != nil && s.cfg.Scenario.Workload.Dataset.History == "recorded",
 		intended: st.scheduled, due: st.scheduled, bodyHint: 4096,
+		ordinal: st.ordinal,
+	}
+	if len(s.cfg.Scenario.Target.Models) > 0 {
+		ss.model = s.cfg.Workload.ModelFor(st.ordinal)
 	}
 	if sp.Persona >= 0 { // a dataset's conversation may have no system prompt
 		p := s.cfg.Workload.Personas[sp.Persona]
@@ -152,6 +188,15 @@ func (ss *session) setIntended(k int, turn workload.Turn) {
 func (s *stageRun) sendTurn(reqCtx context.Context, ss *session, k int, turn workload.Turn, text string, credit time.Time) *exchange {
 	ss.history = append(ss.history, newMessage("user", text, turn.UserTokens))
 	ss.isl += turn.UserTokens
+	return s.sendRequest(reqCtx, ss, k, 0, turn, credit)
+}
+
+// sendRequest sends the session's history as a request of turn k — round 0 the user's message,
+// round r > 0 the r-th after tool results — and writes its record.
+func (s *stageRun) sendRequest(reqCtx context.Context, ss *session, k, round int, turn workload.Turn, credit time.Time) *exchange {
+	if round > 0 {
+		ss.intended = ss.lastEnd // no think time before a tool round
+	}
 	ex := &exchange{rec: metrics.Record{
 		SessionNum:      int(s.counts.issued.Add(1) - 1),
 		XRequestID:      newUUID(),
@@ -162,12 +207,23 @@ func (s *stageRun) sendTurn(reqCtx context.Context, ss *session, k int, turn wor
 		CreditIssuedNs:  s.clock.ns(credit),
 		IntendedStartNs: metrics.Some(s.clock.ns(ss.intended)),
 		Persona:         ss.persona,
+		Model:           ss.model,
+		NotStreamed:     !s.cfg.Scenario.Streamed(),
 	}}
+	if s.cfg.Workload.MaxToolRounds() > 0 {
+		ex.rec.ToolRound = metrics.Some(round)
+	}
 	// A fresh buffer per request: the transport may still hold the last one.
-	body := s.body.build(make([]byte, 0, ss.bodyHint), withNonce(ss.history, s.cfg.Scenario.NonceAt(), ex.rec.XRequestID), turn.MaxOutputTokens, turn.ExactOutput)
+	body := s.body.build(make([]byte, 0, ss.bodyHint), ss.model, withNonce(ss.history, s.cfg.Scenario.NonceAt(), ex.rec.XRequestID), turn.MaxOutputTokens, turn.ExactOutput)
 	ss.bodyHint = len(body) + len(body)/4
 	s.send(reqCtx, ex, body, ss.isl)
 	ss.lastEnd = s.clock.at(ex.rec.RequestEndNs.V)
+	for end := ex.rec.RequestEndNs.V; ; {
+		if last := s.lastEndNs.Load(); end <= last || s.lastEndNs.CompareAndSwap(last, end) {
+			break
+		}
+	}
+	s.judgeAnswer(ex)
 	s.counts.count(ex)
 	s.watch(&ex.rec, ss.lastEnd)
 	s.records.Write(&ex.rec)

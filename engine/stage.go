@@ -92,7 +92,8 @@ func (s *stageRun) cancelReason() string {
 // t0 is the origin, so every shard's warmup end and end are the same instants.
 func (s *stageRun) drive(ctx context.Context, origin time.Time) bool {
 	sc := s.cfg.Scenario
-	s.times = stageTimes{started: make(chan struct{}), warmup: s.pool.Spec.Warmup.D(), duration: s.pool.Spec.Duration.D()}
+	s.times = stageTimes{started: make(chan struct{}), warmup: s.pool.Spec.Warmup.D(), duration: countOnlyDuration(s.pool.Spec)}
+	s.budget = s.requestBudget()
 	s.reason = cancelReason{interrupt: ctx, drain: sc.Load.DrainTimeout.D()}
 	reqCtx, cancelRequests := context.WithCancel(ctx)
 	defer cancelRequests()

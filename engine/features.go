@@ -1,0 +1,133 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/sse"
+	"github.com/plload/plload/workload"
+)
+
+// The request features of SPEC §18 — agent rounds, structured output and non-streamed answers —
+// on top of the one request path (send) and session loop (runSession).
+
+// ok reports whether the exchange got an answer.
+func (ex *exchange) ok() bool { return !ex.rec.WasCancelled && ex.rec.Error == nil }
+
+// judgeAnswer completes a successful record after its answer ended, off the timing path: the tool
+// calls it asked for (their count, and those whose arguments are not JSON) and, with a response
+// format, whether the answer met it.
+func (s *stageRun) judgeAnswer(ex *exchange) {
+	rec := &ex.rec
+	if !ex.ok() {
+		return
+	}
+	ex.calls = ex.toolCalls.Calls()
+	if s.cfg.Workload.MaxToolRounds() > 0 {
+		invalid := 0
+		for _, c := range ex.calls {
+			if !json.Valid([]byte(c.Arguments)) {
+				invalid++
+			}
+		}
+		rec.ToolCalls, rec.ToolCallsInvalid = metrics.Some(len(ex.calls)), metrics.Some(invalid)
+		if !ex.firstToolCall.IsZero() {
+			rec.TTFToolCall = metrics.Some(metrics.Ms(s.clock.ns(ex.firstToolCall) - rec.RequestStartNs))
+		}
+	}
+	if s.cfg.Workload.ResponseFormatJSON() != nil && len(ex.calls) == 0 {
+		rec.StructuredValid = metrics.Some(s.cfg.Workload.ValidateStructured(ex.answer.String()) == nil)
+	}
+}
+
+// addToolResults adds an answer that asked for tool calls to the history — its content and its
+// tool_calls exactly as received — and one tool message per call with the workload's synthetic
+// result for this session, turn, round and call.
+func (ss *session) addToolResults(ex *exchange, w *workload.Workload, turn, round int, count func(string) int) {
+	var asked strings.Builder
+	asked.WriteString(ex.answer.String())
+	for _, c := range ex.calls {
+		asked.WriteString(c.Name)
+		asked.WriteString(c.Arguments)
+	}
+	tokens := count(asked.String())
+	ss.history = append(ss.history, newToolCallsMessage(ex.answer.String(), ex.calls, tokens))
+	ss.isl += tokens
+	for i, c := range ex.calls {
+		text, n := w.ToolResult(ss.ordinal, turn, round, i)
+		ss.history = append(ss.history, newToolMessage(c.ID, text, n))
+		ss.isl += n
+	}
+}
+
+// maxCompletionBytes bounds a non-streamed answer's body.
+const maxCompletionBytes = 64 << 20
+
+// readCompletion reads a non-streamed answer (target.stream: false): its end is when the whole body
+// has arrived, and it has no token events, so TTFT, TTFO and ITL stay absent (never 0).
+func (s *stageRun) readCompletion(ctx, reqCtx context.Context, ex *exchange, body io.Reader, start time.Time, isl int) {
+	rec := &ex.rec
+	data, err := io.ReadAll(io.LimitReader(body, maxCompletionBytes+1))
+	end := time.Now()
+	if err != nil {
+		s.transportFailure(ctx, reqCtx, rec, end, isl, err)
+		return
+	}
+	if len(data) > maxCompletionBytes {
+		s.fail(rec, end, isl, metrics.ErrTypeInvalidResult, fmt.Sprintf("the answer is larger than %d MiB", maxCompletionBytes>>20))
+		return
+	}
+	c, err := sse.ParseCompletion(data)
+	switch {
+	case err != nil:
+		s.fail(rec, end, isl, metrics.ErrTypeInvalidResult, s.scrub(metrics.TruncateMessage(err.Error())))
+		return
+	case c.Err != nil:
+		rec.RequestEndNs = metrics.Some(s.clock.ns(end))
+		rec.ErrorISL = metrics.Some(isl)
+		rec.Error = &metrics.RecordError{Code: metrics.Some(metrics.CodeSSEError), Type: metrics.ErrTypeSSE,
+			Message: s.scrub(metrics.TruncateMessage(c.Err.Error()))}
+		return
+	case c.Content == "" && c.Reasoning == "" && len(c.ToolCalls) == 0:
+		s.fail(rec, end, isl, metrics.ErrTypeInvalidResult, "the answer has no content: no content, reasoning or tool calls")
+		rec.Error.Code = metrics.Opt[int]{}
+		return
+	}
+	ex.answer.WriteString(c.Content)
+	ex.toolCalls.Reset()
+	for i, tc := range c.ToolCalls {
+		ex.toolCalls.Add([]sse.ToolCallDelta{{Index: i, ID: tc.ID, Type: tc.Type, Name: tc.Name, Arguments: tc.Arguments}})
+	}
+	rec.RequestEndNs = metrics.Some(s.clock.ns(end))
+	rec.RequestLatency = metrics.Some(metrics.Ms(int64(end.Sub(start))))
+	rec.InputSequenceLength, rec.ClientPromptTokens = metrics.Some(isl), metrics.Some(isl)
+	text := c.Content + c.Reasoning
+	for _, tc := range c.ToolCalls {
+		text += tc.Name + tc.Arguments
+	}
+	rec.OutputChars = metrics.Some(utf8.RuneCountInString(text))
+	osl := s.cfg.Scenario.Tokenizer().Count(text) // without usage: the scenario's tokenizer
+	if c.Usage != nil && c.Usage.HasCompletion {
+		osl = c.Usage.CompletionTokens
+	}
+	rec.OutputSequenceLength = metrics.Some(osl)
+	reasoning := 0
+	if c.Reasoning != "" {
+		reasoning = s.cfg.Scenario.Tokenizer().Count(c.Reasoning)
+		if c.Usage != nil && c.Usage.HasReasoning {
+			reasoning = c.Usage.ReasoningTokens
+		}
+		rec.ReasoningTokenCount = metrics.Some(reasoning)
+	}
+	rec.OutputTokenCount = metrics.Some(osl - reasoning)
+	if c.Usage != nil {
+		ex.hasUsage = true
+		applyUsage(rec, c.Usage)
+	}
+}
