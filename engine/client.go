@@ -79,8 +79,8 @@ func newTransport(sc *workload.Scenario, maxConns int) (*http.Transport, error) 
 // bodyBuilder renders request bodies. The parts that never change (model, options, extra_body) are
 // rendered once per stage.
 type bodyBuilder struct {
-	chat      bool
-	prefix    []byte // `{"model":...` of target.model
+	chat   bool
+	prefix []byte // `{"model":...` of target.model
 	// prefixes are the prefixes of target.models' names, for sessions that ask for one of them.
 	prefixes  map[string][]byte
 	maxField  string // "" when extra_body sets the max-tokens field itself

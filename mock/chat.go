@@ -67,6 +67,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind endpoint) {
 		s.apiError(w, http.StatusBadRequest, "invalid_request_error", "the body is not valid JSON: "+err.Error(), "bad_request")
 		return
 	}
+	if !s.cfg.servesModel(x.req.Model) {
+		s.apiError(w, http.StatusNotFound, "NotFoundError", "The model `"+x.req.Model+"` does not exist.", "model_not_found")
+		return
+	}
 	ids, err := x.promptTokens()
 	if err != nil {
 		s.apiError(w, http.StatusBadRequest, "invalid_request_error", err.Error(), "bad_request")
@@ -80,6 +84,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind endpoint) {
 	if kind == completionsEndpoint {
 		x.plan.content += x.plan.reasoning // completions have no reasoning channel
 		x.plan.reasoning = 0
+	} else if err := s.planFeatures(&x.plan, &x.req, x.maxTokens); err != nil {
+		s.apiError(w, http.StatusBadRequest, "invalid_request_error", err.Error(), "bad_request")
+		return
 	}
 	switch x.plan.outcome {
 	case outcomeError:
@@ -144,6 +151,12 @@ func (x *exchange) promptTokens() ([]uint, error) {
 	if len(x.req.Messages) == 0 {
 		return nil, errors.New("messages is required: a non-empty array of {role, content}")
 	}
+	if len(x.req.Tools) > 0 {
+		// A chat template lays the tool schemas out ahead of the conversation, so they are part of
+		// the cacheable prefix.
+		b, _ := json.Marshal(x.req.Tools)
+		ids = append(ids, x.s.tokens.tokens("tools:\n"+string(b))...)
+	}
 	for i, m := range x.req.Messages {
 		text, err := m.text()
 		if err != nil {
@@ -151,6 +164,9 @@ func (x *exchange) promptTokens() ([]uint, error) {
 		}
 		ids = append(ids, x.s.tokens.tokens(m.Role+":\n")...)
 		ids = append(ids, x.s.tokens.tokens(text)...)
+		if len(m.ToolCalls) > 0 && string(m.ToolCalls) != "null" {
+			ids = append(ids, x.s.tokens.tokens(string(m.ToolCalls))...)
+		}
 	}
 	return ids, nil
 }
@@ -241,6 +257,14 @@ func (x *exchange) breakConnection(reset bool) {
 }
 
 func (x *exchange) finishReason() string {
+	switch {
+	case x.plan.toolCalls != nil:
+		return "tool_calls"
+	case x.plan.jsonPieces != nil && x.plan.cut:
+		return "length"
+	case x.plan.jsonPieces != nil:
+		return "stop"
+	}
 	if x.plan.reasoning+x.plan.content >= x.maxTokens {
 		return "length"
 	}
@@ -321,14 +345,18 @@ func (x *exchange) stream() {
 				x.w.Write(buf)
 			}
 		}
-		word := p.word()
 		var ok bool
 		switch {
 		case x.kind == completionsEndpoint:
-			ok = send(`"text":"`, word, `","logprobs":null,"finish_reason":null`)
+			ok = send(`"text":"`, p.word(), `","logprobs":null,"finish_reason":null`)
 		case i < p.reasoning:
-			ok = send(open, `{"reasoning_content":"`, word, `"},"finish_reason":null`)
+			ok = send(open, `{"reasoning_content":"`, p.word(), `"},"finish_reason":null`)
+		case p.toolDeltas != nil:
+			ok = send(open, p.toolDeltas[i-p.reasoning], `,"finish_reason":null`)
+		case p.jsonPieces != nil:
+			ok = send(open, `{"content":`, jsonString(p.jsonPieces[i-p.reasoning]), `},"finish_reason":null`)
 		default:
+			word := p.word()
 			ok = send(open, `{"content":"`, word, `"},"finish_reason":null`)
 		}
 		if !ok {
@@ -387,9 +415,13 @@ func (x *exchange) complete() {
 	}
 	var reasoning, content strings.Builder
 	for i := range total {
-		if i < p.reasoning {
+		switch {
+		case i < p.reasoning:
 			reasoning.WriteString(p.word())
-		} else {
+		case p.toolCalls != nil:
+		case p.jsonPieces != nil:
+			content.WriteString(p.jsonPieces[i-p.reasoning])
+		default:
 			content.WriteString(p.word())
 		}
 	}
@@ -400,6 +432,9 @@ func (x *exchange) complete() {
 		choice = fmt.Sprintf(`{"index":0,"text":%s,"logprobs":null,"finish_reason":"%s"}`, jsonString(content.String()), x.finishReason())
 	} else {
 		msg := `{"role":"assistant","content":` + jsonString(content.String())
+		if p.toolCalls != nil {
+			msg = `{"role":"assistant","content":null,"tool_calls":` + toolCallsJSON(p.toolCalls)
+		}
 		if p.reasoning > 0 {
 			msg += `,"reasoning_content":` + jsonString(reasoning.String())
 		}

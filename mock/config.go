@@ -6,13 +6,18 @@ package mock
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
 // Config is the mock's behaviour. The zero value is not useful; start from DefaultConfig.
 type Config struct {
-	// Model is the name /v1/models lists; requests may name any model.
+	// Model is the name /v1/models lists first; requests may name any model unless Models is set.
 	Model string
+	// Models, when not empty, are the only models served (with Model): /v1/models lists them, and
+	// a completion request naming another gets HTTP 404, as vLLM answers an unknown LoRA adapter.
+	Models []string
 	// TTFT is the time from admission to the first token.
 	TTFT time.Duration
 	// TPS is the decode speed per stream in tokens per second; chunks are 1/TPS apart.
@@ -73,6 +78,15 @@ type Config struct {
 	RateLimitRate float64
 	// RetryAfter is the Retry-After value sent with 429s.
 	RetryAfter time.Duration
+	// ToolCallRate is the share of chat requests carrying `tools` (tool_choice not "none") answered
+	// with tool calls (finish_reason tool_calls); tool_choice "required" or a named function always
+	// gets them. DefaultConfig sets 0.5.
+	ToolCallRate float64
+	// JSONValidRate is the share of requests with response_format json_object or json_schema whose
+	// JSON document is valid (for a schema: every required top-level property, of its type); the
+	// others get it truncated. DefaultConfig sets 1.
+	JSONValidRate float64
+
 	// Faults are the shares of requests that get each fault (see FaultKind).
 	Faults map[FaultKind]float64
 }
@@ -100,6 +114,7 @@ func DefaultConfig() Config {
 		Model: "plload-mock", TTFT: 200 * time.Millisecond, TPS: 40,
 		CacheCapacity: 500_000, CacheBlock: 16, CacheTTFTFactor: 1,
 		DefaultMaxTokens: 256, MaxTokensLimit: 1_000_000, EOSMinFraction: 1, RetryAfter: time.Second,
+		ToolCallRate: 0.5, JSONValidRate: 1,
 	}
 }
 
@@ -158,9 +173,18 @@ func (c Config) Validate() error {
 	for _, f := range []struct {
 		name string
 		v    float64
-	}{{"jitter", c.Jitter}, {"eos-min-fraction", c.EOSMinFraction}, {"error-rate", c.ErrorRate}, {"rate-limit-rate", c.RateLimitRate}} {
+	}{{"jitter", c.Jitter}, {"eos-min-fraction", c.EOSMinFraction}, {"error-rate", c.ErrorRate}, {"rate-limit-rate", c.RateLimitRate},
+		{"tool-call-rate", c.ToolCallRate}, {"json-valid-rate", c.JSONValidRate}} {
 		if err := frac(f.name, f.v); err != nil {
 			return err
+		}
+	}
+	for i, m := range c.Models {
+		if strings.TrimSpace(m) == "" || strings.Contains(m, ",") {
+			return fmt.Errorf("--models %q: accepted: model names separated by commas, none empty", strings.Join(c.Models, ","))
+		}
+		if slices.Contains(c.Models[:i], m) {
+			return fmt.Errorf("--models: %q is named twice", m)
 		}
 	}
 	total := c.ErrorRate + c.RateLimitRate

@@ -18,15 +18,19 @@ type request struct {
 	StreamOptions *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
-	MaxTokens           *int `json:"max_tokens"`
-	MaxCompletionTokens *int `json:"max_completion_tokens"`
-	MinTokens           int  `json:"min_tokens"`
-	IgnoreEOS           bool `json:"ignore_eos"`
+	MaxTokens           *int            `json:"max_tokens"`
+	MaxCompletionTokens *int            `json:"max_completion_tokens"`
+	MinTokens           int             `json:"min_tokens"`
+	IgnoreEOS           bool            `json:"ignore_eos"`
+	Tools               []tool          `json:"tools"`
+	ToolChoice          json.RawMessage `json:"tool_choice"`
+	ResponseFormat      *responseFormat `json:"response_format"`
 }
 
 type message struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
+	Role      string          `json:"role"`
+	Content   json.RawMessage `json:"content"`
+	ToolCalls json.RawMessage `json:"tool_calls"` // an assistant's calls, counted as prompt tokens
 }
 
 // text returns a message's content: a string, or the text parts of a content array.
@@ -81,11 +85,17 @@ func faultOutcome(k FaultKind) outcome { return outcome(k) }
 // plan is the whole response, fixed before the first byte: the same seed and body give the same plan.
 type plan struct {
 	outcome   outcome
-	reasoning int        // reasoning chunks before the content
-	content   int        // content chunks
-	faultAt   int        // chunk index at which a mid-stream fault strikes
-	rng       *rand.Rand // outcome, length and words
-	jit       *rand.Rand // jitter: its own stream, so the text does not depend on the timing draws
+	reasoning int    // reasoning chunks before the content
+	content   int    // content chunks
+	faultAt   int    // chunk index at which a mid-stream fault strikes
+	sum       uint64 // the body's hash, with the seed the source of every draw
+
+	toolCalls  []toolCall // an answer with tool calls (chat with tools): its content chunks are theirs
+	toolDeltas []string   // the streamed deltas of toolCalls, one per content chunk
+	jsonPieces []string   // structured output: the JSON document's token pieces, one per content chunk
+	cut        bool       // the JSON document was cut at max_tokens
+	rng        *rand.Rand // outcome, length and words
+	jit        *rand.Rand // jitter: its own stream, so the text does not depend on the timing draws
 }
 
 // newPlan draws the plan from (seed, body). Draws happen in a fixed order, so each is reproducible.
@@ -94,7 +104,7 @@ func (s *Server) newPlan(body []byte, req *request, maxTokens int) plan {
 	h.Write(body)
 	sum := h.Sum64()
 	rng := rand.New(rand.NewPCG(s.cfg.Seed, sum))
-	p := plan{outcome: outcomeOK, rng: rng, jit: rand.New(rand.NewPCG(^s.cfg.Seed, sum))}
+	p := plan{outcome: outcomeOK, rng: rng, sum: sum, jit: rand.New(rand.NewPCG(^s.cfg.Seed, sum))}
 	u := rng.Float64()
 	edge := s.cfg.ErrorRate
 	switch {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -81,7 +82,11 @@ func (s *Server) Stop() {
 
 func (s *Server) handleModels(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprintf(w, `{"object":"list","data":[{"id":%s,"object":"model","created":0,"owned_by":"plload"}]}`, jsonString(s.cfg.Model))
+	entries := make([]string, 0, 1+len(s.cfg.Models))
+	for _, m := range s.cfg.listedModels() {
+		entries = append(entries, `{"id":`+jsonString(m)+`,"object":"model","created":0,"owned_by":"plload"}`)
+	}
+	fmt.Fprintf(w, `{"object":"list","data":[%s]}`, strings.Join(entries, ","))
 }
 
 // Running is a mock listening on a real socket.

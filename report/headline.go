@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/plload/plload/metrics"
 )
@@ -18,6 +19,9 @@ func HeadlineText(stages []*StageReport) string {
 	for i, r := range stages {
 		sums[i] = r.Summary
 		set = set || r.SLO.Set()
+	}
+	if batchHeadline := batchHeadline(stages); batchHeadline != "" {
+		return batchHeadline
 	}
 	best := metrics.Headline(sums)
 	switch {
@@ -109,4 +113,33 @@ func unmeasuredNote(sums []*metrics.StageSummary) string {
 		return ""
 	}
 	return fmt.Sprintf(" (%d stage(s) met it as a replay that fell behind its trace: those numbers are not the trace's)", n)
+}
+
+// batchHeadline is the headline of a run of batch stages (SPEC §18): each job's completion time,
+// requests/s, output tok/s and cost per job, with its SLO verdict; "" unless every stage is a batch.
+func batchHeadline(stages []*StageReport) string {
+	if len(stages) == 0 {
+		return ""
+	}
+	parts := make([]string, len(stages))
+	for i, r := range stages {
+		b := r.Batch
+		if b == nil {
+			return ""
+		}
+		job := money(b.CostPerJobUSD, 4) + "/job"
+		if r.Cost.Unpriced {
+			job = "no price set: cost per job N/A"
+		}
+		verdict := "SLO N/A (not set)"
+		if r.SLO.Set() {
+			verdict = "SLO " + r.Summary.SLO.Verdict
+		}
+		parts[i] = fmt.Sprintf("stage %02d: batch of %d requests completed in %s s (%.2f req/s, out tok/s %.1f), %s, %s",
+			r.Stage, b.Requests, num(b.CompletionS, 2), b.ReqPerSec, b.OutTokPerSec, job, verdict)
+		if b.Succeeded < b.Requests {
+			parts[i] += fmt.Sprintf(" (%d failed)", b.Requests-b.Succeeded)
+		}
+	}
+	return strings.Join(parts, "; ")
 }

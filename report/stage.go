@@ -57,6 +57,9 @@ type StageReport struct {
 	// Server is the target's own view from its Prometheus endpoint (nil when scraping was off).
 	Server  *metrics.ServerSummary `json:"server,omitempty"`
 	Summary *metrics.StageSummary  `json:"summary"`
+	// Batch is a batch stage's job (load.mode batch): completion time, rates and cost per job over
+	// every record; absent on other stages.
+	Batch *metrics.BatchResult `json:"batch,omitempty"`
 	// Shard is this process's part of a sharded run (SPEC §15); absent when the run is not sharded.
 	Shard *ShardInfo `json:"shard,omitempty"`
 	// Tokenizer is what every length plload chose was counted in (SPEC §17); absent in files that
@@ -229,7 +232,7 @@ func NewStageReport(tool string, sc *workload.Scenario, i int, sha string, sum *
 			MaxTokensField: sc.Target.MaxTokensField},
 		SLO: in.SLO, Cost: CostInputs{CostInputs: in.Cost, Label: sc.Cost.Label},
 		Partial: sum.Partial, RecordsKept: sc.Output.RecordRequests, Engine: eng.withLists(), Summary: sum,
-		Tokenizer: tokenizerInfo(sc),
+		Tokenizer: tokenizerInfo(sc), Batch: sum.Batch,
 	}
 	openLoopFields(r, sc.Load, st)
 	if w := promptAgreementWarning(r.Tokenizer.Name, sum.PromptTokensAgreement); w != "" {
@@ -275,6 +278,8 @@ func openLoopFields(r *StageReport, l workload.LoadPlan, st workload.Stage) {
 		r.MaxInFlight = l.MaxInFlight
 	case workload.ModeReplay:
 		r.MaxInFlight, r.TimeScale = l.MaxInFlight, l.TimeScale
+	case ModeBatch:
+		r.MaxInFlight = l.MaxInFlight
 	}
 }
 
@@ -343,6 +348,9 @@ func ReadStage(path string) (*StageReport, error) {
 	}
 	if r.SchemaVersion != SchemaVersion || r.Summary == nil {
 		return nil, fmt.Errorf("%s: schema_version %d; this plload reads %d", path, r.SchemaVersion, SchemaVersion)
+	}
+	if r.Batch != nil {
+		r.Summary.Batch = r.Batch
 	}
 	return &r, nil
 }

@@ -16,6 +16,8 @@ import (
 // columns decides the optional columns from the stages shown together.
 type columns struct {
 	ttfo, startLag, run, server, openLoop, replay bool
+	// agents: a stage has tool calls or structured output (SPEC §18); batch: a stage is a batch job.
+	agents, batch bool
 	// stats lists, by SLO metric, the statistics its cells show: mean, median and p99, plus any
 	// other one an SLO of these stages limits (ttft p95, e2e p90).
 	stats map[string][]string
@@ -33,6 +35,8 @@ func columnsFor(rows []runStage, withRun bool) columns {
 		// lag of the injector table, not a schedule the load kept.
 		c.openLoop = c.openLoop || r.Mode == "arrival_rate" || r.Mode == "request_rate" || r.Mode == "replay"
 		c.replay = c.replay || r.Mode == "replay" || r.Summary.ReplayValid.OK
+		c.agents = c.agents || r.Summary.Tools != nil || r.Summary.Structured != nil
+		c.batch = c.batch || r.Batch != nil
 		for _, l := range r.SLO.Limits() {
 			if limited[l.Metric] == nil {
 				limited[l.Metric] = map[string]bool{}
@@ -116,7 +120,14 @@ func statOf(d metrics.Dist, stat string) float64 {
 // of all of them was 18 columns wide and scrolled the cost away): throughput, errors and cache,
 // latency, TTFT by turn and the network, the open-loop schedule (when a stage has one), cost.
 func (c columns) tables(rows []runStage) []table {
-	ts := []table{c.throughputTable(rows), c.errorsTable(rows), c.latencyTable(rows), c.turnsTable(rows)}
+	var ts []table
+	if c.batch {
+		ts = append(ts, c.batchTable(rows))
+	}
+	ts = append(ts, c.throughputTable(rows), c.errorsTable(rows), c.latencyTable(rows), c.turnsTable(rows))
+	if c.agents {
+		ts = append(ts, c.agentsTable(rows))
+	}
 	if c.openLoop {
 		ts = append(ts, c.openLoopTable(rows))
 	}
@@ -291,6 +302,61 @@ func (c columns) costTable(rows []runStage) table {
 		s := rs.st.Summary
 		t.add(c.lead(rs), sloText(rs.st), num(s.Throughput.OutTokPerSec, 1),
 			costText(rs.st, s.Cost.USDPer1MOut, 3), costText(rs.st, s.Cost.USDPer1KTurns, 4), costText(rs.st, s.Cost.USDPerSession, 6))
+	}
+	return t
+}
+
+// batchTable is each batch stage's job (SPEC §18): its requests, the time from the first issue to the
+// last response, the rates over that time, and what the job cost; a stage that is not a batch shows
+// N/A.
+func (c columns) batchTable(rows []runStage) table {
+	t := table{title: "Batch job", header: c.leadHeader("requests (ok)", "completion s", "req/s", "out tok/s", "$/job", "SLO")}
+	for _, rs := range rows {
+		b := rs.st.Batch
+		if b == nil {
+			t.add(c.lead(rs), "N/A (not a batch)", "", "", "", "", sloText(rs.st))
+			continue
+		}
+		t.add(c.lead(rs), fmt.Sprintf("%d (%d)", b.Requests, b.Succeeded), num(b.CompletionS, 2), num(b.ReqPerSec, 2),
+			num(b.OutTokPerSec, 1), costText(rs.st, b.CostPerJobUSD, 4), sloText(rs.st))
+	}
+	return t
+}
+
+// agentsTable shows agent sessions' tool calls and structured output (SPEC §18): tool calls and
+// rounds per user turn, the share of calls whose arguments were not valid JSON, the time to the first
+// tool-call token, TTFT of user turns against tool rounds, and the share of answers that met
+// response_format.
+func (c columns) agentsTable(rows []runStage) table {
+	t := table{title: "Agents and structured output", header: c.leadHeader("tool calls/turn", "rounds/turn", "invalid args",
+		"TTF tool call p50 ms", c.statHeader("TTFT user turn", metrics.SLOMetricTTFT), c.statHeader("TTFT tool round", metrics.SLOMetricTTFT),
+		"structured valid")}
+	opt := func(o metrics.Opt[float64], digits int) string {
+		if !o.OK {
+			return "N/A"
+		}
+		return num(o.V, digits)
+	}
+	for _, rs := range rows {
+		s := rs.st.Summary
+		calls, rounds, invalid, ttfTool, user, round := "N/A", "N/A", "N/A", "N/A", "N/A", "N/A"
+		if tl := s.Tools; tl != nil {
+			calls, rounds = opt(tl.CallsPerTurn, 2), opt(tl.RoundsPerTurn, 2)
+			invalid = pct(tl.InvalidArgumentsShare.V, tl.InvalidArgumentsShare.OK)
+			if tl.TTFToolCall.Known() {
+				ttfTool = lat(tl.TTFToolCall.P50)
+			}
+		}
+		if sp := s.TTFTByRound; sp != nil {
+			user, round = c.statCell(metrics.SLOMetricTTFT, sp.UserTurn), c.statCell(metrics.SLOMetricTTFT, sp.ToolRound)
+		} else if s.Tools != nil { // agent sessions without a tool round: every request was a user turn
+			user = c.statCell(metrics.SLOMetricTTFT, s.TTFT)
+		}
+		structured := "N/A"
+		if st := s.Structured; st != nil {
+			structured = fmt.Sprintf("%s (%d/%d)", pct(st.ShareValid.V, st.ShareValid.OK), st.Valid, st.Valid+st.Invalid)
+		}
+		t.add(c.lead(rs), calls, rounds, invalid, ttfTool, user, round, structured)
 	}
 	return t
 }

@@ -108,6 +108,8 @@ func loadText(r *StageReport) string {
 		return rate + arrival + capText(r.MaxInFlight)
 	case "replay":
 		return fmt.Sprintf("replay ×%g%s", r.TimeScale, capText(r.MaxInFlight))
+	case ModeBatch:
+		return "batch" + capText(r.MaxInFlight)
 	}
 	if r.Concurrency == 0 {
 		return "n/a"

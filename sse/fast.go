@@ -27,6 +27,7 @@ func fastDecode(data []byte, ev *Event) bool {
 		return false
 	}
 	ev.Content, ev.Reasoning, ev.ToolCall, ev.Role, ev.FinishReason = out.Content, out.Reasoning, out.ToolCall, out.Role, out.FinishReason
+	ev.ToolCalls = out.ToolCalls
 	return true
 }
 
@@ -50,7 +51,10 @@ func (s *scanner) choice(key []byte, out *Event) bool {
 				}
 				return ok
 			case "tool_calls":
-				return false
+				if s.null() {
+					return true
+				}
+				return s.array(func() bool { return s.toolCall(out) })
 			default:
 				return s.skip()
 			}
@@ -70,6 +74,70 @@ func (s *scanner) choice(key []byte, out *Event) bool {
 	}
 }
 
+// toolCall reads one entry of delta.tool_calls: a JSON object (anything else, a null included, is
+// left to encoding/json).
+func (s *scanner) toolCall(out *Event) bool {
+	var d ToolCallDelta
+	ok := s.object(func(k []byte) bool {
+		switch string(k) {
+		case "index":
+			return s.index(&d.Index)
+		case "id":
+			return s.text(&d.ID)
+		case "type":
+			return s.text(&d.Type)
+		case "function":
+			if s.null() {
+				return true
+			}
+			return s.object(func(k []byte) bool {
+				switch string(k) {
+				case "name":
+					return s.text(&d.Name)
+				case "arguments":
+					return s.text(&d.Arguments)
+				default:
+					return s.skip()
+				}
+			})
+		default:
+			return s.skip()
+		}
+	})
+	if !ok {
+		return false
+	}
+	out.ToolCall += d.Name + d.Arguments
+	out.ToolCalls = append(out.ToolCalls, d)
+	return true
+}
+
+// index reads a tool call's index: null (0) or a plain integer of at most 9 digits, what servers
+// send; any other number goes to encoding/json.
+func (s *scanner) index(dst *int) bool {
+	if s.null() {
+		*dst = 0
+		return true
+	}
+	start := s.i
+	if !s.number() {
+		return false
+	}
+	digits := s.b[start:s.i]
+	if len(digits) > 9 {
+		return false
+	}
+	n := 0
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return false
+		}
+		n = n*10 + int(c-'0')
+	}
+	*dst = n
+	return true
+}
+
 func repeated(seen [][]byte, key []byte) bool {
 	for _, k := range seen {
 		if bytes.Equal(k, key) {
@@ -82,7 +150,7 @@ func repeated(seen [][]byte, key []byte) bool {
 // knownKeys are the keys the decoders read. encoding/json matches keys without regard to case, so a
 // key equal to one of them only up to case (rare and odd) goes to the slow path.
 var knownKeys = []string{"choices", "usage", "error", "delta", "text", "finish_reason", "content",
-	"reasoning_content", "reasoning", "role", "tool_calls", "function", "name", "arguments"}
+	"reasoning_content", "reasoning", "role", "tool_calls", "index", "id", "type", "function", "name", "arguments"}
 
 func caseVariant(key []byte) bool {
 	// Only an upper-case ASCII letter or a non-ASCII byte (Unicode folds 'ſ' to 's' and the Kelvin

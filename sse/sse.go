@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"time"
 )
@@ -29,6 +30,9 @@ type Event struct {
 	// Content is visible answer text; Reasoning is reasoning_content (or reasoning); ToolCall is the
 	// text of tool-call names and arguments.
 	Content, Reasoning, ToolCall string
+	// ToolCalls is the chunk's delta.tool_calls in order (every choice's, in choice order); nil when
+	// none. A ToolCallAssembler puts a stream's deltas together.
+	ToolCalls []ToolCallDelta
 	// Role is delta.role when present (a role-only first chunk is not a token).
 	Role string
 	// FinishReason is the choice's finish_reason when present.
@@ -259,22 +263,45 @@ func (r *Reader) dispatch() (Event, error) {
 type chunk struct {
 	Choices []struct {
 		Delta *struct {
-			Role             string  `json:"role"`
-			Content          *string `json:"content"`
-			ReasoningContent *string `json:"reasoning_content"`
-			Reasoning        *string `json:"reasoning"`
-			ToolCalls        []struct {
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-			} `json:"tool_calls"`
+			Role             string         `json:"role"`
+			Content          *string        `json:"content"`
+			ReasoningContent *string        `json:"reasoning_content"`
+			Reasoning        *string        `json:"reasoning"`
+			ToolCalls        []toolCallJSON `json:"tool_calls"`
 		} `json:"delta"`
 		Text         *string `json:"text"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
 	Usage *usageJSON      `json:"usage"`
 	Error json.RawMessage `json:"error"`
+}
+
+// toolCallJSON is one entry of delta.tool_calls. The index is read as a number of any form (servers
+// send small integers; 1.0 is not worth a malformed chunk).
+type toolCallJSON struct {
+	Index    float64 `json:"index"`
+	ID       string  `json:"id"`
+	Type     string  `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+func (tc *toolCallJSON) delta() ToolCallDelta {
+	return ToolCallDelta{Index: clampIndex(tc.Index), ID: tc.ID, Type: tc.Type, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
+}
+
+// clampIndex makes an int of a JSON index, keeping absurd values inside int32 (and NaN-free: JSON has
+// none) so no conversion is implementation-defined.
+func clampIndex(v float64) int {
+	switch {
+	case v > math.MaxInt32:
+		return math.MaxInt32
+	case v < math.MinInt32:
+		return math.MinInt32
+	}
+	return int(v)
 }
 
 type usageJSON struct {
@@ -325,8 +352,10 @@ func decodeSlow(data []byte, ev *Event) error {
 			if d.Reasoning != nil {
 				ev.Reasoning += *d.Reasoning
 			}
-			for _, tc := range d.ToolCalls {
+			for i := range d.ToolCalls {
+				tc := &d.ToolCalls[i]
 				ev.ToolCall += tc.Function.Name + tc.Function.Arguments
+				ev.ToolCalls = append(ev.ToolCalls, tc.delta())
 			}
 		}
 		if ch.FinishReason != nil {

@@ -56,7 +56,7 @@ func TestReader(t *testing.T) {
 			"data: {\"choices\":[{\"delta\":{\"reasoning_content\":\"hmm\"}}]}\n\n" +
 				"data: {\"choices\":[{\"delta\":{\"reasoning\":\"ok\"}}]}\n\n" +
 				"data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"function\":{\"name\":\"f\",\"arguments\":\"{\\\"a\\\":1}\"}}]}}]}\n\n",
-			[]Event{{Reasoning: "hmm"}, {Reasoning: "ok"}, {ToolCall: `f{"a":1}`}}, nil},
+			[]Event{{Reasoning: "hmm"}, {Reasoning: "ok"}, {ToolCall: `f{"a":1}`, ToolCalls: []ToolCallDelta{{Name: "f", Arguments: `{"a":1}`}}}}, nil},
 		{"completions text",
 			"data: {\"choices\":[{\"text\":\" once\",\"finish_reason\":null}]}\n\n",
 			[]Event{{Content: " once"}}, nil},
@@ -180,8 +180,16 @@ func FuzzReader(f *testing.F) {
 	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\ndata: [DONE]\n\n"))
 	f.Add([]byte("event: error\ndata: {\"error\":\"x\"}\n\n: c\r\n\r\n"))
 	f.Add([]byte("data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1e300}}\n\n"))
+	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"id\":\"chatcmpl-tool-1\",\"type\":\"function\",\"index\":0,\"function\":{\"name\":\"f\",\"arguments\":\"\"}}]}}]}\n\n" +
+		"data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":1,\"function\":{\"arguments\":\"{\\\"a\\\": \"}}]},\"finish_reason\":null}]}\n\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		rd := NewReader(strings.NewReader(string(data)), 512)
+		var calls ToolCallAssembler
+		defer func() {
+			if b := AppendToolCallsJSON(nil, calls.Calls()); !json.Valid(b) {
+				t.Fatalf("assembled tool calls make invalid JSON: %s", b)
+			}
+		}()
 		for range 10000 {
 			ev, err := rd.Next()
 			if err != nil {
@@ -191,6 +199,7 @@ func FuzzReader(f *testing.F) {
 				}
 				return
 			}
+			calls.Add(ev.ToolCalls)
 			if len(ev.Content)+len(ev.Reasoning)+len(ev.ToolCall) > 512 {
 				t.Fatalf("event larger than the limit: %d bytes", len(ev.Content))
 			}
@@ -205,6 +214,9 @@ func FuzzFastDecode(f *testing.F) {
 	f.Add([]byte(`{"choices":[{"text":" t","finish_reason":null}]}`))
 	f.Add([]byte(`{"choices":[{"delta":{"content":"a"},"delta":{"content":"b"}}]}`))
 	f.Add([]byte(`{"choices":[{"delta":{"content":"a"}}],"usage":null,"error":null,"n":[-0,0.5e-7,1E+400,12]}`))
+	f.Add([]byte(`{"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"id":"chatcmpl-tool-1a2b","type":"function","index":0,"function":{"name":"get_weather","arguments":""}}]},"logprobs":null,"finish_reason":null}]}`))
+	f.Add([]byte(`{"choices":[{"delta":{"tool_calls":[{"index":1,"function":{"arguments":"{\"tz\": \"\u00e9\n\"}"}},{"index":0,"id":null,"function":null}]}}]}`))
+	f.Add([]byte(`{"choices":[{"delta":{"tool_calls":[{"index":1.5},{"index":-0},{"index":1234567890},null]}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var fast Event
 		if !fastDecode(data, &fast) {

@@ -81,6 +81,9 @@ type Workload struct {
 	Personas []Persona
 	Picker   PersonaPicker
 	Stages   []StagePool
+	// feat holds the request features (tools, response format, model mix): features.go. A copy of
+	// the struct keeps them; a Workload built field by field has none (use WithStages).
+	feat *features
 }
 
 // RNG streams: each purpose and index gets its own generator, so adding a stage or a persona never
@@ -112,11 +115,28 @@ func splitmix(x uint64) uint64 {
 // PoolSize is the number of sessions a stage's pool holds (SPEC §4): `sessions` when given; else
 // concurrency × session_pool_factor; for arrival_rate and request_rate, the expected arrivals over
 // warmup and duration plus four standard deviations of their count (a gamma process's count varies
-// cv² times as much as Poisson's), so a pool runs dry about once in 30,000 stages.
+// cv² times as much as Poisson's), so a pool runs dry about once in 30,000 stages. A stage that ends
+// by count needs at most one session per request: a batch stage's pool is its requests, and an open
+// loop stage's is the smaller of its requests and its expected arrivals (requests alone without a
+// duration).
 func (s *Scenario) PoolSize(st Stage) int {
 	if st.Sessions > 0 {
 		return st.Sessions
 	}
+	if s.Load.Mode == ModeBatch {
+		return max(1, st.Requests)
+	}
+	n := s.poolSize(st)
+	if st.Requests > 0 && s.Load.Mode != ModeConcurrency && s.Load.Mode != ModeReplay {
+		if st.Duration <= 0 {
+			return st.Requests
+		}
+		n = min(n, st.Requests)
+	}
+	return n
+}
+
+func (s *Scenario) poolSize(st Stage) int {
 	span := st.Warmup.D() + st.Duration.D()
 	arrivals := func(expected, cv float64) int {
 		return max(1, int(math.Ceil(expected+4*cv*math.Sqrt(expected)))+1)
@@ -144,10 +164,18 @@ func (s *Scenario) Build() (*Workload, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.source != nil {
-		return s.buildFromSource(g)
+	feat, err := s.buildFeatures(g)
+	if err != nil {
+		return nil, err
 	}
-	w := &Workload{Personas: s.buildPersonas(g)}
+	if s.source != nil {
+		w, err := s.buildFromSource(g)
+		if w != nil {
+			w.feat = feat
+		}
+		return w, err
+	}
+	w := &Workload{Personas: s.buildPersonas(g), feat: feat}
 	w.Picker = NewPersonaPicker(len(w.Personas), s.Session.PersonaSelection, s.Session.ZipfS)
 	// Stages are independent (each has its own generators), so they are built in parallel, each with a
 	// TextGen of its own: its count cache is not safe to share.

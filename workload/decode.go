@@ -190,6 +190,10 @@ func (d *decoder) value(n ast.Node, path string, v reflect.Value, tag reflect.St
 		v.Set(out)
 	case reflect.Map:
 		d.mapping(n, path, v)
+	case reflect.Interface: // free-form (response_format.schema): any YAML value
+		if x, ok := d.freeform(n, path); ok {
+			v.Set(reflect.ValueOf(&x).Elem())
+		}
 	case reflect.String:
 		s, ok := scalarText(n)
 		if !ok {
@@ -349,13 +353,8 @@ func (d *decoder) mapping(n ast.Node, path string, v reflect.Value) {
 		elem := reflect.New(v.Type().Elem()).Elem()
 		if elem.Kind() == reflect.Interface {
 			// extra_body is free-form: any YAML value, sent as JSON.
-			if budget := maxExtraBodyNodes; !d.fits(e.Value, &budget, 0) {
-				d.add(SeverityError, posOf(e.Value), kp, "expands to more than %d values or %d levels (aliases?); accepted: a plain value", maxExtraBodyNodes, maxDepth)
-				continue
-			}
-			var anyV any
-			if err := yaml.NodeToValue(d.resolve(e.Value), &anyV); err != nil {
-				d.add(SeverityError, posOf(e.Value), kp, "cannot read this value: %v", err)
+			anyV, ok := d.freeform(e.Value, kp)
+			if !ok {
 				continue
 			}
 			elem.Set(reflect.ValueOf(&anyV).Elem())
@@ -366,6 +365,20 @@ func (d *decoder) mapping(n ast.Node, path string, v reflect.Value) {
 		m.SetMapIndex(reflect.ValueOf(key), elem)
 	}
 	v.Set(m)
+}
+
+// freeform reads any YAML value (bounded: aliases cannot blow it up) as plain Go values.
+func (d *decoder) freeform(n ast.Node, path string) (any, bool) {
+	if budget := maxExtraBodyNodes; !d.fits(n, &budget, 0) {
+		d.add(SeverityError, posOf(n), path, "expands to more than %d values or %d levels (aliases?); accepted: a plain value", maxExtraBodyNodes, maxDepth)
+		return nil, false
+	}
+	var anyV any
+	if err := yaml.NodeToValue(d.resolve(n), &anyV); err != nil {
+		d.add(SeverityError, posOf(n), path, "cannot read this value: %v", err)
+		return nil, false
+	}
+	return anyV, true
 }
 
 // fits walks n with aliases expanded and reports whether it stays within budget nodes and maxDepth.

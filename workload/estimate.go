@@ -73,8 +73,45 @@ func (s *Scenario) sourceMean(f func(SourceTurn) float64) float64 {
 	return sum / float64(len(s.source.Sessions))
 }
 
-// EstimateStage returns the expected session length, request count and sessions needed for st.
+// EstimateStage returns the expected session length, request count and sessions needed for st. A
+// stage that ends by count sends at most its requests; a batch stage sends them all, max_in_flight
+// at a time.
 func (s *Scenario) EstimateStage(st Stage) Estimate {
+	e := s.estimateStage(st)
+	if st.Requests <= 0 {
+		return e
+	}
+	n := float64(st.Requests)
+	turns := max(1, s.ExpectedTurns())
+	if s.Load.Mode == ModeBatch || st.Duration <= 0 {
+		e.Requests = n
+	} else {
+		e.Requests = math.Min(e.Requests, n)
+	}
+	if s.Load.Mode == ModeBatch || s.Load.Mode == ModeArrivalRate || s.Load.Mode == ModeRequestRate {
+		if st.Duration <= 0 || s.Load.Mode == ModeBatch {
+			e.SessionsNeeded = math.Ceil(n / turns)
+		} else {
+			e.SessionsNeeded = math.Min(e.SessionsNeeded, n)
+		}
+	}
+	if s.Load.Mode == ModeBatch {
+		e.InFlight = math.Min(n, float64(max(1, s.Load.MaxInFlight)))
+	}
+	return e
+}
+
+// BatchSeconds is the expected completion time of a stage that sends its requests as fast as the
+// server takes them, max_in_flight at a time (on the assumed server speed).
+func (s *Scenario) BatchSeconds(st Stage) float64 {
+	e := s.EstimateStage(st)
+	if e.InFlight <= 0 {
+		return 0
+	}
+	return math.Ceil(e.Requests/e.InFlight) * e.TurnSeconds
+}
+
+func (s *Scenario) estimateStage(st Stage) Estimate {
 	ttft, tps := assumedTTFT.Seconds(), assumedTPS
 	if m := s.Target.Mock; m != nil {
 		ttft, tps = m.TTFT.D().Seconds(), m.TPS
@@ -96,6 +133,8 @@ func (s *Scenario) EstimateStage(st Stage) Estimate {
 	e.SessionSeconds = turns*e.TurnSeconds + (turns-1)*think
 	span := (st.Warmup.D() + st.Duration.D()).Seconds()
 	switch s.Load.Mode {
+	case ModeBatch:
+		return e // EstimateStage fills it from the stage's requests
 	case ModeRequestRate, ModeReplay:
 		s.estimateOpenLoop(st, turns, &e)
 		return e
@@ -191,7 +230,7 @@ func (c *checker) estimates() {
 			continue
 		}
 		e := s.EstimateStage(st)
-		if st.Duration.D().Seconds() < e.SessionSeconds {
+		if st.Duration > 0 && st.Duration.D().Seconds() < e.SessionSeconds {
 			c.warnf(p+".duration", "duration %s is shorter than a typical session (about %.0fs with %s): most sessions will be cut by the end of the stage", st.Duration, e.SessionSeconds, s.Assumption())
 		}
 		if pool := s.PoolSize(st); e.SessionsNeeded > float64(pool) {
@@ -243,6 +282,11 @@ func (s *Scenario) Stats(w *Workload) []StageStats {
 			}
 		case ModeReplay:
 			load = fmt.Sprintf("replay × %g (max %d in flight)", s.Load.TimeScale, s.Load.MaxInFlight)
+		case ModeBatch:
+			load = fmt.Sprintf("batch of %d requests (max %d in flight)", st.Requests, s.Load.MaxInFlight)
+		}
+		if st.Requests > 0 && s.Load.Mode != ModeBatch {
+			load += fmt.Sprintf(", ends after %d requests", st.Requests)
 		}
 		ss := StageStats{
 			Stage: pool.Stage, Mode: s.Load.Mode, Load: load, Warmup: st.Warmup, Duration: st.Duration,

@@ -190,7 +190,9 @@ func (c *checker) rules() {
 				c.errorf("target.base_url", "found %q; accepted: an http:// or https:// URL, or mock", t.BaseURL)
 			}
 		}
-		c.require("target.model", "the model name the server serves (see its /v1/models)")
+		if len(t.Models) == 0 {
+			c.require("target.model", "the model name the server serves (see its /v1/models), or target.models")
+		}
 	}
 	c.positive("target.timeout", t.Timeout)
 	c.loadTokenizer()
@@ -255,6 +257,7 @@ func (c *checker) rules() {
 	c.matrixRules()
 
 	c.slo()
+	c.featureRules()
 	if p := s.Cost.GPUHourlyUSD; p == nil && !c.bad["cost.gpu_hourly_usd"] {
 		c.warnf("cost.gpu_hourly_usd", "not set: $/1M output tokens, $/1K turns and $/session will be N/A; accepted: the hourly price of one GPU in USD (0 for a machine you own)")
 	} else if p != nil && *p < 0 {
@@ -330,10 +333,10 @@ func Expand(v string, getenv func(string) string) string {
 	return envRef.ReplaceAllStringFunc(v, func(m string) string { return getenv(m[2 : len(m)-1]) })
 }
 
-// singleTurnDefault reports whether session.<key> was left out of a request_rate scenario, where
-// requests are single-turn by default: turns 1, think time 0.
+// singleTurnDefault reports whether session.<key> was left out of a request_rate or batch scenario,
+// where requests are single-turn by default: turns 1, think time 0.
 func singleTurnDefault(s *Scenario, key string) bool {
-	return s.Load.Mode == ModeRequestRate && (key == "turns" || key == "think_time") && !s.has("session."+key)
+	return (s.Load.Mode == ModeRequestRate || s.Load.Mode == ModeBatch) && (key == "turns" || key == "think_time") && !s.has("session."+key)
 }
 
 // syntheticRules checks the personas and the session shape of a synthetic workload.

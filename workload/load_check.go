@@ -9,14 +9,16 @@ import (
 // stageKeys are the stage keys each load mode reads; any other key of a stage is an error that names
 // the mode it belongs to.
 var stageKeys = map[string][]string{
-	ModeConcurrency: {"name", "concurrency", "duration", "warmup", "sessions"},
-	ModeArrivalRate: {"name", "sessions_per_sec", "max_concurrency", "duration", "warmup", "sessions"},
-	ModeRequestRate: {"name", "rate", "duration", "warmup", "sessions"},
-	ModeReplay:      {"name", "duration", "warmup"},
+	ModeConcurrency: {"name", "concurrency", "duration", "warmup", "sessions", "requests"},
+	ModeArrivalRate: {"name", "sessions_per_sec", "max_concurrency", "duration", "warmup", "sessions", "requests"},
+	ModeRequestRate: {"name", "rate", "duration", "warmup", "sessions", "requests"},
+	ModeReplay:      {"name", "duration", "warmup", "requests"},
+	// A batch has no warmup: its completion time runs from its first request to its last answer.
+	ModeBatch: {"name", "requests", "duration", "sessions"},
 }
 
 // modes in the order they are offered.
-var modes = []string{ModeConcurrency, ModeArrivalRate, ModeRequestRate, ModeReplay}
+var modes = []string{ModeConcurrency, ModeArrivalRate, ModeRequestRate, ModeReplay, ModeBatch}
 
 func (c *checker) load() {
 	s := c.s
@@ -67,7 +69,7 @@ func (c *checker) openLoopKeys() {
 			c.errorf("load.cv", "found %g; accepted: a coefficient of variation > 0 (1 = Poisson, > 1 bursty)", l.CV)
 		}
 	}
-	if only("max_in_flight", ModeRequestRate, ModeReplay) && l.MaxInFlight < 1 {
+	if only("max_in_flight", ModeRequestRate, ModeReplay, ModeBatch) && l.MaxInFlight < 1 {
 		c.errorf("load.max_in_flight", "found %d; accepted: a whole number ≥ 1", l.MaxInFlight)
 	}
 	if only("time_scale", ModeReplay) && l.TimeScale <= 0 {
@@ -82,8 +84,24 @@ func (c *checker) openLoopKeys() {
 func (c *checker) stage(i int, st Stage) {
 	s := c.s
 	p := fmt.Sprintf("load.stages[%d]", i)
-	if c.require(p+".duration", "a duration such as 60s") {
-		c.positive(p+".duration", st.Duration)
+	mode := s.Load.Mode
+	// A stage may end by count (requests) instead of by time, except in replay, whose stages are
+	// slices of the trace's time.
+	byCount := s.has(p+".requests") && mode != ModeReplay
+	switch {
+	case !byCount:
+		what := "a duration such as 60s"
+		if mode != ModeReplay {
+			what += ", or requests: N (the stage ends after N requests)"
+		}
+		if c.require(p+".duration", what) {
+			c.positive(p+".duration", st.Duration)
+		}
+	case st.Duration < 0:
+		c.errorf(p+".duration", "found %s; accepted: a duration > 0, or none (the stage ends after its requests)", st.Duration)
+	}
+	if s.has(p+".requests") && st.Requests < 1 {
+		c.errorf(p+".requests", "found %d; accepted: a whole number ≥ 1 (the stage ends after this many requests)", st.Requests)
 	}
 	if st.Warmup < 0 {
 		c.errorf(p+".warmup", "found %s; accepted: a duration ≥ 0", st.Warmup)
@@ -91,13 +109,12 @@ func (c *checker) stage(i int, st Stage) {
 	if s.has(p+".sessions") && st.Sessions < 1 {
 		c.errorf(p+".sessions", "found %d; accepted: a whole number ≥ 1", st.Sessions)
 	}
-	mode := s.Load.Mode
 	keys, known := stageKeys[mode]
 	if !known {
 		return
 	}
-	for _, k := range []string{"concurrency", "sessions_per_sec", "max_concurrency", "rate", "sessions"} {
-		if s.has(p+"."+k) && !slices.Contains(keys, k) {
+	for _, k := range []string{"concurrency", "sessions_per_sec", "max_concurrency", "rate", "sessions", "requests", "warmup"} {
+		if s.has(p+"."+k) && !slices.Contains(keys, k) && (k != "warmup" || st.Warmup != 0) { // a resolved file writes warmup: 0s
 			c.errorf(p+"."+k, "%s belongs to %s; accepted in a %s stage: %s", k, modesReading(k), mode, strings.Join(keys, ", "))
 		}
 	}
@@ -117,6 +134,8 @@ func (c *checker) stage(i int, st Stage) {
 		if c.require(p+".rate", "requests per second, such as 20, or a ramp {from: 10, to: 50, over: 2m}") && st.Rate != nil {
 			c.rate(p+".rate", *st.Rate, st)
 		}
+	case ModeBatch:
+		c.require(p+".requests", "the number of requests the batch sends, such as 5000 (at most load.max_in_flight open at once)")
 	}
 }
 
@@ -139,7 +158,7 @@ func (c *checker) rate(p string, r Rate, st Stage) {
 		c.errorf(p+".to", "found %g; accepted: requests per second > 0", r.To)
 	}
 	c.positive(p+".over", r.Over)
-	if r.Over > st.Warmup+st.Duration {
+	if st.Duration > 0 && r.Over > st.Warmup+st.Duration {
 		c.warnf(p+".over", "the ramp (%s) is longer than the stage's warmup + duration (%s): it never reaches %g req/s", r.Over, st.Warmup+st.Duration, r.To)
 	}
 }

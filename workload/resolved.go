@@ -85,6 +85,25 @@ func (s *Scenario) ResolvedYAML() ([]byte, error) {
 		}
 		m.Workload = &w
 	}
+	if t := m.Session.Tools; t != nil && t.File != "" {
+		tc := *t
+		m.Session.Tools = &tc
+		files = append(files, fileField{"$.session.tools.file", &tc.File})
+	}
+	if rf := m.Session.ResponseFormat; rf != nil {
+		if f := schemaFile(rf.Schema); f != "" {
+			rc := *rf
+			abs, err := filepath.Abs(s.resolvePath(f))
+			if err != nil {
+				return nil, fmt.Errorf("%s: session.response_format.schema.file %q: %w", s.File, f, err)
+			}
+			rc.Schema = map[string]any{"file": abs}
+			if sum, err := fileSHA256(abs); err == nil {
+				comments["$.session.response_format.schema.file"] = []*yaml.Comment{yaml.LineComment(" sha256 " + sum)}
+			}
+			m.Session.ResponseFormat = &rc
+		}
+	}
 	for _, f := range files {
 		if *f.value == "" {
 			continue

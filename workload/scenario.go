@@ -5,6 +5,8 @@ package workload
 import (
 	"time"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
 	"github.com/plload/plload/tokenizer"
 )
 
@@ -39,6 +41,11 @@ type Scenario struct {
 	source *Source
 	// tok counts every length: target.tokenizer, loaded by the checker.
 	tok tokenizer.Tokenizer
+	// toolsFile is session.tools.file, read and checked: a compact JSON array.
+	toolsFile []byte
+	// schemaDoc and schema are session.response_format's schema, read and compiled by the checker.
+	schemaDoc any
+	schema    *jsonschema.Schema
 }
 
 // Target is the server under test.
@@ -60,6 +67,17 @@ type Target struct {
 	// SessionHeader names a header (X-Session-ID, say) that carries a stable per-session id on every
 	// turn, so a router can keep a session on one replica; "" sends none.
 	SessionHeader string `yaml:"session_header,omitempty"`
+	// Models is a model (or LoRA adapter) mix: each session asks for one, picked by weight (seeded,
+	// Workload.ModelFor); empty: every session asks for Model.
+	Models []ModelWeight `yaml:"models,omitempty"`
+	// Stream false sends non-streamed requests; nil (not set) is true (Scenario.Streamed).
+	Stream *bool `yaml:"stream,omitempty"`
+}
+
+// ModelWeight is one model of target.models and its share of the sessions (weight ÷ the sum).
+type ModelWeight struct {
+	Name   string  `yaml:"name"`
+	Weight float64 `yaml:"weight"`
 }
 
 // MockTarget asks `plload run` to start the bundled mock in-process instead of reaching a real server.
@@ -80,6 +98,12 @@ type MockTarget struct {
 	MaxConcurrency      int      `yaml:"max_concurrency,omitempty"`
 	ScaleMaxConcurrency int      `yaml:"scale_max_concurrency,omitempty"`
 	ScaleAfter          Duration `yaml:"scale_after,omitempty"`
+	// ToolCallRate is the share of answers to a request with tools that are tool calls (nil: the
+	// mock's default, 0.5); JSONValidRate the share of structured answers that are valid (nil: 1).
+	ToolCallRate  *float64 `yaml:"tool_call_rate,omitempty"`
+	JSONValidRate *float64 `yaml:"json_valid_rate,omitempty"`
+	// Models are the model names the mock serves (empty: any).
+	Models []string `yaml:"models,omitempty"`
 }
 
 // TLS holds the options for https targets.
@@ -106,6 +130,11 @@ type Session struct {
 	RetrievedTokens  *Dist   `yaml:"retrieved_tokens,omitempty,flow" limit:"1000000"`
 	PersonaSelection string  `yaml:"persona_selection"`
 	ZipfS            float64 `yaml:"zipf_s"`
+	// Tools makes the sessions agents: every request carries tools, and tool calls are answered
+	// with synthetic results (SPEC §18); nil: plain chat.
+	Tools *ToolsSpec `yaml:"tools,omitempty"`
+	// ResponseFormat asks for structured output on every request; nil: none.
+	ResponseFormat *ResponseFormatSpec `yaml:"response_format,omitempty"`
 }
 
 // LoadPlan is how sessions are started, and the stages of the run.
@@ -122,7 +151,7 @@ type LoadPlan struct {
 	// CV is the gamma process's coefficient of variation of inter-arrival times (1 = Poisson, > 1
 	// bursty).
 	CV float64 `yaml:"cv,omitempty"`
-	// MaxInFlight caps the requests (request_rate, replay) in flight at once; later ones wait for a
+	// MaxInFlight caps the requests (request_rate, replay, batch) in flight at once; later ones wait for a
 	// slot, never dropped, their send lag recorded.
 	MaxInFlight int `yaml:"max_in_flight,omitempty"`
 	// TimeScale multiplies a replayed trace's times (0.5 = twice as fast).
@@ -138,6 +167,9 @@ const (
 	ModeRequestRate = "request_rate"
 	// ModeReplay sends each request of a trace at its own time × time_scale.
 	ModeReplay = "replay"
+	// ModeBatch sends each stage's `requests` as fast as the server takes them, with at most
+	// load.max_in_flight open: the nightly job, judged by its completion time.
+	ModeBatch = "batch"
 )
 
 // Arrival processes of request_rate.
@@ -154,7 +186,8 @@ const DefaultMaxInFlight = 1000
 func (l LoadPlan) IsOpenLoop() bool { return l.Mode != ModeConcurrency }
 
 // Stage is one step of the run. Concurrency stages use Concurrency; arrival_rate stages use
-// SessionsPerSec and MaxConcurrency; request_rate stages use Rate; replay stages only their times.
+// SessionsPerSec and MaxConcurrency; request_rate stages use Rate; replay stages only their times;
+// batch stages Requests. Any stage may end by count (Requests), with or without a duration.
 type Stage struct {
 	// Name labels the stage in reports ("average", "peak +30%"); "" prints its number only.
 	Name           string   `yaml:"name,omitempty"`
@@ -162,9 +195,12 @@ type Stage struct {
 	Concurrency    int      `yaml:"concurrency,omitempty"`
 	SessionsPerSec float64  `yaml:"sessions_per_sec,omitempty"`
 	MaxConcurrency int      `yaml:"max_concurrency,omitempty"`
-	Duration       Duration `yaml:"duration"`
+	Duration       Duration `yaml:"duration,omitempty"`
 	Warmup         Duration `yaml:"warmup"`
 	Sessions       int      `yaml:"sessions,omitempty"`
+	// Requests ends the stage after this many requests were sent (0: by duration only); a batch
+	// stage's size.
+	Requests int `yaml:"requests,omitempty"`
 }
 
 // Cost holds the inputs to the cost figures.
@@ -265,6 +301,7 @@ func (s *Scenario) applyDefaults() {
 	if !s.has("session.zipf_s") {
 		ss.ZipfS = 1.0
 	}
+	s.featureDefaults()
 	s.loadDefaults()
 	if !s.has("cost.gpu_count") {
 		s.Cost.GPUCount = 1

@@ -108,7 +108,7 @@ func TestValidationRules(t *testing.T) {
 		{"rate positive", []edit{{15, "  mode: arrival_rate"}, {17, "    - {sessions_per_sec: 0, max_concurrency: 4, duration: 60s}"}}, false, "load.stages[0].sessions_per_sec", 17, "0,", "found 0; accepted: a rate > 0"},
 		{"arrival needs max_concurrency", []edit{{15, "  mode: arrival_rate"}, {17, "    - {sessions_per_sec: 1, duration: 60s}"}}, false, "load.stages[0].max_concurrency", 17, "{", "required but missing; accepted: the most sessions open at once"},
 		{"field of the other mode", []edit{{17, "    - {concurrency: 2, sessions_per_sec: 1, duration: 60s}"}}, false, "load.stages[0].sessions_per_sec", 17, "1,", "sessions_per_sec belongs to load.mode arrival_rate"},
-		{"mode with suggestion", []edit{{15, "  mode: concurent"}}, false, "load.mode", 15, "concurent", `found "concurent"; accepted: concurrency, arrival_rate, request_rate, replay (did you mean "concurrency"?)`},
+		{"mode with suggestion", []edit{{15, "  mode: concurent"}}, false, "load.mode", 15, "concurent", `found "concurent"; accepted: concurrency, arrival_rate, request_rate, replay, batch (did you mean "concurrency"?)`},
 		{"empty stages", []edit{{16, "  stages: []"}, {17, ""}}, false, "load.stages", 16, "[]", "the list is empty"},
 		{"error rate fraction", []edit{{21, "  error_rate_max: 1.5"}}, false, "slo.error_rate_max", 21, "1.5", "found 1.5; accepted: a fraction from 0 to 1"},
 		{"error rate percent", []edit{{21, "  error_rate_max: 1%"}}, false, "slo.error_rate_max", 21, "1%", "write a percentage as a fraction: 1% is 0.01"},
