@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -27,11 +28,16 @@ func mockserverCommand() *cli.Command {
 			"Each request is admitted (queued first with --max-concurrency), its first token is sent TTFT\n" +
 			"later, then one token per chunk every 1/tps, all scheduled from the admission time. A prefix-cache\n" +
 			"hit scales TTFT by 1 − cached/prompt × (1 − cache-ttft-factor). The same --seed and request body\n" +
-			"give the same length, text, error and fault. Binds loopback unless --addr names another address,\n" +
+			"give the same length, text, error and fault. A chat request with tools gets tool calls at\n" +
+			"--tool-call-rate; one with response_format json_object/json_schema gets a JSON document, valid at\n" +
+			"--json-valid-rate. Binds loopback unless --addr names another address,\n" +
 			"which is logged as a warning. Stops cleanly (exit 0) on SIGINT or SIGTERM.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8000", Usage: "listen address (host:port; port 0 picks a free one)"},
-			&cli.StringFlag{Name: "model", Value: d.Model, Usage: "model name listed by /v1/models (requests may name any)"},
+			&cli.StringFlag{Name: "model", Value: d.Model, Usage: "model name listed by /v1/models (requests may name any, unless --models)"},
+			&cli.StringFlag{Name: "models", Usage: "comma-separated models served besides --model (LoRA adapters, say): /v1/models lists them and a request naming another gets HTTP 404 (default: any model)"},
+			&cli.Float64Flag{Name: "tool-call-rate", Value: d.ToolCallRate, Usage: "share of chat requests with tools answered with tool calls, streamed in argument pieces (tool_choice required or a named function: always; none: never)"},
+			&cli.Float64Flag{Name: "json-valid-rate", Value: d.JSONValidRate, Usage: "share of requests with response_format json_object/json_schema answered with a valid JSON document (the others get it truncated)"},
 			&cli.DurationFlag{Name: "ttft", Value: d.TTFT, Usage: "time to first token after admission"},
 			&cli.Float64Flag{Name: "tps", Value: d.TPS, Usage: "decode speed per stream, tokens per second (chunks 1/tps apart)"},
 			&cli.Float64Flag{Name: "jitter", Usage: "scale each TTFT and gap by 1 + jitter·u, u uniform in [−1, 1]"},
@@ -86,6 +92,13 @@ func mockserverCommand() *cli.Command {
 			cfg.ErrorRate = cmd.Float64("error-rate")
 			cfg.RateLimitRate = cmd.Float64("rate-limit-rate")
 			cfg.RetryAfter = cmd.Duration("retry-after")
+			cfg.ToolCallRate = cmd.Float64("tool-call-rate")
+			cfg.JSONValidRate = cmd.Float64("json-valid-rate")
+			if models := cmd.String("models"); models != "" {
+				for _, m := range strings.Split(models, ",") {
+					cfg.Models = append(cfg.Models, strings.TrimSpace(m))
+				}
+			}
 			cfg.Faults = map[mock.FaultKind]float64{}
 			for _, k := range mock.FaultKinds {
 				cfg.Faults[k] = cmd.Float64(string(k) + "-rate")

@@ -474,6 +474,13 @@ func startMock(sc *workload.Scenario) (*mock.Running, error) {
 	cfg.ErrorRate, cfg.CacheTTFTFactor, cfg.NoUsage, cfg.Seed = m.ErrorRate, m.CacheTTFTFactor, !m.Usage, m.Seed
 	cfg.CloseAfterResponse = m.CloseAfterResponse
 	cfg.MaxConcurrency, cfg.ScaleMaxConcurrency, cfg.ScaleAfter = m.MaxConcurrency, m.ScaleMaxConcurrency, m.ScaleAfter.D()
+	if m.ToolCallRate != nil {
+		cfg.ToolCallRate = *m.ToolCallRate
+	}
+	if m.JSONValidRate != nil {
+		cfg.JSONValidRate = *m.JSONValidRate
+	}
+	cfg.Models = m.Models
 	return mock.Start(cfg, "")
 }
 
