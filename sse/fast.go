@@ -2,7 +2,6 @@ package sse
 
 import (
 	"bytes"
-	"encoding/json"
 	"strings"
 	"unicode/utf8"
 )
@@ -296,19 +295,71 @@ func (s *scanner) text(dst *string) bool {
 	if !ok {
 		return false
 	}
+	if !utf8.Valid(raw) {
+		return false // encoding/json's replacement of bad bytes is left to it
+	}
 	if bytes.IndexByte(raw, '\\') < 0 {
-		if !utf8.Valid(raw) {
-			return false
-		}
 		*dst += string(raw)
 		return true
 	}
-	var v string
-	if json.Unmarshal(s.b[s.i-len(raw)-2:s.i], &v) != nil {
+	// Escapes (every tool-call argument piece has some): unescape here rather than through
+	// encoding/json, which allocates several times per string.
+	var stack [128]byte
+	v, ok := unescape(stack[:0], raw)
+	if !ok {
 		return false
 	}
-	*dst += v
+	*dst += string(v)
 	return true
+}
+
+// unescape appends raw (a string's bytes as rawString checked them) with its escapes decoded. A
+// \u escape of a UTF-16 surrogate returns false: pairs and encoding/json's replacement of lone ones
+// are left to it.
+func unescape(b, raw []byte) ([]byte, bool) {
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		if c != '\\' {
+			b = append(b, c)
+			continue
+		}
+		i++
+		switch raw[i] {
+		case '"', '\\', '/':
+			b = append(b, raw[i])
+		case 'b':
+			b = append(b, '\b')
+		case 'f':
+			b = append(b, '\f')
+		case 'n':
+			b = append(b, '\n')
+		case 'r':
+			b = append(b, '\r')
+		case 't':
+			b = append(b, '\t')
+		case 'u':
+			var r rune
+			for _, h := range raw[i+1 : i+5] {
+				switch {
+				case '0' <= h && h <= '9':
+					h -= '0'
+				case 'a' <= h && h <= 'f':
+					h -= 'a' - 10
+				default:
+					h -= 'A' - 10
+				}
+				r = r<<4 | rune(h)
+			}
+			if 0xD800 <= r && r <= 0xDFFF {
+				return nil, false
+			}
+			b = utf8.AppendRune(b, r)
+			i += 4
+		default:
+			return nil, false
+		}
+	}
+	return b, true
 }
 
 // skip passes over any value: a string, a number or literal, or a nested object or array.

@@ -217,6 +217,7 @@ func FuzzFastDecode(f *testing.F) {
 	f.Add([]byte(`{"id":"c","choices":[{"index":0,"delta":{"tool_calls":[{"id":"chatcmpl-tool-1a2b","type":"function","index":0,"function":{"name":"get_weather","arguments":""}}]},"logprobs":null,"finish_reason":null}]}`))
 	f.Add([]byte(`{"choices":[{"delta":{"tool_calls":[{"index":1,"function":{"arguments":"{\"tz\": \"\u00e9\n\"}"}},{"index":0,"id":null,"function":null}]}}]}`))
 	f.Add([]byte(`{"choices":[{"delta":{"tool_calls":[{"index":1.5},{"index":-0},{"index":1234567890},null]}}]}`))
+	f.Add([]byte(`{"choices":[{"delta":{"content":"\ud83d\ude00 \udc00 \/\b\f\u0000\u00E9","reasoning":"\"q\"\\"}}]}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var fast Event
 		if !fastDecode(data, &fast) {

@@ -327,3 +327,34 @@ func FuzzAppendToolCallsJSON(f *testing.F) {
 		}
 	})
 }
+
+// TestFastUnescape: escaped strings decode on the fast path as encoding/json decodes them; surrogate
+// escapes are left to encoding/json.
+func TestFastUnescape(t *testing.T) {
+	for _, tc := range []struct {
+		lit  string
+		fast bool
+	}{
+		{`"{\"city\": \"Paris\"}"`, true},
+		{`"a\/b\\c\b\f\n\r\t\u0000\u001F\u00e9\u4E16\uFFFF"`, true},
+		{`"` + strings.Repeat(`\"x`, 100) + `"`, true}, // longer than the stack buffer
+		{`"\ud83d\ude00"`, false},
+		{`"\udc00"`, false},
+	} {
+		data := `{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":` + tc.lit + `}}]}}]}`
+		var fast, slow Event
+		if got := fastDecode([]byte(data), &fast); got != tc.fast {
+			t.Errorf("%s: fast path %v, want %v", tc.lit, got, tc.fast)
+		}
+		var want string
+		if err := json.Unmarshal([]byte(tc.lit), &want); err != nil {
+			t.Fatal(err)
+		}
+		if err := decodeChunk([]byte(data), &slow); err != nil || slow.ToolCall != want {
+			t.Errorf("%s: %v %q, want %q", tc.lit, err, slow.ToolCall, want)
+		}
+		if tc.fast && fast.ToolCall != want {
+			t.Errorf("%s: fast %q, want %q", tc.lit, fast.ToolCall, want)
+		}
+	}
+}
