@@ -44,7 +44,7 @@ type ResponseFormatSpec struct {
 	// Schema is the JSON schema inline (a mapping), or {file: path} (relative to the scenario
 	// file); json_schema only.
 	Schema any `yaml:"schema,omitempty"`
-	// Name is json_schema.name (default "answer").
+	// Name is json_schema.name (default "answer" with type json_schema).
 	Name string `yaml:"name,omitempty"`
 }
 
@@ -100,7 +100,7 @@ func (s *Scenario) featureDefaults() {
 			t.MaxRounds = DefaultToolMaxRounds
 		}
 	}
-	if rf := s.Session.ResponseFormat; rf != nil && rf.Name == "" {
+	if rf := s.Session.ResponseFormat; rf != nil && rf.Name == "" && rf.Type == ResponseJSONSchema {
 		rf.Name = DefaultResponseFormatName
 	}
 }
@@ -305,7 +305,7 @@ func (c *checker) responseFormatRules(rf *ResponseFormatSpec) {
 		return
 	}
 	c.oneOf(p+".type", rf.Type, ResponseJSONSchema, ResponseJSONObject)
-	if !schemaNamePattern.MatchString(rf.Name) {
+	if (rf.Type == ResponseJSONSchema || rf.Name != "") && !schemaNamePattern.MatchString(rf.Name) {
 		c.errorf(p+".name", "found %q; accepted: 1 to 64 letters, digits, '_' or '-' (OpenAI's rule for json_schema.name)", rf.Name)
 	}
 	switch rf.Type {

@@ -77,8 +77,11 @@ func TestFeatureDefaults(t *testing.T) {
 		tl.SchemaTokens.String() != "uniform 100–300" || tl.ResultTokens.String() != "uniform 200–2000" {
 		t.Errorf("tools defaults: %+v", *tl)
 	}
-	if s.Session.ResponseFormat.Name != "answer" {
-		t.Errorf("response_format.name default %q", s.Session.ResponseFormat.Name)
+	if s.Session.ResponseFormat.Name != "" {
+		t.Errorf("response_format.name for json_object %q", s.Session.ResponseFormat.Name)
+	}
+	if s2, _ := mustBuild(t, featureScenario("  response_format: {type: json_schema, schema: {type: object}}\n", "", "", ""), nil); s2.Session.ResponseFormat.Name != "answer" {
+		t.Errorf("response_format.name default %q", s2.Session.ResponseFormat.Name)
 	}
 	if !s.Streamed() {
 		t.Error("stream not set: want streamed")
