@@ -25,7 +25,8 @@ func reportCommand() *cli.Command {
 			"\"workload differs\" when the same stage number ran a different dataset. An AIPerf artifact directory\n" +
 			"(profile_export.jsonl, and profile_export_aiperf.json when present) is a one-stage run computed from\n" +
 			"its records in whichever layout they are; plload warns where AIPerf's summary disagrees with that.\n" +
-			"--handoff FILE also writes\n" +
+			"--by model also splits every stage by its records' model (target.models): tables, SLO verdict and\n" +
+			"cost per model, in the stage's own window. --handoff FILE also writes\n" +
 			"a work order from the last directory: each problem with its evidence numbers, likely causes,\n" +
 			"what to change, a done condition, and the commands to re-measure.\n\n" +
 			"With --records FILE: computes a stage from any profile_export.jsonl (plload's or AIPerf's) with\n" +
@@ -35,6 +36,7 @@ func reportCommand() *cli.Command {
 			&cli.StringFlag{Name: "handoff", Usage: "write a work order (Markdown) from the last run to `FILE`"},
 			&cli.StringFlag{Name: "chart", Usage: "write the runs' latency–throughput curves overlaid in one chart, with every run's SLO lines, to `FILE` (.svg or .png)"},
 			&cli.StringFlag{Name: "html", Usage: "write the comparison as one self-contained HTML page to `FILE` (chart overlaid per run)"},
+			&cli.StringFlag{Name: "by", Usage: "with results directories: also split every stage by `model` (its records' model metadata, target.models): tables, SLO verdict and cost per model, in the stage's own window"},
 			&cli.BoolFlag{Name: "charts", Usage: "redraw charts/latency_throughput.svg and .png in each results directory from its stage.json"},
 			&cli.StringFlag{Name: "records", Usage: "summarize this profile_export.jsonl (plload's, or AIPerf's in any layout) instead of results directories"},
 			&cli.BoolFlag{Name: "json", Usage: "with --records: print the summary as JSON (stage.json's summary, plus layout: early, 0.3 or current)"},
@@ -61,6 +63,9 @@ func reportCommand() *cli.Command {
 			if cmd.Args().Len() == 0 {
 				return badInput("report: expected one or more results directories; usage: plload report DIR [DIR...]")
 			}
+			if by := cmd.String("by"); by != "" && by != "model" {
+				return badInput("report --by %q: accepted: model", by)
+			}
 			if err := checkNotStageDirs(cmd.Args().Slice()); err != nil {
 				return err
 			}
@@ -77,6 +82,20 @@ func reportCommand() *cli.Command {
 				}
 			}
 			fmt.Fprint(out, report.Comparison(runs))
+			if cmd.String("by") == "model" {
+				for _, r := range runs {
+					fmt.Fprintf(out, "\n# %s by model\n", r.Name)
+					if r.RecordsLayout != "" {
+						fmt.Fprintln(out, "\nAn AIPerf artifact directory: its records carry no model metadata to split by.")
+						continue
+					}
+					text, err := report.ByModelText(r.Dir, r.Stages)
+					if err != nil {
+						return badInput("report --by model: %s: %v", r.Dir, err)
+					}
+					fmt.Fprint(out, text)
+				}
+			}
 			if cmd.Bool("charts") {
 				for _, r := range runs {
 					if err := report.WriteCharts(r.Dir, []report.Run{r}); err != nil {
