@@ -87,6 +87,9 @@ type bodyBuilder struct {
 	fixedTail []byte // `,"stream":true,...}` with extra_body
 	// exactOK: extra_body does not set ignore_eos, so a trace's exact output lengths may.
 	exactOK bool
+	// toolsTokens is the tools block's length in the scenario's tokenizer: a server counts it
+	// in every request's prompt, so the client's count of the prompt does too.
+	toolsTokens int
 }
 
 // reservedKeys are the body keys plload owns; extra_body may not set them.
@@ -113,6 +116,7 @@ func newBodyBuilder(sc *workload.Scenario, w *workload.Workload) (*bodyBuilder, 
 			reserved = append(slices.Clone(reserved), "tools", "tool_choice")
 			features.WriteString(`,"tools":`)
 			features.Write(tools)
+			b.toolsTokens = sc.Tokenizer().Count(string(tools))
 			features.WriteString(`,"tool_choice":`)
 			features.Write(appendString(nil, w.ToolChoice()))
 		}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -50,13 +49,8 @@ func (s *stageRun) judgeAnswer(ex *exchange) {
 // tool_calls exactly as received — and one tool message per call with the workload's synthetic
 // result for this session, turn, round and call.
 func (ss *session) addToolResults(ex *exchange, w *workload.Workload, turn, round int, count func(string) int) {
-	var asked strings.Builder
-	asked.WriteString(ex.answer.String())
-	for _, c := range ex.calls {
-		asked.WriteString(c.Name)
-		asked.WriteString(c.Arguments)
-	}
-	tokens := count(asked.String())
+	// A chat template renders the calls as their JSON, so the client counts that.
+	tokens := count(ex.answer.String()) + count(string(sse.AppendToolCallsJSON(nil, ex.calls)))
 	ss.history = append(ss.history, newToolCallsMessage(ex.answer.String(), ex.calls, tokens))
 	ss.isl += tokens
 	for i, c := range ex.calls {

@@ -92,6 +92,7 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, st sessionStart)
 		}
 		ex := s.sendTurn(reqCtx, ss, k, turn, text, credit)
 		s.releaseSlot()
+		last = ex // the slot's backoff reads it: without it a dead target is a flood
 		// An agent's answer with tool calls is followed at once by the tool results and the
 		// next request, round after round (SPEC §18).
 		for round := 1; ex.ok() && len(ex.calls) > 0; round++ {
@@ -146,7 +147,7 @@ func (s *stageRun) newSession(st sessionStart) *session {
 		history:  make([]message, 0, 1+2*len(sp.Turns)),
 		recorded: s.cfg.Scenario.Workload != nil && s.cfg.Scenario.Workload.Dataset != nil && s.cfg.Scenario.Workload.Dataset.History == "recorded",
 		intended: st.scheduled, due: st.scheduled, bodyHint: 4096,
-		ordinal: st.ordinal,
+		ordinal: st.ordinal, isl: s.body.toolsTokens,
 	}
 	if len(s.cfg.Scenario.Target.Models) > 0 {
 		ss.model = s.cfg.Workload.ModelFor(st.ordinal)
@@ -154,7 +155,7 @@ func (s *stageRun) newSession(st sessionStart) *session {
 	if sp.Persona >= 0 { // a dataset's conversation may have no system prompt
 		p := s.cfg.Workload.Personas[sp.Persona]
 		ss.history = append(ss.history, newMessage("system", p.SystemPrompt, p.Tokens))
-		ss.isl, ss.persona = p.Tokens, metrics.Some(sp.Persona)
+		ss.isl, ss.persona = ss.isl+p.Tokens, metrics.Some(sp.Persona)
 	}
 	return ss
 }

@@ -17,8 +17,9 @@ import (
 type tool struct {
 	Type     string `json:"type"`
 	Function struct {
-		Name       string          `json:"name"`
-		Parameters json.RawMessage `json:"parameters"`
+		Name        string          `json:"name"`
+		Description string          `json:"description,omitempty"`
+		Parameters  json.RawMessage `json:"parameters"`
 	} `json:"function"`
 }
 
