@@ -120,7 +120,9 @@ func streamChat(t *testing.T, m *Running, body []byte) streamedAnswer {
 	return readAnswer(t, events)
 }
 
-func userMsg(s string) []map[string]string { return []map[string]string{{"role": "user", "content": s}} }
+func userMsg(s string) []map[string]string {
+	return []map[string]string{{"role": "user", "content": s}}
+}
 
 // checkArguments asserts that a call's arguments are a JSON object meeting its function's schema.
 func checkArguments(t *testing.T, c *assembled) {
