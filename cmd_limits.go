@@ -31,7 +31,7 @@ func checkOpenFiles(sc *workload.Scenario, stderr io.Writer) error {
 		switch sc.Load.Mode {
 		case workload.ModeArrivalRate:
 			conns, field = st.MaxConcurrency, fmt.Sprintf("load.stages[%d].max_concurrency", i)
-		case workload.ModeRequestRate, workload.ModeReplay:
+		case workload.ModeRequestRate, workload.ModeReplay, workload.ModeBatch:
 			conns, field = sc.Load.MaxInFlight, "load.max_in_flight"
 		}
 		need, mockNote := conns+fileHeadroom, ""

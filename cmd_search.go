@@ -289,7 +289,7 @@ func (p *prober) probe(ctx context.Context, v float64) (int, search.Measurement,
 	early := search.NewEarlyStop(p.plan.slo, spec.Duration.D())
 	_, runErr := engine.Run(ctx, engine.Config{Scenario: sc, BaseURL: p.baseURL, Dir: p.dir, Log: p.log,
 		StopWhen:         func(_ int, rec *metrics.Record) string { return early.Check(rec) },
-		Workload:         &workload.Workload{Personas: w.Personas, Picker: w.Picker, Stages: w.Stages[k-1:]},
+		Workload:         w.WithStages(w.Stages[k-1:]),
 		ServerMetricsURL: serverMetricsURL(sc, p.baseURL),
 		OnStage:          func(res engine.StageResult) { r = res }})
 	if r.Stage == 0 {

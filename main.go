@@ -175,7 +175,7 @@ func printValidation(out io.Writer, sc *workload.Scenario, warnings workload.Iss
 	fmt.Fprintln(tw, "stage\tload\twarmup\tduration\tpool\tE[turns]\trequests (est.)\tin flight (est.)\tprompt tok first/mid/last\tdataset\tsha256")
 	for _, st := range sc.Stats(w) {
 		inFlight := "-" // closed loop: the stage's concurrency bounds it
-		if sc.Load.Mode == workload.ModeRequestRate || sc.Load.Mode == workload.ModeReplay {
+		if m := sc.Load.Mode; m == workload.ModeRequestRate || m == workload.ModeReplay || m == workload.ModeBatch {
 			inFlight = fmt.Sprintf("%.1f", st.Estimate.InFlight)
 		}
 		fmt.Fprintf(tw, "%02d\t%s\t%s\t%s\t%d\t%.2f\t%.0f\t%s\t%.0f / %.0f / %.0f\t%s\t%s\n",
@@ -183,8 +183,8 @@ func printValidation(out io.Writer, sc *workload.Scenario, warnings workload.Iss
 			st.PromptFirst, st.PromptMid, st.PromptLast, humanBytes(st.DatasetBytes), st.SHA256)
 	}
 	tw.Flush()
-	fmt.Fprintf(out, "\nprompt tokens are o200k_base counts of the text (chat-template tokens not included), with every answer\n"+
-		"at its max_output_tokens; requests (est.) assume %s.\n", sc.Assumption())
+	fmt.Fprintf(out, "\nprompt tokens are %s counts of the text (chat-template tokens not included), with every answer\n"+
+		"at its max_output_tokens; requests (est.) assume %s.\n", sc.Tokenizer().Name(), sc.Assumption())
 	if len(warnings) == 0 {
 		fmt.Fprintln(out, "\nno warnings")
 		return nil

@@ -102,6 +102,8 @@ func PeakStreams(sc *workload.Scenario) int {
 			if st.MaxConcurrency > 0 {
 				n = math.Min(n, float64(st.MaxConcurrency))
 			}
+		case workload.ModeBatch:
+			n = float64(sc.Load.MaxInFlight)
 		default: // request_rate, replay
 			n = sc.EstimateStage(st).InFlight
 		}

@@ -421,6 +421,8 @@ func stageLoadAttrs(l workload.LoadPlan, st workload.Stage) []any {
 		return []any{"rate", rate, "arrival", l.Arrival, "max_in_flight", l.MaxInFlight}
 	case workload.ModeReplay:
 		return []any{"time_scale", l.TimeScale, "max_in_flight", l.MaxInFlight}
+	case workload.ModeBatch:
+		return []any{"requests", st.Requests, "max_in_flight", l.MaxInFlight}
 	}
 	return []any{"concurrency", st.Concurrency}
 }

@@ -17,6 +17,7 @@ var loadKeysOf = map[string][]string{
 	workload.ModeArrivalRate: {},
 	workload.ModeRequestRate: {"arrival", "cv", "max_in_flight"},
 	workload.ModeReplay:      {"max_in_flight", "time_scale"},
+	workload.ModeBatch:       {"max_in_flight"},
 }
 
 // ScenarioYAML is the scenario file (its bytes) with the part's load in place of its own: name

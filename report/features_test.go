@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/workload"
 )
 
 // featureStage is stage 1 of the golden scenario with agent, structured-output and non-streamed
@@ -23,7 +24,7 @@ func featureStage(t *testing.T, batch bool, recs ...*metrics.Record) *StageRepor
 	}
 	rep := NewStageReport("plload test", sc, 0, strings.Repeat("a", 64), st.Summary(), EngineCounts{})
 	if batch {
-		rep.Mode = ModeBatch
+		rep.Mode = workload.ModeBatch
 	}
 	return rep
 }

@@ -278,7 +278,7 @@ func openLoopFields(r *StageReport, l workload.LoadPlan, st workload.Stage) {
 		r.MaxInFlight = l.MaxInFlight
 	case workload.ModeReplay:
 		r.MaxInFlight, r.TimeScale = l.MaxInFlight, l.TimeScale
-	case ModeBatch:
+	case workload.ModeBatch:
 		r.MaxInFlight = l.MaxInFlight
 	}
 }

@@ -19,13 +19,9 @@ func StageInput(sc *workload.Scenario, i int) metrics.StageInput {
 			ExpectedTurns: sc.ExpectedTurns(), Unpriced: sc.Cost.GPUHourlyUSD == nil},
 		Replay:       sc.Load.Mode == workload.ModeReplay,
 		AbsorbWindow: absorbWindow(sc, i),
-		Batch:        sc.Load.Mode == ModeBatch,
+		Batch:        sc.Load.Mode == workload.ModeBatch,
 	}
 }
-
-// ModeBatch is load.mode batch (SPEC §18): N requests as fast as the server takes them, the stage
-// judged as one job.
-const ModeBatch = "batch"
 
 // SLOLimits is the scenario's SLO as the stage is judged by it: every latency bound (the turn-1 keys
 // already folded in by the workload) in Latency, and the ttft and itl p95 bounds also in the turn-1

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/workload"
 )
 
 // Row formatting shared by the terminal, report.md and the comparison table.
@@ -108,7 +109,7 @@ func loadText(r *StageReport) string {
 		return rate + arrival + capText(r.MaxInFlight)
 	case "replay":
 		return fmt.Sprintf("replay ×%g%s", r.TimeScale, capText(r.MaxInFlight))
-	case ModeBatch:
+	case workload.ModeBatch:
 		return "batch" + capText(r.MaxInFlight)
 	}
 	if r.Concurrency == 0 {

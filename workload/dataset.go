@@ -18,7 +18,7 @@ import (
 type Turn struct {
 	// User is the message sent as the user (with its retrieved document first, for RAG).
 	User string
-	// UserTokens is the o200k_base length of User.
+	// UserTokens is the length of User in the scenario's tokenizer.
 	UserTokens int
 	// MaxOutputTokens is the most tokens this turn asks for.
 	MaxOutputTokens int

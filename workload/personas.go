@@ -15,7 +15,7 @@ import (
 type Persona struct {
 	Name         string `json:"name"`
 	SystemPrompt string `json:"system_prompt"`
-	// Tokens is the o200k_base length of SystemPrompt.
+	// Tokens is the length of SystemPrompt in the scenario's tokenizer.
 	Tokens int `json:"-"`
 }
 

@@ -31,7 +31,7 @@ type SourceSession struct {
 // SourceTurn is one request of a session.
 type SourceTurn struct {
 	User       string
-	UserTokens int // o200k_base length of User
+	UserTokens int // length of User in the scenario's tokenizer
 	// OutputTokens is the output length the file gives (0: none; output_tokens decides).
 	OutputTokens int
 	// ExactOutput asks the server for exactly OutputTokens (ignore_eos): a trace's output length

@@ -126,7 +126,7 @@ func (c *checker) traceRules(t *TraceSpec) {
 
 // readDatasetSource reads workload.dataset's file and applies its options: history cut at
 // max_turns and at the first request past max_input_tokens, conversations whose first request is
-// under min_input_tokens left out, seeded shuffle. Lengths are o200k_base counts of the text.
+// under min_input_tokens left out, seeded shuffle. Lengths are counts of the text in the scenario's tokenizer.
 func (s *Scenario) readDatasetSource(d *DatasetSpec) (*Source, error) {
 	path := s.resolvePath(d.File)
 	raw, lines, err := readDataset(path, d.Format)
