@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/plload/plload/mock"
+	"github.com/plload/plload/workload"
 )
 
 // scriptedAgent is a loopback chat server that scripts tool calls: a request whose last message is
@@ -296,5 +297,95 @@ func TestRequestsEndAConcurrencyStage(t *testing.T) {
 	}
 	if res[0].Issued != 12 || !res[0].EndedByCount || time.Since(start) > 20*time.Second {
 		t.Fatalf("%d issued, ended by count %v, after %v", res[0].Issued, res[0].EndedByCount, time.Since(start))
+	}
+}
+
+// TestModelMixOnTheMock: a 3:1 mix over 320 single-turn sessions (a batch) is realized within 5
+// points, every request body names its record's model, and preflight refuses a model the target
+// does not list, naming it.
+func TestModelMixOnTheMock(t *testing.T) {
+	base, cap := startMock(t, func(c *mock.Config) { c.Models = []string{"base-model", "sql-lora"} })
+	text := strings.Replace(scenarioYAML(base, "  turns: {dist: constant, value: 1}\n  user_input_tokens: {min: 5, max: 10}\n  max_output_tokens: {min: 2, max: 4}\n  think_time: {min: 1ms, max: 2ms}",
+		"  mode: batch\n  max_in_flight: 16\n  stages:\n    - {requests: 320}"), "  model: m\n",
+		"  model: base-model\n  models: [{name: base-model, weight: 3}, {name: sql-lora, weight: 1}]\n", 1)
+	_, dir, err := runScenario(t, context.Background(), text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byModel := map[string]int{}
+	recs := readRecords(t, filepath.Join(dir, "stage_01", "profile_export.jsonl"))
+	for _, r := range recs {
+		byModel[r["metadata"].(map[string]any)["model"].(string)]++
+	}
+	if len(recs) != 320 || len(byModel) != 2 {
+		t.Fatalf("%d records by model %v", len(recs), byModel)
+	}
+	if share := float64(byModel["base-model"]) / 320; share < 0.70 || share > 0.80 {
+		t.Fatalf("base-model got %.3f of the sessions, want 0.75 ± 0.05 (%v)", share, byModel)
+	}
+	cap.mu.Lock()
+	for _, reqs := range cap.requests {
+		for _, s := range reqs {
+			if m := s.body["model"]; m != "base-model" && m != "sql-lora" {
+				t.Fatalf("a request asked for %v", m)
+			}
+		}
+	}
+	cap.mu.Unlock()
+	sc, w := parseForPreflight(t, strings.Replace(text, "{name: sql-lora, weight: 1}", "{name: chat-lora, weight: 1}", 1))
+	_, err = Preflight(context.Background(), Config{Scenario: sc, Workload: w, Getenv: testEnv})
+	if err == nil || !strings.Contains(err.Error(), `"chat-lora"`) || !strings.Contains(err.Error(), "sql-lora") {
+		t.Fatalf("preflight with a model the mock does not serve: %v", err)
+	}
+}
+
+func parseForPreflight(t *testing.T, text string) (*workload.Scenario, *workload.Workload) {
+	t.Helper()
+	sc, issues := workload.Parse("t.yaml", []byte(text), workload.LoadOptions{ForRun: true, Getenv: testEnv})
+	if err := issues.Err(); err != nil {
+		t.Fatal(err)
+	}
+	w, err := sc.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sc, w
+}
+
+// TestStructuredShareOnTheMock: with the mock answering invalid JSON to a known share (0.25), the
+// records' structured_valid says so within sampling error, and every request carries the format.
+func TestStructuredShareOnTheMock(t *testing.T) {
+	base, cap := startMock(t, func(c *mock.Config) { c.JSONValidRate = 0.75 })
+	session := "  turns: {dist: constant, value: 1}\n  user_input_tokens: {min: 5, max: 10}\n  max_output_tokens: {dist: constant, value: 200}\n" +
+		"  response_format: {type: json_schema, schema: {type: object, properties: {answer: {type: string}}, required: [answer]}}"
+	_, dir, err := runScenario(t, context.Background(), scenarioYAML(base, session, "  mode: batch\n  max_in_flight: 16\n  stages:\n    - {requests: 300}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	valid, judged := 0, 0
+	for _, r := range readRecords(t, filepath.Join(dir, "stage_01", "profile_export.jsonl")) {
+		if v, ok := r["metadata"].(map[string]any)["structured_valid"].(bool); ok {
+			judged++
+			if v {
+				valid++
+			}
+		}
+	}
+	if judged != 300 {
+		t.Fatalf("%d of 300 answers judged", judged)
+	}
+	// 300 draws at 0.75: standard error 0.025; ±0.08 is over 3 of them.
+	if share := float64(valid) / 300; share < 0.67 || share > 0.83 {
+		t.Fatalf("valid share %.3f, the mock's 0.75", share)
+	}
+	cap.mu.Lock()
+	defer cap.mu.Unlock()
+	for _, reqs := range cap.requests {
+		for _, s := range reqs {
+			rf, _ := s.body["response_format"].(map[string]any)
+			if rf["type"] != "json_schema" {
+				t.Fatalf("a request without the response format: %v", s.body["response_format"])
+			}
+		}
 	}
 }
