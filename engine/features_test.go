@@ -389,3 +389,61 @@ func TestStructuredShareOnTheMock(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentSessionOnTheMock: on the bundled mock answering every request with tools by tool calls
+// (tool_call_rate 1) and max_rounds 2, each user turn sends rounds 0, 1, 2 and then the next turn;
+// every request after a round carries the assistant's tool_calls and one tool message per call id.
+func TestAgentSessionOnTheMock(t *testing.T) {
+	base, cap := startMock(t, func(c *mock.Config) { c.ToolCallRate = 1 })
+	session := strings.Replace(agentSession, "max_rounds: 4", "max_rounds: 2", 1)
+	res, dir, err := runScenario(t, context.Background(), scenarioYAML(base, session, "  mode: concurrency\n  stages:\n    - {concurrency: 2, duration: 800ms}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].Errors != 0 {
+		t.Fatalf("%d errors", res[0].Errors)
+	}
+	byConv := map[string][]int{}
+	for _, r := range readRecords(t, filepath.Join(dir, "stage_01", "profile_export.jsonl")) {
+		md := r["metadata"].(map[string]any)
+		byConv[md["conversation_id"].(string)] = append(byConv[md["conversation_id"].(string)], int(integer(md["tool_round"])))
+	}
+	for conv, rounds := range byConv {
+		for i, r := range rounds {
+			if r != i%3 {
+				t.Fatalf("%s: rounds %v, want 0, 1, 2 per turn", conv, rounds)
+			}
+		}
+	}
+	cap.mu.Lock()
+	defer cap.mu.Unlock()
+	checked := 0
+	for _, reqs := range cap.requests {
+		for _, s := range reqs {
+			msgs := s.body["messages"].([]any)
+			var pending []string // call ids asked and not yet answered
+			for _, m := range msgs {
+				mm := m.(map[string]any)
+				switch mm["role"] {
+				case "assistant":
+					calls, _ := mm["tool_calls"].([]any)
+					for _, c := range calls {
+						pending = append(pending, c.(map[string]any)["id"].(string))
+					}
+				case "tool":
+					if len(pending) == 0 || mm["tool_call_id"] != pending[0] {
+						t.Fatalf("a tool message for %v, the calls pending %v", mm["tool_call_id"], pending)
+					}
+					pending = pending[1:]
+					checked++
+				}
+			}
+			if len(pending) != 0 {
+				t.Fatalf("calls without results: %v", pending)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no tool message was sent")
+	}
+}
