@@ -93,6 +93,9 @@ func ByModelText(runDir string, stages []*StageReport) (string, error) {
 			continue
 		}
 		b.WriteString(StageTable(split.Models))
+		// The models shared the GPUs: a model's cost columns price the whole deployment against
+		// that model's traffic alone, an upper bound, not its share of the bill.
+		b.WriteString("\nCost by model charges the whole deployment (gpu_hourly_usd × gpu_count) to each model's own traffic: an upper bound for each, not a split of the bill; the stage's own cost is in the table without --by model.\n")
 		var warnings []string
 		for _, m := range split.Models {
 			for _, w := range m.Summary.Warnings {
