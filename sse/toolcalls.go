@@ -1,9 +1,10 @@
 package sse
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/json"
 	"slices"
-	"unicode/utf8"
 )
 
 // ToolCallDelta is one entry of a chunk's delta.tool_calls.
@@ -130,43 +131,13 @@ func AppendToolCallsJSON(b []byte, calls []ToolCall) []byte {
 	return append(b, ']')
 }
 
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString writes s as a JSON string: valid UTF-8 passes through byte for byte, quotes,
-// backslashes and control characters are escaped, an invalid byte becomes \ufffd (as encoding/json
-// writes it). U+2028 and U+2029 are escaped so the text is also valid JavaScript.
+// appendJSONString writes s as a JSON string as encoding/json does (an invalid byte becomes \ufffd,
+// U+2028 and U+2029 are escaped), without its HTML escaping: a tool message is rare enough that
+// its cost does not matter, and one JSON string writer is enough for the package.
 func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			switch {
-			case c == '"' || c == '\\':
-				b = append(b, '\\', c)
-			case c == '\n':
-				b = append(b, '\\', 'n')
-			case c == '\r':
-				b = append(b, '\\', 'r')
-			case c == '\t':
-				b = append(b, '\\', 't')
-			case c < 0x20:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			default:
-				b = append(b, c)
-			}
-			i++
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xf])
-		default:
-			b = append(b, s[i:i+size]...)
-		}
-		i += size
-	}
-	return append(b, '"')
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	return append(b, bytes.TrimSuffix(buf.Bytes(), []byte{'\n'})...)
 }
