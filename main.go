@@ -185,6 +185,10 @@ func printValidation(out io.Writer, sc *workload.Scenario, warnings workload.Iss
 	tw.Flush()
 	fmt.Fprintf(out, "\nprompt tokens are %s counts of the text (chat-template tokens not included), with every answer\n"+
 		"at its max_output_tokens; requests (est.) assume %s.\n", sc.Tokenizer().Name(), sc.Assumption())
+	if n := w.MaxToolRounds(); n > 0 {
+		fmt.Fprintf(out, "agent sessions: every request also carries the tools block (%d tokens), and each user turn may add up to\n"+
+			"%d tool rounds (requests after tool results): neither is in the estimates above.\n", sc.Tokenizer().Count(string(w.ToolsJSON())), n)
+	}
 	if len(warnings) == 0 {
 		fmt.Fprintln(out, "\nno warnings")
 		return nil
