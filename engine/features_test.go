@@ -447,3 +447,16 @@ func TestAgentSessionOnTheMock(t *testing.T) {
 		t.Fatal("no tool message was sent")
 	}
 }
+
+// TestRequestsEndARequestRateStage: a request_rate stage with requests and no duration sends its
+// N requests on the schedule and ends; its window runs to the last answer.
+func TestRequestsEndARequestRateStage(t *testing.T) {
+	base, _ := startMock(t, nil)
+	res, _, err := runScenario(t, context.Background(), requestRateYAML(base, "  mode: request_rate\n  stages:\n    - {rate: 200, requests: 40}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := res[0]; r.Issued != 40 || !r.EndedByCount || r.LastEndNs <= r.T0Ns {
+		t.Fatalf("%d issued, ended by count %v, t0 %d, last end %d", r.Issued, r.EndedByCount, r.T0Ns, r.LastEndNs)
+	}
+}
