@@ -422,7 +422,7 @@ func parsePreTokenizer(raw json.RawMessage, last bool) ([]preTokenizer, bool, er
 
 func parseModel(raw json.RawMessage) (*bpeModel, error) {
 	if isNull(raw) {
-		return nil, fmt.Errorf("no model")
+		return nil, fmt.Errorf("no model: a Hugging Face tokenizer.json has a \"model\" section (its vocabulary and merges); is this file one? accepted: the tokenizer.json of a model repository")
 	}
 	var v hfModel
 	small := []byte{'{'}

@@ -71,6 +71,9 @@ func load(spec string) (Tokenizer, error) {
 		}
 		return loadFile(path, spec)
 	}
+	if strings.HasSuffix(spec, ".json") || strings.HasPrefix(spec, ".") || strings.HasPrefix(spec, "/") || strings.HasPrefix(spec, "~") {
+		return nil, fmt.Errorf("%s: no such file or directory; accepted: a path to a tokenizer.json or a directory holding one, a built-in encoding (o200k_base, cl100k_base), or a Hugging Face repo id (org/name or org/name@revision)", spec)
+	}
 	if repoIDRe.MatchString(spec) {
 		path, commit, err := hfhub.Resolve(context.Background(), spec)
 		if err != nil {
@@ -79,7 +82,13 @@ func load(spec string) (Tokenizer, error) {
 		repo, _, _ := strings.Cut(spec, "@")
 		return loadFile(path, repo+"@"+commit)
 	}
-	return nil, fmt.Errorf("tokenizer: %q is neither a built-in encoding (o200k_base, cl100k_base), an existing tokenizer.json or directory holding one, nor a Hugging Face repo id (org/name or org/name@revision)", spec)
+	hint := ""
+	for _, b := range []string{"o200k_base", "cl100k_base"} {
+		if strings.HasPrefix(b, strings.ToLower(spec)) || strings.HasPrefix(strings.ToLower(spec), strings.TrimSuffix(b, "_base")) {
+			hint = fmt.Sprintf(" (did you mean %s?)", b)
+		}
+	}
+	return nil, fmt.Errorf("%q is neither a built-in encoding (o200k_base, cl100k_base), an existing tokenizer.json or directory holding one, nor a Hugging Face repo id (org/name or org/name@revision)%s", spec, hint)
 }
 
 // repoIDRe is a Hugging Face repo id, with an optional revision.

@@ -293,7 +293,7 @@ func TestRefused(t *testing.T) {
 		{`{"pre_tokenizer":{"type":"Split","pattern":{"String":" "},"behavior":"Weird"},"model":` + tinyModel + `}`, `behavior "Weird"`},
 		{`{"model":`, `not a valid tokenizer.json`},
 		{`[]`, `not a valid tokenizer.json`},
-		{`{}`, `no model`},
+		{`{}`, `no model: a Hugging Face tokenizer.json`},
 	} {
 		p := writeJSON(t, c.json)
 		_, err := Load(p)

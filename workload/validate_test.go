@@ -148,7 +148,7 @@ func TestValidationRules(t *testing.T) {
 		{"dataset too large", []edit{{17, "    - {concurrency: 9000000, duration: 60s}"}}, false, "load.stages[0]", 17, "{", "the pool of 27000000 sessions is about"},
 		{"tokenizer not cached and offline", []edit{{0, "  tokenizer: Qwen/Qwen3-8B"}}, false, "target.tokenizer", 0, "Qwen", "offline mode"},
 		{"tokenizer unknown", []edit{{0, "  tokenizer: gpt2"}}, false, "target.tokenizer", 0, "gpt2", `"gpt2" is neither a built-in encoding (o200k_base, cl100k_base), an existing tokenizer.json`},
-		{"tokenizer file missing", []edit{{0, "  tokenizer: ./nope/tokenizer.json"}}, false, "target.tokenizer", 0, "./nope", "an existing tokenizer.json or directory holding one"},
+		{"tokenizer file missing", []edit{{0, "  tokenizer: ./nope/tokenizer.json"}}, false, "target.tokenizer", 0, "./nope", "./nope/tokenizer.json: no such file or directory"},
 		{"warn think time", []edit{{13, "  think_time: {min: 0s, max: 90s}"}}, true, "session.think_time", 13, "{", "think time can reach 1m30s (> 60s)"},
 		{"warn drain", []edit{{0, "  drain_timeout: 10s"}}, true, "load.drain_timeout", 0, "10s", "drain_timeout 10s is shorter than target.timeout 2m"},
 		{"warn short stage", []edit{{17, "    - {concurrency: 2, duration: 1s}"}}, true, "load.stages[0].duration", 17, "1s", "shorter than a typical session"},
