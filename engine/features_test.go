@@ -334,7 +334,7 @@ func TestModelMixOnTheMock(t *testing.T) {
 	cap.mu.Unlock()
 	sc, w := parseForPreflight(t, strings.Replace(text, "{name: sql-lora, weight: 1}", "{name: chat-lora, weight: 1}", 1))
 	_, err = Preflight(context.Background(), Config{Scenario: sc, Workload: w, Getenv: testEnv})
-	if err == nil || !strings.Contains(err.Error(), `"chat-lora"`) || !strings.Contains(err.Error(), "sql-lora") {
+	if err == nil || !strings.Contains(err.Error(), `"chat-lora"`) || !strings.Contains(err.Error(), "sql-lora") || !strings.Contains(err.Error(), "preflight: GET ") {
 		t.Fatalf("preflight with a model the mock does not serve: %v", err)
 	}
 }

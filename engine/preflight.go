@@ -17,10 +17,15 @@ import (
 // sent before the first stage: what was asked, what went wrong and what to do about it.
 type PreflightError struct {
 	URL, Problem, Fix string
+	Method            string // "" is POST, the request a stage sends
 }
 
 func (e *PreflightError) Error() string {
-	return fmt.Sprintf("preflight: POST %s: %s; %s (no stage was started; --no-preflight skips this check)", e.URL, e.Problem, e.Fix)
+	method := e.Method
+	if method == "" {
+		method = http.MethodPost
+	}
+	return fmt.Sprintf("preflight: %s %s: %s; %s (no stage was started; --no-preflight skips this check)", method, e.URL, e.Problem, e.Fix)
 }
 
 // Preflight sends one real streamed request — the scenario's model and endpoint, one output token —
@@ -123,7 +128,7 @@ func (s *stageRun) checkModels(ctx context.Context) (string, error) {
 	}
 	for _, m := range names {
 		if !slices.Contains(served, m.Name) {
-			return "", &PreflightError{URL: url, Problem: fmt.Sprintf("target.models names %q, which the server does not list (it serves: %s)", m.Name, strings.Join(served, ", ")),
+			return "", &PreflightError{Method: http.MethodGet, URL: url, Problem: fmt.Sprintf("target.models names %q, which the server does not list (it serves: %s)", m.Name, strings.Join(served, ", ")),
 				Fix: "correct the name in target.models, or load that model or adapter on the server"}
 		}
 	}

@@ -27,7 +27,11 @@ func (s *stageRun) markStart(t time.Time) {
 		s.times.end = s.times.warmupEnd.Add(s.times.duration)
 		close(s.times.started)
 		if s.cfg.Live != nil {
-			s.cfg.Live.Window(s.times.warmupEnd, s.times.end)
+			end := s.times.end
+			if s.times.duration == noTimeEnd {
+				end = time.Time{} // a count ends the stage: no planned time to show
+			}
+			s.cfg.Live.Window(s.times.warmupEnd, end)
 		}
 	})
 }

@@ -192,7 +192,7 @@ func (f *features) result(sum *StageSummary, in StageInput) {
 			b.ReqPerSec = float64(b.Succeeded) / b.CompletionS
 			b.OutTokPerSec = float64(b.OutputTokens) / b.CompletionS
 		}
-		if !in.Cost.Unpriced {
+		if !in.Cost.Unpriced && b.Succeeded > 0 { // a job that answered nothing has no cost per job
 			v := in.Cost.GPUHourlyUSD * float64(max(in.Cost.GPUCount, 1)) * b.CompletionS / 3600
 			b.CostPerJobUSD = &v
 		}

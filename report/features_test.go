@@ -147,3 +147,25 @@ func TestNotStreamedTables(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestBatchHeadlineWhenTheJobDidNotComplete: a batch none of whose requests was answered (a dead
+// target) says so, with no cost per job; one cut short by the engine's abort says it stopped.
+func TestBatchHeadlineWhenTheJobDidNotComplete(t *testing.T) {
+	failed := func(startS float64) *metrics.Record {
+		r := rec(startS, 100, 10, "a")
+		r.Error = &metrics.RecordError{Code: metrics.Some(502), Type: "Bad Gateway"}
+		return r
+	}
+	dead := featureStage(t, true, failed(0.1), failed(0.2))
+	if dead.Batch.CostPerJobUSD != nil {
+		t.Fatalf("a job that answered nothing has a cost per job: %v", *dead.Batch.CostPerJobUSD)
+	}
+	if head := HeadlineText([]*StageReport{dead}); !strings.Contains(head, "batch of 2 requests sent over") || !strings.Contains(head, "none answered: the job did not complete") || strings.Contains(head, "completed in") || strings.Contains(head, "/job") {
+		t.Fatalf("headline of a dead job: %s", head)
+	}
+	cut := featureStage(t, true, rec(0.5, 100, 10, "a"), failed(0.6))
+	cut.Engine.Aborted = "target unreachable"
+	if head := HeadlineText([]*StageReport{cut}); !strings.Contains(head, "stopped, not completed, after") || strings.Contains(head, "completed in") {
+		t.Fatalf("headline of an aborted job: %s", head)
+	}
+}

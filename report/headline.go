@@ -135,8 +135,17 @@ func batchHeadline(stages []*StageReport) string {
 		if r.SLO.Set() {
 			verdict = "SLO " + r.Summary.SLO.Verdict
 		}
-		parts[i] = fmt.Sprintf("stage %02d: batch of %d requests completed in %s s (%.2f req/s, out tok/s %.1f), %s, %s",
-			r.Stage, b.Requests, num(b.CompletionS, 2), b.ReqPerSec, b.OutTokPerSec, job, verdict)
+		if b.Succeeded == 0 {
+			parts[i] = fmt.Sprintf("stage %02d: batch of %d requests sent over %s s, none answered: the job did not complete, %s",
+				r.Stage, b.Requests, num(b.CompletionS, 2), verdict)
+			continue
+		}
+		done := "completed in"
+		if r.Partial || r.Engine.Aborted != "" {
+			done = "stopped, not completed, after" // interrupted, or the target stopped answering
+		}
+		parts[i] = fmt.Sprintf("stage %02d: batch of %d requests %s %s s (%.2f req/s, out tok/s %.1f), %s, %s",
+			r.Stage, b.Requests, done, num(b.CompletionS, 2), b.ReqPerSec, b.OutTokPerSec, job, verdict)
 		if b.Succeeded < b.Requests {
 			parts[i] += fmt.Sprintf(" (%d failed)", b.Requests-b.Succeeded)
 		}
