@@ -207,7 +207,15 @@ func configurationSection(b *strings.Builder, r *Report, sc, m *workload.Scenari
 	if mk := sc.Target.Mock; sc.UsesMock() && mk != nil {
 		target = fmt.Sprintf("the bundled mock, in-process (TTFT %s, %g tok/s per stream, jitter %g, error rate %g)", mk.TTFT, mk.TPS, mk.Jitter, mk.ErrorRate)
 	}
-	fmt.Fprintf(b, "- Target: %s, model %s, endpoint %s; seed %d.\n", target, m.Target.Model, m.Target.Endpoint, sc.Seed)
+	model := "model " + m.Target.Model
+	if len(sc.Target.Models) > 0 {
+		mix := make([]string, len(sc.Target.Models))
+		for i, mw := range sc.Target.Models {
+			mix[i] = fmt.Sprintf("%s (weight %g)", mw.Name, mw.Weight)
+		}
+		model = "a model mix, one per session: " + strings.Join(mix, ", ")
+	}
+	fmt.Fprintf(b, "- Target: %s, %s, endpoint %s; seed %d.\n", target, model, m.Target.Endpoint, sc.Seed)
 	b.WriteString(outputLengthLine(sc))
 	if len(sc.Target.ExtraBody) > 0 {
 		eb, _ := json.Marshal(sc.Target.ExtraBody)
