@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"runtime"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -63,6 +64,10 @@ func chunkCostChild(kind string) int {
 			defer pprof.StopCPUProfile()
 		}
 	}
+	if path := os.Getenv("PLLOAD_BENCH_MEMPROFILE"); path != "" { // PATH.<client>: every allocation's site, for go tool pprof -sample_index=alloc_space
+		runtime.MemProfileRate = 512
+		defer writeAllocProfile(path + "." + kind)
+	}
 	var res chunkCostResult
 	switch kind {
 	case "bare":
@@ -85,6 +90,20 @@ func chunkCostChild(kind string) int {
 	out, _ := json.Marshal(res)
 	fmt.Println(string(out))
 	return 0
+}
+
+// writeAllocProfile writes the allocations profile to path; a failure only loses the profile.
+func writeAllocProfile(path string) {
+	runtime.GC() // the profile holds what was allocated up to the last completed collection
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chunk-cost child:", err)
+		return
+	}
+	defer f.Close()
+	if err := pprof.Lookup("allocs").WriteTo(f, 0); err != nil {
+		fmt.Fprintln(os.Stderr, "chunk-cost child:", err)
+	}
 }
 
 // bareBody is the bare loop's request: one short user message, 64 tokens exactly, streamed.

@@ -259,7 +259,7 @@ type delayLog struct {
 	late []float64 // ms
 }
 
-func (d *delayLog) add(ev *sse.Event) {
+func (d *delayLog) add(ev sse.Event) {
 	v, ok := strings.CutPrefix(ev.CommentText, "sent_ns=")
 	if !ok {
 		return

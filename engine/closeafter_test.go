@@ -34,7 +34,7 @@ func TestServerClosingAfterEachAnswer(t *testing.T) {
 			defer stop()
 			var answered atomic.Int64
 			res, dir, err := runScenarioConfig(t, ctx, text, func(c *Config) {
-				c.OnTokenEvent = func(*sse.Event) {
+				c.OnTokenEvent = func(sse.Event) {
 					if answered.Add(1) == want {
 						stop()
 					}

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -126,6 +127,22 @@ type streamRead struct {
 	readFailed error
 }
 
+// streamReads keeps released streamReads with their token-time slices, so a stream's times are
+// appended to a slice another stream has grown (and left in the CPU's cache) rather than to one grown
+// from nothing, allocation by allocation, on every request (issue 19).
+var streamReads = sync.Pool{New: func() any { return new(streamRead) }}
+
+// release gives st back for reuse; nothing may use it after. A slice grown past a long answer's
+// size is dropped rather than kept.
+func (st *streamRead) release() {
+	tokens := st.tokens[:0]
+	if cap(tokens) > 8192 {
+		tokens = nil
+	}
+	*st = streamRead{tokens: tokens}
+	streamReads.Put(st)
+}
+
 // newRequest is the POST of body with the stage's headers and the request's ids: X-Request-ID,
 // X-Correlation-ID (the session's), and target.session_header's header with the session's id on every
 // turn, for a router's session affinity.
@@ -170,6 +187,7 @@ func (s *stageRun) httpError(ex *exchange, resp *http.Response, islEstimate int)
 func (s *stageRun) readStream(ctx, reqCtx context.Context, ex *exchange, body io.Reader, start time.Time, isl int) {
 	rec := &ex.rec
 	st := s.readEvents(ex, body)
+	defer st.release()
 	switch {
 	case st.streamErr != nil:
 		rec.RequestEndNs = metrics.Some(s.clock.ns(st.last))
@@ -203,8 +221,9 @@ func (s *stageRun) readStream(ctx, reqCtx context.Context, ex *exchange, body io
 // readEvents reads the answer's events to [DONE], an error, or the end of the stream, adding its
 // content to ex's answer as streamed.
 func (s *stageRun) readEvents(ex *exchange, body io.Reader) *streamRead {
-	st := &streamRead{}
+	st := streamReads.Get().(*streamRead)
 	rd := sse.NewReader(body, s.maxEventBytes)
+	defer rd.Release()
 	for !st.done {
 		ev, err := rd.Next()
 		if err != nil {
@@ -223,7 +242,7 @@ func (s *stageRun) readEvents(ex *exchange, body io.Reader) *streamRead {
 		}
 		if ev.IsToken() {
 			if s.cfg.OnTokenEvent != nil {
-				s.cfg.OnTokenEvent(&ev)
+				s.cfg.OnTokenEvent(ev)
 			}
 			st.tokens = append(st.tokens, ev.At)
 			st.chars += utf8.RuneCountInString(ev.Content) + utf8.RuneCountInString(ev.Reasoning) + utf8.RuneCountInString(ev.ToolCall)

@@ -12,6 +12,7 @@ import (
 	"io"
 	"math"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -120,13 +121,38 @@ type Reader struct {
 	line     []byte
 }
 
-// NewReader reads from r; maxEventBytes ≤ 0 means DefaultMaxEventBytes.
+// readers keeps released Readers with their buffers: a load generator opens a stream per request,
+// and a buffer another stream just let go of is still in the CPU's cache, where a new one would be
+// zeroed memory (issue 19).
+var readers = sync.Pool{New: func() any {
+	tr := &timedReader{}
+	return &Reader{tr: tr, br: bufio.NewReaderSize(tr, 4<<10)}
+}}
+
+// NewReader reads from r; maxEventBytes ≤ 0 means DefaultMaxEventBytes. Release gives the Reader
+// back for reuse when the stream is done.
 func NewReader(r io.Reader, maxEventBytes int) *Reader {
 	if maxEventBytes <= 0 {
 		maxEventBytes = DefaultMaxEventBytes
 	}
-	tr := &timedReader{r: r}
-	return &Reader{tr: tr, br: bufio.NewReaderSize(tr, 4<<10), max: maxEventBytes}
+	rd := readers.Get().(*Reader)
+	rd.tr.r, rd.tr.last = r, time.Time{}
+	rd.br.Reset(rd.tr)
+	rd.max = maxEventBytes
+	return rd
+}
+
+// Release ends the Reader's use; it must not be used after. Events already returned stay valid (no
+// event refers to the Reader's buffers). Buffers grown past what a common stream needs are dropped
+// rather than kept in the pool.
+func (r *Reader) Release() {
+	r.reset()
+	r.tr.r = nil
+	r.br.Reset(nil)
+	if cap(r.data) > 64<<10 || cap(r.line) > 64<<10 || cap(r.comment) > 64<<10 {
+		r.data, r.line, r.comment = nil, nil, nil
+	}
+	readers.Put(r)
 }
 
 // Next returns the next message. At the end of the stream it returns io.EOF (a message cut off by
@@ -140,7 +166,7 @@ func (r *Reader) Next() (Event, error) {
 				if r.hasData {
 					// The stream ended without the blank line that ends a message. Keep the message
 					// if it is whole (some servers end "data: [DONE]\n" that way); else it was cut.
-					ev, derr := r.dispatch()
+					ev, derr := r.dispatch(r.data)
 					r.reset()
 					if derr != nil {
 						return Event{}, io.ErrUnexpectedEOF
@@ -161,7 +187,12 @@ func (r *Reader) Next() (Event, error) {
 				r.event = "" // an event name with no data dispatches nothing (as browsers do)
 				continue
 			}
-			ev, err := r.dispatch()
+			ev, err := r.dispatch(r.data)
+			r.reset()
+			return ev, err
+		}
+		if data, ok := r.wholeDataMessage(line); ok {
+			ev, err := r.dispatch(data)
 			r.reset()
 			return ev, err
 		}
@@ -177,12 +208,42 @@ func (r *Reader) reset() {
 	r.data, r.hasData, r.event, r.comments, r.comment = r.data[:0], false, "", false, r.comment[:0]
 }
 
+// wholeDataMessage is the streamed chunk's common shape read without copying: a message that is one
+// `data:` line whose blank line is already in the buffer. Its payload is returned in place (valid
+// until the next read) and the blank line consumed; anything else — a second data line to join, an
+// end not yet in the buffer — takes the copying path. Comment and event lines before it were kept
+// as usual (issue 19: the copies into the line and data buffers were a share of plload's CPU per
+// chunk).
+func (r *Reader) wholeDataMessage(line []byte) ([]byte, bool) {
+	value, ok := bytes.CutPrefix(line, []byte("data:"))
+	if !ok || r.hasData || len(value) > r.max {
+		return nil, false
+	}
+	// Buffered bytes only: a Peek past them would refill the buffer under line.
+	next, _ := r.br.Peek(min(2, r.br.Buffered()))
+	switch {
+	case len(next) >= 1 && next[0] == '\n':
+		r.br.Discard(1)
+	case len(next) == 2 && next[0] == '\r' && next[1] == '\n':
+		r.br.Discard(2)
+	default:
+		return nil, false
+	}
+	if len(value) > 0 && value[0] == ' ' {
+		value = value[1:]
+	}
+	return value, true
+}
+
 // readLine returns one line without its terminator (\n, \r\n or \r), refusing lines over the limit.
+// A line whole in the buffer is returned in place, valid until the next read.
 func (r *Reader) readLine() ([]byte, error) {
-	r.line = r.line[:0]
+	chunk, err := r.br.ReadSlice('\n')
+	if err == nil {
+		return bytes.TrimSuffix(chunk[:len(chunk)-1], []byte("\r")), nil
+	}
+	r.line = append(r.line[:0], chunk...)
 	for {
-		chunk, err := r.br.ReadSlice('\n')
-		r.line = append(r.line, chunk...)
 		if len(r.line) > r.max+64 {
 			// Drain the rest of the line without keeping it, so memory stays bounded.
 			for errors.Is(err, bufio.ErrBufferFull) {
@@ -190,17 +251,18 @@ func (r *Reader) readLine() ([]byte, error) {
 			}
 			return nil, fmt.Errorf("%w (%d bytes)", ErrEventTooLarge, r.max)
 		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
+		if err == nil {
+			line := r.line[:len(r.line)-1]
+			return bytes.TrimSuffix(line, []byte("\r")), nil
 		}
-		if err != nil {
+		if !errors.Is(err, bufio.ErrBufferFull) {
 			if len(r.line) > 0 && errors.Is(err, io.EOF) {
 				return bytes.TrimRight(r.line, "\r"), nil
 			}
 			return nil, err
 		}
-		line := r.line[:len(r.line)-1]
-		return bytes.TrimSuffix(line, []byte("\r")), nil
+		chunk, err = r.br.ReadSlice('\n')
+		r.line = append(r.line, chunk...)
 	}
 }
 
@@ -235,12 +297,13 @@ func (r *Reader) field(line []byte) {
 	// id and retry do not matter to a load generator; unknown fields are ignored, as the SSE spec says.
 }
 
-func (r *Reader) dispatch() (Event, error) {
+// dispatch decodes one message whose joined data is data.
+func (r *Reader) dispatch(data []byte) (Event, error) {
 	ev := Event{At: r.tr.last}
 	if r.comments {
 		ev.CommentText = string(r.comment)
 	}
-	data := bytes.TrimSpace(r.data)
+	data = bytes.TrimSpace(data)
 	if string(data) == "[DONE]" {
 		ev.Done = true
 		return ev, nil

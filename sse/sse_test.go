@@ -1,8 +1,10 @@
 package sse
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"testing"
@@ -203,6 +205,58 @@ func FuzzReader(f *testing.F) {
 			if len(ev.Content)+len(ev.Reasoning)+len(ev.ToolCall) > 512 {
 				t.Fatalf("event larger than the limit: %d bytes", len(ev.Content))
 			}
+		}
+	})
+}
+
+// messages is every message read through r (At cleared: it differs between readers), with each
+// error's text, up to 1,000 messages.
+func messages(r io.Reader, max int) []string {
+	rd := NewReader(r, max)
+	defer rd.Release()
+	var out []string
+	for range 1000 {
+		ev, err := rd.Next()
+		ev.At = time.Time{}
+		out = append(out, fmt.Sprintf("%+v %v", ev, err))
+		if err != nil && !errors.As(err, new(*MalformedError)) {
+			break
+		}
+	}
+	return out
+}
+
+// A Reader released in the middle of a message (an event name, a comment and a data line read, the
+// stream abandoned) and taken again reads the next stream as a new Reader would.
+func TestReaderReleasedMidMessage(t *testing.T) {
+	second := "data: {\"choices\":[{\"delta\":{\"content\":\"b\"}}]}\n\ndata: [DONE]\n\n"
+	want := messages(strings.NewReader(second), 512)
+	for range 20 { // the pool may hand back another Reader; twenty rounds reuse the released one
+		cut := errors.New("connection reset")
+		rd := NewReader(io.MultiReader(strings.NewReader("event: error\n: note\ndata: {\"a\":1}\ndata: 2\n"), iotest.ErrReader(cut)), 512)
+		if _, err := rd.Next(); !errors.Is(err, cut) {
+			t.Fatalf("the cut stream read as %v, want %v", err, cut)
+		}
+		rd.Release()
+		if got := messages(strings.NewReader(second), 512); !cmp.Equal(got, want) {
+			t.Fatalf("after a release mid-message: %v, want %v", got, want)
+		}
+	}
+}
+
+// FuzzReaderSplits: however the stream is split into reads, the messages are the same. Read whole,
+// most messages take the in-place path (a data line with its blank line already buffered); read a
+// byte at a time, none can, so every message goes through the copying path.
+func FuzzReaderSplits(f *testing.F) {
+	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\ndata: [DONE]\n\n"), 512)
+	f.Add([]byte(": sent_ns=5\ndata: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\r\n\r\nevent: error\ndata: x\n\n"), 64)
+	f.Add([]byte("data: 1\ndata: 2\n\ndata:{\"choices\":[]}\n\ndata: [DONE]"), 8)
+	f.Fuzz(func(t *testing.T, data []byte, max int) {
+		max = 1 + int(uint(max)%600)
+		whole := messages(bytes.NewReader(data), max)
+		bytewise := messages(iotest.OneByteReader(bytes.NewReader(data)), max)
+		if diff := cmp.Diff(bytewise, whole); diff != "" {
+			t.Fatalf("read whole vs a byte at a time (-bytewise +whole):\n%s", diff)
 		}
 	})
 }
