@@ -239,6 +239,15 @@ func (b *bodyBuilder) build(buf []byte, model string, history []message, maxToke
 	if p, ok := b.prefixes[model]; ok {
 		prefix = p
 	}
+	if buf == nil && b.chat {
+		// Sized to fit: a guessed size either copies the body again as it grows or zeroes kilobytes
+		// it never uses, on every request (issue 19).
+		n := len(prefix) + len(b.fixedTail) + 96 // 96: the max-tokens field, its value and ignore_eos
+		for _, m := range history {
+			n += len(m.encoded) + 1
+		}
+		buf = make([]byte, 0, n)
+	}
 	buf = append(buf[:0], prefix...)
 	if b.chat {
 		buf = append(buf, `,"messages":[`...)

@@ -30,7 +30,6 @@ type session struct {
 	// intended is the turn's intended send time; due the trace's own time of the turn, for turns due
 	// AfterPrevious; lastEnd the previous answer's end.
 	intended, due, lastEnd time.Time
-	bodyHint               int
 	// model is the model this session asks for ("": target.model); ordinal its global ordinal,
 	// which seeds its tool results.
 	model   string
@@ -146,7 +145,7 @@ func (s *stageRun) newSession(st sessionStart) *session {
 		sr:       st.sessionRecord(s.clock.ns(st.scheduled)),
 		history:  make([]message, 0, 1+2*len(sp.Turns)),
 		recorded: s.cfg.Scenario.Workload != nil && s.cfg.Scenario.Workload.Dataset != nil && s.cfg.Scenario.Workload.Dataset.History == "recorded",
-		intended: st.scheduled, due: st.scheduled, bodyHint: 4096,
+		intended: st.scheduled, due: st.scheduled,
 		ordinal: st.ordinal, isl: s.body.toolsTokens,
 	}
 	if len(s.cfg.Scenario.Target.Models) > 0 {
@@ -214,9 +213,8 @@ func (s *stageRun) sendRequest(reqCtx context.Context, ss *session, k, round int
 	if s.cfg.Workload.MaxToolRounds() > 0 {
 		ex.rec.ToolRound = metrics.Some(round)
 	}
-	// A fresh buffer per request: the transport may still hold the last one.
-	body := s.body.build(make([]byte, 0, ss.bodyHint), ss.model, withNonce(ss.history, s.cfg.Scenario.NonceAt(), ex.rec.XRequestID), turn.MaxOutputTokens, turn.ExactOutput)
-	ss.bodyHint = len(body) + len(body)/4
+	// A fresh buffer per request (nil: build sizes it): the transport may still hold the last one.
+	body := s.body.build(nil, ss.model, withNonce(ss.history, s.cfg.Scenario.NonceAt(), ex.rec.XRequestID), turn.MaxOutputTokens, turn.ExactOutput)
 	s.send(reqCtx, ex, body, ss.isl)
 	ss.lastEnd = s.clock.at(ex.rec.RequestEndNs.V)
 	for end := ex.rec.RequestEndNs.V; ; {
