@@ -239,7 +239,7 @@ func runStage(ctx context.Context, cfg *Config, clk clock, i int, pool *workload
 		return res, fmt.Errorf("stage %d: %w", pool.Stage, err)
 	}
 	pool.Dataset = nil // the file holds it now; in memory it was 51 KiB a session for the whole run
-	pool.ReleaseText() // and each turn's text is written again from its seed when it is sent
+	pool.DropTurns()   // and each session's turns are drawn again when it starts
 	logFile, err := os.Create(filepath.Join(dir, "run.log"))
 	if err != nil {
 		return res, fmt.Errorf("stage %d: %w", pool.Stage, err)

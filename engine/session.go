@@ -42,6 +42,7 @@ type session struct {
 // request (a user whose message failed does not carry on as if answered), or when the stage stops
 // issuing. It returns the session's last exchange (nil when it sent nothing), for the slot's backoff.
 func (s *stageRun) runSession(issueCtx, reqCtx context.Context, st sessionStart) (last *exchange) {
+	turns := s.pool.Turns(st.index)
 	ss := s.newSession(st)
 	defer func() {
 		if st.slotHeld && ss.sr.Requests == 0 {
@@ -55,7 +56,7 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, st sessionStart)
 		}
 		s.sessions.Write(ss.sr)
 	}()
-	for k, turn := range st.plan.Turns {
+	for k, turn := range turns {
 		ss.setIntended(k, turn)
 		// A released turn's text is written again before the wait (the think time, from the second
 		// turn on), not between the credit and the send: 7 µs for a 40-token question, 160 µs with
@@ -95,7 +96,7 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, st sessionStart)
 		// An agent's answer with tool calls is followed at once by the tool results and the
 		// next request, round after round (SPEC §18).
 		for round := 1; ex.ok() && len(ex.calls) > 0; round++ {
-			if ss.recorded && len(turn.RecordedMessages) > 0 {
+			if ss.recorded && turn.Recorded != nil && len(turn.Recorded.Messages) > 0 {
 				break // the file's own answer stands in for the server's
 			}
 			ss.addToolResults(ex, s.cfg.Workload, k, round, s.cfg.Scenario.Tokenizer().Count)
@@ -131,7 +132,7 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, st sessionStart)
 // otherwise).
 func (p sessionPick) sessionRecord(scheduledNs int64) *metrics.SessionRecord {
 	sr := &metrics.SessionRecord{ConversationID: p.conversationID(), XCorrelationID: newUUID(), Persona: p.plan.Persona,
-		ScheduledNs: scheduledNs, PlannedTurns: len(p.plan.Turns), Reused: p.reused, Outcome: metrics.SessionCompleted}
+		ScheduledNs: scheduledNs, PlannedTurns: p.plan.PlannedTurns(), Reused: p.reused, Outcome: metrics.SessionCompleted}
 	if p.reused {
 		i := p.index
 		sr.DatasetSession = &i
@@ -142,8 +143,10 @@ func (p sessionPick) sessionRecord(scheduledNs int64) *metrics.SessionRecord {
 func (s *stageRun) newSession(st sessionStart) *session {
 	sp := st.plan
 	ss := &session{
-		sr:       st.sessionRecord(s.clock.ns(st.scheduled)),
-		history:  make([]message, 0, 1+2*len(sp.Turns)),
+		sr: st.sessionRecord(s.clock.ns(st.scheduled)),
+		// Grown as turns are answered: a thinking session holds only the history it has (issue 19:
+		// room for every turn from the start was 7 KiB a session in a 50-turn chat).
+		history:  make([]message, 0, min(1+2*sp.PlannedTurns(), 8)),
 		recorded: s.cfg.Scenario.Workload != nil && s.cfg.Scenario.Workload.Dataset != nil && s.cfg.Scenario.Workload.Dataset.History == "recorded",
 		intended: st.scheduled, due: st.scheduled,
 		ordinal: st.ordinal, isl: s.body.toolsTokens,
@@ -234,16 +237,16 @@ func (s *stageRun) sendRequest(reqCtx context.Context, ss *session, k, round int
 // whose tokens count counts (the scenario's tokenizer: the client's share of the next request's
 // length, between turns and never on the timing path).
 func (ss *session) addAnswer(turn workload.Turn, ex *exchange, count func(string) int) {
-	if ss.recorded && len(turn.RecordedMessages) > 0 {
+	if ss.recorded && turn.Recorded != nil && len(turn.Recorded.Messages) > 0 {
 		// The file's own answer — text, or an agent's tool calls and their results — verbatim:
 		// the next turn was written against it.
 		ss.history = append(ss.history, recordedMessages(turn)...)
-		ss.isl += turn.RecordedTokens
+		ss.isl += turn.Recorded.Tokens
 		return
 	}
-	if ss.recorded && turn.Recorded != "" {
-		ss.history = append(ss.history, newMessage("assistant", turn.Recorded, turn.RecordedTokens))
-		ss.isl += turn.RecordedTokens
+	if ss.recorded && turn.RecordedText() != "" {
+		ss.history = append(ss.history, newMessage("assistant", turn.Recorded.Text, turn.Recorded.Tokens))
+		ss.isl += turn.Recorded.Tokens
 		return
 	}
 	answer := ex.answer.String()
@@ -275,8 +278,8 @@ func withNonce(history []message, at workload.Nonce, requestID string) []message
 // recordedMessages are a turn's recorded messages as history entries, sent exactly as the file has
 // them (compacted). Their content, for the completions endpoint's transcript, is the text only.
 func recordedMessages(turn workload.Turn) []message {
-	out := make([]message, 0, len(turn.RecordedMessages))
-	for _, raw := range turn.RecordedMessages {
+	out := make([]message, 0, len(turn.Recorded.Messages))
+	for _, raw := range turn.Recorded.Messages {
 		var m struct {
 			Role    string `json:"role"`
 			Content any    `json:"content"`

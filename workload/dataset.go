@@ -30,15 +30,31 @@ type Turn struct {
 	AfterPrevious time.Duration
 	// ExactOutput asks for exactly MaxOutputTokens (ignore_eos): a trace's lengths are facts.
 	ExactOutput bool
-	// Recorded is the answer a dataset recorded for this turn; with history: recorded it joins the
-	// history in place of the server's.
-	Recorded       string
-	RecordedTokens int
-	// RecordedMessages are the file's own messages after this turn's user message (openai: the
-	// answer, or an agent's tool calls and tool results), replayed verbatim by history: recorded.
-	RecordedMessages []json.RawMessage
-	// seed writes synthetic text again after StagePool.ReleaseText dropped it (StagePool.UserText).
+	// Recorded is what a dataset recorded after this turn's user message; nil for synthetic turns.
+	// Behind a pointer because a stage's pool holds every turn of every session for the whole run,
+	// and most turns record nothing (issue 19: 40 of a turn's 152 bytes).
+	Recorded *Recording
+	// seed writes synthetic text again: the pool does not keep it (StagePool.UserText).
 	seed textSeed
+}
+
+// Recording is a turn's recorded answer. With history: recorded it joins the history in place of
+// the server's.
+type Recording struct {
+	// Text is the assistant's answer; Tokens all the recorded messages' tokens.
+	Text   string
+	Tokens int
+	// Messages are the file's own messages after the turn's user message (openai: the answer, or an
+	// agent's tool calls and tool results), replayed verbatim.
+	Messages []json.RawMessage
+}
+
+// RecordedText is the recorded answer's text ("" when none).
+func (t *Turn) RecordedText() string {
+	if t.Recorded == nil {
+		return ""
+	}
+	return t.Recorded.Text
 }
 
 // textSeed is how a synthetic turn's text was written: the generator's state before each piece
@@ -61,15 +77,21 @@ type SessionPlan struct {
 	// time × time_scale, from the stage's slice of the trace); Timed says it is set (replay only).
 	At    time.Duration
 	Timed bool
+	// planned is len(Turns) once StagePool.DropTurns dropped them (PlannedTurns).
+	planned int
 }
 
 // StagePool is the fixed set of sessions a stage draws from, and its dataset file.
 type StagePool struct {
 	// text writes released synthetic text again (nil for a pool from files, whose text is kept).
-	text     *textSource
-	Stage    int // 1-based
-	Spec     Stage
-	Sessions []SessionPlan
+	text *textSource
+	// rebuild draws a synthetic session's turns again after DropTurns (nil for a pool from files).
+	rebuild func(g *TextGen, i int) []Turn
+	// turnsDropped: Sessions hold no turns; Turns draws them again.
+	turnsDropped bool
+	Stage        int // 1-based
+	Spec         Stage
+	Sessions     []SessionPlan
 	// Dataset is dataset.jsonl: AIPerf's multi_turn layout, the system prompt as the first message.
 	Dataset []byte
 	// SHA256 is the hex sha256 of Dataset: the identity of the stage's workload.
@@ -199,49 +221,69 @@ func (s *Scenario) Build() (*Workload, error) {
 
 func (s *Scenario) buildStage(g *TextGen, w *Workload, stage int, st Stage) StagePool {
 	pool := StagePool{Stage: stage, Spec: st, Sessions: make([]SessionPlan, s.PoolSize(st)), text: newTextSource(s.Session.Language, s.Tokenizer())}
+	pool.rebuild = func(g *TextGen, i int) []Turn { return s.buildSession(g, w, stage, i).Turns }
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	ss := s.Session
 	for i := range pool.Sessions {
-		pcg := s.pcg(streamSession, uint64(stage)<<32|uint64(i))
-		r := rand.New(pcg)
-		sp := SessionPlan{ID: fmt.Sprintf("s%02d-%06d", stage, i), Persona: w.Picker.Pick(r)}
-		nTurns := ss.Turns.SampleInt(r)
-		sp.Turns = make([]Turn, nTurns)
+		sp := s.buildSession(g, w, stage, i)
+		_ = enc.Encode(datasetLine(sp, w.Personas))
+		// The dataset line holds the text now, and UserText writes it again from the turn's seed when
+		// the session sends it: released here, a pool's text is never all in memory at once (issue
+		// 19: with the dataset beside it, that was the run's peak).
 		for k := range sp.Turns {
-			t := &sp.Turns[k]
-			if k > 0 {
-				t.ThinkBefore = ss.ThinkTime.SampleDuration(r).Round(time.Millisecond)
-			}
-			t.MaxOutputTokens = ss.MaxOutputTokens.SampleInt(r)
-			t.seed = textSeed{index: int32(k), synthetic: true}
-			var doc string
-			docTokens := 0
-			if ss.RetrievedTokens != nil {
-				docTokens = ss.RetrievedTokens.SampleInt(r)
-				t.seed.doc, t.seed.docTokens = *pcg, int32(docTokens)
-				doc = g.ProseWith(r, docTokens, docOpening(s.Session.Language, k+1))
-			}
-			userTokens := ss.UserInputTokens.SampleInt(r)
-			t.seed.question, t.seed.questTok = *pcg, int32(userTokens)
-			question := g.ProseWith(r, userTokens, nil)
-			if doc != "" {
-				// The question follows the document after a space: both keep their exact token counts.
-				t.seed.question = *pcg
-				question = g.ProseWith(r, userTokens, questionOpening(s.Session.Language))
-				question = " " + question
-			}
-			t.User = doc + question
-			t.UserTokens = docTokens + userTokens
+			sp.Turns[k].User = ""
 		}
 		pool.Sessions[i] = sp
-		_ = enc.Encode(datasetLine(sp, w.Personas))
+		if i == 15 && len(pool.Sessions) > 32 {
+			// Grown once to about its final size, rather than doubling (a copy of everything so far
+			// each time, and up to twice the memory at the end).
+			buf.Grow(buf.Len() / 16 * (len(pool.Sessions) - 16) * 11 / 10)
+		}
 	}
 	pool.Dataset = buf.Bytes()
 	sum := sha256.Sum256(pool.Dataset)
 	pool.SHA256 = hex.EncodeToString(sum[:])
 	return pool
+}
+
+// buildSession draws session i of a stage's pool, text included. Every draw comes from the
+// session's own generator, so the same session is drawn again, byte for byte, whenever it is asked
+// for (StagePool.Turns after DropTurns).
+func (s *Scenario) buildSession(g *TextGen, w *Workload, stage, i int) SessionPlan {
+	ss := s.Session
+	pcg := s.pcg(streamSession, uint64(stage)<<32|uint64(i))
+	r := rand.New(pcg)
+	sp := SessionPlan{ID: fmt.Sprintf("s%02d-%06d", stage, i), Persona: w.Picker.Pick(r)}
+	nTurns := ss.Turns.SampleInt(r)
+	sp.Turns = make([]Turn, nTurns)
+	for k := range sp.Turns {
+		t := &sp.Turns[k]
+		if k > 0 {
+			t.ThinkBefore = ss.ThinkTime.SampleDuration(r).Round(time.Millisecond)
+		}
+		t.MaxOutputTokens = ss.MaxOutputTokens.SampleInt(r)
+		t.seed = textSeed{index: int32(k), synthetic: true}
+		var doc string
+		docTokens := 0
+		if ss.RetrievedTokens != nil {
+			docTokens = ss.RetrievedTokens.SampleInt(r)
+			t.seed.doc, t.seed.docTokens = *pcg, int32(docTokens)
+			doc = g.ProseWith(r, docTokens, docOpening(s.Session.Language, k+1))
+		}
+		userTokens := ss.UserInputTokens.SampleInt(r)
+		t.seed.question, t.seed.questTok = *pcg, int32(userTokens)
+		question := g.ProseWith(r, userTokens, nil)
+		if doc != "" {
+			// The question follows the document after a space: both keep their exact token counts.
+			t.seed.question = *pcg
+			question = g.ProseWith(r, userTokens, questionOpening(s.Session.Language))
+			question = " " + question
+		}
+		t.User = doc + question
+		t.UserTokens = docTokens + userTokens
+	}
+	return sp
 }
 
 func docOpening(lang string, n int) []string {

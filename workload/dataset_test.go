@@ -156,14 +156,14 @@ func TestDatasetLayout(t *testing.T) {
 		}
 		for k, turn := range sp.Turns {
 			dt := got.Turns[k+1]
-			if dt.Role != "user" || dt.Text != turn.User || dt.OutputLength != turn.MaxOutputTokens || dt.Delay != turn.ThinkBefore.Milliseconds() {
+			if dt.Role != "user" || dt.Text != pool.UserText(&turn) || dt.OutputLength != turn.MaxOutputTokens || dt.Delay != turn.ThinkBefore.Milliseconds() {
 				t.Fatalf("line %d turn %d does not match the plan", i+1, k)
 			}
 			if k == 0 && dt.Delay != 0 {
 				t.Fatalf("first turn has a think time")
 			}
-			if !strings.HasPrefix(turn.User, "Reference document") {
-				t.Fatalf("RAG turn does not start with its document: %.60q", turn.User)
+			if text := pool.UserText(&turn); !strings.HasPrefix(text, "Reference document") {
+				t.Fatalf("RAG turn does not start with its document: %.60q", text)
 			}
 		}
 	}

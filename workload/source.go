@@ -1,7 +1,5 @@
 package workload
 
-import "encoding/json"
-
 // Source is a workload read from a file — a dataset of real text or a trace of lengths and times —
 // in place of the synthetic personas and session lengths (SPEC §12). Each format has a reader of its
 // own (dataset_*.go, trace_*.go) that fills one of these; Build turns it into stage pools.
@@ -41,12 +39,9 @@ type SourceTurn struct {
 	AtMs float64
 	// DelayMs is the file's own pause before this turn in ms (AIPerf's delay; −1: none given).
 	DelayMs int64
-	// Recorded is the assistant's answer as the file recorded it (history: recorded replays it).
-	Recorded       string
-	RecordedTokens int
-	// RecordedMessages are the file's messages between this user message and the next, as JSON
-	// (openai: assistant answers, tool calls, tool results), for history: recorded.
-	RecordedMessages []json.RawMessage
+	// Recorded is what the file recorded between this user message and the next (history: recorded
+	// replays it); nil when nothing was. Every session drawn from this turn shares it.
+	Recorded *Recording
 	// Line is the file line (or CSV row) the turn came from, 1-based, for messages.
 	Line int
 }

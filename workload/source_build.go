@@ -67,7 +67,7 @@ func (s *Scenario) buildFromSource(g *TextGen) (*Workload, error) {
 			}
 			for k, t := range ss.Turns {
 				sp.Turns[k] = Turn{User: t.User, UserTokens: t.UserTokens, MaxOutputTokens: s.outputTokens(t, r),
-					ExactOutput: t.ExactOutput, Recorded: t.Recorded, RecordedTokens: t.RecordedTokens, RecordedMessages: t.RecordedMessages}
+					ExactOutput: t.ExactOutput, Recorded: t.Recorded}
 				if k > 0 && t.DelayMs < 0 && t.AtMs >= 0 && ss.Turns[k-1].AtMs >= 0 {
 					sp.Turns[k].AfterPrevious = max(time.Millisecond, time.Duration((t.AtMs-ss.Turns[k-1].AtMs)*replay.turnScale()*float64(time.Millisecond)).Round(time.Millisecond))
 				} else {

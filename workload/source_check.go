@@ -197,6 +197,10 @@ turns:
 				continue
 			}
 			last := &ss.Turns[n-1]
+			if last.Recorded == nil {
+				last.Recorded = &Recording{}
+			}
+			rec := last.Recorded
 			tokens := g.Count(t.text)
 			if t.toolish {
 				tools++
@@ -204,12 +208,12 @@ turns:
 			// Everything between a user message and the next is the turn's recorded answer: plain text,
 			// or an agent's tool calls and their results, kept verbatim for history: recorded.
 			if t.message != nil { // openai keeps whole messages; sharegpt's answers are text only
-				last.RecordedMessages = append(last.RecordedMessages, t.message)
+				rec.Messages = append(rec.Messages, t.message)
 			}
-			if t.role == "assistant" && last.Recorded == "" {
-				last.Recorded = t.text
+			if t.role == "assistant" && rec.Text == "" {
+				rec.Text = t.text
 			}
-			last.RecordedTokens += tokens
+			rec.Tokens += tokens
 			prompt += tokens
 		case "user":
 			if len(ss.Turns) == 0 && len(system) > 0 && ss.System == "" {

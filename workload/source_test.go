@@ -61,7 +61,7 @@ func view(w *Workload, pool StagePool) []sessionView {
 			v.System = w.Personas[sp.Persona].SystemPrompt
 		}
 		for _, t := range sp.Turns {
-			v.Turns = append(v.Turns, turnView{User: t.User, Max: t.MaxOutputTokens, Recorded: t.Recorded})
+			v.Turns = append(v.Turns, turnView{User: t.User, Max: t.MaxOutputTokens, Recorded: t.RecordedText()})
 		}
 		out = append(out, v)
 	}
