@@ -192,18 +192,37 @@ func jsonable(v any) any {
 
 // message is one chat message of a session's history, with its JSON rendered once: a session re-sends
 // its whole history every turn.
+//
+// The content is kept only inside encoded, at its exact size: a session holds its history for its
+// whole life, thinking most of it, and a second copy of every message's text (with the slack of the
+// buffers it was built in) doubled what the history held (issue 19). text() reads it back for the
+// rare uses that need it.
 type message struct {
-	role, content string
-	encoded       []byte // {"role":...,"content":...}
-	tokens        int    // content's tokens in the scenario's tokenizer, for input_sequence_length without usage
+	role    string
+	encoded []byte // {"role":...,"content":...}
+	tokens  int    // content's tokens in the scenario's tokenizer, for input_sequence_length without usage
 }
 
 func newMessage(role, content string, tokens int) message {
-	enc := append([]byte(`{"role":"`), role...)
+	quoted := appendString(nil, content)
+	enc := make([]byte, 0, len(`{"role":"","content":}`)+len(role)+len(quoted))
+	enc = append(enc, `{"role":"`...)
+	enc = append(enc, role...)
 	enc = append(enc, `","content":`...)
-	enc = appendString(enc, content)
+	enc = append(enc, quoted...)
 	enc = append(enc, '}')
-	return message{role: role, content: content, encoded: enc, tokens: tokens}
+	return message{role: role, encoded: enc, tokens: tokens}
+}
+
+// text is the message's content when it is text ("" for none, null, or a list of parts): the
+// completions endpoint's transcript and the nonce read it.
+func (m message) text() string {
+	var v struct {
+		Content any `json:"content"`
+	}
+	_ = json.Unmarshal(m.encoded, &v)
+	s, _ := v.Content.(string)
+	return s
 }
 
 // newToolCallsMessage is the assistant's answer that asked for tool calls: its content (null when it
@@ -219,7 +238,7 @@ func newToolCallsMessage(content string, calls []sse.ToolCall, tokens int) messa
 	enc = append(enc, `,"tool_calls":`...)
 	enc = sse.AppendToolCallsJSON(enc, calls)
 	enc = append(enc, '}')
-	return message{role: "assistant", content: content, encoded: enc, tokens: tokens}
+	return message{role: "assistant", encoded: enc, tokens: tokens}
 }
 
 // newToolMessage is one tool call's result.
@@ -228,7 +247,7 @@ func newToolMessage(callID, content string, tokens int) message {
 	enc = append(enc, `,"content":`...)
 	enc = appendString(enc, content)
 	enc = append(enc, '}')
-	return message{role: "tool", content: content, encoded: enc, tokens: tokens}
+	return message{role: "tool", encoded: enc, tokens: tokens}
 }
 
 // build renders the request for the history (ending with the new user message) to model (""
@@ -264,7 +283,7 @@ func (b *bodyBuilder) build(buf []byte, model string, history []message, maxToke
 		for _, m := range history {
 			sb.WriteString(m.role)
 			sb.WriteString(": ")
-			sb.WriteString(m.content)
+			sb.WriteString(m.text())
 			sb.WriteString("\n\n")
 		}
 		sb.WriteString("assistant:")

@@ -235,11 +235,11 @@ func runStage(ctx context.Context, cfg *Config, clk clock, i int, pool *workload
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return res, fmt.Errorf("stage %d: %w", pool.Stage, err)
 	}
-	if err := metrics.WriteFileAtomic(filepath.Join(dir, "dataset.jsonl"), pool.Dataset); err != nil {
+	// Written as it is drawn again: the pool keeps neither the file nor a synthetic session's text
+	// (the file was 51 KiB a session of a 50-turn chat).
+	if err := metrics.WriteFileAtomicFrom(filepath.Join(dir, "dataset.jsonl"), pool.WriteDataset); err != nil {
 		return res, fmt.Errorf("stage %d: %w", pool.Stage, err)
 	}
-	pool.Dataset = nil // the file holds it now; in memory it was 51 KiB a session for the whole run
-	pool.DropTurns()   // and each session's turns are drawn again when it starts
 	logFile, err := os.Create(filepath.Join(dir, "run.log"))
 	if err != nil {
 		return res, fmt.Errorf("stage %d: %w", pool.Stage, err)

@@ -456,9 +456,11 @@ func TestThinkTimeAndPersonas(t *testing.T) {
 	text := scenarioYAML(base, session, "  mode: concurrency\n  stages:\n    - {concurrency: 8, duration: 1500ms, sessions: 400}")
 	sc, _ := workload.Parse("t.yaml", []byte(text), workload.LoadOptions{Getenv: testEnv})
 	w, _ := sc.Build()
-	plans := map[string]*workload.SessionPlan{}
+	plans := map[string]workload.SessionPlan{}
 	for i := range w.Stages[0].Sessions {
-		plans[w.Stages[0].Sessions[i].ID] = &w.Stages[0].Sessions[i]
+		plan := w.Stages[0].Sessions[i]
+		plan.Turns = w.Stages[0].Turns(i)
+		plans[plan.ID] = plan
 	}
 	_, dir, err := runScenario(t, context.Background(), text)
 	if err != nil {

@@ -271,7 +271,7 @@ func withNonce(history []message, at workload.Nonce, requestID string) []message
 	}
 	out := append([]message(nil), history...)
 	m := history[i]
-	out[i] = newMessage(m.role, "["+requestID[:min(8, len(requestID))]+"] "+m.content, m.tokens)
+	out[i] = newMessage(m.role, "["+requestID[:min(8, len(requestID))]+"] "+m.text(), m.tokens)
 	return out
 }
 
@@ -285,13 +285,13 @@ func recordedMessages(turn workload.Turn) []message {
 			Content any    `json:"content"`
 		}
 		_ = json.Unmarshal(raw, &m)
-		text, _ := m.Content.(string)
 		var buf bytes.Buffer
 		if json.Compact(&buf, raw) != nil {
-			buf.Reset()
-			buf.Write(newMessage(m.Role, text, 0).encoded)
+			text, _ := m.Content.(string)
+			out = append(out, newMessage(m.Role, text, 0))
+			continue
 		}
-		out = append(out, message{role: m.Role, content: text, encoded: buf.Bytes()})
+		out = append(out, message{role: m.Role, encoded: buf.Bytes()})
 	}
 	return out
 }

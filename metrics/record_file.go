@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -90,6 +91,15 @@ func (w *Writer[T]) Written() int { return w.written }
 // WriteFileAtomic writes data to path through a temporary file in the same folder and a rename, so
 // the file is either complete or absent.
 func WriteFileAtomic(path string, data []byte) error {
+	return WriteFileAtomicFrom(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteFileAtomicFrom is WriteFileAtomic for content that write produces as it goes (a file too
+// large to hold in memory first).
+func WriteFileAtomicFrom(path string, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
 		// The user named path, not the temporary file beside it.
@@ -99,7 +109,7 @@ func WriteFileAtomic(path string, data []byte) error {
 		}
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	_, werr := tmp.Write(data)
+	werr := write(tmp)
 	if err := tmp.Chmod(0o644); werr == nil {
 		werr = err
 	}

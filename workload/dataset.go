@@ -1,11 +1,14 @@
 package workload
 
 import (
-	"bytes"
+	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"hash"
+	"io"
 	"math"
 	"math/rand/v2"
 	"time"
@@ -77,25 +80,35 @@ type SessionPlan struct {
 	// time × time_scale, from the stage's slice of the trace); Timed says it is set (replay only).
 	At    time.Duration
 	Timed bool
-	// planned is len(Turns) once StagePool.DropTurns dropped them (PlannedTurns).
+	// planned is the session's number of turns where the pool keeps none (PlannedTurns).
 	planned int
 }
 
 // StagePool is the fixed set of sessions a stage draws from, and its dataset file.
+//
+// A synthetic pool keeps no text and no turns: each session's turns are drawn again from its own
+// generator when it starts (Turns), and its text when each turn is sent (UserText); the dataset file
+// is written the same way (WriteDataset). A stage's pool holds session_pool_factor × the sessions
+// running for the whole run, so what it keeps per session is memory every session pays (issue 19:
+// 100,000 thinking sessions in 4 GiB). A pool from files keeps its turns and text.
 type StagePool struct {
 	// text writes released synthetic text again (nil for a pool from files, whose text is kept).
 	text *textSource
-	// rebuild draws a synthetic session's turns again after DropTurns (nil for a pool from files).
-	rebuild func(g *TextGen, i int) []Turn
-	// turnsDropped: Sessions hold no turns; Turns draws them again.
-	turnsDropped bool
-	Stage        int // 1-based
-	Spec         Stage
-	Sessions     []SessionPlan
-	// Dataset is dataset.jsonl: AIPerf's multi_turn layout, the system prompt as the first message.
-	Dataset []byte
-	// SHA256 is the hex sha256 of Dataset: the identity of the stage's workload.
+	// draw draws a synthetic session again, text included (nil for a pool from files).
+	draw func(g *TextGen, i int) SessionPlan
+	// personas are the workload's, for the dataset lines' system prompts.
+	personas []Persona
+	Stage    int // 1-based
+	Spec     Stage
+	Sessions []SessionPlan
+	// DatasetSize is the length of dataset.jsonl (AIPerf's multi_turn layout, the system prompt as
+	// the first message) in bytes; WriteDataset writes it.
+	DatasetSize int64
+	// SHA256 is the hex sha256 of dataset.jsonl: the identity of the stage's workload.
 	SHA256 string
+	// PromptFirst, PromptMid and PromptLast are the mean prompt tokens (system prompt, history at
+	// max output, user message) of a session's first, middle and last turn.
+	PromptFirst, PromptMid, PromptLast float64
 }
 
 // Workload is everything a run sends, fixed before any traffic.
@@ -220,31 +233,106 @@ func (s *Scenario) Build() (*Workload, error) {
 }
 
 func (s *Scenario) buildStage(g *TextGen, w *Workload, stage int, st Stage) StagePool {
-	pool := StagePool{Stage: stage, Spec: st, Sessions: make([]SessionPlan, s.PoolSize(st)), text: newTextSource(s.Session.Language, s.Tokenizer())}
-	pool.rebuild = func(g *TextGen, i int) []Turn { return s.buildSession(g, w, stage, i).Turns }
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
+	pool := StagePool{Stage: stage, Spec: st, Sessions: make([]SessionPlan, s.PoolSize(st)), personas: w.Personas,
+		text: newTextSource(s.Session.Language, s.Tokenizer())}
+	pool.draw = func(g *TextGen, i int) SessionPlan { return s.buildSession(g, w, stage, i) }
+	lines := newDatasetHash()
 	for i := range pool.Sessions {
 		sp := s.buildSession(g, w, stage, i)
-		_ = enc.Encode(datasetLine(sp, w.Personas))
-		// The dataset line holds the text now, and UserText writes it again from the turn's seed when
-		// the session sends it: released here, a pool's text is never all in memory at once (issue
-		// 19: with the dataset beside it, that was the run's peak).
-		for k := range sp.Turns {
-			sp.Turns[k].User = ""
+		lines.add(sp, w.Personas)
+		pool.addPrompts(sp)
+		pool.Sessions[i] = SessionPlan{ID: sp.ID, Persona: sp.Persona, At: sp.At, Timed: sp.Timed, planned: len(sp.Turns)}
+	}
+	pool.finish(lines)
+	return pool
+}
+
+// datasetHash takes a pool's dataset lines as they are made and keeps only their sha256 and length.
+type datasetHash struct {
+	sum hash.Hash
+	n   countingWriter
+	enc *json.Encoder
+}
+
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(b []byte) (int, error) {
+	n, err := c.w.Write(b)
+	c.n += int64(n)
+	return n, err
+}
+
+func newDatasetHash() *datasetHash {
+	d := &datasetHash{sum: sha256.New()}
+	d.n.w = d.sum
+	d.enc = newDatasetEncoder(&d.n)
+	return d
+}
+
+func (d *datasetHash) add(sp SessionPlan, personas []Persona) {
+	_ = d.enc.Encode(datasetLine(sp, personas))
+}
+
+func newDatasetEncoder(w io.Writer) *json.Encoder {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	return enc
+}
+
+// finish sets the pool's dataset identity and turns its prompt sums into means.
+func (p *StagePool) finish(d *datasetHash) {
+	p.DatasetSize, p.SHA256 = d.n.n, hex.EncodeToString(d.sum.Sum(nil))
+	if n := float64(len(p.Sessions)); n > 0 {
+		p.PromptFirst, p.PromptMid, p.PromptLast = p.PromptFirst/n, p.PromptMid/n, p.PromptLast/n
+	}
+}
+
+// addPrompts adds the prompt lengths of sp's first, middle and last turn to the pool's sums.
+func (p *StagePool) addPrompts(sp SessionPlan) {
+	if len(sp.Turns) == 0 {
+		return
+	}
+	prompt := 0.0
+	if sp.Persona >= 0 {
+		prompt = float64(p.personas[sp.Persona].Tokens)
+	}
+	at := make([]float64, len(sp.Turns))
+	for k, t := range sp.Turns {
+		prompt += float64(t.UserTokens)
+		at[k] = prompt
+		prompt += float64(t.MaxOutputTokens)
+	}
+	p.PromptFirst += at[0]
+	p.PromptMid += at[(len(at)-1)/2]
+	p.PromptLast += at[len(at)-1]
+}
+
+// WriteDataset writes dataset.jsonl: for a synthetic pool every session drawn again, text included
+// (the bytes whose sha256 is SHA256).
+func (p *StagePool) WriteDataset(w io.Writer) error {
+	bw := bufio.NewWriterSize(w, 64<<10)
+	enc := newDatasetEncoder(bw)
+	var g *TextGen
+	if p.draw != nil {
+		g, _ = p.text.gens.Get().(*TextGen)
+		if g == nil {
+			return errors.New("writing the dataset: no text generator for the pool's language")
 		}
-		pool.Sessions[i] = sp
-		if i == 15 && len(pool.Sessions) > 32 {
-			// Grown once to about its final size, rather than doubling (a copy of everything so far
-			// each time, and up to twice the memory at the end).
-			buf.Grow(buf.Len() / 16 * (len(pool.Sessions) - 16) * 11 / 10)
+		defer p.text.gens.Put(g)
+	}
+	for i := range p.Sessions {
+		sp := p.Sessions[i]
+		if p.draw != nil {
+			sp = p.draw(g, i)
+		}
+		if err := enc.Encode(datasetLine(sp, p.personas)); err != nil {
+			return err
 		}
 	}
-	pool.Dataset = buf.Bytes()
-	sum := sha256.Sum256(pool.Dataset)
-	pool.SHA256 = hex.EncodeToString(sum[:])
-	return pool
+	return bw.Flush()
 }
 
 // buildSession draws session i of a stage's pool, text included. Every draw comes from the

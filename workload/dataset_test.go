@@ -2,6 +2,8 @@ package workload
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"flag"
 	"math"
@@ -105,7 +107,7 @@ func TestDatasetDeterministic(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range a.Stages {
-		if !bytes.Equal(a.Stages[i].Dataset, b.Stages[i].Dataset) || a.Stages[i].SHA256 != b.Stages[i].SHA256 {
+		if !bytes.Equal(datasetOf(t, &a.Stages[i]), datasetOf(t, &b.Stages[i])) || a.Stages[i].SHA256 != b.Stages[i].SHA256 {
 			t.Fatalf("stage %d: two builds differ", i+1)
 		}
 	}
@@ -139,7 +141,7 @@ func TestDatasetLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	pool := w.Stages[0]
-	lines := bytes.Split(bytes.TrimSpace(pool.Dataset), []byte("\n"))
+	lines := bytes.Split(bytes.TrimSpace(datasetOf(t, &pool)), []byte("\n"))
 	if len(lines) != len(pool.Sessions) {
 		t.Fatalf("%d lines for %d sessions", len(lines), len(pool.Sessions))
 	}
@@ -154,7 +156,7 @@ func TestDatasetLayout(t *testing.T) {
 		if got.SessionID != sp.ID || got.Turns[0].Role != "system" || got.Turns[0].Text != w.Personas[sp.Persona].SystemPrompt {
 			t.Fatalf("line %d: session id or system prompt wrong", i+1)
 		}
-		for k, turn := range sp.Turns {
+		for k, turn := range pool.Turns(i) {
 			dt := got.Turns[k+1]
 			if dt.Role != "user" || dt.Text != pool.UserText(&turn) || dt.OutputLength != turn.MaxOutputTokens || dt.Delay != turn.ThinkBefore.Milliseconds() {
 				t.Fatalf("line %d turn %d does not match the plan", i+1, k)
@@ -324,8 +326,8 @@ func BenchmarkBuildPersonaShared(b *testing.B) {
 			tokens += p.Tokens
 		}
 		for _, st := range w.Stages {
-			for _, sp := range st.Sessions {
-				for _, turn := range sp.Turns {
+			for i := range st.Sessions {
+				for _, turn := range st.Turns(i) {
 					tokens += turn.UserTokens
 				}
 			}
@@ -333,4 +335,19 @@ func BenchmarkBuildPersonaShared(b *testing.B) {
 	}
 	b.ReportMetric(float64(tokens), "tokens/op")
 	b.ReportMetric(float64(tokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+}
+
+// datasetOf is the pool's dataset.jsonl as WriteDataset writes it, checked against the pool's
+// sha256 and size (what the build hashed is what is written).
+func datasetOf(t testing.TB, p *StagePool) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := p.WriteDataset(&buf); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	if got := hex.EncodeToString(sum[:]); got != p.SHA256 || int64(buf.Len()) != p.DatasetSize {
+		t.Fatalf("stage %d: dataset written as %d bytes, sha256 %s; the build said %d bytes, %s", p.Stage, buf.Len(), got, p.DatasetSize, p.SHA256)
+	}
+	return buf.Bytes()
 }

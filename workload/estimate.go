@@ -291,26 +291,9 @@ func (s *Scenario) Stats(w *Workload) []StageStats {
 		ss := StageStats{
 			Stage: pool.Stage, Mode: s.Load.Mode, Load: load, Warmup: st.Warmup, Duration: st.Duration,
 			PoolSize: len(pool.Sessions), ExpectedTurns: s.ExpectedTurns(), Estimate: s.EstimateStage(st),
-			DatasetBytes: len(pool.Dataset), SHA256: pool.SHA256,
+			DatasetBytes: int(pool.DatasetSize), SHA256: pool.SHA256,
 		}
-		var first, mid, last float64
-		for _, sp := range pool.Sessions {
-			prompt := 0.0
-			if sp.Persona >= 0 {
-				prompt = float64(w.Personas[sp.Persona].Tokens)
-			}
-			at := make([]float64, len(sp.Turns))
-			for k, t := range sp.Turns {
-				prompt += float64(t.UserTokens)
-				at[k] = prompt
-				prompt += float64(t.MaxOutputTokens)
-			}
-			first += at[0]
-			mid += at[(len(at)-1)/2]
-			last += at[len(at)-1]
-		}
-		n := float64(len(pool.Sessions))
-		ss.PromptFirst, ss.PromptMid, ss.PromptLast = first/n, mid/n, last/n
+		ss.PromptFirst, ss.PromptMid, ss.PromptLast = pool.PromptFirst, pool.PromptMid, pool.PromptLast
 		out[i] = ss
 	}
 	return out

@@ -168,8 +168,8 @@ func TestReplayOfATimedDataset(t *testing.T) {
 	if diff := cmp.Diff([]time.Duration{0, 250500 * time.Microsecond}, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	if !strings.Contains(string(w.Stages[0].Dataset), `"timestamp":250`) {
-		t.Errorf("dataset.jsonl lacks the replay times:\n%s", w.Stages[0].Dataset)
+	if data := datasetOf(t, &w.Stages[0]); !strings.Contains(string(data), `"timestamp":250`) {
+		t.Errorf("dataset.jsonl lacks the replay times:\n%s", data)
 	}
 	os.WriteFile(path, []byte(scenario("plain.jsonl")), 0o644)
 	if _, err := loadValid(t, path).Build(); err == nil || !strings.Contains(err.Error(), "plain.jsonl has no request times") {
@@ -206,8 +206,8 @@ load:
 			t.Errorf("stage %d pool %d, want %d", i+1, len(pool.Sessions), want)
 		}
 		for _, sp := range pool.Sessions {
-			if len(sp.Turns) != 1 {
-				t.Fatalf("stage %d session %s has %d turns, want 1", i+1, sp.ID, len(sp.Turns))
+			if sp.PlannedTurns() != 1 {
+				t.Fatalf("stage %d session %s has %d turns, want 1", i+1, sp.ID, sp.PlannedTurns())
 			}
 		}
 	}

@@ -1,11 +1,7 @@
 package workload
 
 import (
-	"bytes"
 	"cmp"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -50,10 +46,8 @@ func (s *Scenario) buildFromSource(g *TextGen) (*Workload, error) {
 			}
 			n = len(picks)
 		}
-		pool := StagePool{Stage: i + 1, Spec: st, Sessions: make([]SessionPlan, n)}
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
+		pool := StagePool{Stage: i + 1, Spec: st, Sessions: make([]SessionPlan, n), personas: w.Personas}
+		lines := newDatasetHash()
 		for j := range pool.Sessions {
 			ss := &src.Sessions[next%len(src.Sessions)]
 			var at time.Duration
@@ -75,12 +69,11 @@ func (s *Scenario) buildFromSource(g *TextGen) (*Workload, error) {
 				}
 			}
 			pool.Sessions[j] = sp
-			_ = enc.Encode(datasetLine(sp, w.Personas))
+			lines.add(sp, w.Personas)
+			pool.addPrompts(sp)
 			next++
 		}
-		pool.Dataset = buf.Bytes()
-		sum := sha256.Sum256(pool.Dataset)
-		pool.SHA256 = hex.EncodeToString(sum[:])
+		pool.finish(lines)
 		w.Stages = append(w.Stages, pool)
 	}
 	return w, nil

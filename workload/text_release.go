@@ -27,10 +27,9 @@ func newTextSource(lang string, tok tokenizer.Tokenizer) *textSource {
 }
 
 // UserText is the turn's user message: as stored (text from files), or, for synthetic text, which
-// the pool does not keep (buildStage releases it once the dataset line holds it), written again from
-// its seed — the same bytes the dataset file holds. A stage's pool holds every session for the whole
-// run (session_pool_factor × the sessions running, 50 KiB of text each in a 50-turn chat), while
-// only the sessions running need text.
+// the pool does not keep, written again from its seed — the same bytes the dataset file holds. A
+// stage's pool holds every session for the whole run (session_pool_factor × the sessions running,
+// 50 KiB of text each in a 50-turn chat), while only the sessions running need text.
 func (p *StagePool) UserText(t *Turn) string {
 	if t.User != "" || !t.seed.synthetic || p.text == nil {
 		return t.User
@@ -54,34 +53,11 @@ func (s *textSeed) write(g *TextGen, lang string) string {
 		" " + g.ProseWith(rand.New(&question), int(s.questTok), questionOpening(lang))
 }
 
-// DropTurns drops a synthetic pool's turns, which Turns draws again for each session as it starts:
-// a stage's pool holds session_pool_factor × the sessions running (three times, by default), and a
-// turn's plan is 112 bytes, so a pool of 50-turn chats held 16 KiB of plans per running session for
-// sessions that were not running (issue 19). Each session keeps its ID and persona. A pool from
-// files keeps its turns (their text is not drawn from a seed).
-func (p *StagePool) DropTurns() {
-	if p.rebuild == nil {
-		return
-	}
-	for i := range p.Sessions {
-		sp := &p.Sessions[i]
-		sp.planned, sp.Turns = len(sp.Turns), nil
-	}
-	p.turnsDropped = true
-}
-
-// PlannedTurns is how many turns the session plans, whether or not the pool still holds them.
-func (sp *SessionPlan) PlannedTurns() int {
-	if sp.Turns != nil {
-		return len(sp.Turns)
-	}
-	return sp.planned
-}
-
-// Turns is session i's turns: the pool's own, or after DropTurns drawn again (user text released,
-// as UserText expects), a slice of the caller's own. Safe for concurrent use.
+// Turns is session i's turns: a pool from files keeps them; a synthetic pool draws them again from
+// the session's generator (user text released, as UserText expects), a slice of the caller's own.
+// Safe for concurrent use.
 func (p *StagePool) Turns(i int) []Turn {
-	if !p.turnsDropped {
+	if p.draw == nil {
 		return p.Sessions[i].Turns
 	}
 	g, _ := p.text.gens.Get().(*TextGen)
@@ -89,9 +65,17 @@ func (p *StagePool) Turns(i int) []Turn {
 		return nil
 	}
 	defer p.text.gens.Put(g)
-	turns := p.rebuild(g, i)
+	turns := p.draw(g, i).Turns
 	for k := range turns {
 		turns[k].User = ""
 	}
 	return turns
+}
+
+// PlannedTurns is how many turns the session plans, whether or not the pool keeps them.
+func (sp *SessionPlan) PlannedTurns() int {
+	if sp.Turns != nil {
+		return len(sp.Turns)
+	}
+	return sp.planned
 }

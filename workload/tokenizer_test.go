@@ -176,8 +176,8 @@ load: {mode: concurrency, stages: [{concurrency: 2, duration: 5s}]}
 			t.Errorf("persona %s: o200k_base counts %d, Qwen3 %d: Korean should cost Qwen3 more", p.Name, o, n)
 		}
 	}
-	for _, sp := range w.Stages[0].Sessions {
-		for _, turn := range sp.Turns {
+	for i := range w.Stages[0].Sessions {
+		for _, turn := range w.Stages[0].Turns(i) {
 			if got := qwen.Count(w.Stages[0].UserText(&turn)); got != turn.UserTokens {
 				t.Fatalf("a user turn counts %d Qwen3 tokens, drawn %d", got, turn.UserTokens)
 			}
