@@ -305,7 +305,9 @@ func (t *h1Transport) put(c *h1Conn) {
 				oldest, addr = list[0], a
 			}
 		}
-		t.idle[addr] = t.idle[addr][1:]
+		list := t.idle[addr]
+		list[0] = nil // else the list's array keeps the closed connection, buffers and all (issue 19)
+		t.idle[addr] = list[1:]
 		t.nIdle--
 		evicted = append(evicted, oldest)
 	}

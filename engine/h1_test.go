@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/plload/plload/workload"
+	"runtime"
+	"weak"
 )
 
 // countingServer is a loopback server that counts the connections it accepted.
@@ -347,11 +349,29 @@ func TestH1IdlePoolFollowsRecentUse(t *testing.T) {
 	if n := idle(); n != burst {
 		t.Fatalf("right after the burst %d connections are idle; want all %d kept", n, burst)
 	}
+	var conns []weak.Pointer[h1Conn] // to see that a closed connection's memory is let go
+	tr.mu.Lock()
+	for _, list := range tr.idle {
+		for _, c := range list {
+			conns = append(conns, weak.Make(c))
+		}
+	}
+	tr.mu.Unlock()
 	for range 3 { // quiet use over more than two windows
 		time.Sleep(60 * time.Millisecond)
 		h1Do(t, tr, http.MethodPost, url+"/one", "{}")
 	}
 	if n := idle(); n > 1+idleSpare {
 		t.Fatalf("after two quiet windows %d connections are idle; want at most %d", n, 1+idleSpare)
+	}
+	runtime.GC()
+	alive := 0
+	for _, w := range conns {
+		if w.Value() != nil {
+			alive++
+		}
+	}
+	if alive > idle() {
+		t.Errorf("%d of the burst's connections are still in memory, %d of them closed: the pool keeps what it evicted", alive, alive-idle())
 	}
 }
