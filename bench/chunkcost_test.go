@@ -213,7 +213,13 @@ func plloadLoop(base string, streams int, span time.Duration) (chunkCostResult, 
 
 // runChunkClient runs one client child against base and returns its result.
 func runChunkClient(b *testing.B, kind, base string, streams int, span time.Duration) chunkCostResult {
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	return runChunkClientOf(b, os.Args[0], kind, base, streams, span)
+}
+
+// runChunkClientOf runs the client child of the benchmark binary bin (this one, or the previous
+// release's) against base.
+func runChunkClientOf(b *testing.B, bin, kind, base string, streams int, span time.Duration) chunkCostResult {
+	cmd := exec.Command(bin, "-test.run=^$")
 	cmd.Env = append(os.Environ(), chunkCostClientEnv+"="+kind, "PLLOAD_BENCH_BASE="+base,
 		"PLLOAD_BENCH_STREAMS="+strconv.Itoa(streams), "PLLOAD_BENCH_SPAN="+span.String(), engine.HTTPClientEnv+"=")
 	if kind == "plload-nethttp" {
@@ -238,12 +244,15 @@ func runChunkClient(b *testing.B, kind, base string, streams int, span time.Dura
 // BenchmarkChunkCost: per stream count, the bare net/http loop, the raw-connection loop, plload and
 // plload on net/http (PLLOAD_HTTP_CLIENT=net/http, its client before issue 19), each for 10 s
 // against the same mock: µs of client CPU per content chunk for each, and plload's ratio to the
-// bare loop.
+// bare loop; with PLLOAD_BENCH_PREVIOUS, the previous release's plload in the same round too.
 func BenchmarkChunkCost(b *testing.B) {
 	if os.Getenv("PLLOAD_CHUNKCOST") != "1" {
 		b.Skip("set PLLOAD_CHUNKCOST=1 to run the CPU-per-chunk comparison (about 100 s per count)")
 	}
 	base := childMockEnv(b, chunkCostMockEnv)
+	// PLLOAD_BENCH_PREVIOUS: the bench test binary of the previous release (git worktree add OLD
+	// <commit> && go test -c -o OLD.test ./bench in it), whose plload runs in the same rounds.
+	previous := os.Getenv("PLLOAD_BENCH_PREVIOUS")
 	const span = 10 * time.Second
 	for _, streams := range []int{1, 256, 512} {
 		b.Run(fmt.Sprintf("streams_%d", streams), func(b *testing.B) {
@@ -258,6 +267,11 @@ func BenchmarkChunkCost(b *testing.B) {
 				b.ReportMetric(perChunk(bare), "µs-CPU/chunk-bare")
 				b.ReportMetric(perChunk(raw), "µs-CPU/chunk-rawconn")
 				b.ReportMetric(perChunk(pl)/perChunk(bare), "plload/bare")
+				if previous != "" {
+					prev := runChunkClientOf(b, previous, "plload", base, streams, span)
+					b.ReportMetric(perChunk(prev), "µs-CPU/chunk-previous")
+					b.ReportMetric(perChunk(prev)/perChunk(bare), "previous/bare")
+				}
 				b.ReportMetric(float64(pl.Chunks), "chunks-plload")
 				b.ReportMetric(float64(bare.Chunks), "chunks-bare")
 			}
