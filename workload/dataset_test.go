@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"flag"
+	"io"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -315,26 +316,47 @@ func TestStatsPromptGrowth(t *testing.T) {
 func BenchmarkBuildPersonaShared(b *testing.B) {
 	s := loadFile(b, "../scenarios/persona-shared.yaml")
 	o200kForTest(b) // loaded once, before the clock
-	tokens := 0
+	var w *Workload
 	for b.Loop() {
-		w, err := s.Build()
-		if err != nil {
+		var err error
+		if w, err = s.Build(); err != nil {
 			b.Fatal(err)
 		}
-		tokens = 0
-		for _, p := range w.Personas {
-			tokens += p.Tokens
-		}
-		for _, st := range w.Stages {
-			for i := range st.Sessions {
-				for _, turn := range st.Turns(i) {
-					tokens += turn.UserTokens
-				}
+	}
+	tokens := 0 // counted after the clock: a pool's turns are drawn again to be read
+	for _, p := range w.Personas {
+		tokens += p.Tokens
+	}
+	for _, st := range w.Stages {
+		for i := range st.Sessions {
+			for _, turn := range st.Turns(i) {
+				tokens += turn.UserTokens
 			}
 		}
 	}
 	b.ReportMetric(float64(tokens), "tokens/op")
 	b.ReportMetric(float64(tokens)*float64(b.N)/b.Elapsed().Seconds(), "tokens/s")
+}
+
+// BenchmarkWriteDatasetPersonaShared: writing every stage's dataset.jsonl of persona-shared.yaml,
+// each session drawn again (what the engine does before each stage), against building the workload.
+func BenchmarkWriteDatasetPersonaShared(b *testing.B) {
+	s := loadFile(b, "../scenarios/persona-shared.yaml")
+	w, err := s.Build()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var size int64
+	for b.Loop() {
+		size = 0
+		for i := range w.Stages {
+			if err := w.Stages[i].WriteDataset(io.Discard); err != nil {
+				b.Fatal(err)
+			}
+			size += w.Stages[i].DatasetSize
+		}
+	}
+	b.ReportMetric(float64(size), "bytes/op")
 }
 
 // datasetOf is the pool's dataset.jsonl as WriteDataset writes it, checked against the pool's
