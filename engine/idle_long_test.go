@@ -93,7 +93,11 @@ func TestIdleSessionsMemory(t *testing.T) {
 	t.Logf("%d sessions for %s: %d requests, %d errors, %d cancelled; RSS before %.0f MiB, peak %.0f MiB (%.1f KiB per session), at a third %.0f MiB, at the end %.0f MiB",
 		sessions, hold, r.Records, r.Errors, r.Cancelled, mib(rss0), mib(peak), perSession/1024, mib(third), mib(last))
 	if r.Errors > 0 {
-		t.Errorf("%d client errors", r.Errors)
+		causes := ""
+		for _, f := range r.Failures {
+			causes += fmt.Sprintf("; %s × %d, first: %s", f.Kind, f.Count, f.First)
+		}
+		t.Errorf("%d client errors%s", r.Errors, causes)
 	}
 	if limit := 4.0 * (1 << 30) / 100000; perSession > limit {
 		t.Errorf("%.1f KiB per session, over the %.1f KiB that 100,000 sessions in 4 GiB allow", perSession/1024, limit/1024)
