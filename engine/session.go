@@ -42,7 +42,7 @@ type session struct {
 // request (a user whose message failed does not carry on as if answered), or when the stage stops
 // issuing. It returns the session's last exchange (nil when it sent nothing), for the slot's backoff.
 func (s *stageRun) runSession(issueCtx, reqCtx context.Context, st sessionStart) (last *exchange) {
-	turns := s.pool.Turns(st.index)
+	turns := s.pool.Cursor(st.index)
 	ss := s.newSession(st)
 	defer func() {
 		if st.slotHeld && ss.sr.Requests == 0 {
@@ -56,12 +56,15 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, st sessionStart)
 		}
 		s.sessions.Write(ss.sr)
 	}()
-	for k, turn := range turns {
+	for k := 0; ; k++ {
+		// A synthetic turn is drawn, its text written, before the wait (the think time, from the
+		// second turn on), not between the credit and the send: 7 µs for a 40-token question, 160
+		// µs with a 1,000-token document.
+		turn, text, ok := turns.Next()
+		if !ok {
+			break
+		}
 		ss.setIntended(k, turn)
-		// A released turn's text is written again before the wait (the think time, from the second
-		// turn on), not between the credit and the send: 7 µs for a 40-token question, 160 µs with
-		// a 1,000-token document.
-		text := s.pool.UserText(&turn)
 		// A first request whose slot the dispatcher took is due and goes, even when the stage stopped
 		// issuing a moment after: the dispatcher counted it as started.
 		if !(k == 0 && st.slotHeld) && (!sleepUntil(issueCtx, ss.intended) || !s.acquireSlot(issueCtx)) {

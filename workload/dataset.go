@@ -31,8 +31,6 @@ type Turn struct {
 	// Behind a pointer because a stage's pool holds every turn of every session for the whole run,
 	// and most turns record nothing (issue 19: 40 of a turn's 152 bytes).
 	Recorded *Recording
-	// seed writes synthetic text again: the pool does not keep it (StagePool.UserText).
-	seed textSeed
 }
 
 // Recording is a turn's recorded answer. With history: recorded it joins the history in place of
@@ -54,17 +52,6 @@ func (t *Turn) RecordedText() string {
 	return t.Recorded.Text
 }
 
-// textSeed is how a synthetic turn's text was written: the generator's state before each piece
-// (16 bytes each, where the text is hundreds), so it can be written again, byte for byte, when the
-// session needs it. A pool holds every session of a stage for the whole run, while only the
-// sessions running need their text.
-type textSeed struct {
-	doc, question       rand.PCG
-	docTokens, questTok int32
-	index               int32 // the turn's position in its session (the document's title names it)
-	synthetic           bool
-}
-
 // SessionPlan is one conversation of a stage's pool.
 type SessionPlan struct {
 	ID      string // conversation_id, unique within the run
@@ -81,15 +68,17 @@ type SessionPlan struct {
 // StagePool is the fixed set of sessions a stage draws from, and its dataset file.
 //
 // A synthetic pool keeps no text and no turns: each session's turns are drawn again from its own
-// generator when it starts (Turns), and its text when each turn is sent (UserText); the dataset file
-// is written the same way (WriteDataset). A stage's pool holds session_pool_factor × the sessions
+// generator, with its text, as the session reaches it (Cursor); the dataset file is written the
+// same way (WriteDataset). A stage's pool holds session_pool_factor × the sessions
 // running for the whole run, so what it keeps per session is memory every session pays (issue 19:
 // 100,000 thinking sessions in 4 GiB). A pool from files keeps its turns and text.
 type StagePool struct {
 	// text writes released synthetic text again (nil for a pool from files, whose text is kept).
 	text *textSource
-	// draw draws a synthetic session again, text included (nil for a pool from files).
-	draw func(g *TextGen, i int) SessionPlan
+	// draw draws a synthetic session again, text included, and start begins drawing it turn by
+	// turn (both nil for a pool from files).
+	draw  func(g *TextGen, i int) SessionPlan
+	start func(i int) *sessionDraw
 	// personas are the workload's, for the dataset lines' system prompts.
 	personas []Persona
 	Stage    int // 1-based
@@ -126,7 +115,7 @@ const (
 // rng returns the generator for (stream, index) under the scenario seed.
 func (s *Scenario) rng(stream, index uint64) *rand.Rand { return rand.New(s.pcg(stream, index)) }
 
-// pcg is rng's source, for a caller that keeps its state (textSeed).
+// pcg is rng's source.
 func (s *Scenario) pcg(stream, index uint64) *rand.PCG {
 	return rand.NewPCG(s.Seed, splitmix(stream<<48^index))
 }
@@ -230,6 +219,7 @@ func (s *Scenario) buildStage(g *TextGen, w *Workload, stage int, st Stage) Stag
 	pool := StagePool{Stage: stage, Spec: st, Sessions: make([]SessionPlan, s.PoolSize(st)), personas: w.Personas,
 		text: newTextSource(s.Session.Language, s.Tokenizer())}
 	pool.draw = func(g *TextGen, i int) SessionPlan { return s.buildSession(g, w, stage, i) }
+	pool.start = func(i int) *sessionDraw { _, d := s.startSession(w, stage, i); return d }
 	lines := newDatasetHash()
 	for i := range pool.Sessions {
 		sp := s.buildSession(g, w, stage, i)
@@ -243,41 +233,60 @@ func (s *Scenario) buildStage(g *TextGen, w *Workload, stage int, st Stage) Stag
 
 // buildSession draws session i of a stage's pool, text included. Every draw comes from the
 // session's own generator, so the same session is drawn again, byte for byte, whenever it is asked
-// for (StagePool.Turns after DropTurns).
+// for (StagePool.Cursor, StagePool.WriteDataset).
 func (s *Scenario) buildSession(g *TextGen, w *Workload, stage, i int) SessionPlan {
-	ss := s.Session
-	pcg := s.pcg(streamSession, uint64(stage)<<32|uint64(i))
-	r := rand.New(pcg)
-	sp := SessionPlan{ID: fmt.Sprintf("s%02d-%06d", stage, i), Persona: w.Picker.Pick(r)}
-	nTurns := ss.Turns.SampleInt(r)
-	sp.Turns = make([]Turn, nTurns)
-	for k := range sp.Turns {
-		t := &sp.Turns[k]
-		if k > 0 {
-			t.ThinkBefore = ss.ThinkTime.SampleDuration(r).Round(time.Millisecond)
-		}
-		t.MaxOutputTokens = ss.MaxOutputTokens.SampleInt(r)
-		t.seed = textSeed{index: int32(k), synthetic: true}
-		var doc string
-		docTokens := 0
-		if ss.RetrievedTokens != nil {
-			docTokens = ss.RetrievedTokens.SampleInt(r)
-			t.seed.doc, t.seed.docTokens = *pcg, int32(docTokens)
-			doc = g.ProseWith(r, docTokens, docOpening(s.Session.Language, k+1))
-		}
-		userTokens := ss.UserInputTokens.SampleInt(r)
-		t.seed.question, t.seed.questTok = *pcg, int32(userTokens)
-		question := g.ProseWith(r, userTokens, nil)
-		if doc != "" {
-			// The question follows the document after a space: both keep their exact token counts.
-			t.seed.question = *pcg
-			question = g.ProseWith(r, userTokens, questionOpening(s.Session.Language))
-			question = " " + question
-		}
-		t.User = doc + question
-		t.UserTokens = docTokens + userTokens
+	sp, d := s.startSession(w, stage, i)
+	sp.Turns = make([]Turn, 0, sp.planned)
+	for t, ok := d.next(g); ok; t, ok = d.next(g) {
+		sp.Turns = append(sp.Turns, t)
 	}
+	sp.planned = 0
 	return sp
+}
+
+// sessionDraw draws a synthetic session's turns one at a time, in order, from its generator.
+type sessionDraw struct {
+	s    *Scenario
+	r    *rand.Rand
+	k, n int
+}
+
+// startSession draws session i's persona and turn count; the turns follow from the returned draw.
+func (s *Scenario) startSession(w *Workload, stage, i int) (SessionPlan, *sessionDraw) {
+	r := s.rng(streamSession, uint64(stage)<<32|uint64(i))
+	sp := SessionPlan{ID: fmt.Sprintf("s%02d-%06d", stage, i), Persona: w.Picker.Pick(r)}
+	sp.planned = s.Session.Turns.SampleInt(r)
+	return sp, &sessionDraw{s: s, r: r, n: sp.planned}
+}
+
+// next draws the next turn, its user text included; false after the last.
+func (d *sessionDraw) next(g *TextGen) (Turn, bool) {
+	if d.k >= d.n {
+		return Turn{}, false
+	}
+	ss, r, k := d.s.Session, d.r, d.k
+	d.k++
+	var t Turn
+	if k > 0 {
+		t.ThinkBefore = ss.ThinkTime.SampleDuration(r).Round(time.Millisecond)
+	}
+	t.MaxOutputTokens = ss.MaxOutputTokens.SampleInt(r)
+	var doc string
+	docTokens := 0
+	if ss.RetrievedTokens != nil {
+		docTokens = ss.RetrievedTokens.SampleInt(r)
+		doc = g.ProseWith(r, docTokens, docOpening(ss.Language, k+1))
+	}
+	userTokens := ss.UserInputTokens.SampleInt(r)
+	question := g.ProseWith(r, userTokens, nil)
+	if doc != "" {
+		// The question follows the document after a space: both keep their exact token counts.
+		question = g.ProseWith(r, userTokens, questionOpening(ss.Language))
+		question = " " + question
+	}
+	t.User = doc + question
+	t.UserTokens = docTokens + userTokens
+	return t, true
 }
 
 func docOpening(lang string, n int) []string {

@@ -157,15 +157,20 @@ func TestDatasetLayout(t *testing.T) {
 		if got.SessionID != sp.ID || got.Turns[0].Role != "system" || got.Turns[0].Text != w.Personas[sp.Persona].SystemPrompt {
 			t.Fatalf("line %d: session id or system prompt wrong", i+1)
 		}
-		for k, turn := range pool.Turns(i) {
+		cur := pool.Cursor(i)
+		for k := 0; ; k++ {
+			turn, text, ok := cur.Next()
+			if !ok {
+				break
+			}
 			dt := got.Turns[k+1]
-			if dt.Role != "user" || dt.Text != pool.UserText(&turn) || dt.OutputLength != turn.MaxOutputTokens || dt.Delay != turn.ThinkBefore.Milliseconds() {
+			if dt.Role != "user" || dt.Text != text || dt.OutputLength != turn.MaxOutputTokens || dt.Delay != turn.ThinkBefore.Milliseconds() {
 				t.Fatalf("line %d turn %d does not match the plan", i+1, k)
 			}
 			if k == 0 && dt.Delay != 0 {
 				t.Fatalf("first turn has a think time")
 			}
-			if text := pool.UserText(&turn); !strings.HasPrefix(text, "Reference document") {
+			if !strings.HasPrefix(text, "Reference document") {
 				t.Fatalf("RAG turn does not start with its document: %.60q", text)
 			}
 		}

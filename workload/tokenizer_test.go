@@ -177,8 +177,9 @@ load: {mode: concurrency, stages: [{concurrency: 2, duration: 5s}]}
 		}
 	}
 	for i := range w.Stages[0].Sessions {
-		for _, turn := range w.Stages[0].Turns(i) {
-			if got := qwen.Count(w.Stages[0].UserText(&turn)); got != turn.UserTokens {
+		cur := w.Stages[0].Cursor(i)
+		for turn, text, ok := cur.Next(); ok; turn, text, ok = cur.Next() {
+			if got := qwen.Count(text); got != turn.UserTokens {
 				t.Fatalf("a user turn counts %d Qwen3 tokens, drawn %d", got, turn.UserTokens)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"unsafe"
@@ -11,14 +12,13 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// TestReleasedTextIsWrittenAgainByteForByte: the pool keeps no synthetic turns or text; each
-// session's turns drawn again (from several goroutines at once, as sessions start) have the
-// dataset file's lengths and think times, and UserText gives every turn the bytes the file holds —
-// plain chat, RAG documents with their questions, Korean — so a run that keeps only seeds sends
-// exactly what the dataset says it sent.
-func TestReleasedTextIsWrittenAgainByteForByte(t *testing.T) {
+// TestSessionsAreDrawnAgainByteForByte: the pool keeps no synthetic turns or text; each session
+// drawn again turn by turn (from several goroutines at once, as sessions start) has the dataset
+// file's lengths, think times and text, byte for byte — plain chat, RAG documents with their
+// questions, Korean — so a run that keeps only the seed sends exactly what the dataset says it sent.
+func TestSessionsAreDrawnAgainByteForByte(t *testing.T) {
 	for _, tc := range []struct{ name, session string }{
-		{"chat", "session: {turns: {min: 1, max: 6}, user_input_tokens: {min: 1, max: 80}, max_output_tokens: 8, think_time: 1s}"},
+		{"chat", "session: {turns: {min: 1, max: 6}, user_input_tokens: {min: 1, max: 80}, max_output_tokens: {min: 4, max: 64}, think_time: {min: 1s, max: 9s}}"},
 		{"rag", "session: {turns: 3, user_input_tokens: {min: 5, max: 30}, retrieved_tokens: {min: 1, max: 300}, max_output_tokens: 8, think_time: 1s}"},
 		{"korean", "session: {turns: 3, user_input_tokens: {min: 5, max: 40}, max_output_tokens: 8, think_time: 1s, language: ko}"},
 	} {
@@ -47,33 +47,41 @@ func TestReleasedTextIsWrittenAgainByteForByte(t *testing.T) {
 				}
 				want = append(want, user)
 			}
-			// Sessions are drawn again side by side, as a run's sessions start.
 			var eg errgroup.Group
 			var docs, turns atomic.Int64
 			for i := range pool.Sessions {
 				eg.Go(func() error {
 					sp := &pool.Sessions[i]
-					got := pool.Turns(i)
-					if sp.Turns != nil || len(got) != sp.PlannedTurns() || len(got) != len(want[i]) {
-						return fmt.Errorf("session %s: the pool keeps %d turns, plans %d, drew %d again; the dataset has %d", sp.ID, len(sp.Turns), sp.PlannedTurns(), len(got), len(want[i]))
+					if sp.Turns != nil || sp.PlannedTurns() != len(want[i]) {
+						return fmt.Errorf("session %s: the pool keeps %d turns and plans %d; the dataset has %d", sp.ID, len(sp.Turns), sp.PlannedTurns(), len(want[i]))
 					}
-					for k := range got {
-						turn, dt := &got[k], want[i][k]
-						if turn.User != "" {
-							return fmt.Errorf("session %s turn %d was drawn again with its text kept", sp.ID, k)
+					cur := pool.Cursor(i)
+					for k := 0; ; k++ {
+						turn, text, ok := cur.Next()
+						if !ok {
+							if k != len(want[i]) {
+								return fmt.Errorf("session %s ended after %d turns; the dataset has %d", sp.ID, k, len(want[i]))
+							}
+							return nil
 						}
-						if text := pool.UserText(turn); text != dt.Text {
-							return fmt.Errorf("session %s turn %d written again as\n%q\nwant\n%q", sp.ID, k, text, dt.Text)
+						if k >= len(want[i]) {
+							return fmt.Errorf("session %s drew a turn %d; the dataset has %d", sp.ID, k+1, len(want[i]))
+						}
+						dt := want[i][k]
+						if turn.User != "" {
+							return fmt.Errorf("session %s turn %d kept its text in the turn", sp.ID, k)
+						}
+						if text != dt.Text {
+							return fmt.Errorf("session %s turn %d drawn again as\n%q\nwant\n%q", sp.ID, k, text, dt.Text)
 						}
 						if turn.MaxOutputTokens != dt.OutputLength || turn.ThinkBefore.Milliseconds() != dt.Delay {
 							return fmt.Errorf("session %s turn %d drawn again with output %d, think %v; the dataset says %d, %d ms", sp.ID, k, turn.MaxOutputTokens, turn.ThinkBefore, dt.OutputLength, dt.Delay)
 						}
-						if turn.seed.docTokens > 0 {
+						if strings.HasPrefix(text, "Reference document") || strings.HasPrefix(text, "참고") {
 							docs.Add(1)
 						}
 						turns.Add(1)
 					}
-					return nil
 				})
 			}
 			if err := eg.Wait(); err != nil {
@@ -82,15 +90,14 @@ func TestReleasedTextIsWrittenAgainByteForByte(t *testing.T) {
 			if tc.name == "rag" && docs.Load() == 0 {
 				t.Fatal("no turn had a retrieved document: the RAG case was not tested")
 			}
-			i := turns.Load()
-			t.Logf("%d turns written again", i)
+			t.Logf("%d turns drawn again", turns.Load())
 		})
 	}
 }
 
-// BenchmarkUserTextWrittenAgain: what writing a released turn's text again costs the session that
-// sends it (a 40-token question; and one with a 1,000-token document).
-func BenchmarkUserTextWrittenAgain(b *testing.B) {
+// BenchmarkTurnDrawnAgain: what drawing a synthetic session's next turn, its text included, costs
+// the session that sends it (a 40-token question; and one with a 1,000-token document).
+func BenchmarkTurnDrawnAgain(b *testing.B) {
 	for _, tc := range []struct{ name, session string }{
 		{"question_40", "session: {turns: 1, user_input_tokens: 40, max_output_tokens: 8, think_time: 1s}"},
 		{"rag_1000", "session: {turns: 1, user_input_tokens: 40, retrieved_tokens: 1000, max_output_tokens: 8, think_time: 1s}"},
@@ -103,26 +110,22 @@ func BenchmarkUserTextWrittenAgain(b *testing.B) {
 				b.Fatal(err)
 			}
 			pool := &w.Stages[0]
-			first := make([]Turn, len(pool.Sessions))
-			for i := range first {
-				first[i] = pool.Turns(i)[0]
-			}
 			b.ReportAllocs()
 			i := 0
 			for b.Loop() {
-				_ = pool.UserText(&first[i%len(first)])
+				_, _, _ = pool.Cursor(i % len(pool.Sessions)).Next()
 				i++
 			}
 		})
 	}
 }
 
-// A stage's pool holds every turn of every session for the whole run (session_pool_factor × the
-// sessions running): 150 turns per running session in a 50-turn chat. A Turn that grows is memory
-// every thinking session pays (issue 19: 100,000 of them in 4 GiB); what most turns lack (a recorded
-// answer) stays behind a pointer.
+// A pool from files holds every turn of every session for the whole run (session_pool_factor × the
+// sessions running), and a dataset of long chats has many: a Turn that grows is memory every
+// session pays (issue 19: 100,000 of them in 4 GiB); what most turns lack (a recorded answer) stays
+// behind a pointer.
 func TestTurnStaysSmall(t *testing.T) {
-	if size := unsafe.Sizeof(Turn{}); size > 112 {
-		t.Errorf("a Turn is %d bytes, more than 112: what most turns leave empty belongs behind a pointer", size)
+	if size := unsafe.Sizeof(Turn{}); size > 64 {
+		t.Errorf("a Turn is %d bytes, more than 64: what most turns leave empty belongs behind a pointer", size)
 	}
 }

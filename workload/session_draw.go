@@ -1,0 +1,85 @@
+package workload
+
+import (
+	"sync"
+
+	"github.com/plload/plload/tokenizer"
+)
+
+// textSource lends the text generators a synthetic pool draws its sessions again with; safe for
+// concurrent use (a TextGen is not, so each caller borrows one).
+type textSource struct {
+	gens sync.Pool
+}
+
+func newTextSource(lang string, tok tokenizer.Tokenizer) *textSource {
+	ts := &textSource{}
+	ts.gens.New = func() any {
+		g, err := NewTextGen(lang, tok)
+		if err != nil {
+			return nil // cannot happen: the same language built the pool
+		}
+		return g
+	}
+	return ts
+}
+
+// TurnCursor walks one session's turns in order, each with its user text: a pool from files gives
+// its own; a synthetic pool draws each turn from the session's generator as it is asked for, so a
+// running session holds neither its later turns nor their text (issue 19), and its first request
+// waits for one turn's drawing, not all of them. Not safe for concurrent use; each session has its
+// own.
+type TurnCursor struct {
+	pool  *StagePool
+	turns []Turn       // a pool from files
+	draw  *sessionDraw // a synthetic pool
+	k     int
+}
+
+// Cursor starts session i's turns.
+func (p *StagePool) Cursor(i int) *TurnCursor {
+	if p.start == nil {
+		return &TurnCursor{pool: p, turns: p.Sessions[i].Turns}
+	}
+	return &TurnCursor{pool: p, draw: p.start(i)}
+}
+
+// Next is the next turn (its User left empty: the text is returned beside it) and its user text;
+// false after the last turn.
+func (c *TurnCursor) Next() (Turn, string, bool) {
+	if c.draw == nil {
+		if c.k >= len(c.turns) {
+			return Turn{}, "", false
+		}
+		c.k++
+		t := c.turns[c.k-1]
+		return t, t.User, true
+	}
+	g, _ := c.pool.text.gens.Get().(*TextGen)
+	if g == nil {
+		return Turn{}, "", false
+	}
+	defer c.pool.text.gens.Put(g)
+	t, ok := c.draw.next(g)
+	text := t.User
+	t.User = ""
+	return t, text, ok
+}
+
+// Turns is session i's turns; a synthetic pool's without their text (a Cursor gives it).
+func (p *StagePool) Turns(i int) []Turn {
+	c := p.Cursor(i)
+	var turns []Turn
+	for t, _, ok := c.Next(); ok; t, _, ok = c.Next() {
+		turns = append(turns, t)
+	}
+	return turns
+}
+
+// PlannedTurns is how many turns the session plans, whether or not the pool keeps them.
+func (sp *SessionPlan) PlannedTurns() int {
+	if sp.Turns != nil {
+		return len(sp.Turns)
+	}
+	return sp.planned
+}
