@@ -191,14 +191,7 @@ load:
     - {rate: 50, warmup: 1s, duration: 3s}
     - {rate: {from: 0, to: 100, over: 2s}, duration: 4s}
 `
-	s, issues := Parse("rr.yaml", []byte(text), LoadOptions{})
-	if issues.Err() != nil {
-		t.Fatal(issues.Err())
-	}
-	w, err := s.Build()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, w := buildText(t, "rr.yaml", text)
 	// 200 expected + 4√200 ≈ 57 → 258; the ramp: (50·2 + 100·2) = 300 + 4√300 ≈ 70 → 371.
 	for i, want := range []int{258, 371} {
 		pool := w.Stages[i]
@@ -248,6 +241,21 @@ func loadValid(t *testing.T, path string) *Scenario {
 }
 
 // loadAndBuild reads the scenario at path and builds its workload, failing the test on any error.
+// buildText parses a scenario's text (named name in messages) and builds its workload, failing the
+// test on any issue.
+func buildText(t testing.TB, name, text string) (*Scenario, *Workload) {
+	t.Helper()
+	s, issues := Parse(name, []byte(text), LoadOptions{})
+	if issues.Err() != nil {
+		t.Fatal(issues.Err())
+	}
+	w, err := s.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, w
+}
+
 func loadAndBuild(t *testing.T, path string) (*Scenario, *Workload) {
 	t.Helper()
 	s := loadValid(t, path)

@@ -24,14 +24,7 @@ func TestSessionsAreDrawnAgainByteForByte(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			text := fmt.Sprintf("name: t\nseed: 3\ntarget: {base_url: mock, model: m}\npersonas: {count: 2, system_prompt_tokens: 20}\n%s\nload:\n  mode: concurrency\n  stages:\n    - {concurrency: 20, duration: 1s}\n", tc.session)
-			sc, issues := Parse("t.yaml", []byte(text), LoadOptions{})
-			if issues.Err() != nil {
-				t.Fatal(issues.Err())
-			}
-			w, err := sc.Build()
-			if err != nil {
-				t.Fatal(err)
-			}
+			_, w := buildText(t, "t.yaml", text)
 			pool := &w.Stages[0]
 			var want [][]datasetTurn // every session's user turns as the dataset file holds them
 			for line := range bytes.Lines(datasetOf(t, pool)) {
