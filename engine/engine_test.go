@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/mock"
 	"github.com/plload/plload/workload"
 )
@@ -530,6 +531,53 @@ func TestArrivalRateFollowsSchedule(t *testing.T) {
 	}
 	for i := 1; i < len(scheduled); i++ {
 		want := time.Duration(rng.ExpFloat64() / 40 * float64(time.Second))
+		if got := time.Duration(scheduled[i] - scheduled[i-1]); got-want > time.Microsecond || want-got > time.Microsecond {
+			t.Fatalf("arrival %d: gap %s, the seeded schedule says %s", i, got, want)
+		}
+	}
+}
+
+// TestArrivalBacklogWaitsInTheSchedule: arrivals past max_concurrency wait in order in the
+// schedule, not each on a goroutine of its own (a backlog that grew without bound), and every one
+// due before the stage ended is recorded as never started, at its seeded time.
+func TestArrivalBacklogWaitsInTheSchedule(t *testing.T) {
+	base, _ := startMock(t, nil)
+	long := `  turns: 40
+  user_input_tokens: {min: 5, max: 10}
+  max_output_tokens: {min: 2, max: 4}
+  think_time: {min: 5s, max: 6s}`
+	text := scenarioYAML(base, long,
+		"  mode: arrival_rate\n  drain_timeout: 100ms\n  stages:\n    - {sessions_per_sec: 3000, max_concurrency: 4, duration: 1s}")
+	before := runtime.NumGoroutine()
+	peak := 0
+	stop := every(20*time.Millisecond, func() { peak = max(peak, runtime.NumGoroutine()-before) })
+	res, dir, err := runScenario(t, context.Background(), text)
+	stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if peak > 200 {
+		t.Errorf("%d goroutines more than before the run, with 4 sessions open: the backlog is held on goroutines", peak)
+	}
+	sessions := readSessions(t, filepath.Join(dir, "stage_01", "sessions.jsonl"))
+	var started, never int
+	var scheduled []int64
+	for _, s := range sessions {
+		scheduled = append(scheduled, integer(s["scheduled_ns"]))
+		if s["outcome"] == metrics.SessionNeverStarted {
+			never++
+		} else {
+			started++
+		}
+	}
+	if started != 4 || never != res[0].NotStarted || never < 2000 {
+		t.Fatalf("%d sessions started (max_concurrency 4), %d recorded never started, NotStarted %d; 3,000/s over 1 s", started, never, res[0].NotStarted)
+	}
+	sort.Slice(scheduled, func(a, b int) bool { return scheduled[a] < scheduled[b] })
+	sc, _ := workload.Parse("t.yaml", []byte(text), workload.LoadOptions{Getenv: testEnv})
+	rng := sc.StageRNG(1)
+	for i := 1; i < len(scheduled); i++ {
+		want := time.Duration(rng.ExpFloat64() / 3000 * float64(time.Second))
 		if got := time.Duration(scheduled[i] - scheduled[i-1]); got-want > time.Microsecond || want-got > time.Microsecond {
 			t.Fatalf("arrival %d: gap %s, the seeded schedule says %s", i, got, want)
 		}
