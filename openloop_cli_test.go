@@ -157,3 +157,45 @@ func TestOpenFilesCheckCountsMaxInFlight(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenFilesCheckArrivalRateThinkingSessions: an arrival_rate stage's max_concurrency counts
+// sessions, and a session holds a connection only while its turn streams. Sessions that think 20–40 s
+// between turns need a few connections at once: max_concurrency over the limit is a warning and the
+// run goes on, and succeeds; sessions that never think, arriving fast, need one each, and are refused
+// before traffic.
+func TestOpenFilesCheckArrivalRateThinkingSessions(t *testing.T) {
+	bin := buildBinary(t)
+	for _, tc := range []struct {
+		name, rate, think string
+		code              int
+		want              []string
+	}{
+		{"thinking", "20", "{min: 20s, max: 40s}", 0, []string{"wide.yaml:8:", "warning: load.stages[0].max_concurrency", "500 open connections need about 1064 file descriptors",
+			"about 2 are expected at once", "the run goes on", "too many open files"}},
+		{"not thinking", "2000", "0s", 2, []string{"wide.yaml:8:", "load.stages[0].max_concurrency", "about 500 are expected at once", "twice that must fit", "nothing was sent"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			text := "name: wide\ntarget: {base_url: mock, model: m, mock: {ttft: 50ms, tps: 200}}\npersonas: {count: 1, system_prompt_tokens: 5}\n" +
+				"session: {turns: 4, user_input_tokens: 5, max_output_tokens: 5, think_time: " + tc.think + "}\nload:\n  mode: arrival_rate\n" +
+				"  stages:\n    - {sessions_per_sec: " + tc.rate + ", max_concurrency: 500, duration: 1s}\n"
+			path := filepath.Join(t.TempDir(), "wide.yaml")
+			os.WriteFile(path, []byte(text), 0o644)
+			out := t.TempDir()
+			msg, err := exec.Command("sh", "-c", `ulimit -n 200 && exec "$0" run "$1" --out "$2"`, bin, path, out).CombinedOutput()
+			code := 0
+			if exit := (*exec.ExitError)(nil); errors.As(err, &exit) {
+				code = exit.ExitCode()
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if code != tc.code {
+				t.Fatalf("exit %d, want %d\n%s", code, tc.code, msg)
+			}
+			for _, want := range tc.want {
+				if !strings.Contains(string(msg), want) {
+					t.Errorf("the output lacks %q:\n%s", want, msg)
+				}
+			}
+		})
+	}
+}

@@ -26,7 +26,8 @@ type Estimate struct {
 	Requests       float64 // requests issued over warmup + duration
 	SessionsNeeded float64 // sessions started over warmup + duration, with headroom for arrival noise
 	// InFlight is the requests expected in flight at once (Little's law: request rate × TurnSeconds,
-	// capped by load.max_in_flight), for request_rate and replay: the connections they open.
+	// capped by load.max_in_flight), for request_rate, replay and arrival_rate: the connections they
+	// open (an arrival_rate session holds one only while its turn streams, not while it thinks).
 	InFlight float64
 }
 
@@ -144,6 +145,7 @@ func (s *Scenario) estimateStage(st Stage) Estimate {
 		// Little's law caps the sessions open at once at max_concurrency.
 		open := math.Min(st.SessionsPerSec*e.SessionSeconds, float64(st.MaxConcurrency))
 		e.Requests = open * span / (e.TurnSeconds + think*(turns-1)/turns)
+		e.InFlight = math.Min(e.Requests/max(span, 1e-9)*e.TurnSeconds, open)
 		return e
 	}
 	c := float64(st.Concurrency)

@@ -59,3 +59,22 @@ func TestEstimateOpenLoop(t *testing.T) {
 		}
 	}
 }
+
+// TestEstimateArrivalRateInFlight: an arrival_rate session holds a connection only while its turn
+// streams, so the connections expected at once are the request rate × one request's time (Little's
+// law), far fewer than max_concurrency's sessions when they think between turns. 1,000 sessions open
+// (max_concurrency: 20/s would keep 1,816 open for their 90.8 s) of 4 turns of 0.205 s and 30 s think: each asks every
+// 0.205 + 30 × 3/4 s, so 1,000 ÷ 22.705 req/s, × 0.205 s ≈ 9.03 in flight.
+func TestEstimateArrivalRateInFlight(t *testing.T) {
+	text := "name: e\nseed: 1\ntarget: {base_url: mock, mock: {ttft: 200ms, tps: 1000}}\npersonas: {count: 1, system_prompt_tokens: 5}\n" +
+		"session: {turns: 4, user_input_tokens: 5, max_output_tokens: 5, think_time: {min: 20s, max: 40s}}\nload:\n  mode: arrival_rate\n" +
+		"  stages:\n    - {sessions_per_sec: 20, max_concurrency: 1000, duration: 10m}\n"
+	s, issues := Parse("e.yaml", []byte(text), LoadOptions{})
+	if issues.Err() != nil {
+		t.Fatal(issues.Err())
+	}
+	e := s.EstimateStage(s.Load.Stages[0])
+	if want := 1000 / (0.205 + 30*3.0/4) * 0.205; math.Abs(e.InFlight-want) > 1e-9 {
+		t.Errorf("in flight %g, want %g", e.InFlight, want)
+	}
+}
