@@ -136,8 +136,9 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, st sessionStart)
 // only halves a stack once per cycle: a session's goroutine that streamed its turns itself kept that
 // stack through every think time, 13.7 KiB a session of the 42 KiB a thinking session cost (issue
 // 19). The request's goroutine ends with its answer and its stack goes back to the runtime's cache
-// for the next one, so a thinking session holds only runSession's few frames. The hand-off is once
-// per request, before the send (after credit) and after the answer's end: no timestamp falls in it.
+// for the next one, so a thinking session holds only runSession's few frames. The hand-off comes once
+// per request, between its credit (stamped before) and its send (stamped after, on its goroutine, as
+// are its chunks and its end): a goroutine's start, not a scheduler wait, sits in credit → send.
 func onItsOwnStack(send func() *exchange) *exchange {
 	done := make(chan *exchange, 1)
 	go func() { done <- send() }()
