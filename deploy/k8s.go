@@ -126,8 +126,8 @@ func (p *Plan) k8sHeader(o K8sOptions) string {
 		ns = " -n " + o.Namespace
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "# plload k8s: %s in %d shards of up to %d streams each (%dm CPU, %d Mi memory requested per shard).\n",
-		p.Name, p.Shards, p.StreamsPerShard, p.Resources.CPUMillicores, p.Resources.MemoryMiB)
+	fmt.Fprintf(&b, "# plload k8s: %s in %d shards of up to %d streams and %d open sessions each (%dm CPU, %d Mi memory requested per shard).\n",
+		p.Name, p.Shards, p.StreamsPerShard, p.SessionsPerShard, p.Resources.CPUMillicores, p.Resources.MemoryMiB)
 	fmt.Fprintf(&b, "# Needs the Secret %s with the coordinator token under %q (never in these manifests):\n", o.TokenSecret, TokenKey)
 	fmt.Fprintf(&b, "#   kubectl%s create secret generic %s --from-literal=%s=\"$(openssl rand -hex 32)\"", ns, o.TokenSecret, TokenKey)
 	if p.APIKeyEnv != "" {

@@ -40,6 +40,9 @@ type Plan struct {
 	Scenario []byte // scenario.resolved.yaml: defaults filled, secrets masked, file paths absolute
 	// StreamsPerShard is the most streams one shard holds at once (index 0's share of the peak).
 	StreamsPerShard int
+	// SessionsPerShard is the most sessions one shard holds open at once, thinking ones included
+	// (never fewer than StreamsPerShard).
+	SessionsPerShard int
 	// TokensPerSec is the stream speed the sizing assumes (the mock's tps, else the real-server figure).
 	TokensPerSec float64
 	Resources    Resources
@@ -70,13 +73,14 @@ func NewPlan(sc *workload.Scenario, opt Options) (*Plan, error) {
 	}
 	p := &Plan{Name: name, Shards: opt.Shards, Scenario: resolved, APIKeyEnv: sc.Target.APIKeyEnv,
 		Files: scenarioFiles(sc), Seconds: plannedSeconds(sc)}
-	peak := PeakStreams(sc)
-	p.StreamsPerShard = workload.Shard{Index: 0, Count: opt.Shards}.Split(peak)
+	first := workload.Shard{Index: 0, Count: opt.Shards}
+	p.StreamsPerShard = first.Split(PeakStreams(sc))
+	p.SessionsPerShard = first.Split(PeakSessions(sc))
 	p.TokensPerSec = assumedTPS
 	if m := sc.Target.Mock; m != nil && m.TPS > 0 {
 		p.TokensPerSec = m.TPS
 	}
-	p.Resources = SizeShard(p.StreamsPerShard, p.TokensPerSec)
+	p.Resources = SizeShard(p.StreamsPerShard, p.SessionsPerShard, p.TokensPerSec)
 	return p, nil
 }
 
@@ -84,32 +88,56 @@ func NewPlan(sc *workload.Scenario, opt Options) (*Plan, error) {
 // (see Scenario.Assumption): a chunk per token, so this many chunks per second per stream.
 const assumedTPS = 50.0
 
-// PeakStreams is the most streams the whole run holds open at once, over its stages: a concurrency
-// stage's sessions, an arrival_rate stage's open sessions (Little's law, capped by max_concurrency),
-// and request_rate's and replay's expected requests in flight (Little's law, capped by
-// load.max_in_flight — the cap itself is a bound, not a need, and its default of 1,000 would size a
-// 10 req/s run like a 1,000-stream one).
+// PeakStreams is the most streams the whole run has streaming at once, over its stages: a
+// concurrency stage's sessions (they all start at once), arrival_rate's expected requests in flight
+// (Little's law: a session that thinks between turns streams nothing), and request_rate's and
+// replay's expected requests in flight (capped by load.max_in_flight — the cap itself is a bound,
+// not a need, and its default of 1,000 would size a 10 req/s run like a 1,000-stream one).
 func PeakStreams(sc *workload.Scenario) int {
-	peak := 0.0
-	for _, st := range sc.Load.Stages {
-		var n float64
+	return peakOverStages(sc, func(st workload.Stage) float64 {
 		switch sc.Load.Mode {
 		case workload.ModeConcurrency:
-			n = float64(st.Concurrency)
+			return float64(st.Concurrency)
+		case workload.ModeBatch:
+			return float64(sc.Load.MaxInFlight)
+		}
+		return sc.EstimateStage(st).InFlight // arrival_rate, request_rate, replay
+	})
+}
+
+// PeakSessions is the most sessions the whole run holds open at once, streaming or thinking: a
+// concurrency stage's sessions, an arrival_rate stage's open sessions (Little's law, capped by
+// max_concurrency), multi-turn request_rate's arriving sessions × a session's length; never fewer
+// than the streams (replay, batch and single-turn request_rate: the streams).
+func PeakSessions(sc *workload.Scenario) int {
+	open := peakOverStages(sc, func(st workload.Stage) float64 {
+		e := sc.EstimateStage(st)
+		switch sc.Load.Mode {
+		case workload.ModeConcurrency:
+			return float64(st.Concurrency)
 		case workload.ModeArrivalRate:
-			e := sc.EstimateStage(st)
-			n = st.SessionsPerSec * e.SessionSeconds
+			n := st.SessionsPerSec * e.SessionSeconds
 			if st.MaxConcurrency > 0 {
 				n = math.Min(n, float64(st.MaxConcurrency))
 			}
-		case workload.ModeBatch:
-			n = float64(sc.Load.MaxInFlight)
-		default: // request_rate, replay
-			n = sc.EstimateStage(st).InFlight
+			return n
+		case workload.ModeRequestRate: // single-turn: an arrival waiting for a slot holds nothing
+			if st.Rate != nil && sc.ExpectedTurns() > 1 {
+				return st.Rate.Mean(st.Warmup.D()+st.Duration.D()) * e.SessionSeconds
+			}
 		}
-		peak = math.Max(peak, n)
+		return 0
+	})
+	return max(open, PeakStreams(sc))
+}
+
+// peakOverStages is the largest of per(stage) over the run's stages, rounded up, at least 1.
+func peakOverStages(sc *workload.Scenario, per func(workload.Stage) float64) int {
+	peak := 0.0
+	for _, st := range sc.Load.Stages {
+		peak = math.Max(peak, per(st))
 	}
-	return max(1, int(math.Ceil(peak)))
+	return max(1, int(math.Ceil(peak-1e-9))) // 3.0000000001 streams are 3
 }
 
 func scenarioFiles(sc *workload.Scenario) []string {

@@ -11,8 +11,12 @@ import "math"
 //   - Memory: 24 KiB live heap and 28 KiB goroutine stacks per open session, but the engine runs at
 //     GOGC 400, where "heap per session reads 250–335 KiB" (heap in use, garbage included): 384 KiB
 //     per stream covers the 335 KiB and the stacks. The soak (500 sessions for 10 min) held a flat
-//     RSS of 270 MiB, under the 128 MiB + 500 × 384 KiB = 316 MiB this gives.
+//     RSS of 270 MiB, under the 128 MiB + 500 × 384 KiB = 316 MiB this gives. A session thinking
+//     between turns holds no connection and a small stack: 100,000 of them (arrival_rate, 60–120 s
+//     think, 10 minutes) peaked at 27.1 KiB each, garbage included ("Third pass" under issue 19);
+//     48 KiB per thinking session leaves room for longer histories than those 20–60-token turns.
 const (
+	memPerThinkingBytes = 48 << 10
 	cpuPerChunkSec     = 29.0e-6
 	memPerStreamBytes  = 384 << 10
 	baseMemBytes       = 128 << 20 // the process: dataset, record writer's buffers, report
@@ -31,7 +35,8 @@ type Resources struct {
 // CPUs is the request in whole CPUs, rounded up (Slurm's --cpus-per-task).
 func (r Resources) CPUs() int64 { return (r.CPUMillicores + 999) / 1000 }
 
-// SizeShard sizes a shard holding streams at tps tokens per second each.
+// SizeShard sizes a shard holding streams at tps tokens per second each, among sessions open
+// sessions (the rest of them thinking: memory, no CPU).
 //
 // CPU is requested at twice the measured cost: the self-test saw the client's timing break (client
 // delay p99 past 1 ms) from about a third of its CPU busy, and a client that is the bottleneck lies
@@ -39,11 +44,12 @@ func (r Resources) CPUs() int64 { return (r.CPUMillicores + 999) / 1000 }
 // throttling would stall a shard for whole periods (100 ms), exactly the client-side delay plload
 // must not add. Memory has a limit of twice the request, so one shard's leak cannot take the node,
 // with room for GOGC 400's garbage.
-func SizeShard(streams int, tps float64) Resources {
+func SizeShard(streams, sessions int, tps float64) Resources {
 	cpu := float64(streams) * tps * cpuPerChunkSec * cpuHeadroomFactor
+	thinking := int64(max(0, sessions-streams))
 	r := Resources{
 		CPUMillicores: baseCPUMillicores + int64(math.Ceil(cpu*1000)),
-		MemoryMiB:     int64(math.Ceil(float64(baseMemBytes+int64(streams)*memPerStreamBytes) / (1 << 20))),
+		MemoryMiB:     int64(math.Ceil(float64(baseMemBytes+int64(streams)*memPerStreamBytes+thinking*memPerThinkingBytes) / (1 << 20))),
 	}
 	r.MemoryLimMiB = r.MemoryMiB * memLimitMultiplier
 	return r

@@ -71,7 +71,7 @@ func slurmDuration(s float64) string {
 }
 
 var slurmTemplate = template.Must(template.New("sbatch").Funcs(template.FuncMap{"itoa": strconv.Itoa}).Parse(`#!/bin/bash
-# plload slurm: {{.P.Name}} in {{.P.Shards}} shards of up to {{.P.StreamsPerShard}} streams each.
+# plload slurm: {{.P.Name}} in {{.P.Shards}} shards of up to {{.P.StreamsPerShard}} streams and {{.P.SessionsPerShard}} open sessions each.
 # Submit with PLLOAD_TOKEN set to a shared secret (the coordinator listens beyond loopback):
 #   PLLOAD_TOKEN="$(openssl rand -hex 32)" sbatch {{.P.Name}}.sbatch
 # Results: $PLLOAD_RESULTS (default $SLURM_SUBMIT_DIR/{{.P.Name}}-$SLURM_JOB_ID, on a filesystem
