@@ -17,12 +17,12 @@ import "math"
 //     48 KiB per thinking session leaves room for longer histories than those 20–60-token turns.
 const (
 	memPerThinkingBytes = 48 << 10
-	cpuPerChunkSec     = 29.0e-6
-	memPerStreamBytes  = 384 << 10
-	baseMemBytes       = 128 << 20 // the process: dataset, record writer's buffers, report
-	baseCPUMillicores  = 100       // per-stage and per-second work (probes, records, progress)
-	cpuHeadroomFactor  = 2         // see SizeShard
-	memLimitMultiplier = 2
+	cpuPerChunkSec      = 29.0e-6
+	memPerStreamBytes   = 384 << 10
+	baseMemBytes        = 128 << 20 // the process: dataset, record writer's buffers, report
+	baseCPUMillicores   = 100       // per-stage and per-second work (probes, records, progress)
+	cpuHeadroomFactor   = 2         // see SizeShard
+	memLimitMultiplier  = 2
 )
 
 // Resources is one shard's request (and memory limit), in Kubernetes' units.
