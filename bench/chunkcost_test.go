@@ -74,6 +74,8 @@ func chunkCostChild(kind string) int {
 		res = bareLoop(base, streams, span)
 	case "rawconn":
 		res = rawConnLoop(base, streams, span)
+	case "epoll":
+		res = epollLoop(base, streams, span)
 	case "plload", "plload-nethttp": // the second with net/http as its client, as before issue 19
 		if res, err = plloadLoop(base, streams, span); err != nil {
 			fmt.Fprintln(os.Stderr, "chunk-cost child:", err)
@@ -261,6 +263,8 @@ func BenchmarkChunkCost(b *testing.B) {
 				raw := runChunkClient(b, "rawconn", base, streams, span)
 				pl := runChunkClient(b, "plload", base, streams, span)
 				plNet := runChunkClient(b, "plload-nethttp", base, streams, span)
+				ep := runChunkClient(b, "epoll", base, streams, span)
+				b.ReportMetric(float64(ep.CPUNs)/float64(ep.Chunks)/1000, "µs-CPU/chunk-epoll")
 				perChunk := func(r chunkCostResult) float64 { return float64(r.CPUNs) / float64(r.Chunks) / 1000 }
 				b.ReportMetric(perChunk(pl), "µs-CPU/chunk-plload")
 				b.ReportMetric(perChunk(plNet), "µs-CPU/chunk-plload-nethttp")

@@ -119,6 +119,8 @@ type Reader struct {
 	comments bool
 	comment  []byte // the last comment line
 	line     []byte
+	// skipping: Feed is dropping the rest of a line over the limit.
+	skipping bool
 }
 
 // readers keeps released Readers with their buffers: a load generator opens a stream per request,
@@ -139,6 +141,7 @@ func NewReader(r io.Reader, maxEventBytes int) *Reader {
 	rd.tr.r, rd.tr.last = r, time.Time{}
 	rd.br.Reset(rd.tr)
 	rd.max = maxEventBytes
+	rd.line, rd.skipping = rd.line[:0], false
 	return rd
 }
 
@@ -163,46 +166,65 @@ func (r *Reader) Next() (Event, error) {
 		line, err := r.readLine()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				if r.hasData {
-					// The stream ended without the blank line that ends a message. Keep the message
-					// if it is whole (some servers end "data: [DONE]\n" that way); else it was cut.
-					ev, derr := r.dispatch(r.data)
-					r.reset()
-					if derr != nil {
-						return Event{}, io.ErrUnexpectedEOF
-					}
-					return ev, nil
-				}
-				return Event{}, io.EOF
+				return r.atEnd()
 			}
 			return Event{}, err
-		}
-		if len(line) == 0 {
-			if !r.hasData {
-				if r.comments {
-					ev := Event{At: r.tr.last, Comment: true, CommentText: string(r.comment)}
-					r.reset()
-					return ev, nil
-				}
-				r.event = "" // an event name with no data dispatches nothing (as browsers do)
-				continue
-			}
-			ev, err := r.dispatch(r.data)
-			r.reset()
-			return ev, err
 		}
 		if data, ok := r.wholeDataMessage(line); ok {
 			ev, err := r.dispatch(data)
 			r.reset()
 			return ev, err
 		}
-		r.field(line)
-		if len(r.data) > r.max {
-			r.reset()
-			return Event{}, fmt.Errorf("%w (%d bytes)", ErrEventTooLarge, r.max)
+		if ev, ok, err := r.step(line); ok {
+			return ev, err
 		}
 	}
 }
+
+// step takes one line of the stream (without its terminator); ok says that it ended a message,
+// which is ev (or an error: a payload that is not JSON, or data over the size limit). Next and Feed
+// both read lines through it, so a stream pulled and a stream pushed give the same messages.
+func (r *Reader) step(line []byte) (ev Event, ok bool, err error) {
+	if len(line) == 0 {
+		if !r.hasData {
+			if r.comments {
+				ev := Event{At: r.tr.last, Comment: true, CommentText: string(r.comment)}
+				r.reset()
+				return ev, true, nil
+			}
+			r.event = "" // an event name with no data dispatches nothing (as browsers do)
+			return Event{}, false, nil
+		}
+		ev, err := r.dispatch(r.data)
+		r.reset()
+		return ev, true, err
+	}
+	r.field(line)
+	if len(r.data) > r.max {
+		r.reset()
+		return Event{}, true, r.tooLarge()
+	}
+	return Event{}, false, nil
+}
+
+// atEnd is the stream's end: the message it cut, when that message is whole anyway (some servers
+// end "data: [DONE]\n" without the blank line), else io.EOF or io.ErrUnexpectedEOF.
+func (r *Reader) atEnd() (Event, error) {
+	if !r.hasData {
+		return Event{}, io.EOF
+	}
+	ev, derr := r.dispatch(r.data)
+	r.reset()
+	if derr != nil {
+		return Event{}, io.ErrUnexpectedEOF
+	}
+	return ev, nil
+}
+
+func (r *Reader) tooLarge() error { return fmt.Errorf("%w (%d bytes)", ErrEventTooLarge, r.max) }
+
+// maxLine is the longest line a Reader takes: an event's limit, plus room for its field name.
+func (r *Reader) maxLine() int { return r.max + 64 }
 
 func (r *Reader) reset() {
 	r.data, r.hasData, r.event, r.comments, r.comment = r.data[:0], false, "", false, r.comment[:0]
@@ -215,55 +237,72 @@ func (r *Reader) reset() {
 // as usual (issue 19: the copies into the line and data buffers were a share of plload's CPU per
 // chunk).
 func (r *Reader) wholeDataMessage(line []byte) ([]byte, bool) {
-	value, ok := bytes.CutPrefix(line, []byte("data:"))
-	if !ok || r.hasData || len(value) > r.max {
-		return nil, false
-	}
 	// Buffered bytes only: a Peek past them would refill the buffer under line.
 	next, _ := r.br.Peek(min(2, r.br.Buffered()))
+	value, n := r.wholeData(line, next)
+	if n == 0 {
+		return nil, false
+	}
+	r.br.Discard(n)
+	return value, true
+}
+
+// wholeData says whether line, followed by the bytes next, is a message of one data line whose
+// blank line is there: its payload, and how many bytes of next the blank line takes (0: it is not).
+func (r *Reader) wholeData(line, next []byte) ([]byte, int) {
+	value, ok := bytes.CutPrefix(line, []byte("data:"))
+	if !ok || r.hasData || len(value) > r.max {
+		return nil, 0
+	}
+	n := 0
 	switch {
 	case len(next) >= 1 && next[0] == '\n':
-		r.br.Discard(1)
-	case len(next) == 2 && next[0] == '\r' && next[1] == '\n':
-		r.br.Discard(2)
+		n = 1
+	case len(next) >= 2 && next[0] == '\r' && next[1] == '\n':
+		n = 2
 	default:
-		return nil, false
+		return nil, 0
 	}
 	if len(value) > 0 && value[0] == ' ' {
 		value = value[1:]
 	}
-	return value, true
+	return value, n
 }
 
-// readLine returns one line without its terminator (\n, \r\n or \r), refusing lines over the limit.
-// A line whole in the buffer is returned in place, valid until the next read.
+// readLine returns one line without its terminator (\n or \r\n), refusing lines over maxLine. A
+// line whole in the buffer is returned in place, valid until the next read.
 func (r *Reader) readLine() ([]byte, error) {
 	chunk, err := r.br.ReadSlice('\n')
 	if err == nil {
-		return bytes.TrimSuffix(chunk[:len(chunk)-1], []byte("\r")), nil
+		return r.lineOf(chunk[:len(chunk)-1])
 	}
 	r.line = append(r.line[:0], chunk...)
-	for {
-		if len(r.line) > r.max+64 {
+	for errors.Is(err, bufio.ErrBufferFull) {
+		if len(r.line) > r.maxLine() {
 			// Drain the rest of the line without keeping it, so memory stays bounded.
 			for errors.Is(err, bufio.ErrBufferFull) {
 				_, err = r.br.ReadSlice('\n')
 			}
-			return nil, fmt.Errorf("%w (%d bytes)", ErrEventTooLarge, r.max)
-		}
-		if err == nil {
-			line := r.line[:len(r.line)-1]
-			return bytes.TrimSuffix(line, []byte("\r")), nil
-		}
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			if len(r.line) > 0 && errors.Is(err, io.EOF) {
-				return bytes.TrimRight(r.line, "\r"), nil
-			}
-			return nil, err
+			return nil, r.tooLarge()
 		}
 		chunk, err = r.br.ReadSlice('\n')
 		r.line = append(r.line, chunk...)
 	}
+	switch {
+	case err == nil:
+		return r.lineOf(r.line[:len(r.line)-1])
+	case errors.Is(err, io.EOF) && len(r.line) > 0:
+		return r.lineOf(r.line) // the last line, cut by the end: Next ends it
+	}
+	return nil, err
+}
+
+// lineOf is a line as the Reader takes it: over maxLine refused, one \r before the \n dropped.
+func (r *Reader) lineOf(b []byte) ([]byte, error) {
+	if len(b) > r.maxLine() {
+		return nil, r.tooLarge()
+	}
+	return bytes.TrimSuffix(b, []byte("\r")), nil
 }
 
 func (r *Reader) field(line []byte) {

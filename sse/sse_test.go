@@ -356,3 +356,45 @@ func TestErrorTexts(t *testing.T) {
 		t.Error("a MalformedError does not unwrap to its cause")
 	}
 }
+
+// fed is messages for a Reader fed with Feed, the stream cut into pieces whose lengths cuts gives
+// (1–64 bytes each, in turn; the last piece is the rest).
+func fed(data, cuts []byte, max int) []string {
+	rd := NewReader(nil, max)
+	defer rd.Release()
+	var out []string
+	emit := func(ev Event, err error) bool {
+		ev.At = time.Time{}
+		out = append(out, fmt.Sprintf("%+v %v", ev, err))
+		return len(out) < 1000 && (err == nil || errors.As(err, new(*MalformedError)))
+	}
+	for i := 0; len(data) > 0; i++ {
+		n := len(data)
+		if len(cuts) > 0 {
+			n = min(n, 1+int(cuts[i%len(cuts)])%64)
+		}
+		if !rd.Feed(data[:n], time.Time{}, emit) {
+			return out
+		}
+		data = data[n:]
+	}
+	rd.End(emit)
+	return out
+}
+
+// FuzzFeedIsNext: a stream pushed in pieces through Feed gives the messages Next pulls from it, errors
+// included, up to the first error that ends a stream.
+func FuzzFeedIsNext(f *testing.F) {
+	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"Hi\"}}]}\n\ndata: [DONE]\n\n"), []byte{7, 200}, 512)
+	f.Add([]byte(": sent_ns=5\ndata: {\"choices\":[{\"delta\":{\"content\":\"a\"}}]}\r\n\r\nevent: error\ndata: x\n\n"), []byte{0}, 64)
+	f.Add([]byte("data: 1\ndata: 2\n\ndata:{\"choices\":[]}\n\ndata: [DONE]"), []byte{}, 8)
+	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"content\":\"a very long answer indeed\"}}]}\n\n"), []byte{3}, 8)
+	f.Fuzz(func(t *testing.T, data, cuts []byte, max int) {
+		max = 1 + int(uint(max)%600)
+		pulled := messages(bytes.NewReader(data), max)
+		pushed := fed(data, cuts, max)
+		if diff := cmp.Diff(pulled, pushed); diff != "" {
+			t.Fatalf("pulled by Next vs pushed by Feed (-pulled +pushed):\n%s", diff)
+		}
+	})
+}
