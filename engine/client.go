@@ -20,19 +20,25 @@ import (
 )
 
 // HTTPClientEnv names the environment variable that puts http:// targets on Go's net/http client
-// instead of plload's HTTP/1.1 one (PLLOAD_HTTP_CLIENT=net/http): for a side-by-side comparison, or a
-// server the lean client does not get on with.
+// instead of plload's HTTP/1.1 one (PLLOAD_HTTP_CLIENT=net/http), or on plload's client with each
+// streamed body read on its request's goroutine instead of the poller (=h1-blocking, the client of
+// the release before): for a side-by-side comparison, or a server the lean client does not get on
+// with.
 const HTTPClientEnv = "PLLOAD_HTTP_CLIENT"
 
 // newTransports returns the stage's transport and the one a retry uses (a new connection per
-// request). http:// targets get the lean HTTP/1.1 client (h1.go) unless HTTPClientEnv says
-// net/http; https:// targets always get net/http.
+// request). http:// targets get the lean HTTP/1.1 client (h1.go) with the poller (poller.go)
+// unless HTTPClientEnv says otherwise; https:// targets always get net/http.
 func newTransports(sc *workload.Scenario, baseURL string, maxConns int, getenv func(string) string) (http.RoundTripper, http.RoundTripper, error) {
 	switch v := getenv(HTTPClientEnv); {
-	case strings.HasPrefix(baseURL, "http://") && v == "":
-		return newH1Transport(maxConns+16, false), newH1Transport(0, true), nil
-	case v != "" && v != "net/http":
-		return nil, nil, fmt.Errorf("%s=%q: accepted are net/http, or unset for plload's own HTTP/1.1 client on http:// targets", HTTPClientEnv, v)
+	case strings.HasPrefix(baseURL, "http://") && (v == "" || v == "h1-blocking"):
+		var p *poller
+		if v == "" {
+			p, _ = thePoller() // none (not Linux): bodies are read on their requests' goroutines
+		}
+		return newH1Transport(maxConns+16, false, p), newH1Transport(0, true, p), nil
+	case v != "" && v != "net/http" && v != "h1-blocking":
+		return nil, nil, fmt.Errorf("%s=%q: accepted are net/http, h1-blocking, or unset for plload's own HTTP/1.1 client on http:// targets", HTTPClientEnv, v)
 	}
 	tr, err := newTransport(sc, maxConns)
 	if err != nil {

@@ -34,6 +34,8 @@ type h1Transport struct {
 	idleTimeout time.Duration
 	// noReuse opens a connection per request and closes it after (the engine's retry client).
 	noReuse bool
+	// poller, when set, reads streamed answers' bodies (poller.go); nil: each on its request's goroutine.
+	poller *poller
 
 	mu    sync.Mutex
 	idle  map[string][]*h1Conn // by host:port, most recently used last
@@ -53,8 +55,9 @@ const (
 	idleSpare      = 16
 )
 
-func newH1Transport(maxIdle int, noReuse bool) *h1Transport {
+func newH1Transport(maxIdle int, noReuse bool, p *poller) *h1Transport {
 	return &h1Transport{
+		poller:      p,
 		dialer:      net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
 		maxIdle:     maxIdle,
 		idleTimeout: 90 * time.Second,
@@ -68,6 +71,7 @@ func newH1Transport(maxIdle int, noReuse bool) *h1Transport {
 type h1Conn struct {
 	nc        *net.TCPConn
 	raw       syscall.RawConn
+	fd        int // the socket, for the poller's reads
 	br        *bufio.Reader
 	wbuf      []byte
 	addr      string
@@ -130,7 +134,8 @@ func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	reuse := !t.noReuse && !resp.Close && !req.Close
-	resp.Body = &h1Body{inner: resp.Body, t: t, c: c, stop: stop, reuse: reuse}
+	polled := t.poller != nil && len(resp.TransferEncoding) == 1 && resp.TransferEncoding[0] == "chunked"
+	resp.Body = &h1Body{inner: resp.Body, t: t, c: c, stop: stop, reuse: reuse, polled: polled}
 	return resp, nil
 }
 
@@ -261,7 +266,9 @@ func (t *h1Transport) conn(ctx context.Context, addr string) (*h1Conn, bool, err
 		nc.Close()
 		return nil, false, err
 	}
-	return &h1Conn{nc: tcp, raw: raw, br: bufio.NewReaderSize(tcp, 4<<10), addr: addr}, false, nil
+	fd := -1
+	raw.Control(func(s uintptr) { fd = int(s) })
+	return &h1Conn{nc: tcp, raw: raw, fd: fd, br: bufio.NewReaderSize(tcp, 4<<10), addr: addr}, false, nil
 }
 
 func (t *h1Transport) takeIdle(addr string) *h1Conn {
@@ -339,7 +346,10 @@ type h1Body struct {
 	c     *h1Conn
 	stop  func() bool
 	reuse bool
-	done  atomic.Bool
+	// polled: the body is chunked and the transport has a poller, so a streamed answer's events are
+	// read there (readPolled) rather than through Read.
+	polled bool
+	done   atomic.Bool
 }
 
 func (b *h1Body) Read(p []byte) (int, error) {

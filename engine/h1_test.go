@@ -87,7 +87,7 @@ func TestH1ReadsEveryFramingAndReusesWhatItMay(t *testing.T) {
 			conn.Close()
 		}
 	})
-	tr := newH1Transport(4, false)
+	tr := newH1Transport(4, false, nil)
 	defer tr.CloseIdleConnections()
 	steps := []struct {
 		path, body, want string
@@ -118,7 +118,7 @@ func TestH1ReadsEveryFramingAndReusesWhatItMay(t *testing.T) {
 func TestH1RefusesWhatItCannotSendFaithfully(t *testing.T) {
 	var requests atomic.Int64
 	url, _ := countingServer(t, func(http.ResponseWriter, *http.Request) { requests.Add(1) })
-	tr := newH1Transport(4, false)
+	tr := newH1Transport(4, false, nil)
 	defer tr.CloseIdleConnections()
 	for name, set := range map[string]func(h http.Header){
 		"line break in a value": func(h http.Header) { h["X-Key"] = []string{"a\r\nX-Evil: 1"} },
@@ -151,7 +151,7 @@ func TestH1CancelEndsABlockedReadAndDropsTheConnection(t *testing.T) {
 			}
 		}
 	})
-	tr := newH1Transport(4, false)
+	tr := newH1Transport(4, false, nil)
 	defer tr.CloseIdleConnections()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/hang", strings.NewReader("{}"))
@@ -191,7 +191,7 @@ func TestH1FindsAPooledConnectionTheServerClosed(t *testing.T) {
 	}
 	ts.Start()
 	defer ts.Close()
-	tr := newH1Transport(4, false)
+	tr := newH1Transport(4, false, nil)
 	defer tr.CloseIdleConnections()
 	h1Do(t, tr, http.MethodPost, ts.URL+"/a", "{}")
 	ts.CloseClientConnections() // the server drops the idle connection
@@ -251,14 +251,15 @@ func TestHTTPClientChoice(t *testing.T) {
 		t.Fatal(issues.Err())
 	}
 	for _, tc := range []struct {
-		base, env string
-		wantH1    bool
-		wantErr   string
+		base, env        string
+		wantH1, wantPoll bool
+		wantErr          string
 	}{
-		{"http://127.0.0.1:1/v1", "", true, ""},
-		{"http://127.0.0.1:1/v1", "net/http", false, ""},
-		{"https://127.0.0.1:1/v1", "", false, ""},
-		{"http://127.0.0.1:1/v1", "fasthttp", false, `PLLOAD_HTTP_CLIENT="fasthttp": accepted are net/http`},
+		{"http://127.0.0.1:1/v1", "", true, true, ""},
+		{"http://127.0.0.1:1/v1", "h1-blocking", true, false, ""},
+		{"http://127.0.0.1:1/v1", "net/http", false, false, ""},
+		{"https://127.0.0.1:1/v1", "", false, false, ""},
+		{"http://127.0.0.1:1/v1", "fasthttp", false, false, `PLLOAD_HTTP_CLIENT="fasthttp": accepted are net/http, h1-blocking`},
 	} {
 		tr, fresh, err := newTransports(sc, tc.base, 8, func(string) string { return tc.env })
 		if tc.wantErr != "" {
@@ -267,10 +268,13 @@ func TestHTTPClientChoice(t *testing.T) {
 			}
 			continue
 		}
-		_, isH1 := tr.(*h1Transport)
+		h1, isH1 := tr.(*h1Transport)
 		freshH1, _ := fresh.(*h1Transport)
 		if err != nil || isH1 != tc.wantH1 || (freshH1 != nil) != tc.wantH1 || freshH1 != nil && !freshH1.noReuse {
 			t.Errorf("%s with %q: %T and %T, err %v; want plload's client %v", tc.base, tc.env, tr, fresh, err, tc.wantH1)
+		}
+		if _, perr := thePoller(); perr == nil && isH1 && (h1.poller != nil) != tc.wantPoll {
+			t.Errorf("%s with %q: poller %v, want one: %v", tc.base, tc.env, h1.poller != nil, tc.wantPoll)
 		}
 	}
 }
@@ -324,7 +328,7 @@ func TestH1IdlePoolFollowsRecentUse(t *testing.T) {
 		}
 		w.Write([]byte("ok"))
 	})
-	tr := newH1Transport(1000, false)
+	tr := newH1Transport(1000, false, nil)
 	tr.peakWindow = 50 * time.Millisecond
 	defer tr.CloseIdleConnections()
 	done := make(chan struct{}, burst)

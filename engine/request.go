@@ -186,7 +186,10 @@ func (s *stageRun) httpError(ex *exchange, resp *http.Response, islEstimate int)
 // readStream reads the SSE answer and computes the record's metrics (RECORDS.md).
 func (s *stageRun) readStream(ctx, reqCtx context.Context, ex *exchange, body io.Reader, start time.Time, isl int) {
 	rec := &ex.rec
-	st := s.readEvents(ex, body)
+	st, ok := s.readPolled(reqCtx, ex, body)
+	if !ok {
+		st = s.readEvents(ex, body)
+	}
 	defer st.release()
 	switch {
 	case st.streamErr != nil:
@@ -224,53 +227,63 @@ func (s *stageRun) readEvents(ex *exchange, body io.Reader) *streamRead {
 	st := streamReads.Get().(*streamRead)
 	rd := sse.NewReader(body, s.maxEventBytes)
 	defer rd.Release()
-	for !st.done {
+	for {
 		ev, err := rd.Next()
-		if err != nil {
-			var malformed *sse.MalformedError
-			if errors.As(err, &malformed) {
-				st.readFailed, st.last = err, ev.At
-			} else if !errors.Is(err, io.EOF) {
-				st.readFailed = err
-			}
+		if !s.takeEvent(st, ex, ev, err) {
 			break
 		}
-		st.last = ev.At
-		if ev.Err != nil {
-			st.streamErr = ev.Err
-			break
-		}
-		if ev.IsToken() {
-			if s.cfg.OnTokenEvent != nil {
-				s.cfg.OnTokenEvent(ev)
-			}
-			st.tokens = append(st.tokens, ev.At)
-			st.chars += utf8.RuneCountInString(ev.Content) + utf8.RuneCountInString(ev.Reasoning) + utf8.RuneCountInString(ev.ToolCall)
-			if ev.Reasoning != "" {
-				st.reasoning++
-			}
-			if ev.ToolCall != "" && ex.firstToolCall.IsZero() {
-				ex.firstToolCall = ev.At
-			}
-			if ev.Content != "" {
-				if st.firstOut.IsZero() {
-					st.firstOut = ev.At
-				}
-				ex.answer.WriteString(ev.Content)
-			}
-		}
-		if ev.ToolCalls != nil {
-			ex.toolCalls.Add(ev.ToolCalls)
-		}
-		if ev.Usage != nil {
-			st.usage = ev.Usage
-		}
-		st.done = ev.Done
 	}
 	if st.last.IsZero() {
 		st.last = time.Now()
 	}
 	return st
+}
+
+// takeEvent adds one message of the answer (or the error that ended reading it) to st and ex; false
+// when reading is over: [DONE], an error, or the end of the stream. Both readers of a streamed body
+// (readEvents here, readPolled on the poller) go through it.
+func (s *stageRun) takeEvent(st *streamRead, ex *exchange, ev sse.Event, err error) bool {
+	if err != nil {
+		var malformed *sse.MalformedError
+		if errors.As(err, &malformed) {
+			st.readFailed, st.last = err, ev.At
+		} else if !errors.Is(err, io.EOF) {
+			st.readFailed = err
+		}
+		return false
+	}
+	st.last = ev.At
+	if ev.Err != nil {
+		st.streamErr = ev.Err
+		return false
+	}
+	if ev.IsToken() {
+		if s.cfg.OnTokenEvent != nil {
+			s.cfg.OnTokenEvent(ev)
+		}
+		st.tokens = append(st.tokens, ev.At)
+		st.chars += utf8.RuneCountInString(ev.Content) + utf8.RuneCountInString(ev.Reasoning) + utf8.RuneCountInString(ev.ToolCall)
+		if ev.Reasoning != "" {
+			st.reasoning++
+		}
+		if ev.ToolCall != "" && ex.firstToolCall.IsZero() {
+			ex.firstToolCall = ev.At
+		}
+		if ev.Content != "" {
+			if st.firstOut.IsZero() {
+				st.firstOut = ev.At
+			}
+			ex.answer.WriteString(ev.Content)
+		}
+	}
+	if ev.ToolCalls != nil {
+		ex.toolCalls.Add(ev.ToolCalls)
+	}
+	if ev.Usage != nil {
+		st.usage = ev.Usage
+	}
+	st.done = ev.Done
+	return !st.done
 }
 
 // timings fills the record's latencies from the token events' times.

@@ -1,0 +1,130 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// pollLoop is one epoll instance and the goroutine that serves it.
+type pollLoop struct {
+	epfd    int
+	mu      sync.Mutex
+	streams map[uint64]*polledBody // by registration id (the epoll event's data)
+	lastID  uint64
+	// used only by the loop's goroutine
+	events []syscall.EpollEvent
+	buf    []byte
+	// stopped is why the loop's goroutine ended (nil while it serves); add refuses bodies then.
+	stopped atomic.Pointer[error]
+}
+
+func startPollLoop() (*pollLoop, error) {
+	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("epoll_create1", err)
+	}
+	if err := syscall.SetNonblock(epfd, true); err != nil {
+		syscall.Close(epfd)
+		return nil, os.NewSyscallError("fcntl", err)
+	}
+	// A non-blocking descriptor given to os.NewFile joins Go's poller: the loop's goroutine parks
+	// there until the epoll instance has something to report.
+	f := os.NewFile(uintptr(epfd), "plload-poller")
+	rc, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	l := &pollLoop{epfd: epfd, streams: map[uint64]*polledBody{}, events: make([]syscall.EpollEvent, 256), buf: make([]byte, 64<<10)}
+	go func() {
+		// One RawConn.Read for the loop's whole life: each call would clear the readiness Go's poller
+		// keeps, and a wake-up between calls would be lost. f stays open: the loop never ends.
+		err := rc.Read(func(uintptr) bool { l.serve(); return false })
+		err = fmt.Errorf("plload's poller stopped: %v", err) // not while f is open; bodies already in it run to their timeout
+		l.stopped.Store(&err)
+	}()
+	return l, nil
+}
+
+// serve reads every connection epoll reports until none is ready.
+func (l *pollLoop) serve() {
+	for {
+		n, err := syscall.EpollWait(l.epfd, l.events, 0)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil || n == 0 {
+			return // park until Go's poller sees the instance ready again
+		}
+		for i := range n {
+			ev := &l.events[i]
+			id := uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32
+			l.mu.Lock()
+			b := l.streams[id]
+			l.mu.Unlock()
+			if b != nil {
+				b.readable(l.buf)
+			}
+		}
+	}
+}
+
+// readable reads what the connection has (the loop's goroutine).
+func (b *polledBody) readable(buf []byte) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.out {
+		return // ended by its request while the event was on its way
+	}
+	n, err := syscall.Read(b.fd, buf)
+	at := time.Now()
+	switch {
+	case err == syscall.EAGAIN || err == syscall.EINTR:
+		return
+	case err != nil:
+		b.leave(os.NewSyscallError("read", err))
+	case n == 0:
+		if b.dc.state == chunkTrailer {
+			b.leave(errors.New("http: unexpected EOF reading trailer"))
+		} else {
+			b.leave(io.ErrUnexpectedEOF)
+		}
+	default:
+		b.take(buf[:n], at)
+	}
+}
+
+// add puts b's connection in the loop's epoll, under a new id.
+func (l *pollLoop) add(b *polledBody) error {
+	if err := l.stopped.Load(); err != nil {
+		return *err
+	}
+	l.mu.Lock()
+	l.lastID++
+	b.id = l.lastID
+	l.streams[b.id] = b
+	l.mu.Unlock()
+	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(uint32(b.id)), Pad: int32(uint32(b.id >> 32))}
+	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, b.fd, &ev); err != nil {
+		l.mu.Lock()
+		delete(l.streams, b.id)
+		l.mu.Unlock()
+		b.id = 0
+		return os.NewSyscallError("epoll_ctl", err)
+	}
+	return nil
+}
+
+// remove takes b's connection out of the loop's epoll and map.
+func (l *pollLoop) remove(b *polledBody) {
+	syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_DEL, b.fd, nil)
+	l.mu.Lock()
+	delete(l.streams, b.id)
+	l.mu.Unlock()
+}
