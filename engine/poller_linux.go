@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 )
 
 // pollLoop is one epoll instance and the goroutine that serves it.
@@ -52,43 +53,63 @@ func startPollLoop() (*pollLoop, error) {
 	return l, nil
 }
 
-// serve reads every connection epoll reports until none is ready.
+// serve reads every connection epoll reports, then parks: a connection that gets bytes while the
+// loop works makes the epoll instance ready again, which Go's poller reports (so no second, empty
+// epoll_wait before parking). It looks again at once only when epoll had more to report than one
+// call takes, or a read filled the buffer (the rest is still in the socket).
 func (l *pollLoop) serve() {
 	for {
-		n, err := syscall.EpollWait(l.epfd, l.events, 0)
-		if err == syscall.EINTR {
+		n, errno := epollWaitNow(l.epfd, l.events)
+		if errno == syscall.EINTR {
 			continue
 		}
-		if err != nil || n == 0 {
+		if errno != 0 || n == 0 {
 			return // park until Go's poller sees the instance ready again
 		}
+		more := n == len(l.events)
 		for i := range n {
 			ev := &l.events[i]
 			id := uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32
 			l.mu.Lock()
 			b := l.streams[id]
 			l.mu.Unlock()
-			if b != nil {
-				b.readable(l.buf)
+			if b != nil && b.readable(l.buf) {
+				more = true
 			}
+		}
+		if !more {
+			return
 		}
 	}
 }
 
-// readable reads what the connection has (the loop's goroutine).
-func (b *polledBody) readable(buf []byte) {
+// epollWaitNow is epoll_wait without waiting, made without the runtime's system-call bookkeeping:
+// it cannot block, so the P need not be handed off (and sysmon need not be woken) for it. The same
+// for readNow: the sockets are non-blocking.
+func epollWaitNow(epfd int, events []syscall.EpollEvent) (int, syscall.Errno) {
+	n, _, errno := syscall.RawSyscall6(syscall.SYS_EPOLL_PWAIT, uintptr(epfd), uintptr(unsafe.Pointer(&events[0])), uintptr(len(events)), 0, 0, 0)
+	return int(n), errno
+}
+
+func readNow(fd int, buf []byte) (int, syscall.Errno) {
+	n, _, errno := syscall.RawSyscall(syscall.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
+	return int(n), errno
+}
+
+// readable reads what the connection has (the loop's goroutine); true when the read filled buf, so
+// more may be waiting.
+func (b *polledBody) readable(buf []byte) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.out {
-		return // ended by its request while the event was on its way
+		return false // ended by its request while the event was on its way
 	}
-	n, err := syscall.Read(b.fd, buf)
+	n, errno := readNow(b.fd, buf)
 	at := time.Now()
 	switch {
-	case err == syscall.EAGAIN || err == syscall.EINTR:
-		return
-	case err != nil:
-		b.leave(os.NewSyscallError("read", err))
+	case errno == syscall.EAGAIN || errno == syscall.EINTR:
+	case errno != 0:
+		b.leave(os.NewSyscallError("read", errno))
 	case n == 0:
 		if b.dc.state == chunkTrailer {
 			b.leave(errors.New("http: unexpected EOF reading trailer"))
@@ -97,7 +118,9 @@ func (b *polledBody) readable(buf []byte) {
 		}
 	default:
 		b.take(buf[:n], at)
+		return n == len(buf)
 	}
+	return false
 }
 
 // add puts b's connection in the loop's epoll, under a new id.
