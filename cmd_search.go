@@ -368,9 +368,10 @@ func clientStrain(r engine.StageResult, slo search.SLO) (full, late string, late
 	for _, l := range slo.Latency {
 		tightest = min(tightest, l.LimitMs)
 	}
-	lateMs = metrics.InjectorLateEvents * max(h.SchedLatencyP99Ms, schedPeriodMs)
-	if len(w) == 1 && h.SchedLatencyP99Ms > metrics.InjectorSchedWarnMs {
-		if lateMs = metrics.InjectorLateEvents * h.SchedLatencyP99Ms; lateMs <= tightest/10 {
+	lag := h.TimestampLagMs()
+	lateMs = metrics.InjectorLateEvents * max(lag, schedPeriodMs)
+	if len(w) == 1 && lag > metrics.InjectorSchedWarnMs {
+		if lateMs = metrics.InjectorLateEvents * lag; lateMs <= tightest/10 {
 			return full, "", 0
 		}
 	}

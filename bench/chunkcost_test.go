@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,6 +63,12 @@ func chunkCostChild(kind string) int {
 		f, err := os.Create(path + "." + kind)
 		if err == nil && pprof.StartCPUProfile(f) == nil {
 			defer pprof.StopCPUProfile()
+		}
+	}
+	if path := os.Getenv("PLLOAD_BENCH_TRACE"); path != "" { // PATH.<client>: an execution trace, for go tool trace (-pprof=sched: who waited for a P)
+		f, err := os.Create(path + "." + kind)
+		if err == nil && trace.Start(f) == nil {
+			defer trace.Stop()
 		}
 	}
 	if path := os.Getenv("PLLOAD_BENCH_MEMPROFILE"); path != "" { // PATH.<client>: every allocation's site, for go tool pprof -sample_index=alloc_space

@@ -391,7 +391,10 @@ func strainOf(h metrics.InjectorHealth) []string {
 	if w := h.RunQueueWaitPercent; w.OK && w.V > metrics.InjectorRunQueueWarnPercent {
 		out = append(out, fmt.Sprintf("threads waiting for a CPU: %.0f %% of the wall time", w.V))
 	}
-	if h.SchedLatencyP99Ms > metrics.InjectorSchedWarnMs {
+	switch {
+	case h.ReadLagP99Ms.OK && h.ReadLagP99Ms.V > metrics.InjectorSchedWarnMs:
+		out = append(out, fmt.Sprintf("read lag p99: %.2f ms", h.ReadLagP99Ms.V))
+	case !h.ReadLagP99Ms.OK && h.SchedLatencyP99Ms > metrics.InjectorSchedWarnMs:
 		out = append(out, fmt.Sprintf("Go scheduler latency p99: %.2f ms", h.SchedLatencyP99Ms))
 	}
 	return out
@@ -422,6 +425,9 @@ func StepLine(s Step) string {
 	wait := ""
 	if w := s.Injector.RunQueueWaitPercent; w.OK {
 		wait = fmt.Sprintf(", threads waiting for a CPU: %.0f %% of the wall time", w.V)
+	}
+	if l := s.Injector.ReadLagP99Ms; l.OK {
+		wait += fmt.Sprintf(", read lag p99 %.3f ms", l.V)
 	}
 	return fmt.Sprintf("%5d streams: %6d requests, %d errors | TTFT %.0f ms: p50 %.3f p99 %.3f, |error| p99 %.3f | gap %.0f ms: p50 %.3f p99 %.3f, |error| p99 %.3f | %s | %s | start/think lag p99 %.2f/%.2f ms | client CPU busy: %s%s, scheduler latency p99 %.3f ms | %s",
 		s.Concurrency, s.Requests, s.Errors, s.TTFT.ConfiguredMs, s.TTFT.P50Ms, s.TTFT.P99Ms, s.TTFT.AbsErrP99Ms,

@@ -281,7 +281,7 @@ func runStage(ctx context.Context, cfg *Config, clk clock, i int, pool *workload
 	if cfg.Live != nil {
 		cfg.Live.StageStarted(pool.Stage)
 	}
-	probe := startProbe()
+	probe := startProbe(s.poller())
 	scrapeCtx, stopScrape := context.WithCancel(ctx)
 	type scrapeResult struct {
 		note   string

@@ -9,7 +9,8 @@ import (
 	plmetrics "github.com/plload/plload/metrics"
 )
 
-// healthProbe measures the process over a stage: CPU time, scheduler latency and GC pauses.
+// healthProbe measures the process over a stage: CPU time, scheduler latency, the poller's read lag
+// and GC pauses.
 type healthProbe struct {
 	wall    time.Time
 	cpu     time.Duration
@@ -17,6 +18,9 @@ type healthProbe struct {
 	buckets []float64
 	pauseNs uint64
 	waits   map[string]uint64 // run-queue wait per thread at the start
+	// lag and stopLag: the poller's read lag over the stage, when its transport has a poller.
+	lag     *readLag
+	stopLag chan struct{}
 }
 
 const schedMetric = "/sched/latencies:seconds"
@@ -40,12 +44,17 @@ func readSched() ([]uint64, []float64) {
 	return append([]uint64(nil), h.Counts...), h.Buckets
 }
 
-func startProbe() *healthProbe {
+// startProbe starts measuring; pl is the poller that reads the stage's answers (nil: none).
+func startProbe(pl *poller) *healthProbe {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	p := &healthProbe{wall: time.Now(), cpu: ProcessCPU(), pauseNs: ms.PauseTotalNs}
 	p.sched, p.buckets = readSched()
 	p.waits = runQueueWait()
+	if pl != nil {
+		p.lag, p.stopLag = newReadLag(), make(chan struct{})
+		go pl.probeReadLag(p.lag, p.stopLag)
+	}
 	return p
 }
 
@@ -54,6 +63,12 @@ func (p *healthProbe) finish() plmetrics.InjectorHealth {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	h := plmetrics.InjectorHealth{Cores: runtime.GOMAXPROCS(0), GCPauseTotalMs: float64(ms.PauseTotalNs-p.pauseNs) / 1e6}
+	if p.lag != nil {
+		close(p.stopLag)
+		if ms, ok := p.lag.p99Ms(); ok {
+			h.ReadLagP99Ms = plmetrics.Some(ms)
+		}
+	}
 	if wall := time.Since(p.wall); wall > 0 {
 		h.CPUPercent = 100 * float64(ProcessCPU()-p.cpu) / float64(wall)
 		if ns, ok := runQueueWaitSince(p.waits); ok {

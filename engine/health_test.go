@@ -9,7 +9,7 @@ import (
 // TestHealthProbe: the probe reports CPU spent while it ran and, on Linux, how long the process's
 // threads waited for a CPU, as a share of wall time no larger than the threads could have waited.
 func TestHealthProbe(t *testing.T) {
-	p := startProbe()
+	p := startProbe(nil)
 	for deadline := time.Now().Add(50 * time.Millisecond); time.Now().Before(deadline); {
 	}
 	h := p.finish()

@@ -143,6 +143,10 @@ func TestPollerReadsEveryWayTheBytesCome(t *testing.T) {
 			if watched := p.watched.Load() - before; watched < int64(res.OK) {
 				t.Fatalf("%d answers, %d read by the poller", res.OK, watched)
 			}
+			// The stage's health has the poller's read lag, probed every 10 ms over its 500 ms.
+			if lag := res.Injector.ReadLagP99Ms; !lag.OK || lag.V <= 0 || lag.V > 1000 {
+				t.Fatalf("read lag p99 %+v: want a measured figure", lag)
+			}
 			// 3 sessions: a connection each (and one for the RTT probe), kept across their turns.
 			if n := conns.Load(); n > 4 || res.OK < 6 {
 				t.Fatalf("%d answers over %d connections: not kept alive", res.OK, n)

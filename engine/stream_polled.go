@@ -90,3 +90,11 @@ func (s *stageRun) awaitPolled(reqCtx context.Context, pb *polledBody, limit tim
 	<-pb.signal // it ended by itself as it was abandoned
 	return true
 }
+
+// poller is the poller reading the stage's streamed answers; nil when its client has none.
+func (s *stageRun) poller() *poller {
+	if h1, ok := s.client.Transport.(*h1Transport); ok {
+		return h1.poller
+	}
+	return nil
+}

@@ -13,6 +13,11 @@ type InjectorHealth struct {
 	// SchedLatencyP99Ms is the 99th percentile of the time goroutines waited to run after becoming
 	// runnable (runtime/metrics /sched/latencies:seconds), over the stage.
 	SchedLatencyP99Ms float64 `json:"sched_latency_p99_ms"`
+	// ReadLagP99Ms is the 99th percentile of how long after bytes arrived plload's poller read them
+	// (probed every 10 ms in each of its loops), over the stage: how late a chunk's timestamp can be
+	// because of the client. Absent when the stage's answers were not read by the poller (https://
+	// targets, PLLOAD_HTTP_CLIENT set); then SchedLatencyP99Ms stands in for it.
+	ReadLagP99Ms Opt[float64] `json:"read_lag_p99_ms,omitzero"`
 	// GCPauseTotalMs is the stop-the-world GC pause time during the stage.
 	GCPauseTotalMs float64 `json:"gc_pause_total_ms"`
 	// RunQueueWaitPercent is the time the process's threads spent runnable but waiting for a CPU
@@ -37,13 +42,25 @@ const (
 	InjectorRunQueueWarnPercent = 15
 )
 
+// TimestampLagMs is how late the client may have stamped chunks, at p99: the poller's read lag when
+// it read the stage's answers, else the scheduler latency that stands in for it.
+func (h InjectorHealth) TimestampLagMs() float64 {
+	if h.ReadLagP99Ms.OK {
+		return h.ReadLagP99Ms.V
+	}
+	return h.SchedLatencyP99Ms
+}
+
 // Warnings says when the injector may have been the bottleneck.
 func (h InjectorHealth) Warnings() []string {
 	var out []string
 	if h.Cores > 0 && h.CPUPercent > InjectorCPUWarnShare*100*float64(h.Cores) {
 		out = append(out, fmt.Sprintf("injector CPU busy: %.0f %% of %d %% (%d cores; over %.0f %%): the client may be the bottleneck; its timestamps can be late", h.CPUPercent, 100*h.Cores, h.Cores, InjectorCPUWarnShare*100*float64(h.Cores)))
 	}
-	if h.SchedLatencyP99Ms > InjectorSchedWarnMs {
+	switch {
+	case h.ReadLagP99Ms.OK && h.ReadLagP99Ms.V > InjectorSchedWarnMs:
+		out = append(out, fmt.Sprintf("injector read lag p99 %.2f ms (> %.0f ms): the client read bytes that late after they arrived, so chunk timestamps may be late by about that much", h.ReadLagP99Ms.V, InjectorSchedWarnMs))
+	case !h.ReadLagP99Ms.OK && h.SchedLatencyP99Ms > InjectorSchedWarnMs:
 		out = append(out, fmt.Sprintf("injector scheduler latency p99 %.2f ms (> %.0f ms): goroutines waited to run, so chunk timestamps may be late by about that much", h.SchedLatencyP99Ms, InjectorSchedWarnMs))
 	}
 	if h.RunQueueWaitPercent.OK && h.RunQueueWaitPercent.V > InjectorRunQueueWarnPercent {

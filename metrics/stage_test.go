@@ -284,6 +284,27 @@ func TestInjectorWarnings(t *testing.T) {
 	}
 }
 
+// TestInjectorReadLagStandsForTheScheduler: where the poller's read lag was measured, it decides the
+// timestamp warning and lag, and the scheduler latency (which then counts per-request wake-ups only)
+// does not; where it was not, the scheduler latency does, as before.
+func TestInjectorReadLagStandsForTheScheduler(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		h    InjectorHealth
+		want string // "" = no warning
+		lag  float64
+	}{
+		{"poller calm, scheduler high", InjectorHealth{Cores: 2, SchedLatencyP99Ms: 33.5, ReadLagP99Ms: Some(0.4)}, "", 0.4},
+		{"poller late", InjectorHealth{Cores: 2, SchedLatencyP99Ms: 0.5, ReadLagP99Ms: Some(2.5)}, "injector read lag p99 2.50 ms (> 1 ms)", 2.5},
+		{"no poller", InjectorHealth{Cores: 2, SchedLatencyP99Ms: 3}, "injector scheduler latency p99 3.00 ms", 3},
+	} {
+		w := strings.Join(tc.h.Warnings(), "\n")
+		if tc.want == "" && w != "" || tc.want != "" && !strings.Contains(w, tc.want) || tc.h.TimestampLagMs() != tc.lag {
+			t.Errorf("%s: warnings %q (want %q), timestamp lag %v (want %v)", tc.name, w, tc.want, tc.h.TimestampLagMs(), tc.lag)
+		}
+	}
+}
+
 // TestWarningsOfWhatTheNumbersHide: a stage over 1 % errors whose SLO sets no error-rate limit says
 // its verdict judged the successes only; a stage whose requests take half its window or more says
 // its throughput understates the load. Neither is said when it does not apply.

@@ -264,12 +264,12 @@ func (p pair) settle(ch Check, m change) Check {
 }
 
 // boundedLateness is how late, in ms, a strained client's measurements can be when the only warning
-// is the Go scheduler's latency, which is a measured delay; bounded is false when any other warning
+// is its timestamp lag (the poller's read lag, or the Go scheduler's latency), a measured delay; bounded is false when any other warning
 // (CPU, threads waiting for a CPU, GC, or one added later) stands, since those carry no such bound.
 func boundedLateness(h metrics.InjectorHealth) (ms float64, bounded bool) {
 	w := h.Warnings()
-	if len(w) == 1 && h.SchedLatencyP99Ms > metrics.InjectorSchedWarnMs {
-		return metrics.InjectorLateEvents * h.SchedLatencyP99Ms, true
+	if lag := h.TimestampLagMs(); len(w) == 1 && lag > metrics.InjectorSchedWarnMs {
+		return metrics.InjectorLateEvents * lag, true
 	}
 	return 0, len(w) == 0
 }

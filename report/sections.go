@@ -167,14 +167,18 @@ func injectorSection(rows []runStage, withRun bool) string {
 		if h.RunQueueWaitPercent.OK {
 			wait = fmt.Sprintf("%.0f%% of the time", h.RunQueueWaitPercent.V)
 		}
+		readLag := "N/A"
+		if h.ReadLagP99Ms.OK {
+			readLag = fmt.Sprintf("%.2f ms", h.ReadLagP99Ms.V)
+		}
 		table = append(table, append(stageCells(rs, withRun), fmt.Sprintf("%.0f %% of %d %%", h.CPUPercent, 100*h.Cores), wait,
-			fmt.Sprintf("%.2f ms", h.SchedLatencyP99Ms), fmt.Sprintf("%.1f ms", h.GCPauseTotalMs), lagText(rs.st.Summary.ThinkLag), lagText(rs.st.Summary.StartLag)))
+			readLag, fmt.Sprintf("%.2f ms", h.SchedLatencyP99Ms), fmt.Sprintf("%.1f ms", h.GCPauseTotalMs), lagText(rs.st.Summary.ThinkLag), lagText(rs.st.Summary.StartLag)))
 	}
 	if len(table) == 0 {
 		return ""
 	}
-	return "\n## Injector health\n\n" + markdownTable(stageHeader(withRun, "client CPU", "waiting for a CPU", "scheduler latency p99", "GC pauses", "think lag p99", "start lag p99"), table) +
-		fmt.Sprintf("\nA warning is raised when the client's CPU passes %.0f%% of its cores, its threads wait for a CPU more than %d%% of the time (other processes taking the cores; Linux only), or its scheduler latency p99 passes %.0f ms: then its own timestamps may be late. With the bundled mock in-process, the CPU figure includes the mock's.\n",
+	return "\n## Injector health\n\n" + markdownTable(stageHeader(withRun, "client CPU", "waiting for a CPU", "read lag p99", "scheduler latency p99", "GC pauses", "think lag p99", "start lag p99"), table) +
+		fmt.Sprintf("\nA warning is raised when the client's CPU passes %.0f%% of its cores, its threads wait for a CPU more than %d%% of the time (other processes taking the cores; Linux only), or its read lag p99 passes %.0f ms (how long after bytes arrived its poller read them; where no poller read the answers — https:// targets — the Go scheduler's latency p99 stands in): then its own timestamps may be late. With the bundled mock in-process, the CPU figure includes the mock's.\n",
 			100*metrics.InjectorCPUWarnShare, metrics.InjectorRunQueueWarnPercent, metrics.InjectorSchedWarnMs)
 }
 
