@@ -73,12 +73,29 @@ type h1Conn struct {
 	raw       syscall.RawConn
 	fd        int // the socket, for the poller's reads
 	br        *bufio.Reader
+	reads     stampedReads // br's source
 	wbuf      []byte
 	addr      string
 	idleSince time.Time
 }
 
 func (c *h1Conn) close() { c.nc.Close() }
+
+// stampedReads reads the connection and keeps the time its last read returned bytes: the bytes of
+// an answer that come in the same read as its headers are stamped with that time, not with the
+// later moment they are handed to the poller (readPolled).
+type stampedReads struct {
+	conn *net.TCPConn
+	last time.Time
+}
+
+func (r *stampedReads) Read(p []byte) (int, error) {
+	n, err := r.conn.Read(p)
+	if n > 0 {
+		r.last = time.Now()
+	}
+	return n, err
+}
 
 // usable says whether a pooled connection can carry another request: the server has neither closed
 // it nor sent anything unasked. One non-blocking peek; a server that closed it while it sat idle
@@ -268,7 +285,10 @@ func (t *h1Transport) conn(ctx context.Context, addr string) (*h1Conn, bool, err
 	}
 	fd := -1
 	raw.Control(func(s uintptr) { fd = int(s) })
-	return &h1Conn{nc: tcp, raw: raw, fd: fd, br: bufio.NewReaderSize(tcp, 4<<10), addr: addr}, false, nil
+	c := &h1Conn{nc: tcp, raw: raw, fd: fd, addr: addr}
+	c.br = bufio.NewReaderSize(&c.reads, 4<<10)
+	c.reads.conn = tcp
+	return c, false, nil
 }
 
 func (t *h1Transport) takeIdle(addr string) *h1Conn {

@@ -33,11 +33,12 @@ func (s *stageRun) readPolled(reqCtx context.Context, ex *exchange, body io.Read
 		emit(sse.Event{}, err)
 	}
 	c := hb.c
-	// The bytes of the body that came with the headers are taken first, rewritten in place in the
-	// connection's buffer, then dropped from it.
+	// The bytes of the body that came with the headers are taken first, stamped with the time the
+	// read that brought them returned, rewritten in place in the connection's buffer, then dropped
+	// from it.
 	n := c.br.Buffered()
 	buffered, _ := c.br.Peek(n)
-	pb, err := hb.t.poller.watch(c.fd, buffered, time.Now(), feed, end)
+	pb, err := hb.t.poller.watch(c.fd, buffered, c.reads.last, feed, end)
 	c.br.Discard(n)
 	if err != nil {
 		st.readFailed = err
