@@ -36,7 +36,7 @@ import (
 //	PLLOAD_CHUNKCOST=1 go test ./bench -run '^$' -bench ChunkCost -benchtime 1x -count 3
 const (
 	chunkCostMockEnv   = "PLLOAD_BENCH_MOCK_CHILD=chunks"
-	chunkCostClientEnv = "PLLOAD_BENCH_CLIENT" // bare or plload; its settings follow in the env below
+	chunkCostClientEnv = "PLLOAD_BENCH_CLIENT" // bare, rawconn, epoll, plload or plload-nethttp; its settings follow in the env below
 	chunkCostChunks    = 64
 )
 
@@ -89,7 +89,7 @@ func chunkCostChild(kind string) int {
 			return 1
 		}
 	default:
-		fmt.Fprintf(os.Stderr, "chunk-cost child: %s=%q; accepted: bare, rawconn, plload, plload-nethttp\n", chunkCostClientEnv, kind)
+		fmt.Fprintf(os.Stderr, "chunk-cost child: %s=%q; accepted: bare, rawconn, epoll, plload, plload-nethttp\n", chunkCostClientEnv, kind)
 		return 2
 	}
 	var ru syscall.Rusage
@@ -250,10 +250,11 @@ func runChunkClientOf(b *testing.B, bin, kind, base string, streams int, span ti
 	return res
 }
 
-// BenchmarkChunkCost: per stream count, the bare net/http loop, the raw-connection loop, plload and
-// plload on net/http (PLLOAD_HTTP_CLIENT=net/http, its client before issue 19), each for 10 s
-// against the same mock: µs of client CPU per content chunk for each, and plload's ratio to the
-// bare loop; with PLLOAD_BENCH_PREVIOUS, the previous release's plload in the same round too.
+// BenchmarkChunkCost: per stream count, the bare net/http loop, the raw-connection loop, plload,
+// plload on net/http (PLLOAD_HTTP_CLIENT=net/http, its client before issue 19) and the epoll floor
+// (epollLoop: the raw loop read as plload's poller reads), each for 10 s against the same mock: µs
+// of client CPU per content chunk for each, and plload's ratio to the bare loop; with
+// PLLOAD_BENCH_PREVIOUS, the previous release's plload in the same round too.
 func BenchmarkChunkCost(b *testing.B) {
 	if os.Getenv("PLLOAD_CHUNKCOST") != "1" {
 		b.Skip("set PLLOAD_CHUNKCOST=1 to run the CPU-per-chunk comparison (about 100 s per count)")

@@ -21,7 +21,8 @@ import (
 // kept-alive connections in a pool, the httptrace hooks the engine times with, chunked and sized
 // answers parsed by net/http's own http.ReadResponse — without the two goroutines per connection,
 // the hand-offs between them and the locks on every body read. HTTPS, with its ALPN, certificates
-// and edge cases, stays on net/http.
+// and edge cases, stays on net/http. A chunked answer's body is read by the poller (poller.go), one
+// epoll loop per P for all connections, rather than through Read on the request's goroutine.
 //
 // Tried and not kept: a reader that, after a short read, waits for the poller before asking the
 // kernel (one read syscall per chunk instead of two, the empty EAGAIN one saved). It needs the

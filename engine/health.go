@@ -20,7 +20,7 @@ type healthProbe struct {
 	waits   map[string]uint64 // run-queue wait per thread at the start
 	// lag and stopLag: the poller's read lag over the stage, when its transport has a poller.
 	lag     *readLag
-	stopLag chan struct{}
+	stopLag func()
 }
 
 const schedMetric = "/sched/latencies:seconds"
@@ -52,8 +52,8 @@ func startProbe(pl *poller) *healthProbe {
 	p.sched, p.buckets = readSched()
 	p.waits = runQueueWait()
 	if pl != nil {
-		p.lag, p.stopLag = newReadLag(), make(chan struct{})
-		go pl.probeReadLag(p.lag, p.stopLag)
+		p.lag = newReadLag()
+		p.stopLag = pl.measureReadLag(p.lag)
 	}
 	return p
 }
@@ -64,7 +64,7 @@ func (p *healthProbe) finish() plmetrics.InjectorHealth {
 	runtime.ReadMemStats(&ms)
 	h := plmetrics.InjectorHealth{Cores: runtime.GOMAXPROCS(0), GCPauseTotalMs: float64(ms.PauseTotalNs-p.pauseNs) / 1e6}
 	if p.lag != nil {
-		close(p.stopLag)
+		p.stopLag()
 		if ms, ok := p.lag.p99Ms(); ok {
 			h.ReadLagP99Ms = plmetrics.Some(ms)
 		}

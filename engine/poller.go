@@ -26,6 +26,8 @@ type poller struct {
 	next  atomic.Uint32
 	// watched counts the bodies given to the poller (tests check that a path went through it).
 	watched atomic.Int64
+	// lagSink is the stage whose read lag the loops probe (readLag); nil: none.
+	lagSink atomic.Pointer[readLag]
 }
 
 var (
@@ -44,7 +46,7 @@ func thePoller() (*poller, error) {
 func startPoller(n int) (*poller, error) {
 	p := &poller{}
 	for range max(n, 1) {
-		l, err := startPollLoop()
+		l, err := startPollLoop(&p.lagSink)
 		if err != nil {
 			return nil, err
 		}
@@ -173,9 +175,9 @@ func (b *polledBody) ended() (out, whole bool) {
 	return b.out, b.whole
 }
 
-// readLag is how long after bytes arrived the poller read them, for one stage: every readLagEvery
-// the stage's health probe makes a probe descriptor of each loop readable, noting the time, and the
-// loop, reading it among the connections, records the wait. It is the lateness a chunk's timestamp
+// readLag is how long after bytes arrived the poller read them, for one stage: about every
+// readLagEvery while it is busy, each loop makes a probe descriptor of its own readable, noting the
+// time, and records the wait when it reads it among the connections. It is the lateness a chunk's timestamp
 // gets from the client, which Go's scheduler latency only stood in for when a goroutine per stream
 // read it (that figure now counts only per-request wake-ups, and reads high: 25–40 ms at 500
 // streams on 2 cores while chunk timestamps stayed within a millisecond of the mock's send times).
@@ -184,7 +186,7 @@ type readLag struct {
 	h  *hdrhistogram.Histogram // µs
 }
 
-// readLagEvery is how often each loop is probed.
+// readLagEvery is how often a busy loop is probed.
 const readLagEvery = 10 * time.Millisecond
 
 func newReadLag() *readLag { return &readLag{h: hdrhistogram.New(1, 60_000_000, 2)} }
@@ -205,18 +207,8 @@ func (r *readLag) p99Ms() (float64, bool) {
 	return float64(r.h.ValueAtQuantile(99)) / 1000, true
 }
 
-// probeReadLag probes every loop each readLagEvery into sink until stop is closed.
-func (p *poller) probeReadLag(sink *readLag, stop <-chan struct{}) {
-	t := time.NewTicker(readLagEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-t.C:
-			for _, l := range p.loops {
-				l.probe(sink)
-			}
-		}
-	}
+// measureReadLag has the loops probe their read lag into sink until stop is called.
+func (p *poller) measureReadLag(sink *readLag) (stop func()) {
+	p.lagSink.Store(sink)
+	return func() { p.lagSink.CompareAndSwap(sink, nil) }
 }

@@ -24,17 +24,19 @@ type pollLoop struct {
 	buf       []byte
 	woke      bool      // a body signalled its request in this batch
 	lastYield time.Time // see yield
-	// probeFD is an eventfd in the epoll under id 0, made readable to measure the loop's read lag;
-	// probeSink and probeAt are the pending probe's stage and write time (readLag).
+	// probeFD is an eventfd in the epoll under id 0 that the loop makes readable itself to measure its
+	// read lag (readLag); probeSink and probeAt are the pending probe's stage and write time, reads
+	// counts the bodies read since the last probe.
 	probeFD   int
-	probeMu   sync.Mutex
+	lagSink   *atomic.Pointer[readLag] // the poller's: the stage being measured, if any
 	probeSink *readLag
 	probeAt   time.Time
+	reads     int
 	// stopped is why the loop's goroutine ended (nil while it serves); add refuses bodies then.
 	stopped atomic.Pointer[error]
 }
 
-func startPollLoop() (*pollLoop, error) {
+func startPollLoop(lagSink *atomic.Pointer[readLag]) (*pollLoop, error) {
 	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, os.NewSyscallError("epoll_create1", err)
@@ -51,7 +53,7 @@ func startPollLoop() (*pollLoop, error) {
 		f.Close()
 		return nil, err
 	}
-	l := &pollLoop{epfd: epfd, streams: map[uint64]*polledBody{}, events: make([]syscall.EpollEvent, 256), buf: make([]byte, 64<<10)}
+	l := &pollLoop{epfd: epfd, streams: map[uint64]*polledBody{}, events: make([]syscall.EpollEvent, 256), buf: make([]byte, 64<<10), lagSink: lagSink}
 	if l.probeFD, err = newProbeFD(epfd); err != nil {
 		f.Close()
 		return nil, err
@@ -94,6 +96,8 @@ func (l *pollLoop) serve() {
 				more = true
 			}
 		}
+		l.reads += n
+		l.maybeProbe()
 		l.yield()
 		if !more {
 			return
@@ -172,29 +176,33 @@ func newProbeFD(epfd int) (int, error) {
 	return int(fd), nil
 }
 
-// probe makes the probe descriptor readable for sink, unless a probe is still unread.
-func (l *pollLoop) probe(sink *readLag) {
-	l.probeMu.Lock()
-	defer l.probeMu.Unlock()
-	if l.probeSink != nil {
+// maybeProbe makes the probe descriptor readable when a stage is being measured, no probe is
+// pending, readLagEvery has passed since the last and the loop has read probeAfterReads bodies
+// since: a busy loop is probed about every readLagEvery, an idle one seldom (a probe is a wake-up,
+// and on a VM a wake-up from idle costs more CPU than a whole chunk).
+func (l *pollLoop) maybeProbe() {
+	if l.probeSink != nil || l.reads < probeAfterReads {
 		return
 	}
-	l.probeSink, l.probeAt = sink, time.Now()
-	one := uint64(1)
-	syscall.Write(l.probeFD, (*[8]byte)(unsafe.Pointer(&one))[:])
+	sink := l.lagSink.Load()
+	if now := time.Now(); sink != nil && now.Sub(l.probeAt) >= readLagEvery {
+		l.probeSink, l.probeAt, l.reads = sink, now, 0
+		one := uint64(1)
+		syscall.RawSyscall(syscall.SYS_WRITE, uintptr(l.probeFD), uintptr(unsafe.Pointer(&one)), 8)
+	}
 }
 
-// probed reads the probe descriptor and records how long the probe waited (the loop's goroutine).
+// probeAfterReads is how many bodies a loop reads between probes, at least.
+const probeAfterReads = 64
+
+// probed reads the probe descriptor and records how long the probe waited.
 func (l *pollLoop) probed() {
 	at := time.Now()
 	var v [8]byte
 	readNow(l.probeFD, v[:])
-	l.probeMu.Lock()
-	sink, since := l.probeSink, l.probeAt
-	l.probeSink = nil
-	l.probeMu.Unlock()
-	if sink != nil {
-		sink.record(at.Sub(since))
+	if l.probeSink != nil {
+		l.probeSink.record(at.Sub(l.probeAt))
+		l.probeSink = nil
 	}
 }
 

@@ -2,17 +2,18 @@
 
 package engine
 
-import "errors"
+import (
+	"errors"
+	"sync/atomic"
+)
 
 // pollLoop has no epoll to serve outside Linux: the client reads each body on its own goroutine.
 type pollLoop struct{ woke bool }
 
-func startPollLoop() (*pollLoop, error) {
+func startPollLoop(*atomic.Pointer[readLag]) (*pollLoop, error) {
 	return nil, errors.New("plload's poller needs Linux's epoll")
 }
 
 func (l *pollLoop) add(*polledBody) error { return errors.New("plload's poller needs Linux's epoll") }
 
 func (l *pollLoop) remove(*polledBody) {}
-
-func (l *pollLoop) probe(*readLag) {}

@@ -113,6 +113,9 @@ func TestPollerReadsEveryWayTheBytesCome(t *testing.T) {
 	const tokens = 6
 	withTrailer := strings.Replace(wholeAnswer(tokens), "0\r\n\r\n", "0;done=1\r\nX-Trailer: 1\r\n\r\n", 1)
 	withTrailer = strings.Replace(withTrailer, "\r\n"+contentEvent("t0 "), ";ext=\"a\"\r\n"+contentEvent("t0 "), 1)
+	// manyReads: the cases whose answers come in hundreds of reads a stage, so the loops probe their
+	// read lag (maybeProbe) and the stage's health has it.
+	manyReads := map[string]bool{"seven bytes per read": true, "a byte per read, with a trailer": true}
 	cases := map[string]func(c net.Conn){
 		"all with the headers": func(c net.Conn) { c.Write([]byte(wholeAnswer(tokens))) },
 		"an event per read": func(c net.Conn) {
@@ -143,8 +146,7 @@ func TestPollerReadsEveryWayTheBytesCome(t *testing.T) {
 			if watched := p.watched.Load() - before; watched < int64(res.OK) {
 				t.Fatalf("%d answers, %d read by the poller", res.OK, watched)
 			}
-			// The stage's health has the poller's read lag, probed every 10 ms over its 500 ms.
-			if lag := res.Injector.ReadLagP99Ms; !lag.OK || lag.V <= 0 || lag.V > 1000 {
+			if lag := res.Injector.ReadLagP99Ms; manyReads[name] && (!lag.OK || lag.V <= 0 || lag.V > 1000) {
 				t.Fatalf("read lag p99 %+v: want a measured figure", lag)
 			}
 			// 3 sessions: a connection each (and one for the RTT probe), kept across their turns.
