@@ -150,8 +150,9 @@ func (b *polledBody) unwatch() {
 }
 
 // abandon ends the body from its request's side (its context ended, or the drain after [DONE] ran
-// out); a reader still reading hears cause. It returns once the loop will not touch the body or its connection again, so the caller
-// may close the connection; false when the body had already ended by itself.
+// out); a reader still reading hears cause. It returns once the loop will not touch the body or its
+// connection again, so the caller may close the connection; false when the body had already ended
+// by itself.
 func (b *polledBody) abandon(cause error) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
