@@ -225,11 +225,14 @@ func TestH1FindsAPooledConnectionTheServerClosed(t *testing.T) {
 // TestNetHTTPClientPassesTheSameCases: net/http stays the client for https:// targets and for
 // PLLOAD_HTTP_CLIENT=net/http, so it must pass the fault matrix, the keep-alive and the
 // close-after-response cases and the dead-target abort just as plload's own client does.
-func TestNetHTTPClientPassesTheSameCases(t *testing.T) {
+func TestNetHTTPClientPassesTheSameCases(t *testing.T) { passTheSameCasesOn(t, "net/http") }
+
+// passTheSameCasesOn reruns the fault, keep-alive and close tests with HTTPClientEnv set to client.
+func passTheSameCasesOn(t *testing.T, client string) {
 	if testing.Short() {
 		t.Skip("reruns other tests")
 	}
-	t.Setenv(HTTPClientEnv, "net/http")
+	t.Setenv(HTTPClientEnv, client)
 	for name, test := range map[string]func(*testing.T){
 		"faults":                      TestErrorsAndFaultsAreRecorded,
 		"more faults":                 TestMoreFaults,

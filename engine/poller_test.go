@@ -254,20 +254,4 @@ func TestPollerAfterDone(t *testing.T) {
 
 // TestH1BlockingClientPassesTheSameCases: the fault cases on plload's client with each body read on
 // its request's goroutine (PLLOAD_HTTP_CLIENT=h1-blocking), the client without the poller.
-func TestH1BlockingClientPassesTheSameCases(t *testing.T) {
-	if testing.Short() {
-		t.Skip("reruns other tests")
-	}
-	t.Setenv(HTTPClientEnv, "h1-blocking")
-	for name, test := range map[string]func(*testing.T){
-		"faults":                      TestErrorsAndFaultsAreRecorded,
-		"more faults":                 TestMoreFaults,
-		"mixed faults":                TestAccountingUnderMixedFaults,
-		"closed keep-alive":           TestClosedKeepAliveIsRetriedOnce,
-		"kept alive":                  TestConnectionsAreKeptAlive,
-		"server closes after answers": TestServerClosingAfterEachAnswer,
-		"dead target":                 TestDeadTargetAbortsTheStage,
-	} {
-		t.Run(name, test)
-	}
-}
+func TestH1BlockingClientPassesTheSameCases(t *testing.T) { passTheSameCasesOn(t, "h1-blocking") }
