@@ -247,6 +247,8 @@ func finishRun(sc *workload.Scenario, stages []*report.StageReport, dir string, 
 	case interrupted:
 		fmt.Fprintf(stdout, "interrupted: the last stage is partial and later stages were skipped; results in %s\n", dir)
 		return "", &exitError{code: exitInterrupted, err: errors.New("interrupted")}
+	case summaryErr != nil && runErr != nil: // what stopped the run comes first: the report's failure follows from it
+		return "", &exitError{code: exitFailed, err: fmt.Errorf("the run stopped: %v; writing the report: %w (results in %s)", runErr, summaryErr, dir)}
 	case summaryErr != nil:
 		return "", &exitError{code: exitFailed, err: fmt.Errorf("writing the report: %w (results in %s)", summaryErr, dir)}
 	}

@@ -110,6 +110,23 @@ func TestPreflightStopsAWrongTarget(t *testing.T) {
 	}
 }
 
+// TestBadHTTPClientChoiceIsRefused: PLLOAD_HTTP_CLIENT set to what plload does not have stops the
+// run before any stage, naming the variable and what it accepts, with exit 2 (it once ran a stage of
+// nothing and ended on a missing records file); with --no-preflight the first stage fails, and the
+// run's error says why.
+func TestBadHTTPClientChoiceIsRefused(t *testing.T) {
+	t.Setenv("PLLOAD_HTTP_CLIENT", "fasthttp")
+	code, out, errOut := plload(t, "run", "scenarios/smoke.yaml", "--out", t.TempDir())
+	want := `PLLOAD_HTTP_CLIENT="fasthttp": accepted are net/http, h1-blocking`
+	if code != 2 || !strings.Contains(errOut, want) || strings.Contains(out, "stage 01/02 done") {
+		t.Fatalf("exit %d, want 2 with %q before any stage\nstdout:\n%s\nstderr:\n%s", code, want, out, errOut)
+	}
+	code, _, errOut = plload(t, "run", "scenarios/smoke.yaml", "--out", t.TempDir(), "--no-preflight")
+	if code != 1 || !strings.Contains(errOut, want) {
+		t.Fatalf("--no-preflight: exit %d, want 1 with %q\nstderr:\n%s", code, want, errOut)
+	}
+}
+
 // TestDeadTargetWithoutPreflight: --no-preflight against a dead port: the first stage stops after
 // load.abort_after as failed, the later one never starts, the terminal says why (errors by kind with
 // the first message), stage.json lists the outage, and the exit code is 1.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 
@@ -35,7 +36,12 @@ func (e *PreflightError) Error() string {
 // a cut or empty answer.
 func Preflight(ctx context.Context, cfg Config) (warning string, err error) {
 	if cfg.Getenv == nil {
-		cfg.Getenv = func(string) string { return "" }
+		cfg.Getenv = func(k string) string {
+			if k == HTTPClientEnv { // the check goes through the run's own client, and refuses a bad choice of it
+				return os.Getenv(k)
+			}
+			return ""
+		}
 	}
 	if len(cfg.Workload.Stages) == 0 {
 		return "", nil
