@@ -21,6 +21,11 @@ import (
 //
 // A connection stays in Go's poller too (its requests are written, and its headers read, there); it
 // is in a loop's epoll only while a body is read, and the loop reads it with plain read(2).
+//
+// A loop reads a whole batch before it decodes any of it (each read stamped as it returns), and
+// serves another loop's instance when that one has gone unserved for stallAfter (relieve): a stalled
+// loop no longer holds up its connections' timestamps while the others are free (bench/README.md,
+// "Fifth pass").
 type poller struct {
 	loops []*pollLoop
 	next  atomic.Uint32
@@ -46,11 +51,14 @@ func thePoller() (*poller, error) {
 func startPoller(n int) (*poller, error) {
 	p := &poller{}
 	for range max(n, 1) {
-		l, err := startPollLoop(&p.lagSink)
+		l, err := newPollLoop(&p.lagSink)
 		if err != nil {
 			return nil, err
 		}
 		p.loops = append(p.loops, l)
+	}
+	for _, l := range p.loops {
+		l.start(p.loops)
 	}
 	return p, nil
 }
@@ -66,13 +74,14 @@ type polledBody struct {
 	// end is called once when the body ends before feed said it was done (io.EOF: it ended whole).
 	end func(err error)
 
-	mu     sync.Mutex // held by the loop while it reads; by whoever ends the body early
-	dc     dechunker
-	inLoop bool // added to the loop: from then on only the loop's goroutine reads it (or abandon)
-	fed    bool // feed said it was done
-	out    bool // left the loop: the outcome below is final
-	whole  bool // the body was read to its end with nothing after it: the connection can be kept
-	signal chan struct{}
+	mu      sync.Mutex // held by the loop while it reads; by whoever ends the body early
+	dc      dechunker
+	reading bool // a loop read it and has not yet taken what it read: no other loop may read it now
+	woke    bool // its request was signalled since the loop that reads it last looked (took)
+	fed     bool // feed said it was done
+	out     bool // left the loop: the outcome below is final
+	whole   bool // the body was read to its end with nothing after it: the connection can be kept
+	signal  chan struct{}
 }
 
 // watch starts reading fd's body on a loop, first taking buffered: the bytes of it already read with
@@ -124,13 +133,11 @@ func (b *polledBody) finish(err error) {
 	b.signalRequest()
 }
 
-// signalRequest wakes the request's goroutine, and tells the loop when it runs there (so it yields
-// soon).
+// signalRequest wakes the request's goroutine, and notes it for the loop reading the body (which
+// then yields soon, see pollLoop.yield).
 func (b *polledBody) signalRequest() {
 	b.signal <- struct{}{}
-	if b.inLoop {
-		b.loop.woke = true
-	}
+	b.woke = true
 }
 
 // leave ends the body with err, out of its loop first: once signalled, its request may put the

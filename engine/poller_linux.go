@@ -1,9 +1,7 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"runtime"
 	"sync"
@@ -16,14 +14,23 @@ import (
 // pollLoop is one epoll instance and the goroutine that serves it.
 type pollLoop struct {
 	epfd    int
+	rc      syscall.RawConn // Go's poller's hold on epfd
 	mu      sync.Mutex
 	streams map[uint64]*polledBody // by registration id (the epoll event's data)
 	lastID  uint64
+	// servedAt is when the instance was last served (pollClock), by its loop or by another that
+	// relieved it.
+	servedAt atomic.Int64
+	relieved atomic.Int64 // how many times another loop read its connections (tests)
 	// used only by the loop's goroutine
-	events    []syscall.EpollEvent
-	buf       []byte
-	woke      bool      // a body signalled its request in this batch
-	lastYield time.Time // see yield
+	peers        []*pollLoop // the poller's loops, this one among them (relieve)
+	nextPeer     int
+	relieveAfter time.Duration // stallAfter
+	events       []syscall.EpollEvent
+	buf          []byte
+	batch        []pendingRead // the reads of the batch being served
+	woke         bool          // a body signalled its request in this batch
+	lastYield    time.Time     // see yield
 	// probeFD is an eventfd in the epoll under id 0 that the loop makes readable itself to measure its
 	// read lag (readLag); probeSink and probeAt are the pending probe's stage and write time, reads
 	// counts the bodies read since the last probe.
@@ -36,7 +43,8 @@ type pollLoop struct {
 	stopped atomic.Pointer[error]
 }
 
-func startPollLoop(lagSink *atomic.Pointer[readLag]) (*pollLoop, error) {
+// newPollLoop makes a loop's epoll instance; start starts serving it.
+func newPollLoop(lagSink *atomic.Pointer[readLag]) (*pollLoop, error) {
 	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, os.NewSyscallError("epoll_create1", err)
@@ -46,27 +54,38 @@ func startPollLoop(lagSink *atomic.Pointer[readLag]) (*pollLoop, error) {
 		return nil, os.NewSyscallError("fcntl", err)
 	}
 	// A non-blocking descriptor given to os.NewFile joins Go's poller: the loop's goroutine parks
-	// there until the epoll instance has something to report.
+	// there until the epoll instance has something to report. f stays open: the loop never ends.
 	f := os.NewFile(uintptr(epfd), "plload-poller")
 	rc, err := f.SyscallConn()
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	l := &pollLoop{epfd: epfd, streams: map[uint64]*polledBody{}, events: make([]syscall.EpollEvent, 256), buf: make([]byte, 64<<10), lagSink: lagSink}
+	l := &pollLoop{epfd: epfd, rc: rc, streams: map[uint64]*polledBody{}, events: make([]syscall.EpollEvent, 256),
+		buf: make([]byte, batchBuffer), batch: make([]pendingRead, 0, 256), lagSink: lagSink, relieveAfter: stallAfter}
 	if l.probeFD, err = newProbeFD(epfd); err != nil {
 		f.Close()
 		return nil, err
 	}
+	return l, nil
+}
+
+// start serves the loop's instance on a goroutine of its own; peers are the poller's loops.
+func (l *pollLoop) start(peers []*pollLoop) {
+	l.peers = peers
 	go func() {
 		// One RawConn.Read for the loop's whole life: each call would clear the readiness Go's poller
-		// keeps, and a wake-up between calls would be lost. f stays open: the loop never ends.
-		err := rc.Read(func(uintptr) bool { l.serve(); return false })
+		// keeps, and a wake-up between calls would be lost.
+		err := l.rc.Read(func(uintptr) bool { l.serve(); return false })
 		err = fmt.Errorf("plload's poller stopped: %v", err) // not while f is open; bodies already in it run to their timeout
 		l.stopped.Store(&err)
 	}()
-	return l, nil
 }
+
+// pollClock is the loops' clock for servedAt: monotonic nanoseconds since the process started.
+func pollClock() int64 { return int64(time.Since(pollEpoch)) }
+
+var pollEpoch = time.Now()
 
 // serve reads every connection epoll reports until epoll reports none, then parks; a connection that
 // gets bytes after that makes the epoll instance ready again, which Go's poller reports.
@@ -77,29 +96,24 @@ func startPollLoop(lagSink *atomic.Pointer[readLag]) (*pollLoop, error) {
 // last epoll_wait).
 func (l *pollLoop) serve() {
 	for {
+		l.servedAt.Store(pollClock())
 		n, errno := epollWaitNow(l.epfd, l.events)
 		if errno == syscall.EINTR {
 			continue
 		}
 		if errno != 0 || n == 0 {
-			return // park until Go's poller sees the instance ready again
-		}
-		for i := range n {
-			ev := &l.events[i]
-			id := uint64(uint32(ev.Fd)) | uint64(uint32(ev.Pad))<<32
-			if id == 0 {
-				l.probed()
+			if l.relieve() {
 				continue
 			}
-			l.mu.Lock()
-			b := l.streams[id]
-			l.mu.Unlock()
-			if b != nil {
-				b.readable(l.buf)
-			}
+			return // park until Go's poller sees the instance ready again
+		}
+		for from := 0; from < n; {
+			from = l.readBatch(l.events[from:n], from)
+			l.takeBatch()
 		}
 		l.reads += n
 		l.maybeProbe()
+		l.relieve()
 		l.yield()
 	}
 }
@@ -131,31 +145,6 @@ func epollWaitNow(epfd int, events []syscall.EpollEvent) (int, syscall.Errno) {
 func readNow(fd int, buf []byte) (int, syscall.Errno) {
 	n, _, errno := syscall.RawSyscall(syscall.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
 	return int(n), errno
-}
-
-// readable reads what the connection has (the loop's goroutine); what a full buffer leaves in the
-// socket, epoll reports again.
-func (b *polledBody) readable(buf []byte) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.out {
-		return // ended by its request while the event was on its way
-	}
-	n, errno := readNow(b.fd, buf)
-	at := time.Now()
-	switch {
-	case errno == syscall.EAGAIN || errno == syscall.EINTR:
-	case errno != 0:
-		b.leave(os.NewSyscallError("read", errno))
-	case n == 0:
-		if b.dc.state == chunkTrailer {
-			b.leave(errors.New("http: unexpected EOF reading trailer"))
-		} else {
-			b.leave(io.ErrUnexpectedEOF)
-		}
-	default:
-		b.take(buf[:n], at)
-	}
 }
 
 // newProbeFD makes the loop's probe descriptor: an eventfd in its epoll under id 0 (bodies' ids
@@ -210,7 +199,7 @@ func (l *pollLoop) add(b *polledBody) error {
 	}
 	l.mu.Lock()
 	l.lastID++
-	b.id, b.inLoop = l.lastID, true
+	b.id = l.lastID
 	l.streams[b.id] = b
 	l.mu.Unlock()
 	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(uint32(b.id)), Pad: int32(uint32(b.id >> 32))}

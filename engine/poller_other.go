@@ -8,11 +8,13 @@ import (
 )
 
 // pollLoop has no epoll to serve outside Linux: the client reads each body on its own goroutine.
-type pollLoop struct{ woke bool }
+type pollLoop struct{}
 
-func startPollLoop(*atomic.Pointer[readLag]) (*pollLoop, error) {
+func newPollLoop(*atomic.Pointer[readLag]) (*pollLoop, error) {
 	return nil, errors.New("plload's poller needs Linux's epoll")
 }
+
+func (l *pollLoop) start([]*pollLoop) {}
 
 func (l *pollLoop) add(*polledBody) error { return errors.New("plload's poller needs Linux's epoll") }
 
