@@ -2,6 +2,7 @@ package engine
 
 import (
 	"io"
+	"math/rand/v2"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -28,7 +29,6 @@ import (
 // "Fifth pass").
 type poller struct {
 	loops []*pollLoop
-	next  atomic.Uint32
 	// watched counts the bodies given to the poller (tests check that a path went through it).
 	watched atomic.Int64
 	// lagSink is the stage whose read lag the loops probe (readLag); nil: none.
@@ -89,7 +89,10 @@ type polledBody struct {
 // again when the body leaves the loop (once if both happen together).
 func (p *poller) watch(fd int, buffered []byte, at time.Time, feed func([]byte, time.Time) bool, end func(error)) (*polledBody, error) {
 	p.watched.Add(1)
-	l := p.loops[int(p.next.Add(1))%len(p.loops)]
+	// A loop drawn at random, not in turn: requests that come in a fixed order (plload ab's two
+	// targets, in step) would otherwise each keep to one loop, and whatever sets one loop apart
+	// from another would read as a difference between them.
+	l := p.loops[rand.IntN(len(p.loops))]
 	b := &polledBody{loop: l, fd: fd, feed: feed, end: end, signal: make(chan struct{}, 2)}
 	b.mu.Lock()
 	defer b.mu.Unlock()

@@ -99,6 +99,9 @@ func (l *pollLoop) relieve() bool {
 		l.nextPeer = (l.nextPeer + 1) % len(l.peers)
 	}
 	peer := l.peers[l.nextPeer]
+	if peer.bodies.Load() == 0 {
+		return false
+	}
 	last, now := peer.servedAt.Load(), pollClock()
 	if now-last < int64(l.relieveAfter) || !peer.servedAt.CompareAndSwap(last, now) {
 		return false
@@ -124,7 +127,8 @@ func (l *pollLoop) relieve() bool {
 // stallAfter is how long a loop's instance may go unserved before another loop serves it
 // (pollLoop.relieveAfter; a test sets 0 to have the loops relieve each other at every turn). A busy
 // loop serves its instance every few tens of µs (the self-test at 500 streams: p50 batch 1 body);
-// an idle one is looked at by the others at most this often, an epoll_wait each time.
+// an idle one with bodies in it is looked at by the others at most this often, an epoll_wait each
+// time (one with none, not at all).
 const stallAfter = 200 * time.Microsecond
 
 // read reads what b's connection has into buf (the loop's goroutine), and when the read returned;

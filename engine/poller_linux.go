@@ -22,6 +22,7 @@ type pollLoop struct {
 	// relieved it.
 	servedAt atomic.Int64
 	relieved atomic.Int64 // how many times another loop read its connections (tests)
+	bodies   atomic.Int32 // how many bodies are in its instance: one with none needs no relief
 	// used only by the loop's goroutine
 	peers        []*pollLoop // the poller's loops, this one among them (relieve)
 	nextPeer     int
@@ -202,11 +203,13 @@ func (l *pollLoop) add(b *polledBody) error {
 	b.id = l.lastID
 	l.streams[b.id] = b
 	l.mu.Unlock()
+	l.bodies.Add(1)
 	ev := syscall.EpollEvent{Events: syscall.EPOLLIN | syscall.EPOLLRDHUP, Fd: int32(uint32(b.id)), Pad: int32(uint32(b.id >> 32))}
 	if err := syscall.EpollCtl(l.epfd, syscall.EPOLL_CTL_ADD, b.fd, &ev); err != nil {
 		l.mu.Lock()
 		delete(l.streams, b.id)
 		l.mu.Unlock()
+		l.bodies.Add(-1)
 		b.id = 0
 		return os.NewSyscallError("epoll_ctl", err)
 	}
@@ -219,4 +222,5 @@ func (l *pollLoop) remove(b *polledBody) {
 	l.mu.Lock()
 	delete(l.streams, b.id)
 	l.mu.Unlock()
+	l.bodies.Add(-1)
 }
