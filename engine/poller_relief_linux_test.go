@@ -168,3 +168,33 @@ func TestLoopsRelievingEachOtherKeepEveryBodyInOrder(t *testing.T) {
 	}
 	t.Logf("loops relieved each other %d times", relieved)
 }
+
+// TestEmptyLoopIsNotRelieved: a loop with no bodies in it is not looked at by the others (no
+// epoll_wait spent on it), and one with a body is, once it has gone unserved for relieveAfter; its
+// body count goes back to 0 when the body leaves.
+func TestEmptyLoopIsNotRelieved(t *testing.T) {
+	loops := newTestLoops(t, 2) // neither started: relieve is called by hand
+	l, peer := loops[0], loops[1]
+	l.peers = loops
+	if l.relieve(); peer.servedAt.Load() != 0 {
+		t.Fatal("a loop with no bodies was looked at")
+	}
+	fd, server := loopbackPair(t)
+	w := watchOn(t, peer, fd)
+	if peer.bodies.Load() != 1 {
+		t.Fatalf("bodies %d after add, want 1", peer.bodies.Load())
+	}
+	io.WriteString(server, chunk("x")+"0\r\n\r\n")
+	deadline := time.Now().Add(10 * time.Second)
+	for peer.relieved.Load() == 0 && time.Now().Before(deadline) {
+		l.relieve()
+		time.Sleep(time.Millisecond)
+	}
+	if peer.servedAt.Load() == 0 || peer.relieved.Load() == 0 {
+		t.Fatal("a loop with a body, unserved, was not relieved")
+	}
+	w.await(t, "the relieved body", "x")
+	if peer.bodies.Load() != 0 {
+		t.Fatalf("bodies %d after the body left, want 0", peer.bodies.Load())
+	}
+}
