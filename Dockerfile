@@ -9,7 +9,7 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG VERSION=dev
-RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=${VERSION}" -o /out/plload . \
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X github.com/plload/plload/cli.version=${VERSION}" -o /out/plload . \
     && mkdir -p /out/tmp && chmod 1777 /out/tmp
 
 FROM scratch

@@ -1,0 +1,133 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v3"
+
+	"github.com/plload/plload/mock"
+)
+
+func mockserverCommand() *cli.Command {
+	d := mock.DefaultConfig()
+	rate := func(name, usage string) cli.Flag {
+		return &cli.Float64Flag{Name: name, Usage: usage + " (a fraction 0–1, decided per request from the seed)"}
+	}
+	return &cli.Command{
+		Name:  "mockserver",
+		Usage: "serve the bundled OpenAI-compatible mock with a known delay",
+		Description: "An OpenAI-compatible LLM server whose timing is known exactly, for trying plload without a GPU,\n" +
+			"for tests and for the self-test. Endpoints: POST /v1/chat/completions (stream and not),\n" +
+			"POST /v1/completions, GET /v1/models, GET /health, GET /metrics (vLLM-style names plus\n" +
+			"plload_mock_send_lateness_seconds) and GET /mock/stats (send lateness; ?reset=1 starts a new window).\n\n" +
+			"Each request is admitted (queued first with --max-concurrency), its first token is sent TTFT\n" +
+			"later, then one token per chunk every 1/tps, all scheduled from the admission time. A prefix-cache\n" +
+			"hit scales TTFT by 1 − cached/prompt × (1 − cache-ttft-factor). The same --seed and request body\n" +
+			"give the same length, text, error and fault. A chat request with tools gets tool calls at\n" +
+			"--tool-call-rate; one with response_format json_object/json_schema gets a JSON document, valid at\n" +
+			"--json-valid-rate. Binds loopback unless --addr names another address,\n" +
+			"which is logged as a warning. Stops cleanly (exit 0) on SIGINT or SIGTERM.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8000", Usage: "listen address (host:port; port 0 picks a free one)"},
+			&cli.StringFlag{Name: "model", Value: d.Model, Usage: "model name listed by /v1/models (requests may name any, unless --models)"},
+			&cli.StringFlag{Name: "models", Usage: "comma-separated models served besides --model (LoRA adapters, say): /v1/models lists them and a request naming another gets HTTP 404 (default: any model)"},
+			&cli.Float64Flag{Name: "tool-call-rate", Value: d.ToolCallRate, Usage: "share of chat requests with tools answered with tool calls, streamed in argument pieces (tool_choice required or a named function: always; none: never)"},
+			&cli.Float64Flag{Name: "json-valid-rate", Value: d.JSONValidRate, Usage: "share of requests with response_format json_object/json_schema answered with a valid JSON document (the others get it truncated)"},
+			&cli.DurationFlag{Name: "ttft", Value: d.TTFT, Usage: "time to first token after admission"},
+			&cli.Float64Flag{Name: "tps", Value: d.TPS, Usage: "decode speed per stream, tokens per second (chunks 1/tps apart)"},
+			&cli.Float64Flag{Name: "jitter", Usage: "scale each TTFT and gap by 1 + jitter·u, u uniform in [−1, 1]"},
+			&cli.DurationFlag{Name: "prefill-per-token", Usage: "extra TTFT per prompt token not in the prefix cache"},
+			&cli.IntFlag{Name: "max-concurrency", Usage: "request slots; beyond them requests queue (0 = unlimited)"},
+			&cli.IntFlag{Name: "scale-max-concurrency", Usage: "with --max-concurrency: the slots after --scale-after (0 = they never change)"},
+			&cli.DurationFlag{Name: "scale-after", Usage: "when the slots change to --scale-max-concurrency, counted from the first completion request"},
+			&cli.BoolFlag{Name: "send-times", Usage: "put a `: sent_ns=<epoch ns>` comment line before every token chunk (the self-test uses it)"},
+			&cli.BoolFlag{Name: "close-after-response", Usage: "close every connection right after its answer while still advertising keep-alive, as llama.cpp's server does"},
+			&cli.BoolFlag{Name: "busy-poll", Usage: "keep a core busy while streaming so chunks leave within microseconds of schedule, not up to ~1 ms late"},
+			&cli.IntFlag{Name: "cache-capacity", Value: d.CacheCapacity, Usage: "prefix cache size in tokens (0 = off)"},
+			&cli.IntFlag{Name: "cache-block", Value: d.CacheBlock, Usage: "prefix cache block size in tokens"},
+			&cli.Float64Flag{Name: "cache-ttft-factor", Value: d.CacheTTFTFactor, Usage: "TTFT multiplier on a full prefix-cache hit"},
+			&cli.BoolFlag{Name: "no-usage", Usage: "leave usage out of every response"},
+			&cli.IntFlag{Name: "default-max-tokens", Value: d.DefaultMaxTokens, Usage: "output length when a request sets no max_tokens"},
+			&cli.Float64Flag{Name: "eos-min-fraction", Value: d.EOSMinFraction, Usage: "without ignore_eos, stop at a length drawn from [fraction × max_tokens, max_tokens]"},
+			&cli.IntFlag{Name: "reasoning-tokens", Usage: "stream this many reasoning_content chunks before the content"},
+			&cli.Uint64Flag{Name: "seed", Usage: "seed of every per-request draw"},
+			rate("error-rate", "share of requests answered with HTTP 500"),
+			rate("rate-limit-rate", "share answered with HTTP 429 and Retry-After"),
+			&cli.DurationFlag{Name: "retry-after", Value: d.RetryAfter, Usage: "Retry-After sent with 429s"},
+			rate("cut-rate", "share whose stream is cut mid-way (connection closed)"),
+			rate("reset-rate", "share whose TCP connection is reset mid-stream"),
+			rate("stall-rate", "share that stall mid-stream until the client gives up"),
+			rate("malformed-rate", "share with one malformed JSON chunk"),
+			rate("no-done-rate", "share that end without data: [DONE]"),
+			rate("html-503-rate", "share answered with HTTP 503 and an HTML body"),
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() > 0 {
+				return badInput("mockserver takes no arguments (got %q); see plload mockserver --help", cmd.Args().First())
+			}
+			cfg := d
+			cfg.Model = cmd.String("model")
+			cfg.TTFT = cmd.Duration("ttft")
+			cfg.TPS = cmd.Float64("tps")
+			cfg.Jitter = cmd.Float64("jitter")
+			cfg.PrefillPerToken = cmd.Duration("prefill-per-token")
+			cfg.MaxConcurrency = cmd.Int("max-concurrency")
+			cfg.ScaleMaxConcurrency, cfg.ScaleAfter = cmd.Int("scale-max-concurrency"), cmd.Duration("scale-after")
+			cfg.BusyPoll = cmd.Bool("busy-poll")
+			cfg.SendTimes = cmd.Bool("send-times")
+			cfg.CloseAfterResponse = cmd.Bool("close-after-response")
+			cfg.CacheCapacity = cmd.Int("cache-capacity")
+			cfg.CacheBlock = cmd.Int("cache-block")
+			cfg.CacheTTFTFactor = cmd.Float64("cache-ttft-factor")
+			cfg.NoUsage = cmd.Bool("no-usage")
+			cfg.DefaultMaxTokens = cmd.Int("default-max-tokens")
+			cfg.EOSMinFraction = cmd.Float64("eos-min-fraction")
+			cfg.ReasoningTokens = cmd.Int("reasoning-tokens")
+			cfg.Seed = cmd.Uint64("seed")
+			cfg.ErrorRate = cmd.Float64("error-rate")
+			cfg.RateLimitRate = cmd.Float64("rate-limit-rate")
+			cfg.RetryAfter = cmd.Duration("retry-after")
+			cfg.ToolCallRate = cmd.Float64("tool-call-rate")
+			cfg.JSONValidRate = cmd.Float64("json-valid-rate")
+			if models := cmd.String("models"); models != "" {
+				for _, m := range strings.Split(models, ",") {
+					cfg.Models = append(cfg.Models, strings.TrimSpace(m))
+				}
+			}
+			cfg.Faults = map[mock.FaultKind]float64{}
+			for _, k := range mock.FaultKinds {
+				cfg.Faults[k] = cmd.Float64(string(k) + "-rate")
+			}
+			if err := cfg.Validate(); err != nil {
+				return badInput("mockserver: %v", err)
+			}
+			srv, err := mock.Start(cfg, cmd.String("addr"))
+			if err != nil {
+				return badInput("mockserver: %v (is another server using the port? choose another with --addr)", err)
+			}
+			fmt.Fprintf(cmd.Root().Writer, "plload mock listening on %s (model %s, TTFT %s, %g tok/s per stream)\n",
+				srv.BaseURL(), cfg.Model, cfg.TTFT, cfg.TPS)
+			ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			select {
+			case <-ctx.Done():
+			case <-waitChan(srv.Wait):
+			}
+			shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return srv.Close(shutdown)
+		},
+	}
+}
+
+// waitChan runs wait in the background and closes the returned channel when it returns.
+func waitChan(wait func() error) <-chan struct{} {
+	ch := make(chan struct{})
+	go func() { _ = wait(); close(ch) }()
+	return ch
+}

@@ -1,0 +1,149 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// writeOpenAILog writes an OpenAI-style request log (single-turn, 2 requests/s) whose messages all
+// contain sentinel, so a test can show the text is never printed or written.
+func writeOpenAILog(t *testing.T, path, sentinel string, n int) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(5, 5))
+	var b strings.Builder
+	ts := 1764547200.0
+	for i := range n {
+		ts += r.ExpFloat64() / 2
+		fmt.Fprintf(&b, `{"timestamp": %.3f, "request": {"model": "m", "messages": [{"role": "system", "content": "%s system"}, {"role": "user", "content": "%s question %d"}]}, "usage": {"prompt_tokens": %d, "completion_tokens": %d}}`+"\n",
+			ts, sentinel, sentinel, i, 30+r.IntN(40), 5+r.IntN(10))
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFitThenValidateThenRun: `plload fit --out` writes a scenario that `plload validate` accepts and
+// that runs on the mock (its stages shortened to a second); no line of the log's text is printed or
+// written anywhere.
+func TestFitThenValidateThenRun(t *testing.T) {
+	const sentinel = "ZEBRA-SENTINEL-7"
+	dir := t.TempDir()
+	logPath := filepath.Join(dir, "requests.jsonl")
+	writeOpenAILog(t, logPath, sentinel, 200)
+	if data, _ := os.ReadFile(logPath); !strings.Contains(string(data), sentinel) {
+		t.Fatal("the log lacks the sentinel: the check below would prove nothing")
+	}
+	scenario := filepath.Join(dir, "fitted.yaml")
+
+	code, stdout, stderr := plload(t, "fit", logPath, "--out", scenario)
+	if code != 0 {
+		t.Fatalf("fit: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	for _, want := range []string{"read 200 requests", "format request_log", "wrote " + scenario} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("fit output lacks %q:\n%s", want, stdout)
+		}
+	}
+	yaml, err := os.ReadFile(scenario)
+	if err != nil {
+		t.Fatal(err)
+	}
+	code, jsonOut, jsonErr := plload(t, "fit", logPath, "--json")
+	if code != 0 {
+		t.Fatalf("fit --json: exit %d\n%s", code, jsonErr)
+	}
+	for name, text := range map[string]string{"fit": stdout + stderr, "fit --json": jsonOut + jsonErr, "scenario": string(yaml)} {
+		if strings.Contains(text, sentinel) || strings.Contains(text, "question") {
+			t.Errorf("%s shows the log's prompt text:\n%s", name, text)
+		}
+	}
+
+	code, stdout, stderr = plload(t, "validate", scenario)
+	if code != 0 {
+		t.Fatalf("validate the fitted scenario: exit %d\n%s\n%s\n%s", code, stdout, stderr, yaml)
+	}
+
+	short := strings.ReplaceAll(string(yaml), "warmup: 30s, duration: 180s", "warmup: 0s, duration: 1s")
+	short = strings.Replace(short, "mock: {ttft: 200ms, tps: 40}", "mock: {ttft: 5ms, tps: 2000}", 1)
+	if short == string(yaml) {
+		t.Fatal("the stage durations or mock timing were not found to shorten")
+	}
+	os.WriteFile(scenario, []byte(short), 0o644)
+	code, stdout, stderr = plload(t, "run", scenario, "--out", filepath.Join(dir, "results"), "--quiet")
+	if code != 0 {
+		t.Fatalf("run the fitted scenario on the mock: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
+
+// TestFitJSONKeys: --json prints one object with exactly SPEC §12's keys.
+func TestFitJSONKeys(t *testing.T) {
+	code, stdout, stderr := plload(t, "fit", "fit/testdata/request-log.jsonl", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(stdout), &obj); err != nil {
+		t.Fatalf("not one JSON object: %v\n%s", err, stdout)
+	}
+	keys := func(m map[string]json.RawMessage) []string {
+		var out []string
+		for k := range m {
+			out = append(out, k)
+		}
+		slices.Sort(out)
+		return out
+	}
+	want := []string{"gamma_shape", "input_tokens", "interarrival_cv", "output_tokens", "peak_to_mean", "prefix_share", "rate_per_s", "requests", "sessions", "span_s"}
+	if diff := cmp.Diff(want, keys(obj)); diff != "" {
+		t.Errorf("keys (-want +got):\n%s", diff)
+	}
+	nested := map[string][]string{
+		"rate_per_s":    {"mean", "peak_minute"},
+		"input_tokens":  {"max", "p50", "p95", "p99"},
+		"output_tokens": {"max", "p50", "p95", "p99"},
+		"sessions":      {"count", "think_time_s", "turns"},
+	}
+	for k, want := range nested {
+		var sub map[string]json.RawMessage
+		if err := json.Unmarshal(obj[k], &sub); err != nil {
+			t.Fatalf("%s: %v", k, err)
+		}
+		if diff := cmp.Diff(want, keys(sub)); diff != "" {
+			t.Errorf("%s keys (-want +got):\n%s", k, diff)
+		}
+	}
+	// Two lines carry text, none of it shared.
+	if string(obj["prefix_share"]) != "0" {
+		t.Errorf("prefix_share = %s, want 0", obj["prefix_share"])
+	}
+}
+
+// TestFitBadInput: bad flags and bad files are exit 2 with a message naming what is accepted.
+func TestFitBadInput(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.jsonl")
+	os.WriteFile(bad, []byte("{\"timestamp\": 1, \"prompt_tokens\": 1, \"completion_tokens\": 1}\n{\"timestamp\": 2}\n"), 0o644)
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"fit"}, "expected at least one log file"},
+		{[]string{"fit", "--format", "csv", bad}, "accepted: request_log, records"},
+		{[]string{"fit", bad}, "bad.jsonl line 2 (request_log)"},
+		{[]string{"fit", filepath.Join(dir, "missing.jsonl")}, "missing.jsonl"},
+	}
+	for _, tt := range tests {
+		code, _, stderr := plload(t, tt.args...)
+		if code != exitBadInput || !strings.Contains(stderr, tt.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit 2 and %q", tt.args, code, stderr, tt.want)
+		}
+	}
+}
