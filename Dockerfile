@@ -17,7 +17,7 @@ FROM scratch
 COPY --from=build /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 COPY --from=build /out/tmp /tmp
 COPY --from=build /out/plload /plload
-# HOME holds the Hugging Face cache (SPEC §17); /tmp is the one writable place on a read-only root.
+# HOME holds the Hugging Face cache (docs/tokenizers.md); /tmp is the one writable place on a read-only root.
 ENV HOME=/tmp TMPDIR=/tmp
 USER 65532:65532
 ENTRYPOINT ["/plload"]

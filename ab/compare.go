@@ -44,7 +44,7 @@ const DefaultResamples = 2000
 // metrics.BootstrapDiff, do not thin): a million-request stage gets fewer resamples, not minutes.
 const maxResampleWork = 40_000_000
 
-// The metrics every comparison has, in ab.json's order (SPEC §14), then tpoc (time per output
+// The metrics every comparison has, in ab.json's order (docs/measurement.md), then tpoc (time per output
 // character: TPOT without a tokenizer). The SLO's limits follow (Compare).
 var baseMetrics = []metricDef{
 	percentileOf("ttft_p50_ms", singles(func(s Sample) []float64 { return s.TTFT }), 50),

@@ -26,7 +26,7 @@ type StageCounts struct {
 const IntervalMethod = "latencies and the error rate: bootstrap over requests; throughputs: paired batch means over 10 slices of the window; " +
 	"each widened for the number of rows of its stage (Bonferroni)"
 
-// Result is ab.json (SPEC §14): targets (the first is A), metrics (B − A, its interval, B's
+// Result is ab.json (docs/measurement.md): targets (the first is A), metrics (B − A, its interval, B's
 // verdict), and beside them the request counts with 429s apart, and notes a reader must see.
 type Result struct {
 	Targets  []Target      `json:"targets"`

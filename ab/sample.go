@@ -1,5 +1,5 @@
 // Package ab compares two targets measured on the same workload in the same window (plload ab,
-// SPEC §14): per metric B's value minus A's, a bootstrap interval of that difference, and a verdict
+// docs/measurement.md): per metric B's value minus A's, a bootstrap interval of that difference, and a verdict
 // of B relative to A. It is pure: it reads records and returns numbers; running the targets is the
 // command's job.
 package ab
@@ -23,7 +23,7 @@ type Completion struct {
 	Chars  float64 // output_char_count
 }
 
-// Sample is what the comparison needs of one target's stage, by the window rules of SPEC §7:
+// Sample is what the comparison needs of one target's stage, by the window rules of docs/measurement.md:
 // latencies of the successful requests that started in [W, E_eff), throughput from the successful
 // requests that ended in it.
 type Sample struct {

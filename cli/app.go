@@ -17,7 +17,7 @@ import (
 	"github.com/plload/plload/workload"
 )
 
-// Exit codes (SPEC §1).
+// Exit codes (README.md).
 const (
 	exitOK          = 0
 	exitFailed      = 1 // the run finished but something the user asked to be told about failed

@@ -25,7 +25,7 @@ import (
 	"github.com/plload/plload/workload"
 )
 
-// abCommand is plload ab: one scenario against two targets at once, then the comparison (SPEC §14).
+// abCommand is plload ab: one scenario against two targets at once, then the comparison (docs/measurement.md).
 func abCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "ab",

@@ -29,7 +29,7 @@ func fitCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "format", Usage: "the logs' format: " + strings.Join(fit.Formats, ", ") + " (default: detected per file)"},
 			&cli.StringFlag{Name: "out", Usage: "write the fitted scenario to `FILE`"},
-			&cli.BoolFlag{Name: "json", Usage: "print the summary as one JSON object (SPEC §12 keys) instead of text"},
+			&cli.BoolFlag{Name: "json", Usage: "print the summary as one JSON object (the keys docs/data.md lists) instead of text"},
 		},
 		Action: func(_ context.Context, cmd *cli.Command) error {
 			paths := cmd.Args().Slice()

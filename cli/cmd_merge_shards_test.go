@@ -130,7 +130,7 @@ func checkShardsAddUp(t *testing.T, dirs []string, merged *report.StageReport) {
 		t.Errorf("merged %d records (engine %d), shards wrote %d (issued %d, %d distinct ids)", merged.Summary.Requests.Total, merged.Engine.Issued, total, issued, len(ids))
 	}
 	// Each shard's t0 is the barrier's instant, the same on every shard; the merged t0 is the first
-	// issue over the shards' records after clock correction (SPEC §15), never before the barrier.
+	// issue over the shards' records after clock correction (docs/deployment.md), never before the barrier.
 	if d := spread(t0s); d > 5*time.Millisecond {
 		t.Errorf("the shards' t0 are %v apart (want one instant to 5 ms): %v", d, t0s)
 	}

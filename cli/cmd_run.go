@@ -34,7 +34,7 @@ func runCommand() *cli.Command {
 		Description: flagsHelp + "Validates the scenario first: a scenario with errors, an unset ${ENV} or api_key_env variable, or\n" +
 			"an unwritable results directory sends nothing and exits 2. Then it runs each stage in order\n" +
 			"(warmup, duration, drain) and writes results/<name>-<YYYYmmdd-HHMMSS>/ (a shard: …-shardIofN/,\n" +
-			"its sessions those whose ordinal ≡ I mod N, SPEC §15): scenario.resolved.yaml\n" +
+			"its sessions those whose ordinal ≡ I mod N, docs/deployment.md): scenario.resolved.yaml\n" +
 			"(secrets masked) and per stage dataset.jsonl, profile_export.jsonl (one AIPerf record per\n" +
 			"request), sessions.jsonl and run.log. A scenario whose target is mock starts the bundled mock\n" +
 			"in-process on a free loopback port.\n\n" +
@@ -320,7 +320,7 @@ func summarizeStage(sc *workload.Scenario, w *workload.Workload, r engine.StageR
 		in.InterruptNs = metrics.Some(r.InterruptNs)
 	}
 	if spec := sc.Load.Stages[i]; spec.Requests > 0 && (r.EndedByCount || spec.Duration.D() == 0) && r.LastEndNs > 0 && r.T0Ns != 0 {
-		// A stage its count ended is measured to its last answer (SPEC §18).
+		// A stage its count ended is measured to its last answer (docs/scenario.md).
 		in.Duration = time.Duration(r.LastEndNs + 1 - r.T0Ns - int64(spec.Warmup.D()))
 	}
 	if sc.Load.IsOpenLoop() {

@@ -17,7 +17,7 @@ import (
 	"github.com/plload/plload/workload"
 )
 
-// A run from flags (SPEC §13): the flags become keys of a scenario document — the file's, or a small
+// A run from flags (docs/scenario.md): the flags become keys of a scenario document — the file's, or a small
 // synthetic one when there is no file — and that document is read by workload.Parse exactly as a
 // file is, so every check and every message is the file's. An error about a key a flag set names the
 // flag. There is no second run path: the scenario that comes out runs like any other.

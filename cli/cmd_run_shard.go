@@ -18,7 +18,7 @@ import (
 	"github.com/urfave/cli/v3"
 )
 
-// shardFlags are run's flags for one shard of a sharded run (SPEC §15).
+// shardFlags are run's flags for one shard of a sharded run (docs/deployment.md).
 func shardFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "shard", Usage: "run one shard: INDEX/COUNT (0/4), the sessions and arrivals whose ordinal ≡ INDEX mod COUNT; or auto (JOB_COMPLETION_INDEX with --shards, SLURM_PROCID/SLURM_NTASKS, OMPI_COMM_WORLD_RANK/SIZE)"},

@@ -378,7 +378,7 @@ func clientStrain(r engine.StageResult, slo search.SLO) (full, late string, late
 	return full, strings.Join(w, "; "), lateMs
 }
 
-// searchFile is search.json (SPEC §14).
+// searchFile is search.json (docs/measurement.md).
 type searchFile struct {
 	Knob      string            `json:"knob"`
 	SLO       metrics.SLOLimits `json:"slo"`

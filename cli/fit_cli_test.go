@@ -83,7 +83,7 @@ func TestFitThenValidateThenRun(t *testing.T) {
 	}
 }
 
-// TestFitJSONKeys: --json prints one object with exactly SPEC §12's keys.
+// TestFitJSONKeys: --json prints one object with exactly the keys docs/data.md lists.
 func TestFitJSONKeys(t *testing.T) {
 	code, stdout, stderr := plload(t, "fit", "fit/testdata/request-log.jsonl", "--json")
 	if code != 0 {

@@ -11,7 +11,7 @@ import (
 )
 
 // TestMergedT0IsTheFirstIssue: with a coordinator every shard's stage.json says t0 = the barrier's
-// instant (its schedule's origin), but a closed-loop run's t0 is its first request's issue (SPEC §7):
+// instant (its schedule's origin), but a closed-loop run's t0 is its first request's issue (docs/measurement.md):
 // the merged t0 is the earliest issue over the shards after clock correction, as one process has —
 // so the merged stage is the single run's, window and numbers, even with the shards' windows put
 // 40 ms before their first sends.

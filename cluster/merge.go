@@ -49,7 +49,7 @@ type MergeResult struct {
 	Manifest MergeManifest
 }
 
-// Merge writes one results directory from N shards' (SPEC §15): every record of every shard, its
+// Merge writes one results directory from N shards' (docs/deployment.md): every record of every shard, its
 // times corrected by the shard's clock offset, in global order, and stage.json/report computed
 // over the union by the same code as one process's run. Nothing is written unless every check
 // passes, and the directory appears whole or not at all (it is built beside Out, then renamed).

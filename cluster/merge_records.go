@@ -20,7 +20,7 @@ import (
 )
 
 // globalOrdinal is the trailing number of a conversation id (`s01-000015` → 15): the session's
-// ordinal over the whole run, which every shard keeps (SPEC §15). -1 when the id has none.
+// ordinal over the whole run, which every shard keeps (docs/deployment.md). -1 when the id has none.
 func globalOrdinal(id string) int64 {
 	i := len(id)
 	for i > 0 && id[i-1] >= '0' && id[i-1] <= '9' {
@@ -66,7 +66,7 @@ type recordTally struct {
 	// orphanRecords and orphanSessions are those of shards that left no stage.json to count them.
 	orphanRecords, orphanSessions int
 	// firstIssue is the earliest issue time over every shard's records, in coordinator time: a
-	// closed-loop stage's t0 (SPEC §7, §15), which the barrier's instant is not.
+	// closed-loop stage's t0 (docs/measurement.md, docs/deployment.md), which the barrier's instant is not.
 	firstIssue metrics.Opt[int64]
 }
 

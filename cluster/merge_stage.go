@@ -163,7 +163,7 @@ func readParts(parts []stagePart) ([][]recordKey, []recordTally, error) {
 }
 
 // windowInputs sets the stage's t0 and interrupt from the shards' windows, in coordinator time. t0 is
-// the one one process would have had (SPEC §7, §15): for a closed loop its first issue, the earliest
+// the one one process would have had (docs/measurement.md, docs/deployment.md): for a closed loop its first issue, the earliest
 // over the shards' records (a shard's stage.json says the barrier's instant: the start time aligns
 // the shards, it does not redefine t0); for the open-loop modes the schedule's origin, the
 // coordinator's start time, the earliest shard t0. The window ends early only if every shard's did:

@@ -65,7 +65,7 @@ type errorReply struct {
 	Missing []int  `json:"missing,omitempty"`
 }
 
-// ScenarioSHA is "the same scenario" across shards (SPEC §15): the sha256, in hex, of the resolved
+// ScenarioSHA is "the same scenario" across shards (docs/deployment.md): the sha256, in hex, of the resolved
 // scenario without output.* (each shard writes its own results directory). The shard flags are not
 // part of the scenario, so they are not part of the sum either.
 func ScenarioSHA(sc *workload.Scenario) (string, error) {

@@ -1,4 +1,4 @@
-// Package cluster runs one scenario as N shards that add up to the unsharded run (SPEC §15): which
+// Package cluster runs one scenario as N shards that add up to the unsharded run (docs/deployment.md): which
 // sessions a shard runs, the coordinator that gives every shard one start and one clock, and the
 // merge of their results. It imports engine and metrics; manifests for Kubernetes and Slurm live in
 // their own package so nothing else links their types.

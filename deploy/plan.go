@@ -1,5 +1,5 @@
 // Package deploy turns a scenario into what runs it sharded on an existing distributed engine:
-// Kubernetes manifests (built from the typed k8s.io/api structs) and Slurm sbatch scripts (SPEC §15).
+// Kubernetes manifests (built from the typed k8s.io/api structs) and Slurm sbatch scripts (docs/deployment.md).
 // Only the root CLI imports it, so nothing else links the Kubernetes API types.
 //
 // Both targets run the same shape: one `plload coordinate` (the start barrier and the clock, no load),
@@ -20,7 +20,7 @@ import (
 const CoordinatorPort = 7070
 
 // TokenEnv is the environment variable that carries the coordinator's shared secret on both sides
-// (`--token-env`): beyond loopback the coordinator refuses shards without it (SPEC §15).
+// (`--token-env`): beyond loopback the coordinator refuses shards without it (docs/deployment.md).
 const TokenEnv = "PLLOAD_TOKEN"
 
 // MaxShards bounds --shards: Kubernetes refuses an Indexed Job of more than 100,000 completions.

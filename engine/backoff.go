@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Backoff bounds (SPEC §4): a closed-loop slot whose session ended in a failed request — no answer,
+// Backoff bounds (docs/scenario.md): a closed-loop slot whose session ended in a failed request — no answer,
 // a 429 or 5xx, and also a 404 or a broken stream — waits before its next session, from backoffBase
 // doubling to backoffMax, so a dead or wrong target gets a few requests a second per slot instead of
 // thousands (measured before: ~10,000 requests/s at concurrency 64 against a closed port, as many

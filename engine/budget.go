@@ -7,7 +7,7 @@ import (
 	"github.com/plload/plload/workload"
 )
 
-// A stage may end by count (SPEC §18: `requests: N`, in any load mode; load.mode batch always):
+// A stage may end by count (docs/scenario.md: `requests: N`, in any load mode; load.mode batch always):
 // every request, a user turn's or a tool round's, takes one unit of the stage's budget before it
 // goes, and the stage stops issuing when the last unit is taken. What is in flight then finishes;
 // the window runs to the last answer.

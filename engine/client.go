@@ -116,7 +116,7 @@ func newBodyBuilder(sc *workload.Scenario, w *workload.Workload) (*bodyBuilder, 
 		b.prefixes[m.Name] = modelPrefix(m.Name)
 	}
 	reserved := reservedKeys
-	var features bytes.Buffer // what the session's workload adds to every request (SPEC §18)
+	var features bytes.Buffer // what the session's workload adds to every request (docs/scenario.md)
 	if w != nil {
 		if tools := w.ToolsJSON(); tools != nil {
 			reserved = append(slices.Clone(reserved), "tools", "tool_choice")
@@ -232,7 +232,7 @@ func (m message) text() string {
 }
 
 // newToolCallsMessage is the assistant's answer that asked for tool calls: its content (null when it
-// had none) and its tool_calls exactly as streamed (SPEC §18: the server's own calls, never the
+// had none) and its tool_calls exactly as streamed (docs/scenario.md: the server's own calls, never the
 // client's idea of them).
 func newToolCallsMessage(content string, calls []sse.ToolCall, tokens int) message {
 	enc := []byte(`{"role":"assistant","content":`)

@@ -155,7 +155,7 @@ func canonical(t *testing.T, s string) string {
 
 // TestReusedSessionsKeepTheirOwnIDs: when the pool runs dry, each replay of an entry is a session of
 // its own: a conversation id of its own (numbered by the run's ordinal), and metadata.dataset_session
-// and the session line naming the entry it replays (SPEC §15), so per-session figures never merge two
+// and the session line naming the entry it replays (docs/deployment.md), so per-session figures never merge two
 // instances.
 func TestReusedSessionsKeepTheirOwnIDs(t *testing.T) {
 	base, _ := startMock(t, nil)

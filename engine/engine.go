@@ -61,7 +61,7 @@ type Config struct {
 	// Live, when set, receives the run's progress: stages, open sessions, and every record (from the
 	// records writer goroutine, off the request path).
 	Live *metrics.Live
-	// Shard is this process's part of a sharded run (SPEC §15; the zero value: the whole run). Every
+	// Shard is this process's part of a sharded run (docs/deployment.md; the zero value: the whole run). Every
 	// shard builds the same workload and draws the same schedules; it runs only the sessions and
 	// arrivals whose global ordinal it Owns, with concurrency, max_concurrency and max_in_flight
 	// split by Shard.Split.
@@ -159,7 +159,7 @@ func Run(ctx context.Context, cfg Config) ([]StageResult, error) {
 		if res.Partial {
 			return results, ErrInterrupted
 		}
-		// A failed stage stops the run (SPEC §4): the next, heavier one would fail the same way.
+		// A failed stage stops the run (docs/scenario.md): the next, heavier one would fail the same way.
 		if res.Aborted != "" {
 			return results, fmt.Errorf("%w: stage %d was stopped (the target is unreachable); later stages were skipped", ErrStageFailed, res.Stage)
 		}

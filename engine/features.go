@@ -13,7 +13,7 @@ import (
 	"github.com/plload/plload/workload"
 )
 
-// The request features of SPEC §18 — agent rounds, structured output and non-streamed answers —
+// The request features of docs/scenario.md — agent rounds, structured output and non-streamed answers —
 // on top of the one request path (send) and session loop (runSession).
 
 // ok reports whether the exchange got an answer.

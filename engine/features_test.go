@@ -106,7 +106,7 @@ const agentSession = `  turns: {dist: constant, value: 2}
   tools: {count: 3, schema_tokens: {min: 20, max: 40}, result_tokens: {min: 10, max: 30}, max_rounds: 4}`
 
 // TestAgentSessionSendsTheToolRounds: against a server that scripts two tool rounds per user turn,
-// each session sends, request by request, exactly SPEC §18's sequence — the assistant message with
+// each session sends, request by request, exactly docs/scenario.md's sequence — the assistant message with
 // its tool_calls as streamed (ids, names, arguments byte for byte), one tool message per call with
 // its tool_call_id, the next request at once, and after the content answer the next user turn —
 // every request carrying the tools; records carry tool_round 0, 1, 2 per turn and the calls.

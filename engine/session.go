@@ -97,7 +97,7 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, st sessionStart)
 		s.releaseSlot()
 		last = ex // the slot's backoff reads it: without it a dead target is a flood
 		// An agent's answer with tool calls is followed at once by the tool results and the
-		// next request, round after round (SPEC §18).
+		// next request, round after round (docs/scenario.md).
 		for round := 1; ex.ok() && len(ex.calls) > 0; round++ {
 			if ss.recorded && turn.Recorded != nil && len(turn.Recorded.Messages) > 0 {
 				break // the file's own answer stands in for the server's

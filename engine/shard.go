@@ -8,7 +8,7 @@ import (
 	"github.com/plload/plload/workload"
 )
 
-// A sharded run (SPEC §15) is the unsharded run cut by global ordinal: every shard builds the same
+// A sharded run (docs/deployment.md) is the unsharded run cut by global ordinal: every shard builds the same
 // pool and draws the same schedule from the seed, and runs the sessions (concurrency) or arrivals
 // (arrival_rate, request_rate, replay) whose ordinal ≡ Shard.Index (mod Shard.Count). Pool index is
 // the global ordinal, so conversation ids (sKK-JJJJJJ) are the unsharded run's and no two shards
@@ -35,7 +35,7 @@ type sessionPick struct {
 
 // conversationID is the instance's conversation id: the plan's own, or for a reused entry the
 // plan's prefix with the instance's global ordinal (`s01-000015` replaying entry 3 of a pool of
-// 12), so no two instances of a run, sharded or not, share an id (SPEC §15); the record's
+// 12), so no two instances of a run, sharded or not, share an id (docs/deployment.md); the record's
 // metadata.dataset_session says which entry was replayed.
 func (p sessionPick) conversationID() string {
 	if !p.reused {

@@ -11,7 +11,7 @@ import (
 	"github.com/plload/plload/workload"
 )
 
-// stageTimes are the stage's boundaries (SPEC §7): t0 is the first request's issue time (for
+// stageTimes are the stage's boundaries (docs/measurement.md): t0 is the first request's issue time (for
 // the open-loop modes, arrival_rate, request_rate and replay, the schedule's origin), warmup ends at t0 + warmup, and issuing stops at end.
 type stageTimes struct {
 	once               sync.Once

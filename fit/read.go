@@ -1,6 +1,6 @@
 // Package fit reads a customer's request logs (or a trace, or plload/AIPerf records) and measures what
 // a load test must reproduce: arrival rate and burstiness, prompt and answer lengths, session shape and
-// prefix sharing (SPEC §12, `plload fit`). It keeps numbers only — never prompt text — so a
+// prefix sharing (docs/data.md, `plload fit`). It keeps numbers only — never prompt text — so a
 // million-line log fits in a few tens of megabytes and nothing a customer wrote can leak into output.
 package fit
 

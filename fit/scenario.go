@@ -76,7 +76,7 @@ func Scenario(s *Summary, opts ScenarioOptions) string {
 		meanTurns = math.Max(1, st.MeanTurns)
 	}
 	w("load:\n")
-	w("  mode: request_rate   # assumed: open loop (SPEC §12), the log's requests arrive on their own clock, not when answers end\n")
+	w("  mode: request_rate   # assumed: open loop, the log's requests arrive on their own clock, not when answers end\n")
 	if s.Sessions == nil && s.InterarrivalCV > 0 && !math.IsInf(s.InterarrivalCV, 0) {
 		w("  arrival: gamma   %s: inter-arrival times' CV %.3g (1 = Poisson, > 1 bursty)\n", from, s.InterarrivalCV)
 		w("  cv: %s   %s\n", num(s.InterarrivalCV), from)

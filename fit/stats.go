@@ -31,7 +31,7 @@ type SessionStats struct {
 	// user's think time, since a log has no answer end (it includes the answer's own latency).
 	ThinkTime Quantiles `json:"think_time_s"`
 
-	// Fits of the same, for the scenario (not in --json, whose keys SPEC §12 fixes).
+	// Fits of the same, for the scenario (not in --json, whose keys docs/data.md fixes).
 	TurnsFit, ThinkFit Lognormal `json:"-"`
 	MeanTurns          float64   `json:"-"`
 	// Gaps is the number of think-time gaps measured.
@@ -44,7 +44,7 @@ type SessionStats struct {
 // maxGrowthTurns bounds the history-growth list.
 const maxGrowthTurns = 8
 
-// Summary is `plload fit --json`: exactly the keys of SPEC §12.
+// Summary is `plload fit --json`: exactly the keys of docs/data.md.
 type Summary struct {
 	Requests       int           `json:"requests"`
 	SpanS          float64       `json:"span_s"`

@@ -1,4 +1,4 @@
-// Package matrix builds the seed's standard run matrix (performance-testing-engagements §3, SPEC §14)
+// Package matrix builds the seed's standard run matrix (docs/measurement.md)
 // from one scenario and writes its report's text: A a closed-loop saturation ladder, B open loop at
 // the traffic's mean, peak and peak +30 % rate, C a replay of the trace when the scenario names one,
 // D the scale event (a rate ramp from mean to peak +30 %, then held). Each part is a scenario of its
@@ -165,7 +165,7 @@ func replayPart(sc *workload.Scenario, repeats int) Part {
 	// A replay scenario's source has times (workload refuses one without): a dataset with
 	// timestamps replays as a trace does.
 	if sc.Workload == nil || sc.Workload.Trace == nil && sc.Load.Mode != workload.ModeReplay {
-		c.Skip = "the scenario names no workload.trace, so there is no traffic to replay; add one (SPEC §12) to run part C"
+		c.Skip = "the scenario names no workload.trace, so there is no traffic to replay; add one (docs/data.md) to run part C"
 		return c
 	}
 	stages := sc.Load.Stages

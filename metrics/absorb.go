@@ -7,7 +7,7 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
-// Time to absorb a rising load (SPEC §14). When a stage's load rises — a ramp, or more than the stage
+// Time to absorb a rising load (docs/measurement.md). When a stage's load rises — a ramp, or more than the stage
 // before — the SLO's latency limits are judged per window of fixed length from the stage's t0, and
 // the summary says when the first window broke a limit and from when every later window met them
 // all again.

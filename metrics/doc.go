@@ -8,7 +8,7 @@
 //   - the window, summary, SLO and cost: stage.go (Stage: the records of one stage, counted),
 //     stage_window.go (t0), stage_levels.go (open sessions and requests over time),
 //     stage_summary.go (StageSummary and its computation), stage_features.go (tool calls and rounds,
-//     structured output, a batch job: SPEC §18), stage_file.go (a records file's summary),
+//     structured output, a batch job: docs/scenario.md), stage_file.go (a records file's summary),
 //     stage_series.go (the per-second view for charts), dist.go (distributions, percentiles), slo.go
 //     (limits, verdict, goodput's per-request test), cost.go (prices, the headline), bootstrap.go
 //     (confidence intervals of comparisons);

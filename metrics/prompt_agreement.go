@@ -2,7 +2,7 @@ package metrics
 
 // PromptAgreement compares the server's prompt tokens (usage.prompt_tokens) with the client's count
 // of the same messages in the scenario's tokenizer (client_prompt_tokens), over the successful
-// in-window requests that have both (SPEC §17). A ratio near 1 after the chat template's overhead
+// in-window requests that have both (docs/tokenizers.md). A ratio near 1 after the chat template's overhead
 // means the scenario's lengths are the server's; a ratio off by 10 % means the lengths were counted
 // in another tokenizer than the model's.
 type PromptAgreement struct {

@@ -16,7 +16,7 @@ import (
 // --records` without --error-rate-max).
 //
 // TTFTP95Ms and ITLP95Ms are the turn-1 limits (ttft p95, pooled itl p95); Latency holds any metric
-// × statistic (SPEC §13). The stage is judged by both, folded (Limits): a bound given both ways keeps
+// × statistic (docs/measurement.md). The stage is judged by both, folded (Limits): a bound given both ways keeps
 // the stricter.
 type SLOLimits struct {
 	TTFTP95Ms      float64

@@ -25,10 +25,10 @@ type StageInput struct {
 	// Replay marks a stage of load.mode replay: its summary then says whether the client kept the
 	// trace's pace (replay_valid).
 	Replay bool
-	// AbsorbWindow asks for the time to absorb a rising load (SPEC §14, absorb.go): the SLO's latency
+	// AbsorbWindow asks for the time to absorb a rising load (docs/measurement.md, absorb.go): the SLO's latency
 	// limits judged per window of this length from t0. 0: not asked (the stage's load does not rise).
 	AbsorbWindow time.Duration
-	// Batch marks a stage of load.mode batch (SPEC §18): its summary then has the job's completion
+	// Batch marks a stage of load.mode batch (docs/scenario.md): its summary then has the job's completion
 	// time, rate and cost over every record (Batch).
 	Batch bool
 	// Keep, when set, is asked of each record that SummarizeFile reads: only those it keeps are
@@ -36,7 +36,7 @@ type StageInput struct {
 	Keep func(*Record) bool
 }
 
-// Thresholds of the client-bottleneck warnings (SPEC §7).
+// Thresholds of the client-bottleneck warnings (docs/measurement.md).
 const (
 	ThinkLagWarnMs = 100.0 // think lag p99
 	StartLagWarnMs = 100.0 // start lag p95; a session whose start lag passes it counts as queued
@@ -79,7 +79,7 @@ type Stage struct {
 	charsMissing                     bool           // one of them had no output_char_count
 	absorb                           *absorbWindows // nil: not asked
 	prompts                          promptPairs    // client vs server prompt counts
-	feat                             features       // tool calls, structured output, batch (SPEC §18)
+	feat                             features       // tool calls, structured output, batch (docs/scenario.md)
 }
 
 type interval struct{ start, end int64 }

@@ -5,7 +5,7 @@ import (
 	"sort"
 )
 
-// The request features of SPEC §18 in a stage's numbers: agent sessions' tool calls and rounds
+// The request features of docs/scenario.md in a stage's numbers: agent sessions' tool calls and rounds
 // (records with tool_round), structured output's validity (structured_valid) and batch work (a
 // stage of load.mode batch, whose every record counts).
 

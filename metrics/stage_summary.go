@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// StageSummary is every number of one stage (SPEC §7, §13). Values that could not be computed are
+// StageSummary is every number of one stage (docs/measurement.md). Values that could not be computed are
 // absent (Opt) or have N = 0, never 0 standing for "unknown".
 type StageSummary struct {
 	Window struct {
@@ -63,7 +63,7 @@ type StageSummary struct {
 	CachedReported int          `json:"cached_reported"`
 	UsageReported  int          `json:"usage_reported"`
 	MissingUsage   int          `json:"missing_usage"`
-	// Tools is an agent stage's tool calls and rounds (SPEC §18); absent when no record has tool_round.
+	// Tools is an agent stage's tool calls and rounds (docs/scenario.md); absent when no record has tool_round.
 	Tools *ToolsSummary `json:"tools,omitempty"`
 	// TTFTByRound and E2EByRound split TTFT and E2E by user turn (tool_round 0) and tool round
 	// (tool_round > 0); absent when no record was a tool round.
@@ -107,7 +107,7 @@ type StageSummary struct {
 	// "TransportError", ...), for the report and the handoff.
 	ErrorKinds map[string]int `json:"error_kinds,omitempty"`
 	SLO        SLOResult      `json:"slo"`
-	// Absorb is the time to absorb a rising load (SPEC §14): absent unless the stage's load rose and
+	// Absorb is the time to absorb a rising load (docs/measurement.md): absent unless the stage's load rose and
 	// the SLO sets a latency limit.
 	Absorb   *Absorb    `json:"absorb,omitempty"`
 	Cost     CostResult `json:"cost"`
@@ -165,7 +165,7 @@ type InFlight struct {
 	Max  int     `json:"max"`
 }
 
-// Replay pacing limits (SPEC §13): past either, a replay stage is not a valid replay of its trace.
+// Replay pacing limits (docs/measurement.md): past either, a replay stage is not a valid replay of its trace.
 const (
 	ReplayLagP99LimitMs = 10.0
 	ReplayLateLimitMs   = 1000.0
@@ -258,7 +258,7 @@ func (s *Stage) cacheHitByTurn() []TurnCacheHit {
 	return out
 }
 
-// replayValidity judges a replay stage's pacing (SPEC §13): the send lag's p99 within
+// replayValidity judges a replay stage's pacing (docs/measurement.md): the send lag's p99 within
 // ReplayLagP99LimitMs and no request more than ReplayLateLimitMs late. Without intended starts there
 // is nothing to judge, and it stays null.
 func (s *Stage) replayValidity() {

@@ -9,7 +9,7 @@ import (
 	"github.com/plload/plload/workload"
 )
 
-// The time to absorb a rising load (SPEC §14) in the reports: which stages are asked for it, and the
+// The time to absorb a rising load (docs/measurement.md) in the reports: which stages are asked for it, and the
 // sentence that says when the first window broke a latency limit and from when every window met
 // them again. metrics/absorb.go defines the windows.
 

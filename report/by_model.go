@@ -12,7 +12,7 @@ import (
 	"github.com/plload/plload/metrics"
 )
 
-// `plload report DIR --by model` (SPEC §18): a stage whose sessions asked for several models
+// `plload report DIR --by model` (docs/scenario.md): a stage whose sessions asked for several models
 // (target.models) is summarized again per model, from its own records, in the stage's own window,
 // with the same stage code, SLO and price — so each model has its own tables, verdict and cost.
 

@@ -172,7 +172,7 @@ var (
 	absorbedGreen = color.RGBA{44, 160, 44, 255}
 )
 
-// drawAbsorb shades the stage's violated windows (SPEC §14) and marks when the load was absorbed
+// drawAbsorb shades the stage's violated windows (docs/measurement.md) and marks when the load was absorbed
 // (nothing for a stage without an absorb).
 func drawAbsorb(p *chart, a *metrics.Absorb, maxY float64) {
 	if a == nil {

@@ -11,7 +11,7 @@ import (
 	"github.com/plload/plload/metrics"
 )
 
-// Handoff writes the work order of SPEC §9 from the last run: each problem with its evidence, likely
+// Handoff writes the work order of docs/records.md from the last run: each problem with its evidence, likely
 // causes, what to change, a done condition, and the commands to re-measure. A limit the scenario did
 // not set is no problem: with no SLO nothing is a violation, and the work order says so.
 func Handoff(runs []Run, scenarioFile string) string {

@@ -115,7 +115,7 @@ func unmeasuredNote(sums []*metrics.StageSummary) string {
 	return fmt.Sprintf(" (%d stage(s) met it as a replay that fell behind its trace: those numbers are not the trace's)", n)
 }
 
-// batchHeadline is the headline of a run of batch stages (SPEC §18): each job's completion time,
+// batchHeadline is the headline of a run of batch stages (docs/scenario.md): each job's completion time,
 // requests/s, output tok/s and cost per job, with its SLO verdict; "" unless every stage is a batch.
 func batchHeadline(stages []*StageReport) string {
 	if len(stages) == 0 {

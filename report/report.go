@@ -32,7 +32,7 @@ type Report struct {
 	Stages        []*StageReport `json:"stages"`
 	// Shard is this process's part of a sharded run; absent when the run is not sharded.
 	Shard *ShardInfo `json:"shard,omitempty"`
-	// Tokenizer is what every length plload chose was counted in (SPEC §17).
+	// Tokenizer is what every length plload chose was counted in (docs/tokenizers.md).
 	Tokenizer *TokenizerInfo `json:"tokenizer,omitempty"`
 }
 

@@ -60,9 +60,9 @@ type StageReport struct {
 	// Batch is a batch stage's job (load.mode batch): completion time, rates and cost per job over
 	// every record; absent on other stages.
 	Batch *metrics.BatchResult `json:"batch,omitempty"`
-	// Shard is this process's part of a sharded run (SPEC §15); absent when the run is not sharded.
+	// Shard is this process's part of a sharded run (docs/deployment.md); absent when the run is not sharded.
 	Shard *ShardInfo `json:"shard,omitempty"`
-	// Tokenizer is what every length plload chose was counted in (SPEC §17); absent in files that
+	// Tokenizer is what every length plload chose was counted in (docs/tokenizers.md); absent in files that
 	// plload did not write.
 	Tokenizer *TokenizerInfo `json:"tokenizer,omitempty"`
 }
@@ -80,7 +80,7 @@ func tokenizerInfo(sc *workload.Scenario) *TokenizerInfo {
 }
 
 // ShardInfo is which shard wrote a results directory and how its clock stood against the
-// coordinator's (SPEC §15): ClockOffsetNs is the coordinator's clock minus the shard's (as
+// coordinator's (docs/deployment.md): ClockOffsetNs is the coordinator's clock minus the shard's (as
 // cluster.Member.Offset measures it), so a merge puts the shard's epoch-ns times on the
 // coordinator's clock by adding it, good to ±OffsetUncertaintyNs. Both are 0 for a shard run
 // without a coordinator.

@@ -16,7 +16,7 @@ import (
 // columns decides the optional columns from the stages shown together.
 type columns struct {
 	ttfo, startLag, run, server, openLoop, replay bool
-	// agents: a stage has tool calls or structured output (SPEC §18); batch: a stage is a batch job.
+	// agents: a stage has tool calls or structured output (docs/scenario.md); batch: a stage is a batch job.
 	agents, batch bool
 	// stats lists, by SLO metric, the statistics its cells show: mean, median and p99, plus any
 	// other one an SLO of these stages limits (ttft p95, e2e p90).
@@ -306,7 +306,7 @@ func (c columns) costTable(rows []runStage) table {
 	return t
 }
 
-// batchTable is each batch stage's job (SPEC §18): its requests, the time from the first issue to the
+// batchTable is each batch stage's job (docs/scenario.md): its requests, the time from the first issue to the
 // last response, the rates over that time, and what the job cost; a stage that is not a batch shows
 // N/A.
 func (c columns) batchTable(rows []runStage) table {
@@ -323,7 +323,7 @@ func (c columns) batchTable(rows []runStage) table {
 	return t
 }
 
-// agentsTable shows agent sessions' tool calls and structured output (SPEC §18): tool calls and
+// agentsTable shows agent sessions' tool calls and structured output (docs/scenario.md): tool calls and
 // rounds per user turn, the share of calls whose arguments were not valid JSON, the time to the first
 // tool-call token, TTFT of user turns against tool rounds, and the share of answers that met
 // response_format.

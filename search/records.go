@@ -8,7 +8,7 @@ import (
 )
 
 // Sampler builds a probe's Measurement from its records, one at a time, in the window its summary
-// gives (requests that started in [W, E_eff), SPEC §7), and watches it for a queue that grows
+// gives (requests that started in [W, E_eff), docs/measurement.md), and watches it for a queue that grows
 // without bound.
 type Sampler struct {
 	slo      SLO

@@ -1,7 +1,7 @@
 // Package search finds the largest load — concurrency (closed loop) or request rate (open loop) —
 // whose probe meets an SLO, the way a customer asks it: "this deployment serves N sessions within the
 // SLO". It doubles from a start value until a probe does not pass, then bisects between the last pass
-// and the first non-pass down to a resolution (SPEC §14).
+// and the first non-pass down to a resolution (docs/measurement.md).
 //
 // It is noise-aware: a probe passes or fails only when the 95 % interval of every SLO statistic lies
 // wholly on one side of its limit (see SLO.Judge). Otherwise the same value runs again, its samples
@@ -46,7 +46,7 @@ type Measurement struct {
 	// request's chunk gaps (resampled together, see metrics.BootstrapPercentile).
 	Latency map[string][][]float64
 	// Requests are the requests that started in the window (successes, errors, cancelled); Errors
-	// those that failed or were cancelled (SPEC §7: cancelled count as errors).
+	// those that failed or were cancelled (docs/measurement.md: cancelled count as errors).
 	Requests, Errors int
 	// Saturated says why the server was clearly past capacity ("" when it was not): the probe fails
 	// whatever its intervals say, and is not repeated.

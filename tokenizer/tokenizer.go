@@ -1,4 +1,4 @@
-// Package tokenizer counts and encodes text as a model's own tokenizer does (SPEC §17): the embedded
+// Package tokenizer counts and encodes text as a model's own tokenizer does (docs/tokenizers.md): the embedded
 // o200k_base and cl100k_base, or a Hugging Face tokenizer.json (a file, a directory holding one, or a
 // repo id resolved through the Hugging Face cache and hub by package hfhub). It imports nothing else
 // of this module: workload asks it for counts and nothing else knows which tokenizer is in use.
@@ -32,7 +32,7 @@ type Tokenizer interface {
 	Count(text string) int
 }
 
-// Load returns the tokenizer that spec names (SPEC §17):
+// Load returns the tokenizer that spec names (docs/tokenizers.md):
 //   - "", "o200k_base" or "builtin": the embedded o200k_base; "cl100k_base": the embedded cl100k_base;
 //   - a path to a tokenizer.json, or to a directory holding one;
 //   - a Hugging Face repo id "org/name" or "org/name@revision" (when no such path exists), resolved by

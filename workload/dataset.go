@@ -130,7 +130,7 @@ func splitmix(x uint64) uint64 {
 	return x ^ (x >> 31)
 }
 
-// PoolSize is the number of sessions a stage's pool holds (SPEC §4): `sessions` when given; else
+// PoolSize is the number of sessions a stage's pool holds (docs/scenario.md): `sessions` when given; else
 // concurrency × session_pool_factor; for arrival_rate and request_rate, the expected arrivals over
 // warmup and duration plus four standard deviations of their count (a gamma process's count varies
 // cv² times as much as Poisson's), so a pool runs dry about once in 30,000 stages. A stage that ends

@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// Dataset formats (SPEC §12).
+// Dataset formats (docs/data.md).
 const (
 	FormatPrompts  = "prompts"  // JSONL {"prompt"} (vLLM custom) or {"text"} (AIPerf single_turn)
 	FormatOpenAI   = "openai"   // JSONL {"messages": [{"role", "content"}, ...]}

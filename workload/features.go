@@ -16,7 +16,7 @@ import (
 	"github.com/plload/plload/tokenizer"
 )
 
-// The request features of SPEC §18: agent sessions with tools, structured output, a model mix,
+// The request features of docs/scenario.md: agent sessions with tools, structured output, a model mix,
 // non-streamed requests. Batch stages live with the other load modes (load_check.go, dataset.go).
 
 // ToolsSpec is session.tools: every request of the session carries tools, and the server's tool

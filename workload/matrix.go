@@ -3,7 +3,7 @@ package workload
 import "time"
 
 // Matrix is the scenario's `matrix:` block: what `plload matrix` reads to build the seed's run matrix
-// (SPEC §14) from this scenario. Every key is optional; `plload run` ignores the block.
+// (docs/measurement.md) from this scenario. Every key is optional; `plload run` ignores the block.
 type Matrix struct {
 	// MeanRate and PeakRate are the traffic's mean and peak rate, in the unit of a request_rate
 	// stage's rate: requests/s, or sessions/s when sessions have several turns. Part B runs at

@@ -25,7 +25,7 @@ type Scenario struct {
 	// Gate holds threshold rules checked after the run, such as "ttft_p95 < 500ms" (plload gate).
 	Gate []string `yaml:"gate,omitempty"`
 	// Workload names real data — a dataset or a trace — in place of the synthetic personas and
-	// session lengths (SPEC §12); nil: synthetic.
+	// session lengths (docs/data.md); nil: synthetic.
 	Workload *DataSource `yaml:"workload,omitempty"`
 	// Matrix holds plload matrix's keys (workload/matrix.go); nil: none.
 	Matrix *Matrix `yaml:"matrix,omitempty,flow"`
@@ -131,7 +131,7 @@ type Session struct {
 	PersonaSelection string  `yaml:"persona_selection"`
 	ZipfS            float64 `yaml:"zipf_s"`
 	// Tools makes the sessions agents: every request carries tools, and tool calls are answered
-	// with synthetic results (SPEC §18); nil: plain chat.
+	// with synthetic results (docs/scenario.md); nil: plain chat.
 	Tools *ToolsSpec `yaml:"tools,omitempty"`
 	// ResponseFormat asks for structured output on every request; nil: none.
 	ResponseFormat *ResponseFormatSpec `yaml:"response_format,omitempty"`

@@ -4,7 +4,7 @@ import "time"
 
 // SLO is the latency and error objective each stage is judged by. The turn-1 keys (ttft_p95,
 // itl_p95, error_rate_max) keep working; the per-metric blocks set any statistic of TTFT, TTFO,
-// TPOT, ITL or E2E (SPEC §13). Nothing set: no verdict (N/A), never a PASS.
+// TPOT, ITL or E2E (docs/measurement.md). Nothing set: no verdict (N/A), never a PASS.
 type SLO struct {
 	TTFTP95      Duration `yaml:"ttft_p95,omitempty"`
 	ITLP95       Duration `yaml:"itl_p95,omitempty"`
@@ -18,7 +18,7 @@ type SLO struct {
 	// ErrorRate is error_rate_max's shorter name; a file may set one of them.
 	ErrorRate *float64 `yaml:"error_rate,omitempty"`
 	// Window is the length of the windows in which a stage whose load rises has its latency limits
-	// judged, for the time to absorb the rise (SPEC §14); 0: DefaultAbsorbWindow.
+	// judged, for the time to absorb the rise (docs/measurement.md); 0: DefaultAbsorbWindow.
 	Window Duration `yaml:"window,omitempty"`
 }
 

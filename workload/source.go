@@ -1,7 +1,7 @@
 package workload
 
 // Source is a workload read from a file — a dataset of real text or a trace of lengths and times —
-// in place of the synthetic personas and session lengths (SPEC §12). Each format has a reader of its
+// in place of the synthetic personas and session lengths (docs/data.md). Each format has a reader of its
 // own (dataset_*.go, trace_*.go) that fills one of these; Build turns it into stage pools.
 type Source struct {
 	File   string // as the scenario gave it (relative to the scenario file)

@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Trace formats (SPEC §12).
+// Trace formats (docs/data.md).
 const (
 	FormatMooncake    = "mooncake"
 	FormatAzure       = "azure"

@@ -1,6 +1,6 @@
 package workload
 
-// DataSource is the scenario's `workload:` block (SPEC §12): a dataset of real text or a trace of
+// DataSource is the scenario's `workload:` block (docs/data.md): a dataset of real text or a trace of
 // lengths and times, read once at load time and checked line by line.
 type DataSource struct {
 	Dataset *DatasetSpec `yaml:"dataset,omitempty"`

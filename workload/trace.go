@@ -51,7 +51,7 @@ type traceFile struct {
 
 // readTrace reads workload.trace's file (path is spec.File resolved) into a Source: every request
 // with its exact lengths, its time in AtMs (ms from the start of the slice, so a replay of a slice
-// starts at once), and text built from its hash-id blocks (SPEC §12). Bad rows are errors naming the
+// starts at once), and text built from its hash-id blocks (docs/data.md). Bad rows are errors naming the
 // file, line and column or key; unsorted times are sorted with a warning; rows that cannot be sent
 // (a length of 0) are left out with a counted warning.
 func (s *Scenario) readTrace(path string, spec *TraceSpec) (*Source, error) {

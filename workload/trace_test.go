@@ -50,7 +50,7 @@ func traceViewTurns(ss SourceSession) []traceTurnView {
 }
 
 // checkTraceText counts the text of every every-th turn with the real tokenizer: it must be the
-// turn's UserTokens exactly (the ±2 % of SPEC §12 with room to spare), and the turn must ask for its
+// turn's UserTokens exactly (the ±2 % of docs/data.md with room to spare), and the turn must ask for its
 // output exactly, without a system prompt.
 func checkTraceText(t *testing.T, src *Source, every int) {
 	t.Helper()

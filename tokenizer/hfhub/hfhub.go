@@ -1,5 +1,5 @@
 // Package hfhub finds a Hugging Face repo's tokenizer.json: in the local Hugging Face cache first,
-// else fetched from the hub into that cache (SPEC §17).
+// else fetched from the hub into that cache (docs/tokenizers.md).
 //
 // The cache is the one huggingface_hub (the Python library) keeps, laid out as it lays it out, so the
 // two share it both ways:
