@@ -42,13 +42,67 @@ const (
 	across             // the interval holds the limit, or too few samples to say
 )
 
-// Judge decides a probe: fail when any limit's interval lies wholly over it, pass when every one
-// lies wholly under, else undecided. The reason gives every limit's value and interval, the one that
-// decided first.
-func (s SLO) Judge(m Measurement, seed uint64) (Verdict, string) {
+// outcome is how search.json writes a side.
+func (sd side) outcome() string {
+	switch sd {
+	case below:
+		return "met"
+	case above:
+		return "broken"
+	}
+	return "undecided"
+}
+
+// The rules a limit is decided by, as search.json names them in each probe's "decided" list.
+const (
+	// RuleInterval: the 95 % interval of the statistic (a bootstrap over whole requests) lies wholly
+	// under the limit (met), wholly over it (broken), or holds it (undecided).
+	RuleInterval = "interval"
+	// RuleShare: too few requests for a bootstrap, so the Wilson interval of the share of requests
+	// over the limit is held against the share the percentile allows.
+	RuleShare = "share over the limit"
+	// RuleFewSamples: too few requests for either rule to decide.
+	RuleFewSamples = "too few requests"
+	// RuleMax: a max is the largest value itself; any request over the limit breaks it.
+	RuleMax = "max"
+	// RuleNoSuccess: no request succeeded, so no latency exists and the limit is broken.
+	RuleNoSuccess = "no success"
+	// RuleNoGap: successes, but none with two tokens: a TPOT or ITL limit is met, as goodput counts them.
+	RuleNoGap = "no answer with two tokens"
+	// RuleErrorCount: an error-rate limit of 0 is decided by the count: any error breaks it.
+	RuleErrorCount = "error count"
+	// RuleErrorEvidence: an error rate is broken only on evidence, when its Wilson 95 % interval lies
+	// wholly over the limit; it is met when the rate measured is at or under the limit, and undecided
+	// when the rate is over the limit but the interval still holds it. A probe without errors, or
+	// with clearly fewer than the limit allows, is never held back by the error rate however short
+	// it is (0 errors in 97 requests: a Wilson interval 0–3.8 % that no short probe could bring
+	// under 1 %).
+	RuleErrorEvidence = "error evidence"
+)
+
+// Decision is how one limit of the SLO was decided in a probe: search.json's "decided" entries.
+type Decision struct {
+	Limit   string `json:"limit"`   // "ttft p95", "error rate"
+	Outcome string `json:"outcome"` // met, broken or undecided
+	Rule    string `json:"rule"`    // one of the Rule constants
+}
+
+// Judgement is a probe's verdict, why, and how each limit was decided.
+type Judgement struct {
+	Verdict Verdict
+	Reason  string
+	Decided []Decision
+}
+
+// Judge decides a probe: fail when any limit is broken, pass when every one is met, else undecided.
+// A latency limit is broken when its interval lies wholly over it, met when wholly under; the error
+// rate by RuleErrorEvidence. The reason gives every limit's value and interval, the one that decided
+// first.
+func (s SLO) Judge(m Measurement, seed uint64) Judgement {
 	var broken, unsure, met []string
-	for i, l := range s.Latency {
-		sd, text := judgeLatency(l, m.Latency[l.Metric], m.Requests > m.Errors, seed+uint64(i))
+	var decided []Decision
+	add := func(limit string, sd side, rule, text string) {
+		decided = append(decided, Decision{Limit: limit, Outcome: sd.outcome(), Rule: rule})
 		switch sd {
 		case above:
 			broken = append(broken, text)
@@ -58,26 +112,23 @@ func (s SLO) Judge(m Measurement, seed uint64) (Verdict, string) {
 			met = append(met, text)
 		}
 	}
+	for i, l := range s.Latency {
+		sd, rule, text := judgeLatency(l, m.Latency[l.Metric], m.Requests > m.Errors, seed+uint64(i))
+		add(l.Metric+" "+l.Stat, sd, rule, text)
+	}
 	if s.ErrorRateSet {
-		sd, text := judgeErrorRate(s.ErrorRateMax, m.Errors, m.Requests)
-		switch sd {
-		case above:
-			broken = append(broken, text)
-		case across:
-			unsure = append(unsure, text)
-		default:
-			met = append(met, text)
-		}
+		sd, rule, text := judgeErrorRate(s.ErrorRateMax, m.Errors, m.Requests)
+		add("error rate", sd, rule, text)
 	}
 	switch {
 	case len(broken) > 0:
-		return Fail, strings.Join(broken, "; ")
+		return Judgement{Fail, strings.Join(broken, "; "), decided}
 	case len(unsure) > 0:
-		return Undecided, strings.Join(append(unsure, met...), "; ")
+		return Judgement{Undecided, strings.Join(append(unsure, met...), "; "), decided}
 	case len(met) == 0:
-		return Undecided, "the SLO sets no limit to judge by"
+		return Judgement{Undecided, "the SLO sets no limit to judge by", decided}
 	}
-	return Pass, strings.Join(met, "; ")
+	return Judgement{Pass, strings.Join(met, "; "), decided}
 }
 
 // judgeLatency places one latency limit's 95 % interval: a percentile's from a bootstrap over whole
@@ -86,21 +137,21 @@ func (s SLO) Judge(m Measurement, seed uint64) (Verdict, string) {
 //
 // succeeded says whether any request succeeded: without one every limit is broken, but successes
 // without a TPOT or ITL (answers of one token) meet those limits, as goodput counts them.
-func judgeLatency(l metrics.LatencyLimit, groups [][]float64, succeeded bool, seed uint64) (side, string) {
+func judgeLatency(l metrics.LatencyLimit, groups [][]float64, succeeded bool, seed uint64) (side, string, string) {
 	name := l.Metric + " " + l.Stat
 	limit := ms(l.LimitMs)
 	if len(groups) == 0 && succeeded && (l.Metric == metrics.SLOMetricTPOT || l.Metric == metrics.SLOMetricITL) {
-		return below, fmt.Sprintf("%s: no answer had two tokens, so none has a %s (limit %s)", name, l.Metric, limit)
+		return below, RuleNoGap, fmt.Sprintf("%s: no answer had two tokens, so none has a %s (limit %s)", name, l.Metric, limit)
 	}
 	if len(groups) == 0 {
-		return above, fmt.Sprintf("%s unknown: no request succeeded in the window (limit %s)", name, limit)
+		return above, RuleNoSuccess, fmt.Sprintf("%s unknown: no request succeeded in the window (limit %s)", name, limit)
 	}
 	if l.Stat == metrics.SLOStatMax {
 		v := slices.Max(slices.Concat(groups...))
 		if v > l.LimitMs {
-			return above, fmt.Sprintf("%s %s > %s", name, ms(v), limit)
+			return above, RuleMax, fmt.Sprintf("%s %s > %s", name, ms(v), limit)
 		}
-		return below, fmt.Sprintf("%s %s ≤ %s", name, ms(v), limit)
+		return below, RuleMax, fmt.Sprintf("%s %s ≤ %s", name, ms(v), limit)
 	}
 	var iv metrics.Interval
 	if l.Stat == metrics.SLOStatMean {
@@ -112,15 +163,15 @@ func judgeLatency(l metrics.LatencyLimit, groups [][]float64, succeeded bool, se
 	switch {
 	case len(groups) < MinSamples:
 		if sd, text, ok := judgeFew(l, groups); ok {
-			return sd, text
+			return sd, RuleShare, text
 		}
-		return across, fmt.Sprintf("%s %s from %d requests, fewer than the %d a decision needs (limit %s)", name, ms(iv.Point), len(groups), MinSamples, limit)
+		return across, RuleFewSamples, fmt.Sprintf("%s %s from %d requests, fewer than the %d a decision needs (limit %s)", name, ms(iv.Point), len(groups), MinSamples, limit)
 	case iv.Lo > l.LimitMs:
-		return above, fmt.Sprintf("%s %s > %s", name, ci, limit)
+		return above, RuleInterval, fmt.Sprintf("%s %s > %s", name, ci, limit)
 	case iv.Hi <= l.LimitMs:
-		return below, fmt.Sprintf("%s %s ≤ %s", name, ci, limit)
+		return below, RuleInterval, fmt.Sprintf("%s %s ≤ %s", name, ci, limit)
 	}
-	return across, fmt.Sprintf("%s %s: the interval holds the limit %s", name, ci, limit)
+	return across, RuleInterval, fmt.Sprintf("%s %s: the interval holds the limit %s", name, ci, limit)
 }
 
 // judgeFew decides a percentile from too few requests for a bootstrap, when the data is plain
@@ -150,28 +201,29 @@ func judgeFew(l metrics.LatencyLimit, groups [][]float64) (side, string, bool) {
 	return across, "", false
 }
 
-// judgeErrorRate places the error rate's Wilson 95 % interval against its limit. A limit of 0 (no
-// error allowed) is decided by the count itself: no interval of a rate can lie wholly at 0.
-func judgeErrorRate(limit float64, errors, requests int) (side, string) {
+// judgeErrorRate decides the error rate by RuleErrorEvidence: broken when its Wilson 95 % interval
+// lies wholly over the limit, met when the rate measured is at or under it, undecided between. A
+// limit of 0 (no error allowed) is decided by the count itself (RuleErrorCount).
+func judgeErrorRate(limit float64, errors, requests int) (side, string, string) {
 	if requests == 0 {
-		return above, "error rate unknown: no request started in the window"
+		return above, RuleNoSuccess, "error rate unknown: no request started in the window"
 	}
 	rate := float64(errors) / float64(requests)
 	if limit == 0 {
 		if errors > 0 {
-			return above, fmt.Sprintf("error rate %s (%d of %d) > 0", pct(rate), errors, requests)
+			return above, RuleErrorCount, fmt.Sprintf("error rate %s (%d of %d) > 0", pct(rate), errors, requests)
 		}
-		return below, fmt.Sprintf("error rate 0 (of %d) ≤ 0", requests)
+		return below, RuleErrorCount, fmt.Sprintf("error rate 0 (of %d) ≤ 0", requests)
 	}
 	lo, hi := Wilson(errors, requests)
 	text := fmt.Sprintf("error rate %s (%d of %d; 95%% CI %s–%s)", pct(rate), errors, requests, pct(lo), pct(hi))
 	switch {
 	case lo > limit:
-		return above, text + " > " + pct(limit)
-	case hi <= limit:
-		return below, text + " ≤ " + pct(limit)
+		return above, RuleErrorEvidence, text + " > " + pct(limit)
+	case rate <= limit:
+		return below, RuleErrorEvidence, text + " ≤ " + pct(limit)
 	}
-	return across, fmt.Sprintf("%s: the interval holds the limit %s (more requests per probe would decide it)", text, pct(limit))
+	return across, RuleErrorEvidence, fmt.Sprintf("%s: over the limit %s, but the interval still holds it (more requests would decide it)", text, pct(limit))
 }
 
 // Wilson is the Wilson score 95 % interval of a proportion of k in n (n > 0): unlike the normal

@@ -2,6 +2,7 @@ package search
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -64,7 +65,11 @@ func TestJudge(t *testing.T) {
 		{"one-token answers meet an ITL limit", SLO{Latency: []metrics.LatencyLimit{{Metric: "itl", Stat: "p95", LimitMs: 5}}}, Measurement{Requests: 50}, Pass, "no answer had two tokens"},
 		{"error rate surely under", errSLO(0.05), Measurement{Requests: 2000, Errors: 20}, Pass, "error rate 1% (20 of 2000; 95% CI"},
 		{"error rate surely over", errSLO(0.01), Measurement{Requests: 200, Errors: 20}, Fail, "> 1%"},
-		{"0 errors in 70 cannot show ≤ 1 %", errSLO(0.01), Measurement{Requests: 70}, Undecided, "95% CI 0%–5.2%): the interval holds the limit 1% (more requests per probe would decide it)"},
+		{"0 errors in 70 meet 1 %: no evidence against it", errSLO(0.01), Measurement{Requests: 70}, Pass, "error rate 0% (0 of 70; 95% CI 0%–5.2%) ≤ 1%"},
+		{"0 errors in 97 meet 1 % (the short probe of a customer's default SLO)", errSLO(0.01), Measurement{Requests: 97}, Pass, "(0 of 97; 95% CI 0%–3.81%) ≤ 1%"},
+		{"a rate under the limit is met", errSLO(0.05), Measurement{Requests: 50, Errors: 2}, Pass, "error rate 4% (2 of 50"},
+		{"a rate over the limit that the interval still holds is undecided", errSLO(0.01), Measurement{Requests: 100, Errors: 2}, Undecided, "over the limit 1%, but the interval still holds it (more requests would decide it)"},
+		{"a rate whose interval lies over the limit fails", errSLO(0.01), Measurement{Requests: 100, Errors: 6}, Fail, "error rate 6% (6 of 100; 95% CI 2.78%–12.5%) > 1%"},
 		{"no error allowed, none seen", errSLO(0), Measurement{Requests: 70}, Pass, "error rate 0 (of 70) ≤ 0"},
 		{"no error allowed, one seen", errSLO(0), Measurement{Requests: 70, Errors: 1}, Fail, "error rate 1.43% (1 of 70) > 0"},
 		{"any broken limit fails, whatever the others", SLO{Latency: []metrics.LatencyLimit{{Metric: "ttft", Stat: "p95", LimitMs: 19.5}}, ErrorRateMax: 0.01, ErrorRateSet: true},
@@ -72,7 +77,8 @@ func TestJudge(t *testing.T) {
 		{"nothing to judge by", SLO{}, Measurement{Requests: 5}, Undecided, "the SLO sets no limit"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v, reason := tc.slo.Judge(tc.m, 1)
+			j := tc.slo.Judge(tc.m, 1)
+			v, reason := j.Verdict, j.Reason
 			if v != tc.verdict || !strings.Contains(reason, tc.reason) {
 				t.Errorf("%s: %q, want %s containing %q", v, reason, tc.verdict, tc.reason)
 			}
@@ -105,5 +111,26 @@ func TestGrowing(t *testing.T) {
 	}
 	if got := GrowthText([4]float64{10, 40, 95, 160}, " ms"); got != "10 → 40 → 95 → 160 ms" {
 		t.Errorf("GrowthText: %q", got)
+	}
+}
+
+// TestJudgeSaysWhichRuleDecided: every limit of the SLO gets a decision in the probe, naming the
+// rule that decided it, so search.json shows why a probe passed or not.
+func TestJudgeSaysWhichRuleDecided(t *testing.T) {
+	slo := SLO{Latency: []metrics.LatencyLimit{{Metric: "ttft", Stat: "p95", LimitMs: 30}, {Metric: "e2e", Stat: "max", LimitMs: 5}},
+		ErrorRateMax: 0.01, ErrorRateSet: true}
+	m := Measurement{Latency: map[string][][]float64{"ttft": spread(200, 10, 20), "e2e": spread(200, 1, 4)}, Requests: 200}
+	j := slo.Judge(m, 1)
+	want := []Decision{
+		{Limit: "ttft p95", Outcome: "met", Rule: RuleInterval},
+		{Limit: "e2e max", Outcome: "met", Rule: RuleMax},
+		{Limit: "error rate", Outcome: "met", Rule: RuleErrorEvidence},
+	}
+	if j.Verdict != Pass || !slices.Equal(j.Decided, want) {
+		t.Errorf("%s %v, want pass %v", j.Verdict, j.Decided, want)
+	}
+	m.Errors = 30
+	if j := slo.Judge(m, 1); j.Verdict != Fail || j.Decided[2] != (Decision{Limit: "error rate", Outcome: "broken", Rule: RuleErrorEvidence}) {
+		t.Errorf("30 errors in 200: %s %v", j.Verdict, j.Decided)
 	}
 }

@@ -71,9 +71,9 @@ func TestSamplerUnreachable(t *testing.T) {
 			if tc.want == "" {
 				return
 			}
-			seq := &sequence{judge: func(Measurement, uint64) (Verdict, string) { return Pass, "fine" }}
-			if v, why := seq.judgeRun(&Measurement{}, m, 1, false); v != Invalid || why != m.Unreachable {
-				t.Errorf("judged %s: %s", v, why)
+			seq := &sequence{judge: func(Measurement, uint64) Judgement { return Judgement{Verdict: Pass, Reason: "fine"} }}
+			if j := seq.judgeRun(&Measurement{}, m, 1, false); j.Verdict != Invalid || j.Reason != m.Unreachable {
+				t.Errorf("judged %s: %s", j.Verdict, j.Reason)
 			}
 		})
 	}

@@ -103,7 +103,7 @@ func (m Measurement) earlier(late float64) Measurement {
 type Prober func(ctx context.Context, value float64) (stage int, m Measurement, err error)
 
 // Judge decides a value from its pooled measurement; seed makes any resampling reproducible.
-type Judge func(m Measurement, seed uint64) (Verdict, string)
+type Judge func(m Measurement, seed uint64) Judgement
 
 // Options shape a search.
 type Options struct {
@@ -173,6 +173,9 @@ type Probe struct {
 	Verdict Verdict `json:"verdict"`
 	Reason  string  `json:"reason"`
 	Stage   int     `json:"stage"`
+	// Decided says how each limit of the SLO was decided (absent when the probe was not judged on
+	// its limits: saturated, invalid, unreachable).
+	Decided []Decision `json:"decided,omitempty"`
 }
 
 // Result is a finished search.
@@ -186,6 +189,9 @@ type Result struct {
 	Stop string
 	// Invalid: a probe measured the client; Stop names the limit it hit.
 	Invalid bool
+	// LowestFailed: the lowest load probed failed, so the SLO is met at no load probed. Without it a
+	// search with no pass has only undecided loads: its answer is a range, never "none".
+	LowestFailed bool
 }
 
 // errStop ends the sequence early with a reason (the probe budget, an invalid probe, --max).
@@ -222,6 +228,7 @@ func Run(ctx context.Context, opt Options, probe Prober, judge Judge) (Result, e
 	if len(s.undecided) > 0 {
 		res.Undecided = &[2]float64{slices.Min(s.undecided), slices.Max(s.undecided)}
 	}
+	res.LowestFailed = lowestFailed(s.probes)
 	return res, err
 }
 
@@ -244,6 +251,14 @@ func (s *sequence) run(ctx context.Context) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		if verdict == Undecided && math.IsNaN(s.lo) {
+			// Nothing has passed yet, and nothing failed: an undecided start is no evidence against
+			// the loads above it, so the search goes on upward rather than down to "none".
+			if v >= o.Max {
+				return fmt.Sprintf("no probe up to --max %s was decided", format(o.Max)), nil
+			}
+			continue
+		}
 		if verdict != Pass {
 			s.hi = v
 			break
@@ -260,6 +275,10 @@ func (s *sequence) run(ctx context.Context) (string, error) {
 		}
 		if v < o.Min {
 			return fmt.Sprintf("no probe passed, down to %s", format(s.hi)), nil
+		}
+		if slices.Contains(s.undecided, v) { // probed on the way up, and its repeats did not decide it
+			s.hi = v
+			continue
 		}
 		verdict, err := s.evaluate(ctx, v)
 		if err != nil {
@@ -303,14 +322,15 @@ func (s *sequence) evaluate(ctx context.Context, v float64) (Verdict, error) {
 		if err != nil {
 			return "", err
 		}
-		verdict, reason := s.judgeRun(&pooled, m, uint64(stage), attempt == s.opt.Repeats)
-		s.probes = append(s.probes, Probe{Value: v, Verdict: verdict, Reason: reason, Stage: stage})
+		j := s.judgeRun(&pooled, m, uint64(stage), attempt == s.opt.Repeats)
+		verdict := j.Verdict
+		s.probes = append(s.probes, Probe{Value: v, Verdict: verdict, Reason: j.Reason, Stage: stage, Decided: j.Decided})
 		if s.opt.OnProbe != nil {
 			s.opt.OnProbe(s.probes[len(s.probes)-1])
 		}
 		switch verdict {
 		case Invalid:
-			return "", errStop{fmt.Sprintf("probe at %s is invalid: %s", format(v), reason)}
+			return "", errStop{fmt.Sprintf("probe at %s is invalid: %s", format(v), j.Reason)}
 		case Pass, Fail:
 			return verdict, nil
 		}
@@ -323,14 +343,14 @@ func (s *sequence) evaluate(ctx context.Context, v float64) (Verdict, error) {
 // whose client was strained (m.Strained) can make a pass no less true, and a fail that survives
 // every latency m.LateMs shorter neither; any other fail the client may have caused itself: its
 // samples are left out and the value runs again; at the last run it is invalid.
-func (s *sequence) judgeRun(pooled *Measurement, m Measurement, seed uint64, last bool) (Verdict, string) {
+func (s *sequence) judgeRun(pooled *Measurement, m Measurement, seed uint64, last bool) Judgement {
 	switch {
 	case m.Invalid != "":
-		return Invalid, m.Invalid
+		return Judgement{Verdict: Invalid, Reason: m.Invalid}
 	case m.Unreachable != "":
-		return Invalid, m.Unreachable
+		return Judgement{Verdict: Invalid, Reason: m.Unreachable}
 	case m.Saturated != "":
-		return Fail, "saturated: " + m.Saturated
+		return Judgement{Verdict: Fail, Reason: "saturated: " + m.Saturated}
 	case m.Strained == "":
 		pooled.merge(m)
 		return s.judge(*pooled, seed)
@@ -338,22 +358,33 @@ func (s *sequence) judgeRun(pooled *Measurement, m Measurement, seed uint64, las
 	trial := Measurement{}
 	trial.merge(*pooled)
 	trial.merge(m)
-	verdict, reason := s.judge(trial, seed)
+	j := s.judge(trial, seed)
 	strained := fmt.Sprintf("the client was strained (%s), which can make latencies read up to %s longer", m.Strained, ms(m.LateMs))
-	switch {
-	case verdict != Fail:
+	if j.Verdict != Fail {
 		*pooled = trial
-		return verdict, reason + "; " + strained + ", never shorter"
+		j.Reason += "; " + strained + ", never shorter"
+		return j
 	}
-	if v, _ := s.judge(trial.earlier(m.LateMs), seed); v == Fail {
+	if s.judge(trial.earlier(m.LateMs), seed).Verdict == Fail {
 		*pooled = trial
-		return Fail, reason + "; " + strained + ", and it fails with every latency that much shorter"
+		j.Reason += "; " + strained + ", and it fails with every latency that much shorter"
+		return j
 	}
-	switch {
-	case last:
-		return Invalid, "it failed (" + reason + ") while the client was strained: " + m.Strained
+	if last {
+		return Judgement{Verdict: Invalid, Reason: "it failed (" + j.Reason + ") while the client was strained: " + m.Strained}
 	}
-	return Undecided, "it failed (" + reason + "), but " + strained + ": run again"
+	return Judgement{Verdict: Undecided, Reason: "it failed (" + j.Reason + "), but " + strained + ": run again"}
+}
+
+// lowestFailed reports whether the last verdict of the lowest value probed is a fail.
+func lowestFailed(probes []Probe) bool {
+	lowest := -1
+	for i, p := range probes {
+		if lowest < 0 || p.Value < probes[lowest].Value || p.Value == probes[lowest].Value {
+			lowest = i
+		}
+	}
+	return lowest >= 0 && probes[lowest].Verdict == Fail
 }
 
 // midpoint is the value halfway between lo and hi: a whole number for whole knobs, else rounded to

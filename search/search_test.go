@@ -21,11 +21,11 @@ func threshold(limit float64) (Prober, Judge) {
 		stage++
 		return stage, Measurement{Requests: int(v * 1000)}, nil
 	}
-	judge := func(m Measurement, _ uint64) (Verdict, string) {
+	judge := func(m Measurement, _ uint64) Judgement {
 		if float64(m.Requests)/1000 <= limit {
-			return Pass, "under"
+			return Judgement{Verdict: Pass, Reason: "under"}
 		}
-		return Fail, "over"
+		return Judgement{Verdict: Fail, Reason: "over"}
 	}
 	return probe, judge
 }
@@ -199,7 +199,7 @@ func TestRepeatsPoolSamples(t *testing.T) {
 }
 
 func TestInvalidAndSaturatedProbes(t *testing.T) {
-	pass := func(Measurement, uint64) (Verdict, string) { return Pass, "fine" }
+	pass := func(Measurement, uint64) Judgement { return Judgement{Verdict: Pass, Reason: "fine"} }
 	t.Run("an invalid probe stops the search", func(t *testing.T) {
 		probe := func(_ context.Context, v float64) (int, Measurement, error) {
 			if v >= 8 {
@@ -319,6 +319,89 @@ func TestParseResolution(t *testing.T) {
 		}
 		if err != nil || got != tc.want {
 			t.Errorf("%q: %+v %v, want %+v", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+// TestUndecidedStartGoesUp: a start that its repeats leave undecided is not a failure. The search
+// goes on upward and finds the knee above it; the undecided start is the range it reports. With
+// no pass and no fail at all, the answer is undecided, never "none".
+func TestUndecidedStartGoesUp(t *testing.T) {
+	pct5, _ := ParseResolution("5%")
+	// Below 4 the probe sees too few requests for any decision; from 4 to 12 it passes, above 12 it fails.
+	probe := func(_ context.Context, v float64) (int, Measurement, error) { return int(v), Measurement{Requests: int(v)}, nil }
+	judge := func(m Measurement, _ uint64) Judgement {
+		switch v := float64(m.Requests); {
+		case v < 4:
+			return Judgement{Verdict: Undecided, Reason: "too few"}
+		case v <= 12:
+			return Judgement{Verdict: Pass, Reason: "under"}
+		}
+		return Judgement{Verdict: Fail, Reason: "over"}
+	}
+	res, err := Run(context.Background(), Options{Start: 1, Max: 64, Resolution: pct5, Repeats: 1, Whole: true}, probe, judge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]float64{1, 2, 4, 8, 16, 12, 14, 13}, values(res.Probes)); diff != "" {
+		t.Errorf("probed values (-want +got):\n%s", diff)
+	}
+	if res.Best == nil || *res.Best != 12 || res.LowestFailed {
+		t.Errorf("best %v (want 12), lowest failed %v: %+v", res.Best, res.LowestFailed, res.Probes)
+	}
+	if diff := cmp.Diff(&[2]float64{1, 2}, res.Undecided); diff != "" {
+		t.Errorf("undecided (-want +got):\n%s", diff)
+	}
+
+	t.Run("undecided up to the first fail: the search looks below it", func(t *testing.T) {
+		undecidedTo := func(m Measurement, _ uint64) Judgement {
+			if m.Requests <= 8 {
+				return Judgement{Verdict: Undecided, Reason: "too few"}
+			}
+			return Judgement{Verdict: Fail, Reason: "over"}
+		}
+		res, err := Run(context.Background(), Options{Start: 4, Max: 64, Resolution: pct5, Repeats: 1, Whole: true}, probe, undecidedTo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 4 and 8 undecided, 16 fails; below: 8 and 4 are not run again, 2 and 1 are.
+		if diff := cmp.Diff([]float64{4, 8, 16, 2, 1}, values(res.Probes)); diff != "" {
+			t.Errorf("probed values (-want +got):\n%s", diff)
+		}
+		if res.Best != nil || res.LowestFailed || res.Undecided == nil || *res.Undecided != [2]float64{1, 8} {
+			t.Errorf("best %v, lowest failed %v, undecided %v: %+v", res.Best, res.LowestFailed, res.Undecided, res.Probes)
+		}
+	})
+	t.Run("a fail at the lowest load is a real none", func(t *testing.T) {
+		probe, judge := threshold(0.5)
+		res, err := Run(context.Background(), Options{Start: 4, Max: 64, Resolution: pct5, Whole: true}, probe, judge)
+		if err != nil || res.Best != nil || !res.LowestFailed {
+			t.Errorf("best %v, lowest failed %v, err %v", res.Best, res.LowestFailed, err)
+		}
+	})
+	t.Run("everything undecided up to --max", func(t *testing.T) {
+		never := func(Measurement, uint64) Judgement { return Judgement{Verdict: Undecided, Reason: "too few"} }
+		res, err := Run(context.Background(), Options{Start: 8, Max: 32, Resolution: pct5, Repeats: 1, Whole: true}, probe, never)
+		if err != nil || res.Best != nil || res.LowestFailed || res.Stop != "no probe up to --max 32 was decided" {
+			t.Errorf("best %v, lowest failed %v, stop %q, err %v", res.Best, res.LowestFailed, res.Stop, err)
+		}
+	})
+}
+
+// TestErrorRateLimitDoesNotHoldBackShortProbes: the customer's default SLO (TTFT p95 and
+// error_rate_max 0.01) with short probes of about 100 requests against a server that never errs:
+// the search finds the knee, as it does without the error-rate limit.
+func TestErrorRateLimitDoesNotHoldBackShortProbes(t *testing.T) {
+	pct5, _ := ParseResolution("5%")
+	for _, errSet := range []bool{false, true} {
+		slo := SLO{Latency: []metrics.LatencyLimit{{Metric: "ttft", Stat: "p95", LimitMs: 30}}, ErrorRateMax: 0.01, ErrorRateSet: errSet}
+		w := &world{knee: 8, base: 10, step: 10, n: 97, seed: 3}
+		res, err := Run(context.Background(), Options{Start: 1, Max: 4096, Resolution: pct5, Repeats: 3, Whole: true}, w.probe, slo.Judge)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Best == nil || *res.Best < 8 || *res.Best > 9 || res.Undecided != nil {
+			t.Errorf("error-rate limit %v: best %v, undecided %v, want 8–9: %+v", errSet, res.Best, res.Undecided, res.Probes)
 		}
 	}
 }
