@@ -354,7 +354,7 @@ func TestReportAIPerfBrokenInputs(t *testing.T) {
 	}
 	// A path that is not there, or a file, is not "a directory without stage.json".
 	missing := filepath.Join(t.TempDir(), "no-such-run")
-	for p, what := range map[string]string{missing: "no such directory", "report_cli_test.go": "a file, not a directory"} {
+	for p, what := range map[string]string{missing: "no such directory", "cli/report_cli_test.go": "a file, not a directory"} {
 		code, _, stderr := plload(t, "report", p)
 		if want := p + ": " + what + " (no stage_NN/stage.json to read): plload report takes plload results directories and AIPerf artifact directories"; code != 2 || !strings.Contains(stderr, want) {
 			t.Errorf("report %s: exit %d, %q; want 2 and %q", p, code, stderr, want)

@@ -329,7 +329,9 @@ func TestParseResolution(t *testing.T) {
 func TestUndecidedStartGoesUp(t *testing.T) {
 	pct5, _ := ParseResolution("5%")
 	// Below 4 the probe sees too few requests for any decision; from 4 to 12 it passes, above 12 it fails.
-	probe := func(_ context.Context, v float64) (int, Measurement, error) { return int(v), Measurement{Requests: int(v)}, nil }
+	probe := func(_ context.Context, v float64) (int, Measurement, error) {
+		return int(v), Measurement{Requests: int(v)}, nil
+	}
 	judge := func(m Measurement, _ uint64) Judgement {
 		switch v := float64(m.Requests); {
 		case v < 4:
