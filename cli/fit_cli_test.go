@@ -147,3 +147,86 @@ func TestFitBadInput(t *testing.T) {
 		}
 	}
 }
+
+// writeSharedTrace writes a Mooncake-style trace (10 requests/s) in which every request starts with
+// one of heads shared prefixes of shared blocks and goes on with unique blocks of its own: a known
+// prefix share of shared ÷ (shared + unique) blocks, less the heads' own first uses.
+func writeSharedTrace(t *testing.T, path string, n, heads, shared, unique, inputTokens int) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(9, 9))
+	var b strings.Builder
+	next := int64(1_000_000)
+	for i := range n {
+		ids := make([]int64, 0, shared+unique)
+		h := int64(r.IntN(heads))
+		for k := range shared {
+			ids = append(ids, h*1000+int64(k))
+		}
+		for range unique {
+			ids = append(ids, next)
+			next++
+		}
+		data, _ := json.Marshal(ids)
+		fmt.Fprintf(&b, `{"timestamp": %d, "input_length": %d, "output_length": 8, "hash_ids": %s}`+"\n", i*100, inputTokens, data)
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestFitKeepsPrefixSharing: a trace whose requests share 40 % of their blocks is fitted, and the
+// scenario it writes, run on the mock (a real block-hashed prefix cache), hits the cache within 5
+// points of the trace's prefix_share: the sharing the fit measured is the sharing it sends.
+func TestFitKeepsPrefixSharing(t *testing.T) {
+	dir := t.TempDir()
+	trace := filepath.Join(dir, "trace.jsonl")
+	writeSharedTrace(t, trace, 600, 3, 2, 3, 1000)
+	code, jsonOut, stderr := plload(t, "fit", trace, "--json")
+	if code != 0 {
+		t.Fatalf("fit --json: exit %d\n%s", code, stderr)
+	}
+	var sum struct {
+		PrefixShare float64 `json:"prefix_share"`
+	}
+	if err := json.Unmarshal([]byte(jsonOut), &sum); err != nil || sum.PrefixShare < 0.39 || sum.PrefixShare > 0.4 {
+		t.Fatalf("prefix_share %v (err %v), want 2 of 5 blocks less 3 first uses: 0.398\n%s", sum.PrefixShare, err, jsonOut)
+	}
+	scenario := filepath.Join(dir, "fitted.yaml")
+	if code, stdout, stderr := plload(t, "fit", trace, "--out", scenario); code != 0 {
+		t.Fatalf("fit --out: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	yaml, _ := os.ReadFile(scenario)
+	for _, want := range []string{"count: 3   # from logs (600 requests): first turns share 3 distinct prefixes", "system_prompt_tokens: {dist: constant, value: 398}   # from logs"} {
+		if !strings.Contains(string(yaml), want) {
+			t.Errorf("the fitted scenario lacks %q:\n%s", want, yaml)
+		}
+	}
+	if strings.Contains(string(yaml), "SPEC") {
+		t.Errorf("the fitted scenario cites a document that is not in this repository:\n%s", yaml)
+	}
+	fast := strings.Replace(string(yaml), "mock: {ttft: 200ms, tps: 40}", "mock: {ttft: 5ms, tps: 2000}", 1)
+	os.WriteFile(scenario, []byte(fast), 0o644)
+	out := filepath.Join(dir, "results")
+	code, stdout, stderr := plload(t, "run", scenario, "--request-rate", "10", "--warmup", "2s", "--duration", "6s", "--out", out, "--quiet")
+	if code != 0 {
+		t.Fatalf("run the fitted scenario: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	runs, _ := filepath.Glob(filepath.Join(out, "*", "stage_01", "stage.json"))
+	if len(runs) != 1 {
+		t.Fatalf("stage.json files: %v", runs)
+	}
+	data, _ := os.ReadFile(runs[0])
+	var st struct {
+		Summary struct {
+			CacheHit *float64 `json:"cache_hit"`
+		} `json:"summary"`
+	}
+	if err := json.Unmarshal(data, &st); err != nil || st.Summary.CacheHit == nil {
+		t.Fatalf("stage.json: cache_hit missing (err %v)", err)
+	}
+	if hit := *st.Summary.CacheHit; hit < sum.PrefixShare-0.05 || hit > sum.PrefixShare+0.05 {
+		t.Errorf("cache hit %.3f on the mock, want the trace's prefix_share %.3f ± 0.05\n%s", hit, sum.PrefixShare, yaml)
+	} else {
+		t.Logf("cache hit %.3f against the trace's prefix_share %.3f", hit, sum.PrefixShare)
+	}
+}

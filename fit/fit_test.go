@@ -533,3 +533,29 @@ func TestHourly(t *testing.T) {
 		t.Errorf("summary lacks the diurnal line:\n%s", out.String())
 	}
 }
+
+// TestScenarioPersonasFromSharing: the personas the scenario writes come from the first turns'
+// sharing when the log shows it, and are assumed — saying why — when it does not.
+func TestScenarioPersonasFromSharing(t *testing.T) {
+	for _, tc := range []struct {
+		file string
+		want string
+	}{
+		{"mooncake.jsonl", "system_prompt_tokens: {dist: constant, value: 891}   # from logs (40 requests): a first turn (40 measured) shares 890.6 prompt tokens on average, 25.1 % of its prompt"},
+		{"qwen-bailian.jsonl", "count: 4   # assumed: first turns share no prefix in the log (its 50.0 % sharing is sessions' own history"},
+		{"request-log.jsonl", "count: 4   # assumed: no request shares a prefix with an earlier one in the log"},
+		{"azure-2023.csv", "count: 4   # assumed: the log shows no prompt text or block ids"},
+	} {
+		l := NewLog()
+		if err := l.ReadFile(filepath.Join("testdata", tc.file), ""); err != nil {
+			t.Fatal(err)
+		}
+		s, err := Summarize(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Scenario(s, ScenarioOptions{Sources: []string{tc.file}}); !strings.Contains(got, tc.want) {
+			t.Errorf("%s: the scenario lacks %q:\n%s", tc.file, tc.want, got)
+		}
+	}
+}

@@ -70,4 +70,8 @@ func (s *Summary) Print(out io.Writer, sources []string) {
 	default:
 		fmt.Fprintf(out, "prefix sharing: %.1f %% of prompt blocks were seen in an earlier request (hash_ids)\n", 100**s.PrefixShare)
 	}
+	if sp := s.SharedPrefix; sp != nil {
+		fmt.Fprintf(out, "  first turns share %.4g prompt tokens on average (%.1f %% of theirs) over %s: the scenario's personas carry it\n",
+			sp.Tokens, 100*sp.Share, plural(sp.Heads, "distinct prefix", "distinct prefixes"))
+	}
 }

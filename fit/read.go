@@ -64,7 +64,12 @@ type Log struct {
 	// hashes of the text are kept.
 	TextBytes, SharedTextBytes int64
 
+	// FirstTurnPrefix is the prefix first turns share with earlier requests (see prefixStats).
+	FirstTurnPrefix prefixStats
+
 	textSeen map[uint64]struct{}
+	// firstSeen holds the sessions whose first turn prefix sharing has been measured on.
+	firstSeen map[int32]struct{}
 
 	sessions map[string]int32
 	seen     map[int64]struct{}
@@ -75,7 +80,8 @@ type Log struct {
 
 // NewLog returns an empty log.
 func NewLog() *Log {
-	return &Log{sessions: map[string]int32{}, seen: map[int64]struct{}{}, chats: map[int64]int32{}, textSeen: map[uint64]struct{}{}}
+	return &Log{sessions: map[string]int32{}, seen: map[int64]struct{}{}, chats: map[int64]int32{}, textSeen: map[uint64]struct{}{},
+		firstSeen: map[int32]struct{}{}, FirstTurnPrefix: prefixStats{heads: map[uint64]struct{}{}}}
 }
 
 // Sessions is the number of distinct sessions seen.
@@ -107,13 +113,54 @@ func (l *Log) blocks(ids []int64) {
 		return
 	}
 	l.HasBlocks = true
+	leading, stillLeading := 0, true
 	for _, id := range ids {
 		l.Blocks++
-		if _, ok := l.seen[id]; ok {
+		_, ok := l.seen[id]
+		if ok {
 			l.SeenBlocks++
 		} else {
 			l.seen[id] = struct{}{}
 		}
+		if stillLeading = stillLeading && ok; stillLeading {
+			leading++
+		}
+	}
+	l.firstTurnPrefix(uint64(ids[0]), float64(leading)/float64(len(ids)))
+}
+
+// prefixStats measures the prefix first turns share with an earlier request: the first request of
+// each session, or every request of a log without sessions. A first turn has no history of its own,
+// so what it shares is a shared system prompt or template — what plload's personas reproduce
+// (later turns share their own history, which the scenario's turns reproduce).
+type prefixStats struct {
+	// Requests are the first turns measured; Tokens their prompt tokens, SharedTokens the part of
+	// those in a leading run of blocks (or text pieces) an earlier request had.
+	Requests             int
+	Tokens, SharedTokens float64
+	// heads holds the distinct first blocks (pieces) of first turns that share a prefix.
+	heads map[uint64]struct{}
+}
+
+// Heads is the number of distinct shared prefixes: first blocks that more than one first turn began with.
+func (p prefixStats) Heads() int { return len(p.heads) }
+
+// firstTurnPrefix counts the request just added when it is a first turn: head is its first block's
+// (piece's) key, leading the share of its blocks (text) in the leading run seen before.
+func (l *Log) firstTurnPrefix(head uint64, leading float64) {
+	if sess := l.Session[len(l.Session)-1]; sess != noSession {
+		if _, done := l.firstSeen[sess]; done {
+			return
+		}
+		l.firstSeen[sess] = struct{}{}
+	}
+	p := &l.FirstTurnPrefix
+	tokens := float64(l.In[len(l.In)-1])
+	p.Requests++
+	p.Tokens += tokens
+	if leading > 0 {
+		p.SharedTokens += leading * tokens
+		p.heads[head] = struct{}{}
 	}
 }
 
@@ -125,7 +172,10 @@ const promptBlock = 256
 func (l *Log) text(pieces [][]byte) {
 	h := fnv.New64a()
 	var sum [8]byte
-	for _, p := range pieces {
+	var head uint64
+	var total, leading int64
+	stillLeading := true
+	for i, p := range pieces {
 		h.Write(p)
 		h.Write([]byte{0})
 		key := h.Sum64()
@@ -133,11 +183,22 @@ func (l *Log) text(pieces [][]byte) {
 		h.Reset()
 		h.Write(sum[:])
 		l.TextBytes += int64(len(p))
-		if _, ok := l.textSeen[key]; ok {
+		total += int64(len(p))
+		if i == 0 {
+			head = key
+		}
+		_, ok := l.textSeen[key]
+		if ok {
 			l.SharedTextBytes += int64(len(p))
 		} else {
 			l.textSeen[key] = struct{}{}
 		}
+		if stillLeading = stillLeading && ok; stillLeading {
+			leading += int64(len(p))
+		}
+	}
+	if total > 0 {
+		l.firstTurnPrefix(head, float64(leading)/float64(total))
 	}
 }
 

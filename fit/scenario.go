@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/plload/plload/workload"
 )
@@ -51,17 +52,40 @@ func Scenario(s *Summary, opts ScenarioOptions) string {
 	w("target:\n")
 	w("  base_url: mock   # assumed: point it at your server (http://host:port/v1) and set model\n")
 	w("  mock: {ttft: 200ms, tps: 40}   # assumed: the bundled mock's timing, so the file runs as is\n")
+	meanTurns := 1.0
+	if st := s.Sessions; st != nil {
+		meanTurns = math.Max(1, st.MeanTurns)
+	}
+	firstFit, first := s.FirstInputFit, s.FirstInput
 	w("personas:\n")
-	w("  count: 4   # assumed: the log does not show system prompts\n")
-	w("  system_prompt_tokens: {dist: constant, value: 16}   # assumed: short, because the log's prompt lengths already include any system prompt\n")
+	if sp := s.SharedPrefix; sp != nil && math.Round(sp.Tokens) >= 1 {
+		// Every first turn gets a persona's prompt of the mean shared length and keeps the rest as its
+		// own text, so the prompt is as long as in the log and the cached share is the log's. Few
+		// enough personas that each is reused: a persona's first use misses the cache.
+		count := min(sp.Heads, personaCap(s.RatePerS.Mean/meanTurns))
+		w("  count: %d   %s: first turns share %s with earlier requests (told apart by their first %s); %s\n",
+			count, from, plural(sp.Heads, "distinct prefix", "distinct prefixes"), unitName(s.PrefixFrom), capNote(count, sp.Heads))
+		w("  system_prompt_tokens: {dist: constant, value: %s}   %s: a first turn (%d measured) shares %s prompt tokens on average, %.1f %% of its prompt (measured on %s), so every persona's prompt carries that share\n",
+			num(math.Round(sp.Tokens)), from, sp.FirstTurns, num(sp.Tokens), 100*sp.Share, measuredOn(s.PrefixFrom))
+		w("  # Each session draws a persona; the persona's prompt is the prefix its requests share, so a server\n")
+		w("  # with a prefix cache large enough for the personas hits it on about %.0f %% of first-turn prompt tokens.\n", 100*sp.Share)
+		firstFit, first = scaled(firstFit, 1-sp.Share), scaledQ(first, 1-sp.Share)
+	} else {
+		w("  count: 4   # assumed: %s\n", noSharingReason(s))
+		w("  system_prompt_tokens: {dist: constant, value: 16}   # assumed: short, because the log's prompt lengths already include any system prompt\n")
+	}
 	w("session:\n")
 	if st := s.Sessions; st != nil {
 		w("  turns: %s   %s, %d sessions: turns p50 %s, p99 %s\n", countDist(st.TurnsFit, st.Turns, maxTurns), from, st.Count, num(st.Turns.P50), num(st.Turns.P99))
 	} else {
 		w("  turns: 1   # assumed: the log has no session ids, so every request is its own conversation\n")
 	}
-	w("  user_input_tokens: %s   %s: first-turn prompt tokens p50 %s, p99 %s%s; later turns add history on top\n",
-		countDist(s.FirstInputFit, s.FirstInput, maxTokens), from, num(s.FirstInput.P50), num(s.FirstInput.P99), fitNote(s.FirstInputFit))
+	less := ""
+	if sp := s.SharedPrefix; sp != nil && math.Round(sp.Tokens) >= 1 {
+		less = fmt.Sprintf(", less the persona's shared share (× %.3g)", 1-sp.Share)
+	}
+	w("  user_input_tokens: %s   %s: first-turn prompt tokens p50 %s, p99 %s%s%s; later turns add history on top\n",
+		countDist(firstFit, first, maxTokens), from, num(s.FirstInput.P50), num(s.FirstInput.P99), fitNote(s.FirstInputFit), less)
 	w("  max_output_tokens: %s   %s: completion tokens p50 %s, p99 %s%s\n",
 		countDist(s.OutputFit, s.OutputTokens, maxTokens), from, num(s.OutputTokens.P50), num(s.OutputTokens.P99), fitNote(s.OutputFit))
 	if st := s.Sessions; st != nil && st.Gaps > 1 {
@@ -71,10 +95,6 @@ func Scenario(s *Summary, opts ScenarioOptions) string {
 		w("  think_time: {dist: constant, value: 0s}   # assumed: no turns to measure it between\n")
 	}
 
-	meanTurns := 1.0
-	if st := s.Sessions; st != nil {
-		meanTurns = math.Max(1, st.MeanTurns)
-	}
 	w("load:\n")
 	w("  mode: request_rate   # assumed: open loop, the log's requests arrive on their own clock, not when answers end\n")
 	if s.Sessions == nil && s.InterarrivalCV > 0 && !math.IsInf(s.InterarrivalCV, 0) {
@@ -107,6 +127,70 @@ func Scenario(s *Summary, opts ScenarioOptions) string {
 	w("cost: {gpu_hourly_usd: 2.50}   # assumed: an example GPU price; put yours here for the $/request columns\n")
 	w("slo: {ttft_p95: 2s, itl_p95: 100ms, error_rate_max: 0.01}   # assumed: put your service's objective here\n")
 	return b.String()
+}
+
+// personaCap is the most personas for a session rate (sessions/s): each is drawn about 20 times in
+// a stage's duration, so its first use (a miss) leaves the cached share within about 5 % of the log's.
+func personaCap(sessionsPerS float64) int {
+	stageSeconds, _ := time.ParseDuration(stageDuration)
+	return max(1, int(sessionsPerS*stageSeconds.Seconds()/20))
+}
+
+// capNote says how the persona count was chosen.
+func capNote(count, heads int) string {
+	if count < heads {
+		return fmt.Sprintf("capped at %d so that each persona is drawn about 20 times a stage (a persona's first use misses the cache)", count)
+	}
+	return "one persona each"
+}
+
+// plural writes n with the singular or plural noun.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+// unitName is what a shared prefix begins with in a log measured on from.
+func unitName(from string) string {
+	if from == "text" {
+		return "message or 256-byte piece of prompt"
+	}
+	return "block id"
+}
+
+// measuredOn says what the shared share was measured on.
+func measuredOn(from string) string {
+	if from == "text" {
+		return "hashes of the prompt text"
+	}
+	return "the blocks' hash ids"
+}
+
+// noSharingReason says why the personas are assumed.
+func noSharingReason(s *Summary) string {
+	switch {
+	case s.PrefixShare == nil:
+		return "the log shows no prompt text or block ids, so prefix sharing cannot be measured; set the personas your traffic shares"
+	case *s.PrefixShare == 0:
+		return "no request shares a prefix with an earlier one in the log"
+	case s.Sessions != nil:
+		return fmt.Sprintf("first turns share no prefix in the log (its %.1f %% sharing is sessions' own history, which the turns below reproduce)", 100**s.PrefixShare)
+	}
+	return "no request shares a prefix with an earlier one in the log"
+}
+
+// scaled is the lognormal of k × the values of f (k > 0): the same shape, moved.
+func scaled(f Lognormal, k float64) Lognormal {
+	f.Mu += math.Log(k)
+	f.Mean, f.P50, f.P95, f.P99 = k*f.Mean, k*f.P50, k*f.P95, k*f.P99
+	return f
+}
+
+// scaledQ is k × every quantile of q.
+func scaledQ(q Quantiles, k float64) Quantiles {
+	return Quantiles{P50: k * q.P50, P95: k * q.P95, P99: k * q.P99, Max: k * q.Max}
 }
 
 // fitNote says which description fits better, with the fit error.

@@ -73,6 +73,18 @@ type Summary struct {
 	InputFit, OutputFit, FirstInputFit Lognormal `json:"-"`
 	// FirstInput are the first-turn prompt lengths' quantiles (all requests without sessions).
 	FirstInput Quantiles `json:"-"`
+	// SharedPrefix is the prefix first turns share with earlier requests; nil when the log shows no
+	// block ids or text, or no first turn shares anything.
+	SharedPrefix *SharedPrefix `json:"-"`
+}
+
+// SharedPrefix is what first turns share (see prefixStats): the scenario's personas reproduce it.
+type SharedPrefix struct {
+	// Tokens is the mean shared prefix of a first turn, in prompt tokens; Share is the shared part of
+	// first turns' prompt tokens (0–1).
+	Tokens, Share float64
+	// Heads is the number of distinct shared prefixes; FirstTurns the first turns measured.
+	Heads, FirstTurns int
 }
 
 // maxTime bounds a request's start, in seconds.
@@ -191,6 +203,10 @@ func Summarize(l *Log) (*Summary, error) {
 	case l.TextBytes > 0:
 		share := float64(l.SharedTextBytes) / float64(l.TextBytes)
 		s.PrefixShare, s.PrefixFrom = &share, "text"
+	}
+	if p := l.FirstTurnPrefix; p.Requests > 0 && p.SharedTokens > 0 && p.Tokens > 0 {
+		s.SharedPrefix = &SharedPrefix{Tokens: p.SharedTokens / float64(p.Requests), Share: p.SharedTokens / p.Tokens,
+			Heads: p.Heads(), FirstTurns: p.Requests}
 	}
 	if l.Sessions() > 0 {
 		s.Sessions = sessionStats(l)
