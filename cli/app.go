@@ -22,7 +22,7 @@ const (
 	exitOK          = 0
 	exitFailed      = 1 // the run finished but something the user asked to be told about failed
 	exitBadInput    = 2 // flags, scenario, files, a target the preflight refused
-	exitUndecided   = 3 // a gate could decide nothing (or a run kept a possible regression from a decision)
+	exitUndecided   = 3 // a gate or a search could decide nothing (or a run kept a possible regression from a decision)
 	exitInterrupted = 130
 )
 

@@ -45,8 +45,11 @@ func searchCommand() *cli.Command {
 		Description: "Runs probes — stages with the warmup and duration of the scenario's first stage — into one results\n" +
 			"directory: doubling the load from --start until a probe does not meet the SLO, then bisecting\n" +
 			"between the last pass and the first non-pass until they are --resolution apart.\n\n" +
-			"A probe passes or fails only when the 95 % interval of every SLO statistic (a bootstrap over its\n" +
-			"requests; the Wilson interval for the error rate) lies wholly on one side of the limit. Otherwise\n" +
+			"A probe passes or fails only when the 95 % interval of every SLO latency statistic (a bootstrap\n" +
+			"over its requests) lies wholly on one side of the limit; the error rate fails only when its Wilson\n" +
+			"interval lies wholly over the limit, and is met when the rate measured is at or under it (so a\n" +
+			"short probe without errors is never held back by error_rate_max). An undecided first probe goes\n" +
+			"on upward: it is no evidence against higher loads. Otherwise\n" +
 			"the same load runs again, the samples pooled, up to --repeats times, and is then undecided: the\n" +
 			"answer gives the range (\"meets SLO up to 48 sessions (49–52 undecided)\"). A probe whose latency\n" +
 			"or send lag rose quarter after quarter past its limit, or whose arrivals were left waiting, fails\n" +
@@ -56,8 +59,9 @@ func searchCommand() *cli.Command {
 			"more than that lateness, and is invalid if still strained at the last run. At most 20 probes.\n\n" +
 			"Writes search.json, every probe's stage_NN/, report.md/html with the capacity curve\n" +
 			"(charts/search_curve.png) and scenario.resolved.yaml, whose stages are the probes (plload run\n" +
-			"reruns them). Exit codes: 0 a capacity was found; 1 no probe met the SLO, or the search stopped\n" +
-			"(an invalid probe, a failure); 2 bad input, nothing sent; 130 interrupted.",
+			"reruns them). Exit codes: 0 a capacity was found; 1 the lowest load probed failed the SLO, or the\n" +
+			"search stopped (an invalid probe, a failure); 2 bad input, nothing sent; 3 no load probed could be\n" +
+			"decided (none failed); 130 interrupted.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "knob", Usage: "what to vary: concurrency (load.mode concurrency) or rate (request_rate's rate, arrival_rate's sessions_per_sec); default: the scenario's load.mode"},
 			&cli.Float64Flag{Name: "start", Usage: "the first load probed (default: the first stage's)"},
@@ -413,6 +417,9 @@ func (p *searchPlan) finish(pr *prober, res search.Result, runErr error, started
 		return &exitError{code: exitFailed, err: fmt.Errorf("the search stopped: %w; results in %s", runErr, dir)}
 	case res.Invalid:
 		return &exitError{code: exitFailed, err: fmt.Errorf("the search stopped: %s; results in %s", res.Stop, dir)}
+	case res.Best == nil && !res.LowestFailed && res.Undecided != nil:
+		// Nothing failed: the evidence says neither yes nor no, which is not "none".
+		return &exitError{code: exitUndecided, err: fmt.Errorf("no load probed could be decided against the SLO (%s): %s; longer probes (the first stage's duration) or more --repeats decide it; results in %s", report.SLOText(p.sc.SLO), res.Stop, dir)}
 	case res.Best == nil:
 		return &exitError{code: exitFailed, err: fmt.Errorf("no probe met the SLO (%s): %s; results in %s", report.SLOText(p.sc.SLO), res.Stop, dir)}
 	}
@@ -488,8 +495,11 @@ func (p *searchPlan) sessionsAt(res search.Result, chosen *report.StageReport) f
 // the search stopped.
 func (p *searchPlan) answerText(res search.Result) string {
 	text := "meets SLO at no load probed"
-	if res.Best != nil {
+	switch {
+	case res.Best != nil:
 		text = "meets SLO up to " + p.valueText(*res.Best)
+	case !res.LowestFailed && res.Undecided != nil:
+		text = "undecided at every load probed: none failed, none was shown to meet the SLO"
 	}
 	if u := res.Undecided; u != nil {
 		if u[0] == u[1] {

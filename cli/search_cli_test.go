@@ -504,3 +504,49 @@ func TestSearchStopsWhenTheTargetDies(t *testing.T) {
 		t.Error("the dying mock was never killed")
 	}
 }
+
+// TestSearchWithErrorRateLimitFindsKnee: the example search with the error-rate limit every example
+// scenario and customer SLO carries (error_rate_max: 0.01) and short probes (2 s: far fewer than the
+// ~380 requests a Wilson interval of 0 errors needs to fall under 1 %) still finds the 12-slot knee
+// of a server that never errs, and search.json says which rule decided each limit.
+func TestSearchWithErrorRateLimitFindsKnee(t *testing.T) {
+	data, err := os.ReadFile("scenarios/search.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := strings.Replace(string(data), "  ttft: {p95: 30ms}", "  ttft: {p95: 30ms}\n  error_rate_max: 0.01", 1)
+	if text == string(data) {
+		t.Fatal("scenarios/search.yaml: its slo block was not found to add the error-rate limit to")
+	}
+	path := filepath.Join(t.TempDir(), "search-errors.yaml")
+	os.WriteFile(path, []byte(text), 0o644)
+	out := t.TempDir()
+	code, stdout, stderr := plload(t, "search", path, "--out", out)
+	if code == 1 && strings.Contains(stderr, "the client was") {
+		t.Skipf("the client stayed strained, so the search stopped as invalid: this machine is too busy for the test\n%s", stdout)
+	}
+	dirs, _ := filepath.Glob(filepath.Join(out, "search-*"))
+	if code != 0 || len(dirs) != 1 {
+		t.Fatalf("exit %d, %v\n%s\n%s", code, dirs, stdout, stderr)
+	}
+	raw, _ := os.ReadFile(filepath.Join(dirs[0], "search.json"))
+	var sf searchFile
+	if err := json.Unmarshal(raw, &sf); err != nil || sf.Best == nil {
+		t.Fatalf("search.json: %v %s", err, raw)
+	}
+	if math.Abs(*sf.Best-12) > 1 {
+		t.Errorf("best %g, want the knee 12 ± 1\n%s", *sf.Best, stdout)
+	}
+	for _, pb := range sf.Probes {
+		if pb.Verdict == search.Invalid || strings.HasPrefix(pb.Reason, "saturated: ") || strings.Contains(pb.Reason, "strained") {
+			continue // not judged on its limits: clearly past capacity, or the client's own strain
+		}
+		var rules []string
+		for _, d := range pb.Decided {
+			rules = append(rules, d.Limit+": "+d.Rule)
+		}
+		if !slices.Contains(rules, "error rate: "+search.RuleErrorEvidence) {
+			t.Errorf("probe at %g (stage %d) does not say how its error rate was decided: %+v", pb.Value, pb.Stage, pb.Decided)
+		}
+	}
+}
