@@ -19,6 +19,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/plload/plload/engine"
+	"github.com/plload/plload/live"
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/mock"
 	"github.com/plload/plload/report"
@@ -127,9 +128,9 @@ func runScenario(ctx context.Context, sc *workload.Scenario, opt runOptions, std
 	if ctx.Err() != nil {
 		return "", &exitError{code: exitInterrupted, err: errors.New("interrupted before the first request; nothing was written")}
 	}
-	live := metrics.NewLive(len(w.Stages))
+	progress := live.NewProgress(len(w.Stages))
 	if port := sc.Output.PrometheusPort; port != 0 {
-		stopProm, err := servePrometheus(sc.Output.PrometheusHost, port, live, stderr)
+		stopProm, err := servePrometheus(sc.Output.PrometheusHost, port, progress, stderr)
 		if err != nil {
 			return "", badInput("%s: %v; nothing was sent", sc.File, err)
 		}
@@ -167,9 +168,9 @@ func runScenario(ctx context.Context, sc *workload.Scenario, opt runOptions, std
 	fmt.Fprintf(stdout, "plload %s: %d stage(s), results in %s\n", sc.Name, len(w.Stages), dir)
 	var stages []*report.StageReport
 	var summaryErr error
-	prog := startProgress(stdout, stderr, live, opt.quiet)
+	prog := live.StartDisplay(stdout, stderr, progress, opt.quiet)
 	_, err = engine.Run(ctx, engine.Config{
-		Scenario: sc, Workload: w, BaseURL: baseURL, Dir: dir, Log: log, Live: live,
+		Scenario: sc, Workload: w, BaseURL: baseURL, Dir: dir, Log: log, Live: progress,
 		ServerMetricsURL: serverMetricsURL(sc, baseURL), Shard: opt.shard.shard, StageStart: member.stageStart(),
 		OnStage: func(r engine.StageResult) {
 			prog.Println(stdout, stageLine(r, len(w.Stages)))
@@ -186,6 +187,21 @@ func runScenario(ctx context.Context, sc *workload.Scenario, opt runOptions, std
 	})
 	prog.Stop()
 	return finishRun(sc, stages, dir, opt, started, err, summaryErr, stdout, shardInfo)
+}
+
+// servePrometheus serves the live /metrics on host:port (before any traffic: a busy port is bad
+// input) until stop is called. A non-loopback host is allowed because the scenario names it, and it
+// is logged.
+func servePrometheus(host string, port int, progress *live.Progress, stderr io.Writer) (stop func(), err error) {
+	addr := net.JoinHostPort(host, fmt.Sprint(port))
+	stop, err = live.Serve(addr, progress)
+	if err != nil {
+		return nil, err
+	}
+	if !mock.IsLoopback(addr) {
+		fmt.Fprintf(stderr, "warning: live /metrics on %s is reachable from other machines\n", addr)
+	}
+	return stop, nil
 }
 
 // startTarget starts the in-process mock when the scenario asks for it (baseURL is then its URL; ""

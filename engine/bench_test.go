@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plload/plload/live"
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/mock"
 	"github.com/plload/plload/workload"
@@ -84,22 +85,22 @@ func loadStage(tb testing.TB, base string, concurrency int, duration time.Durati
 	runtime.GC()
 	var before runtime.MemStats
 	runtime.ReadMemStats(&before)
-	live := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
-	rtmetrics.Read(live)
-	liveBefore, stacksBefore, peakLive, peakStacks := live[0].Value.Uint64(), live[1].Value.Uint64(), uint64(0), uint64(0)
+	heap := []rtmetrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
+	rtmetrics.Read(heap)
+	liveBefore, stacksBefore, peakLive, peakStacks := heap[0].Value.Uint64(), heap[1].Value.Uint64(), uint64(0), uint64(0)
 	var peak uint64
 	stopSampling := every(500*time.Millisecond, func() { // the heap while the sessions are open
 		var m runtime.MemStats
 		runtime.ReadMemStats(&m)
 		peak = max(peak, m.HeapInuse)
-		rtmetrics.Read(live)
-		peakLive, peakStacks = max(peakLive, live[0].Value.Uint64()), max(peakStacks, live[1].Value.Uint64())
+		rtmetrics.Read(heap)
+		peakLive, peakStacks = max(peakLive, heap[0].Value.Uint64()), max(peakStacks, heap[1].Value.Uint64())
 	})
 	cpu0 := ProcessCPU()
 	dir := tb.TempDir()
 	cfg := Config{Scenario: sc, Workload: w, Dir: dir, Getenv: testEnv}
 	if len(watched) > 0 && watched[0] { // everything on: live progress state and server scraping
-		cfg.Live = metrics.NewLive(1)
+		cfg.Live = live.NewProgress(1)
 		cfg.ServerMetricsURL = strings.TrimSuffix(base, "/v1") + "/metrics"
 		// What the progress display and a Prometheus scrape do, 4 times a second.
 		defer every(250*time.Millisecond, func() { cfg.Live.Snapshot(); cfg.Live.Snapshots() })()

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/plload/plload/live"
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/sse"
 	"github.com/plload/plload/workload"
@@ -60,7 +61,7 @@ type Config struct {
 	ServerMetricsURL string
 	// Live, when set, receives the run's progress: stages, open sessions, and every record (from the
 	// records writer goroutine, off the request path).
-	Live *metrics.Live
+	Live *live.Progress
 	// Shard is this process's part of a sharded run (docs/deployment.md; the zero value: the whole run). Every
 	// shard builds the same workload and draws the same schedules; it runs only the sessions and
 	// arrivals whose global ordinal it Owns, with concurrency, max_concurrency and max_in_flight

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/live"
 	"github.com/plload/plload/workload"
 )
 
@@ -79,15 +79,15 @@ func TestIdleSessionsMemory(t *testing.T) {
 	// At a third of the run and at its last sample the test collects first, so the live heap is
 	// exact, not the last collection's.
 	var samples []uint64
-	var live, answered [2]uint64
-	progress := metrics.NewLive(1)
+	var liveHeap, answered [2]uint64
+	progress := live.NewProgress(1)
 	n := int(hold / (10 * time.Second))
 	stop := every(10*time.Second, func() {
 		samples = append(samples, residentBytes())
 		if i := len(samples); i == n/3 || i == n {
 			runtime.GC()
 			snap, _ := progress.Snapshot()
-			live[min(1, i/n)], answered[min(1, i/n)] = liveHeapBytes(), uint64(snap.OK)
+			liveHeap[min(1, i/n)], answered[min(1, i/n)] = liveHeapBytes(), uint64(snap.OK)
 		}
 		atTwoThirds := len(samples) == int(hold/(10*time.Second))*2/3 // every session has arrived: where the memory is
 		if atTwoThirds {
@@ -132,9 +132,9 @@ func TestIdleSessionsMemory(t *testing.T) {
 		t.Fatalf("the run ended before its last sample (%d samples)", len(samples))
 	}
 	answeredSince := float64(answered[1] - answered[0])
-	perAnswer := (float64(live[1]) - float64(live[0])) / max(1, answeredSince)
+	perAnswer := (float64(liveHeap[1]) - float64(liveHeap[0])) / max(1, answeredSince)
 	t.Logf("live heap at a third %.0f MiB, at the last sample %.0f MiB: %+.0f bytes per request answered between (%.0f requests)",
-		mib(live[0]), mib(live[1]), perAnswer, answeredSince)
+		mib(liveHeap[0]), mib(liveHeap[1]), perAnswer, answeredSince)
 	t.Logf("%d sessions (%d started; think %s–%s) for %s: %d requests, %d errors, %d cancelled; RSS before %.0f MiB, peak %.0f MiB (%.1f KiB per session), at a third %.0f MiB, at the end %.0f MiB",
 		sessions, r.Sessions, thinkMin, thinkMax, hold, r.Records, r.Errors, r.Cancelled, mib(rss0), mib(peak), perSession/1024, mib(third), mib(last))
 	if r.Errors > 0 {

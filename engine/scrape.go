@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/scrape"
 )
 
 // scrapeTimeout bounds one scrape: a server busy with prefill can take seconds to answer /metrics
@@ -77,7 +78,7 @@ func (s *stageRun) scrapeOnce(ctx context.Context, client *http.Client, url stri
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Sprintf("%s answered HTTP %d (set target.server_metrics_url, or \"off\")", url, resp.StatusCode)
 	}
-	sample, err := metrics.ParseServerMetrics(resp.Body, s.clock.ns(time.Now()))
+	sample, err := scrape.Parse(resp.Body, s.clock.ns(time.Now()))
 	if err != nil {
 		if isTimeout(err) {
 			return fmt.Sprintf("%s timed out after %s", url, scrapeTimeout)

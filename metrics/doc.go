@@ -12,8 +12,8 @@
 //     stage_series.go (the per-second view for charts), dist.go (distributions, percentiles), slo.go
 //     (limits, verdict, goodput's per-request test), cost.go (prices, the headline), bootstrap.go
 //     (confidence intervals of comparisons);
-//   - the server scrape: server_scrape.go (a Prometheus endpoint read) and server_summary.go;
-//   - the live export: live.go (the running view) and live_prom.go (served to Prometheus);
+//   - the server's view: server_sample.go (one scrape, as server_metrics.jsonl holds it) and
+//     server_summary.go (a stage's window of them); reading the endpoint is package scrape's;
 //   - the injector's health: injector_health.go.
 //
 // Beyond RECORDS.md's tags, plload writes metrics of its own, which AIPerf's readers skip:

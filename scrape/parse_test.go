@@ -1,4 +1,4 @@
-package metrics
+package scrape
 
 import (
 	"encoding/json"
@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-)
 
-func f(v float64) *float64 { return &v }
+	"github.com/plload/plload/metrics"
+)
 
 func TestParseLlamaCppMetrics(t *testing.T) {
 	file, err := os.Open("testdata/llamacpp_metrics.txt")
@@ -19,7 +19,7 @@ func TestParseLlamaCppMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer file.Close()
-	s, err := ParseServerMetrics(file, 7)
+	s, err := Parse(file, 7)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,11 +29,10 @@ func TestParseLlamaCppMetrics(t *testing.T) {
 	}
 }
 
-// TestLlamaCppServerCacheHit: the real llama.cpp scrape (testdata/llamacpp_metrics.txt, the same file
-// as shared/fixtures/llamacpp/metrics.txt) against a fresh server's zeros. Two of its requests shared
-// a ~600-token prompt: 627 prompt tokens came from the cache and 629 were computed, so the hit rate
-// is 627 ÷ (629 + 627) = 627 ÷ 1256 = 0.5 − 1/1256 ≈ 0.49920 — not 627 ÷ 629 ≈ 0.997 as when
-// prompt_tokens_total was taken for all the prompt tokens.
+// TestLlamaCppServerCacheHit: the real llama.cpp scrape (testdata/llamacpp_metrics.txt) against a
+// fresh server's zeros. Two of its requests shared a ~600-token prompt: 627 prompt tokens came from
+// the cache and 629 were computed, so the hit rate is 627 ÷ (629 + 627) = 627 ÷ 1256 = 0.5 − 1/1256
+// ≈ 0.49920 — not 627 ÷ 629 ≈ 0.997 as when prompt_tokens_total was taken for all the prompt tokens.
 func TestLlamaCppServerCacheHit(t *testing.T) {
 	text, err := os.ReadFile("testdata/llamacpp_metrics.txt")
 	if err != nil {
@@ -44,15 +43,15 @@ func TestLlamaCppServerCacheHit(t *testing.T) {
 	if fresh == string(text) {
 		t.Fatal("the fixture no longer holds the counters this test zeroes")
 	}
-	before, err := ParseServerMetrics(strings.NewReader(fresh), 10)
+	before, err := Parse(strings.NewReader(fresh), 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	after, err := ParseServerMetrics(strings.NewReader(string(text)), 20)
+	after, err := Parse(strings.NewReader(string(text)), 20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := SummarizeServer([]ServerSample{before, after}, 0, 100)
+	s := metrics.SummarizeServer([]metrics.ServerSample{before, after}, 0, 100)
 	if want := 627.0 / 1256; !s.CacheHitRate.OK || math.Abs(s.CacheHitRate.V-want) > 1e-12 {
 		t.Fatalf("cache hit %+v, want %v", s.CacheHitRate, want)
 	}
@@ -77,29 +76,29 @@ func TestServerCacheHitNeverPassesOne(t *testing.T) {
 	cases := []struct {
 		name          string
 		first, second string
-		want          Opt[float64]
+		want          metrics.Opt[float64]
 	}{
-		{"llama.cpp: a long prefix cached, few tokens computed", llama(100, 0), llama(110, 990), Some(990.0 / 1000)},
-		{"llama.cpp: everything computed", llama(0, 0), llama(500, 0), Some(0.0)},
-		{"llama.cpp: nothing new", llama(5, 5), llama(5, 5), Opt[float64]{}},
-		{"llama.cpp: restarted in the window", llama(5000, 4000), llama(10, 20), Opt[float64]{}},
-		{"vLLM: hits counter reset, queries not", vllm(100, 90), vllm(200, 10), Opt[float64]{}},
-		{"vLLM: more hits than lookups", vllm(100, 0), vllm(110, 50), Opt[float64]{}},
-		{"vLLM: a plain window", vllm(100, 20), vllm(300, 120), Some(0.5)},
-		{"SGLang: a gauge in percent", sglang(85), sglang(95), Opt[float64]{}},
-		{"SGLang: a gauge as a fraction", sglang(0.25), sglang(0.75), Some(0.5)},
+		{"llama.cpp: a long prefix cached, few tokens computed", llama(100, 0), llama(110, 990), metrics.Some(990.0 / 1000)},
+		{"llama.cpp: everything computed", llama(0, 0), llama(500, 0), metrics.Some(0.0)},
+		{"llama.cpp: nothing new", llama(5, 5), llama(5, 5), metrics.Opt[float64]{}},
+		{"llama.cpp: restarted in the window", llama(5000, 4000), llama(10, 20), metrics.Opt[float64]{}},
+		{"vLLM: hits counter reset, queries not", vllm(100, 90), vllm(200, 10), metrics.Opt[float64]{}},
+		{"vLLM: more hits than lookups", vllm(100, 0), vllm(110, 50), metrics.Opt[float64]{}},
+		{"vLLM: a plain window", vllm(100, 20), vllm(300, 120), metrics.Some(0.5)},
+		{"SGLang: a gauge in percent", sglang(85), sglang(95), metrics.Opt[float64]{}},
+		{"SGLang: a gauge as a fraction", sglang(0.25), sglang(0.75), metrics.Some(0.5)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var samples []ServerSample
+			var samples []metrics.ServerSample
 			for i, text := range []string{tc.first, tc.second} {
-				s, err := ParseServerMetrics(strings.NewReader(text), int64(i))
+				s, err := Parse(strings.NewReader(text), int64(i))
 				if err != nil {
 					t.Fatal(err)
 				}
 				samples = append(samples, s)
 			}
-			got := SummarizeServer(samples, 0, 10).CacheHitRate
+			got := metrics.SummarizeServer(samples, 0, 10).CacheHitRate
 			if got.OK && (got.V < 0 || got.V > 1) {
 				t.Fatalf("cache hit %v: outside [0, 1]", got.V)
 			}
@@ -126,52 +125,19 @@ vllm:time_to_first_token_seconds_bucket{le="+Inf"} 40
 vllm:time_to_first_token_seconds_sum 9
 vllm:time_to_first_token_seconds_count 40
 `
-	s, err := ParseServerMetrics(strings.NewReader(text), 1)
+	s, err := Parse(strings.NewReader(text), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.Engine != "vllm" || *s.Running != 5 || *s.Waiting != 4 || *s.KVUsage != 0.375 || len(s.TTFTBuckets) != 2 || s.TTFTCount != 40 {
 		t.Fatalf("%+v", s)
 	}
-	u, err := ParseServerMetrics(strings.NewReader("# TYPE x gauge\nx 1\n"), 1)
+	u, err := Parse(strings.NewReader("# TYPE x gauge\nx 1\n"), 1)
 	if err != nil || u.Engine != "unknown" || u.Running != nil {
 		t.Fatalf("%+v %v", u, err)
 	}
-	if _, err := ParseServerMetrics(strings.NewReader("<html>not metrics</html>"), 1); err == nil {
+	if _, err := Parse(strings.NewReader("<html>not metrics</html>"), 1); err == nil {
 		t.Fatal("HTML accepted as metrics")
-	}
-}
-
-// TestSummarizeServer checks the window, the means and maxima, the counter-delta cache hit rate and
-// the histogram quantile against hand-computed values.
-func TestSummarizeServer(t *testing.T) {
-	b := func(c1, c2 float64) []ServerBucket {
-		return []ServerBucket{{LE: 0.1, Count: c1}, {LE: 0.25, Count: c2}}
-	}
-	samples := []ServerSample{
-		{TNs: 5, Engine: "vllm", Running: f(100), TTFTBuckets: b(0, 0)},                                                                                         // before the window
-		{TNs: 10, Engine: "vllm", Running: f(2), Waiting: f(0), KVUsage: f(0.2), PrefixHits: f(100), PrefixQueries: f(200), TTFTBuckets: b(5, 5), TTFTCount: 5}, // first in window
-		{TNs: 20, Engine: "vllm", Running: f(4), Waiting: f(2), KVUsage: f(0.4), PrefixHits: f(160), PrefixQueries: f(300), TTFTBuckets: b(15, 45), TTFTCount: 45},
-		{TNs: 30, Engine: "vllm", Running: f(9)}, // after the window
-	}
-	s := SummarizeServer(samples, 10, 30)
-	if s.Samples != 2 || s.RunningMean.V != 3 || s.RunningMax.V != 4 || s.WaitingMax.V != 2 || s.KVUsageMean.V != 0.30000000000000004 && s.KVUsageMean.V != 0.3 {
-		t.Fatalf("%+v", s)
-	}
-	// Hits 60 of 100 queries in the window.
-	if s.CacheHitRate.V != 0.6 {
-		t.Fatalf("cache hit %v", s.CacheHitRate)
-	}
-	// Window increase: 10 observations ≤ 0.1 s, 30 more ≤ 0.25 s, 40 in all. p50 = rank 20: in the
-	// (0.1, 0.25] bucket, 10 of its 30 → 0.1 + 10/30 × 0.15 = 0.15 s; p95 = rank 38 → 0.1 + 28/30 × 0.15.
-	if d := s.TTFTP50Ms.V - 150; d > 1e-9 || d < -1e-9 {
-		t.Fatalf("p50 %v", s.TTFTP50Ms)
-	}
-	if d := s.TTFTP95Ms.V - 1000*(0.1+28.0/30*0.15); d > 1e-9 || d < -1e-9 {
-		t.Fatalf("p95 %v", s.TTFTP95Ms)
-	}
-	if none := SummarizeServer(samples, 100, 200); none.Samples != 0 || none.Note == "" {
-		t.Fatalf("%+v", none)
 	}
 }
 
@@ -204,7 +170,7 @@ sglang:time_to_first_token_seconds_bucket{le="+Inf",model_name="m"} 10
 sglang:time_to_first_token_seconds_sum{model_name="m"} 2.5
 sglang:time_to_first_token_seconds_count{model_name="m"} 10
 `
-	s, err := ParseServerMetrics(strings.NewReader(text), 1)
+	s, err := Parse(strings.NewReader(text), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +180,7 @@ sglang:time_to_first_token_seconds_count{model_name="m"} 10
 	}
 	// An older SGLang without realtime_tokens_total: no counters, the gauge stands.
 	old := strings.Split(text, "# TYPE sglang:realtime_tokens_total")[0]
-	if s, err := ParseServerMetrics(strings.NewReader(old), 1); err != nil || s.PrefixHits != nil || *s.CacheHitRate != 0.8 {
+	if s, err := Parse(strings.NewReader(old), 1); err != nil || s.PrefixHits != nil || *s.CacheHitRate != 0.8 {
 		t.Fatalf("%+v %v", s, err)
 	}
 }
@@ -232,14 +198,14 @@ vllm:num_requests_waiting NaN
 vllm:gpu_cache_usage_perc{model_name="a"} +Inf
 vllm:gpu_cache_usage_perc{model_name="b"} 0.5
 `
-	s, err := ParseServerMetrics(strings.NewReader(text), 42)
+	s, err := Parse(strings.NewReader(text), 42)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s.Running == nil || *s.Running != 3 || s.Waiting != nil || s.KVUsage == nil || *s.KVUsage != 0.5 {
 		t.Fatalf("running %v waiting %v kv %v: want 3, absent, 0.5", s.Running, s.Waiting, s.KVUsage)
 	}
-	var back ServerSample
+	var back metrics.ServerSample
 	if err := json.Unmarshal(s.AppendJSON(nil), &back); err != nil {
 		t.Fatal(err)
 	}

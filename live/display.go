@@ -1,29 +1,21 @@
-package cli
+package live
 
 import (
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-
-	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/mock"
 )
 
-// progress shows a run as it happens: on a terminal a status line redrawn 4 times a second; otherwise
+// Display shows a run as it happens: on a terminal a status line redrawn 4 times a second; otherwise
 // one plain line every 10 s (CI logs, pipes). Lines printed through it (stage summaries) clear the
 // status line first so the two never mix.
-type progress struct {
+type Display struct {
 	mu       sync.Mutex
 	out      io.Writer
-	live     *metrics.Live
+	live     *Progress
 	terminal bool
 	drawn    bool
 	stop     chan struct{}
@@ -39,9 +31,10 @@ func isTerminal(w io.Writer) bool {
 	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
-// startProgress starts the display; quiet turns it off (lines still print).
-func startProgress(stdout, stderr io.Writer, live *metrics.Live, quiet bool) *progress {
-	p := &progress{out: stdout, live: live, terminal: isTerminal(stdout), stop: make(chan struct{}), done: make(chan struct{})}
+// StartDisplay starts the display of live on stdout when it is a terminal, else on stderr; quiet
+// turns it off (lines still print).
+func StartDisplay(stdout, stderr io.Writer, live *Progress, quiet bool) *Display {
+	p := &Display{out: stdout, live: live, terminal: isTerminal(stdout), stop: make(chan struct{}), done: make(chan struct{})}
 	if quiet {
 		close(p.done)
 		return p
@@ -62,7 +55,7 @@ func startProgress(stdout, stderr io.Writer, live *metrics.Live, quiet bool) *pr
 				return
 			case <-tick.C:
 				if s, ok := live.Snapshot(); ok {
-					p.draw(renderProgress(s, p.terminal))
+					p.draw(Line(s, p.terminal))
 				}
 			}
 		}
@@ -70,7 +63,7 @@ func startProgress(stdout, stderr io.Writer, live *metrics.Live, quiet bool) *pr
 	return p
 }
 
-func (p *progress) draw(line string) {
+func (p *Display) draw(line string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.terminal {
@@ -82,7 +75,7 @@ func (p *progress) draw(line string) {
 }
 
 // Println prints a line above the status line.
-func (p *progress) Println(w io.Writer, line string) {
+func (p *Display) Println(w io.Writer, line string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.drawn {
@@ -93,7 +86,7 @@ func (p *progress) Println(w io.Writer, line string) {
 }
 
 // Stop ends the display and clears the status line.
-func (p *progress) Stop() {
+func (p *Display) Stop() {
 	select {
 	case <-p.stop:
 	default:
@@ -108,9 +101,10 @@ func (p *progress) Stop() {
 	}
 }
 
-// renderProgress is one status line: stage, phase, a bar of elapsed vs planned time, counts, open
-// sessions, and out tok/s, TTFT p95 and ITL p95 over the last 10 s.
-func renderProgress(s metrics.LiveSnapshot, bar bool) string {
+// Line is one status line: stage, phase, a bar of elapsed vs planned time (when bar is set: a
+// terminal's line, not a log's), counts, open sessions, and out tok/s, TTFT p95 and ITL p95 over the
+// last 10 s.
+func Line(s Snapshot, bar bool) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "stage %d/%d %-9s ", s.Stage, s.Stages, s.Phase)
 	if bar && s.Duration > 0 {
@@ -146,23 +140,4 @@ func msText(v float64) string {
 		return "–"
 	}
 	return fmt.Sprintf("%.1f ms", v)
-}
-
-// servePrometheus listens on host:port before any traffic (a busy port is bad input) and serves the
-// live metrics until stop is called. A non-loopback host is allowed because the scenario names it,
-// and it is logged.
-func servePrometheus(host string, port int, live *metrics.Live, stderr io.Writer) (func(), error) {
-	addr := net.JoinHostPort(host, fmt.Sprint(port))
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("output.prometheus_port: cannot listen on %s: %v (is another run or exporter using it?)", addr, err)
-	}
-	if !mock.IsLoopback(addr) {
-		fmt.Fprintf(stderr, "warning: live /metrics on %s is reachable from other machines\n", addr)
-	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(metrics.NewLiveCollector(live))
-	srv := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
-	go srv.Serve(ln)
-	return func() { srv.Close() }, nil
 }

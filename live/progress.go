@@ -1,4 +1,8 @@
-package metrics
+// Package live shows a run while it goes on: Progress keeps the running numbers the engine feeds it,
+// Display draws them as the terminal's status line (or a log line every 10 s), and Collector and Serve
+// export them on a Prometheus /metrics endpoint (output.prometheus_port, docs/scenario.md). None of it
+// is a result: the results are computed afterwards from the records files.
+package live
 
 import (
 	"sync"
@@ -6,29 +10,31 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/plload/plload/metrics"
 )
 
-// Live keeps the running numbers of a run for the progress display and the live /metrics. Records
+// Progress keeps the running numbers of a run for the progress display and the live /metrics. Records
 // reach it from the records writer goroutine, never from a request, so watching a run does not slow
 // it. Safe for concurrent use.
-type Live struct {
+type Progress struct {
 	mu     sync.Mutex
-	stages map[int]*LiveStage
-	cur    *LiveStage
+	stages map[int]*stageState
+	cur    *stageState
 	total  int
 	active atomic.Int64
 	now    func() time.Time
 }
 
-// LiveStage is one stage's running state.
-type LiveStage struct {
+// stageState is one stage's running state.
+type stageState struct {
 	Stage                    int
 	Start, WarmupEnd, End    time.Time // WarmupEnd and End are zero until the first request
 	Draining                 bool
 	OK, Errors, RateLimited  int64
 	Cancelled, OutputTokens  int64
 	PromptTokens, CachedToks int64
-	failures                 FailureTally
+	failures                 metrics.FailureTally
 	ttft, itl, latency       *hdrhistogram.Histogram // since the stage started (µs)
 	recent                   window                  // the last 10 s, for the progress line
 }
@@ -45,16 +51,16 @@ func newHist() *hdrhistogram.Histogram {
 	return hdrhistogram.New(1, int64(time.Hour/time.Microsecond), 3)
 }
 
-// NewLive returns an empty Live for a run of total stages.
-func NewLive(total int) *Live {
-	return &Live{stages: map[int]*LiveStage{}, total: total, now: time.Now}
+// NewProgress returns an empty Progress for a run of total stages.
+func NewProgress(total int) *Progress {
+	return &Progress{stages: map[int]*stageState{}, total: total, now: time.Now}
 }
 
 // StageStarted begins stage (1-based).
-func (l *Live) StageStarted(stage int) {
+func (l *Progress) StageStarted(stage int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	st := &LiveStage{Stage: stage, Start: l.now(), ttft: newHist(), itl: newHist(), latency: newHist()}
+	st := &stageState{Stage: stage, Start: l.now(), ttft: newHist(), itl: newHist(), latency: newHist()}
 	for i := range st.recent.ttft {
 		st.recent.ttft[i], st.recent.itl[i] = newHist(), newHist()
 		st.recent.sec[i] = -1
@@ -63,7 +69,7 @@ func (l *Live) StageStarted(stage int) {
 }
 
 // Window sets the current stage's warmup end and end once its first request is issued.
-func (l *Live) Window(warmupEnd, end time.Time) {
+func (l *Progress) Window(warmupEnd, end time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.cur != nil {
@@ -72,7 +78,7 @@ func (l *Live) Window(warmupEnd, end time.Time) {
 }
 
 // Draining marks the current stage as past its duration.
-func (l *Live) Draining() {
+func (l *Progress) Draining() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.cur != nil {
@@ -81,15 +87,15 @@ func (l *Live) Draining() {
 }
 
 // SessionOpened and SessionClosed count open sessions (an atomic add: cheap on any path).
-func (l *Live) SessionOpened() { l.active.Add(1) }
+func (l *Progress) SessionOpened() { l.active.Add(1) }
 
 // SessionClosed is the counterpart of SessionOpened.
-func (l *Live) SessionClosed() { l.active.Add(-1) }
+func (l *Progress) SessionClosed() { l.active.Add(-1) }
 
 func us(ms float64) int64 { return max(1, int64(ms*1000)) }
 
 // Record counts one finished request of the current stage.
-func (l *Live) Record(r *Record) {
+func (l *Progress) Record(r *metrics.Record) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	st := l.cur
@@ -103,7 +109,7 @@ func (l *Live) Record(r *Record) {
 	case r.Error != nil:
 		st.Errors++
 		st.failures.Add(r)
-		if r.Error.Code.OK && r.Error.Code.V == StatusTooManyRequests {
+		if r.Error.Code.OK && r.Error.Code.V == metrics.StatusTooManyRequests {
 			st.RateLimited++
 		}
 		return
@@ -142,8 +148,8 @@ func (w *window) bucket(now time.Time) int {
 	return i
 }
 
-// LiveSnapshot is what the progress line and /metrics show.
-type LiveSnapshot struct {
+// Snapshot is what the progress line and /metrics show.
+type Snapshot struct {
 	Stage, Stages                   int
 	Phase                           string // warmup, measuring, draining
 	Elapsed, Duration               time.Duration
@@ -154,26 +160,26 @@ type LiveSnapshot struct {
 	OutTokPerSecAvg, ReqPerSecAvg   float64
 	ErrorRatePct, CacheReadPct      float64
 	// Failures are the stage's errors by kind, most frequent first, each with its first message.
-	Failures           []KindCount
+	Failures           []metrics.KindCount
 	TTFT, ITL, Latency *hdrhistogram.Histogram // copies, since the stage started
 }
 
 // Snapshot returns the current stage's numbers.
-func (l *Live) Snapshot() (LiveSnapshot, bool) {
+func (l *Progress) Snapshot() (Snapshot, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	st := l.cur
 	if st == nil {
-		return LiveSnapshot{}, false
+		return Snapshot{}, false
 	}
 	return l.snapshot(st), true
 }
 
 // Snapshots returns every stage's numbers, for /metrics (it does not drop between stages).
-func (l *Live) Snapshots() []LiveSnapshot {
+func (l *Progress) Snapshots() []Snapshot {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make([]LiveSnapshot, 0, len(l.stages))
+	out := make([]Snapshot, 0, len(l.stages))
 	for i := 1; i <= l.total; i++ {
 		if st, ok := l.stages[i]; ok {
 			out = append(out, l.snapshot(st))
@@ -182,9 +188,9 @@ func (l *Live) Snapshots() []LiveSnapshot {
 	return out
 }
 
-func (l *Live) snapshot(st *LiveStage) LiveSnapshot {
+func (l *Progress) snapshot(st *stageState) Snapshot {
 	now := l.now()
-	s := LiveSnapshot{Stage: st.Stage, Stages: l.total, OK: st.OK, Errors: st.Errors, RateLimited: st.RateLimited,
+	s := Snapshot{Stage: st.Stage, Stages: l.total, OK: st.OK, Errors: st.Errors, RateLimited: st.RateLimited,
 		Cancel: st.Cancelled, Active: l.active.Load(), Elapsed: now.Sub(st.Start), Failures: st.failures.Kinds()}
 	switch {
 	case st.Draining:

@@ -1,7 +1,11 @@
-package metrics
+// Package scrape reads a target server's own Prometheus /metrics during a stage: Parse reduces one
+// answer to a metrics.ServerSample (running and waiting requests, KV-cache use, prefix-cache counters,
+// the TTFT histogram of vLLM, SGLang, llama.cpp or the plload mock). The engine scrapes every second
+// of a stage into stage_NN/server_metrics.jsonl (docs/records.md); the window's summary is metrics'
+// SummarizeServer, computed from that file afterwards.
+package scrape
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -12,37 +16,9 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	"github.com/plload/plload/metrics"
 )
-
-// ServerSample is one scrape of the target's own Prometheus endpoint, reduced to what plload reads.
-// Gauges are summed over series (one per model); counters are cumulative, as the server reports them.
-type ServerSample struct {
-	TNs           int64          `json:"t_ns"`
-	Engine        string         `json:"engine"` // vllm, sglang, llamacpp, plload-mock or unknown
-	Running       *float64       `json:"running,omitempty"`
-	Waiting       *float64       `json:"waiting,omitempty"`
-	KVUsage       *float64       `json:"kv_usage,omitempty"`       // 0–1
-	CacheHitRate  *float64       `json:"cache_hit_rate,omitempty"` // 0–1, when the server reports a rate
-	PrefixHits    *float64       `json:"prefix_hits,omitempty"`    // cumulative tokens
-	PrefixQueries *float64       `json:"prefix_queries,omitempty"` // cumulative tokens, hits included
-	TTFTBuckets   []ServerBucket `json:"ttft_buckets,omitempty"`   // cumulative, seconds; +Inf left out
-	TTFTCount     float64        `json:"ttft_count,omitempty"`     // all observations (the +Inf bucket)
-}
-
-// ServerBucket is one cumulative histogram bucket.
-type ServerBucket struct {
-	LE    float64 `json:"le"`
-	Count float64 `json:"count"`
-}
-
-// AppendJSON writes the sample as one JSON object.
-func (s *ServerSample) AppendJSON(b []byte) []byte {
-	out, err := json.Marshal(s)
-	if err != nil {
-		return append(b, "{}"...)
-	}
-	return append(b, out...)
-}
 
 // serverNames maps each engine's metric names to what they mean. A name may carry a label selector,
 // `name{label=a|b}`, to take only the series whose label is one of the values. Counts (running,
@@ -51,7 +27,7 @@ func (s *ServerSample) AppendJSON(b []byte) []byte {
 //
 // The prefix-cache queries are every prompt token looked up, hits included, so that the window's hit
 // rate is Δhits ÷ Δqueries ≤ 1. vLLM and SGLang count them that way; llama.cpp does not: its
-// prompt_tokens_total excludes the cached tokens (its HELP says so, shared/fixtures/llamacpp), so for
+// prompt_tokens_total excludes the cached tokens (its HELP says so, testdata/llamacpp_metrics.txt), so for
 // it queries = cached + processed, named in `processed`.
 var serverNames = []struct {
 	engine, marker                                       string
@@ -78,15 +54,16 @@ var serverNames = []struct {
 		hits: []string{"llamacpp:prompt_tokens_cached_total"}, processed: []string{"llamacpp:prompt_tokens_total"}},
 }
 
-// ParseServerMetrics reads Prometheus text (with prometheus/common's parser) and picks out the
-// engine's running and waiting requests, KV-cache use, prefix-cache counters and TTFT histogram.
-func ParseServerMetrics(r io.Reader, tNs int64) (ServerSample, error) {
+// Parse reads Prometheus text (with prometheus/common's parser) and picks out the engine's running
+// and waiting requests, KV-cache use, prefix-cache counters and TTFT histogram; tNs is the sample's
+// time on the run's clock.
+func Parse(r io.Reader, tNs int64) (metrics.ServerSample, error) {
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(r)
 	if err != nil {
-		return ServerSample{}, fmt.Errorf("not Prometheus text: %v", err)
+		return metrics.ServerSample{}, fmt.Errorf("not Prometheus text: %v", err)
 	}
-	s := ServerSample{TNs: tNs, Engine: "unknown"}
+	s := metrics.ServerSample{TNs: tNs, Engine: "unknown"}
 	for _, n := range serverNames {
 		if _, ok := families[n.marker]; !ok {
 			continue
@@ -175,7 +152,7 @@ func labelValue(m *dto.Metric, name string) string {
 
 // buckets adds the finite cumulative buckets of every series of a histogram family (JSON has no +Inf),
 // and returns the total count apart.
-func buckets(f *dto.MetricFamily) ([]ServerBucket, float64) {
+func buckets(f *dto.MetricFamily) ([]metrics.ServerBucket, float64) {
 	byLE := map[float64]float64{}
 	total := 0.0
 	for _, m := range f.GetMetric() {
@@ -186,9 +163,9 @@ func buckets(f *dto.MetricFamily) ([]ServerBucket, float64) {
 		}
 		total += float64(m.GetHistogram().GetSampleCount())
 	}
-	out := make([]ServerBucket, 0, len(byLE))
+	out := make([]metrics.ServerBucket, 0, len(byLE))
 	for le, c := range byLE {
-		out = append(out, ServerBucket{LE: le, Count: c})
+		out = append(out, metrics.ServerBucket{LE: le, Count: c})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].LE < out[j].LE })
 	return out, total

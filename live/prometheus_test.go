@@ -1,4 +1,4 @@
-package metrics
+package live
 
 import (
 	"math"
@@ -9,23 +9,23 @@ import (
 	dto "github.com/prometheus/client_model/go"
 )
 
-// TestLiveCollectorServesEveryStage: /metrics carries AIPerf's names and plload's histograms for
+// TestCollectorServesEveryStage: /metrics carries AIPerf's names and plload's histograms for
 // every stage with its label, and the numbers are the live snapshot's, in the units the names say.
-func TestLiveCollectorServesEveryStage(t *testing.T) {
+func TestCollectorServesEveryStage(t *testing.T) {
 	c := (&clock{}).at(0)
-	l := NewLive(2)
+	l := NewProgress(2)
 	l.now = c.now
 	l.StageStarted(1)
 	l.Window(c.t, c.t.Add(time.Minute))
 	l.SessionOpened()
 	c.at(2 * time.Second)
 	l.Record(liveRecord(4, []float64{8, 12}, 3, 25)) // TTFT 4 ms, gaps 8 and 12 ms, latency 24 ms
-	l.Record(failed(2, 429, "Too Many Requests"))
-	l.Record(failed(2, 500, "Internal Server Error"))
+	l.Record(failed(429, "Too Many Requests"))
+	l.Record(failed(500, "Internal Server Error"))
 	l.StageStarted(2)
 
 	reg := prometheus.NewPedanticRegistry()
-	if err := reg.Register(NewLiveCollector(l)); err != nil {
+	if err := reg.Register(NewCollector(l)); err != nil {
 		t.Fatal(err)
 	}
 	families, err := reg.Gather()

@@ -1,4 +1,4 @@
-package metrics
+package live
 
 import (
 	"math"
@@ -7,25 +7,41 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/plload/plload/metrics"
 )
 
-// clock is a hand-moved clock for Live: its 10-second window and averages are functions of time.
+// clock is a hand-moved clock for Progress: its 10-second window and averages are functions of time.
 type clock struct{ t time.Time }
 
 func (c *clock) now() time.Time            { return c.t }
 func (c *clock) at(d time.Duration) *clock { c.t = time.Unix(1_000_000, 0).Add(d); return c }
 
 // liveRecord is a success with a TTFT, gaps and output tokens, and 100 prompt tokens of which cached.
-func liveRecord(ttft float64, gaps []float64, osl, cached int) *Record {
-	r := ok(2, ttft, gaps, osl)
-	r.UsageCachedTokens = Some(cached)
+func liveRecord(ttft float64, gaps []float64, osl, cached int) *metrics.Record {
+	lat := ttft
+	for _, g := range gaps {
+		lat += g
+	}
+	return &metrics.Record{TTFT: metrics.Some(ttft), RequestLatency: metrics.Some(lat), InterChunkLatency: gaps,
+		OutputSequenceLength: metrics.Some(osl), UsageCompletionTokens: metrics.Some(osl),
+		UsagePromptTokens: metrics.Some(100), UsageCachedTokens: metrics.Some(cached)}
+}
+
+// failed is a request that failed with an HTTP status or metrics.CodeCancelled (then cancelled).
+func failed(code int, typ string) *metrics.Record {
+	r := &metrics.Record{Error: &metrics.RecordError{Type: typ, Message: "m"}}
+	if code != 0 {
+		r.Error.Code = metrics.Some(code)
+	}
+	r.WasCancelled = code == metrics.CodeCancelled
 	return r
 }
 
 // TestLiveSnapshotHandComputed: the progress line's numbers for one stage, worked out by hand.
 func TestLiveSnapshotHandComputed(t *testing.T) {
 	c := (&clock{}).at(0)
-	l := NewLive(2)
+	l := NewProgress(2)
 	l.now = c.now
 	if _, ok := l.Snapshot(); ok {
 		t.Fatal("a snapshot before any stage")
@@ -44,9 +60,9 @@ func TestLiveSnapshotHandComputed(t *testing.T) {
 	c.at(3 * time.Second)
 	l.Record(liveRecord(100, []float64{20, 20}, 3, 50))
 	l.Record(liveRecord(200, []float64{40}, 2, 30))
-	l.Record(failed(3, 500, "Internal Server Error"))
-	l.Record(failed(3, 429, "Too Many Requests"))
-	l.Record(failed(3, CodeCancelled, ErrTypeCancelled))
+	l.Record(failed(500, "Internal Server Error"))
+	l.Record(failed(429, "Too Many Requests"))
+	l.Record(failed(metrics.CodeCancelled, metrics.ErrTypeCancelled))
 
 	c.at(4 * time.Second)
 	s, ok := l.Snapshot()
@@ -55,14 +71,14 @@ func TestLiveSnapshotHandComputed(t *testing.T) {
 	}
 	got := s
 	got.TTFT, got.ITL, got.Latency = nil, nil, nil
-	want := LiveSnapshot{Stage: 1, Stages: 2, Phase: "measuring", Elapsed: 4 * time.Second, Duration: 12 * time.Second,
+	want := Snapshot{Stage: 1, Stages: 2, Phase: "measuring", Elapsed: 4 * time.Second, Duration: 12 * time.Second,
 		OK: 2, Errors: 2, RateLimited: 1, Cancel: 1, Active: 2,
 		OutTokPerSec10s: 0.5,  // 5 tokens in the last 10 s
 		OutTokPerSecAvg: 1.25, // 5 tokens over 4 s
 		ReqPerSecAvg:    0.5,  // 2 successes over 4 s
 		ErrorRatePct:    60,   // (2 errors + 1 cancelled) of 5
 		CacheReadPct:    40,   // 80 of 200 prompt tokens
-		Failures:        []KindCount{{Kind: "HTTP 429", Count: 1, First: "m"}, {Kind: "HTTP 500", Count: 1, First: "m"}},
+		Failures:        []metrics.KindCount{{Kind: "HTTP 429", Count: 1, First: "m"}, {Kind: "HTTP 500", Count: 1, First: "m"}},
 		TTFTP95Ms10s:    200, ITLP95Ms10s: 40,
 	}
 	// HDR keeps 3 significant digits: the p95s are within 0.1 % of 200 ms and 40 ms.
@@ -88,7 +104,7 @@ func TestLiveSnapshotHandComputed(t *testing.T) {
 // reused ten seconds later starts empty, while the since-start counts keep everything.
 func TestLiveRecentWindow(t *testing.T) {
 	c := (&clock{}).at(0)
-	l := NewLive(1)
+	l := NewProgress(1)
 	l.now = c.now
 	l.StageStarted(1)
 	l.Window(c.t, c.t.Add(time.Minute))
@@ -125,7 +141,7 @@ func TestLiveRecentWindow(t *testing.T) {
 // with its own counts; the progress line follows the newest.
 func TestLiveSnapshotsKeepEveryStage(t *testing.T) {
 	c := (&clock{}).at(0)
-	l := NewLive(3)
+	l := NewProgress(3)
 	l.now = c.now
 	l.StageStarted(1)
 	l.Record(liveRecord(100, nil, 1, 0))
@@ -152,11 +168,11 @@ func TestLiveSnapshotsKeepEveryStage(t *testing.T) {
 // TestLiveCacheReadCountsOnlyRequestsWithPromptTokens: the live cache-read % cannot pass 100 %: an
 // answer that reports cached tokens but no prompt tokens adds to neither side.
 func TestLiveCacheReadCountsOnlyRequestsWithPromptTokens(t *testing.T) {
-	l := NewLive(1)
+	l := NewProgress(1)
 	l.StageStarted(1)
-	l.Record(&Record{OutputSequenceLength: Some(1), UsagePromptTokens: Some(100), UsageCachedTokens: Some(50)})
-	l.Record(&Record{OutputSequenceLength: Some(1), UsageCachedTokens: Some(400)})
-	l.Record(&Record{OutputSequenceLength: Some(1), UsagePromptTokens: Some(100), UsageCachedTokens: Some(300)})
+	l.Record(&metrics.Record{OutputSequenceLength: metrics.Some(1), UsagePromptTokens: metrics.Some(100), UsageCachedTokens: metrics.Some(50)})
+	l.Record(&metrics.Record{OutputSequenceLength: metrics.Some(1), UsageCachedTokens: metrics.Some(400)})
+	l.Record(&metrics.Record{OutputSequenceLength: metrics.Some(1), UsagePromptTokens: metrics.Some(100), UsageCachedTokens: metrics.Some(300)})
 	s, _ := l.Snapshot()
 	if s.CacheReadPct != 75 { // (50 + 100) of 200
 		t.Fatalf("live cache read %v %%, want 75", s.CacheReadPct)

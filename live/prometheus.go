@@ -1,25 +1,32 @@
-package metrics
+package live
 
 import (
+	"fmt"
+	"net"
+	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// LiveCollector serves a Live on /metrics: AIPerf's metric names (so dashboards built for AIPerf and
+// Collector serves a Progress on /metrics: AIPerf's metric names (so dashboards built for AIPerf and
 // personaload work) and plload_* histograms, every stage with a `stage` label, so the endpoint keeps
 // all stages for the whole run.
-type LiveCollector struct {
-	live  *Live
+type Collector struct {
+	live  *Progress
 	descs map[string]*prometheus.Desc
 }
 
+var _ prometheus.Collector = (*Collector)(nil)
+
 var secondsBuckets = []float64{0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.5, 0.75, 1, 1.5, 2, 3, 5, 10, 20, 30, 60}
 
-// NewLiveCollector returns the collector for l.
-func NewLiveCollector(l *Live) *LiveCollector {
-	c := &LiveCollector{live: l, descs: map[string]*prometheus.Desc{}}
+// NewCollector returns the collector for l.
+func NewCollector(l *Progress) *Collector {
+	c := &Collector{live: l, descs: map[string]*prometheus.Desc{}}
 	add := func(name, help string, labels ...string) {
 		c.descs[name] = prometheus.NewDesc(name, help, append([]string{"stage"}, labels...), nil)
 	}
@@ -40,14 +47,14 @@ func NewLiveCollector(l *Live) *LiveCollector {
 }
 
 // Describe sends every descriptor.
-func (c *LiveCollector) Describe(ch chan<- *prometheus.Desc) {
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range c.descs {
 		ch <- d
 	}
 }
 
 // Collect sends the current values of every stage seen so far.
-func (c *LiveCollector) Collect(ch chan<- prometheus.Metric) {
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	snaps := c.live.Snapshots()
 	ch <- prometheus.MustNewConstMetric(c.descs["plload_active_sessions"], prometheus.GaugeValue, float64(c.live.active.Load()))
 	for _, s := range snaps {
@@ -95,4 +102,18 @@ func histogram(name string, descs map[string]*prometheus.Desc, ch chan<- prometh
 	}
 	sum := h.Mean() * float64(h.TotalCount()) / 1e6
 	ch <- prometheus.MustNewConstHistogram(descs[name], uint64(h.TotalCount()), sum, counts, stage)
+}
+
+// Serve listens on addr (host:port) before any traffic, so that a busy port is bad input, and serves
+// l's /metrics until stop is called.
+func Serve(addr string, l *Progress) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("output.prometheus_port: cannot listen on %s: %v (is another run or exporter using it?)", addr, err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(NewCollector(l))
+	srv := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 5 * time.Second}
+	go srv.Serve(ln)
+	return func() { srv.Close() }, nil
 }

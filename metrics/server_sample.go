@@ -1,0 +1,35 @@
+package metrics
+
+import "encoding/json"
+
+// ServerSample is one scrape of the target's own Prometheus endpoint, reduced to what plload reads.
+// Gauges are summed over series (one per model); counters are cumulative, as the server reports them.
+// Package scrape takes the samples, one a line of stage_NN/server_metrics.jsonl; SummarizeServer
+// reduces a stage's to its window.
+type ServerSample struct {
+	TNs           int64          `json:"t_ns"`
+	Engine        string         `json:"engine"` // vllm, sglang, llamacpp, plload-mock or unknown
+	Running       *float64       `json:"running,omitempty"`
+	Waiting       *float64       `json:"waiting,omitempty"`
+	KVUsage       *float64       `json:"kv_usage,omitempty"`       // 0–1
+	CacheHitRate  *float64       `json:"cache_hit_rate,omitempty"` // 0–1, when the server reports a rate
+	PrefixHits    *float64       `json:"prefix_hits,omitempty"`    // cumulative tokens
+	PrefixQueries *float64       `json:"prefix_queries,omitempty"` // cumulative tokens, hits included
+	TTFTBuckets   []ServerBucket `json:"ttft_buckets,omitempty"`   // cumulative, seconds; +Inf left out
+	TTFTCount     float64        `json:"ttft_count,omitempty"`     // all observations (the +Inf bucket)
+}
+
+// ServerBucket is one cumulative histogram bucket.
+type ServerBucket struct {
+	LE    float64 `json:"le"`
+	Count float64 `json:"count"`
+}
+
+// AppendJSON writes the sample as one JSON object.
+func (s *ServerSample) AppendJSON(b []byte) []byte {
+	out, err := json.Marshal(s)
+	if err != nil {
+		return append(b, "{}"...)
+	}
+	return append(b, out...)
+}
