@@ -22,6 +22,7 @@ import (
 	"github.com/plload/plload/engine"
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/report"
+	"github.com/plload/plload/results"
 	"github.com/plload/plload/workload"
 )
 
@@ -65,7 +66,7 @@ type abSide struct {
 	sc     *workload.Scenario
 	w      *workload.Workload
 	dir    string
-	stages []*report.StageReport
+	stages []*results.StageReport
 	// runErr is why its engine run stopped (nil: it ran every stage); summaryErr a stage summary or
 	// the report that could not be written.
 	runErr, summaryErr error
@@ -363,9 +364,9 @@ func writeABSideReport(s *abSide, started time.Time, cmd *cli.Command) {
 	for _, m := range cmd.StringSlice("model") {
 		command += " --model " + m
 	}
-	rep := report.New(s.sc, s.stages, report.Meta{Tool: toolName(), ScenarioFile: absPath(filepath.Join(s.dir, "scenario.resolved.yaml")),
+	rep := results.New(s.sc, s.stages, results.Meta{Tool: toolName(), ScenarioFile: absPath(filepath.Join(s.dir, "scenario.resolved.yaml")),
 		Command: command, Started: started, Finished: time.Now(), Interrupted: errors.Is(s.runErr, engine.ErrInterrupted)})
-	if err := rep.Write(s.dir, s.sc); err != nil {
+	if err := report.Write(s.dir, s.sc, rep); err != nil {
 		s.summaryErr = errors.Join(s.summaryErr, err)
 	}
 }
@@ -389,7 +390,7 @@ func compareABSides(sides []*abSide, seed uint64) (ab.Result, error) {
 	res := ab.Result{Targets: []ab.Target{a.target, b.target}, Metrics: []ab.Metric{}, Requests: []ab.StageCounts{},
 		SameDataset: true, Confidence: 0.95, Resamples: ab.DefaultResamples, IntervalMethod: ab.IntervalMethod, Notes: []string{}}
 	for _, sa := range a.stages {
-		i := slices.IndexFunc(b.stages, func(st *report.StageReport) bool { return st.Stage == sa.Stage })
+		i := slices.IndexFunc(b.stages, func(st *results.StageReport) bool { return st.Stage == sa.Stage })
 		if i < 0 {
 			continue // B did not run it: nothing to compare
 		}
@@ -403,7 +404,7 @@ func compareABSides(sides []*abSide, seed uint64) (ab.Result, error) {
 		if err != nil {
 			return res, err
 		}
-		slo := report.StageInput(a.sc, sa.Stage-1).SLO
+		slo := results.StageInput(a.sc, sa.Stage-1).SLO
 		res.Metrics = append(res.Metrics, ab.Compare(sa.Stage, xa, xb, slo, ab.Options{Resamples: ab.DefaultResamples, Seed: seed + uint64(sa.Stage)})...)
 		res.Requests = append(res.Requests, ab.StageCounts{Stage: sa.Stage, Target: a.target.Name, Counts: xa.Counts, DatasetSHA256: sa.DatasetSHA256},
 			ab.StageCounts{Stage: sb.Stage, Target: b.target.Name, Counts: xb.Counts, DatasetSHA256: sb.DatasetSHA256})
@@ -449,7 +450,7 @@ func abs64(x int64) int64 {
 }
 
 // abSample reads one side's stage records over the stage's window (stage.json's), ending at end.
-func abSample(s *abSide, st *report.StageReport, end int64) (ab.Sample, error) {
+func abSample(s *abSide, st *results.StageReport, end int64) (ab.Sample, error) {
 	path := filepath.Join(s.dir, fmt.Sprintf("stage_%02d", st.Stage), "profile_export.jsonl")
 	f, err := os.Open(path)
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/mock"
 	"github.com/plload/plload/report"
+	"github.com/plload/plload/results"
 	"github.com/plload/plload/search"
 )
 
@@ -390,16 +391,16 @@ func TestSearchExampleRuns(t *testing.T) {
 // throughput, in load order, the answer marked; the headline carries the cost only with a price.
 func TestSearchCurveModel(t *testing.T) {
 	limits := metrics.SLOLimits{TTFTP95Ms: 30, ErrorRateUnset: true, Latency: []metrics.LatencyLimit{{Metric: "ttft", Stat: "p95", LimitMs: 30}}}
-	stage := func(n int, p95, tokS float64) *report.StageReport {
+	stage := func(n int, p95, tokS float64) *results.StageReport {
 		sum := &metrics.StageSummary{TTFT: metrics.Dist{N: 50, P95: p95}}
 		sum.Throughput.OutTokPerSec, sum.Throughput.ReqPerSec = tokS, tokS/20
 		sum.Goodput.ReqPerSec = metrics.Some(tokS / 40)
 		price := 2.0
 		usd := 0.5
 		sum.Cost = metrics.CostResult{USDPer1MOut: &usd, USDPer1KTurns: &price}
-		return &report.StageReport{Stage: n, SLO: limits, Summary: sum, Cost: report.CostInputs{CostInputs: metrics.CostInputs{GPUHourlyUSD: 2.5}}}
+		return &results.StageReport{Stage: n, SLO: limits, Summary: sum, Cost: results.CostInputs{CostInputs: metrics.CostInputs{GPUHourlyUSD: 2.5}}}
 	}
-	stages := []*report.StageReport{stage(1, 11, 400), stage(2, 29, 780), stage(3, 12, 800), stage(4, 140, 1200)}
+	stages := []*results.StageReport{stage(1, 11, 400), stage(2, 29, 780), stage(3, 12, 800), stage(4, 140, 1200)}
 	probes := []report.SearchProbe{{Value: 4, Verdict: "pass", Stage: 1}, {Value: 8, Verdict: "undecided", Stage: 2}, {Value: 8, Verdict: "pass", Stage: 3}, {Value: 16, Verdict: "fail", Stage: 4}}
 	c := report.NewSearchCurve(stages, probes, 3, "sessions")
 	want := report.SearchCurve{XLabel: "TTFT p95 (ms)", LimitMs: 30, Unit: "sessions", Points: []report.SearchPoint{

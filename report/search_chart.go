@@ -16,6 +16,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/results"
 )
 
 // SearchProbe is one probe of a capacity search (plload search) as the report shows it: its load, its
@@ -49,7 +50,7 @@ type SearchCurve struct {
 
 // NewSearchCurve places each probed load's last stage on the curve, sorted by load. The x axis is
 // the SLO's first latency limit (TTFT p95 when it sets none); chosen is the stage of the answer.
-func NewSearchCurve(stages []*StageReport, probes []SearchProbe, chosen int, unit string) SearchCurve {
+func NewSearchCurve(stages []*results.StageReport, probes []SearchProbe, chosen int, unit string) SearchCurve {
 	c := SearchCurve{XLabel: "TTFT p95 (ms)", Unit: unit}
 	metric, stat := metrics.SLOMetricTTFT, metrics.SLOStatP95
 	if len(stages) > 0 {
@@ -58,7 +59,7 @@ func NewSearchCurve(stages []*StageReport, probes []SearchProbe, chosen int, uni
 			c.XLabel = fmt.Sprintf("%s %s (ms)", strings.ToUpper(metric), stat)
 		}
 	}
-	byStage := map[int]*StageReport{}
+	byStage := map[int]*results.StageReport{}
 	for _, st := range stages {
 		byStage[st.Stage] = st
 	}
@@ -178,14 +179,14 @@ func (c SearchCurve) Render(format string) ([]byte, error) {
 // tok/s; $0.62 per 1M out, $0.0197 per 1K turns", from the chosen stage's own numbers and cost (cost
 // only when the scenario gives a price). sessions is the knob's value for a closed loop, the mean of
 // sessions open for an open one.
-func SearchHeadline(chosen *StageReport, sessions float64) string {
+func SearchHeadline(chosen *results.StageReport, sessions float64) string {
 	if chosen == nil {
 		return "capacity at SLO: none — no probe met the SLO"
 	}
 	s := chosen.Summary
 	line := fmt.Sprintf("capacity at SLO: %s sessions / %.1f req/s / %.0f out tok/s", trimNumber(sessions), s.Throughput.ReqPerSec, s.Throughput.OutTokPerSec)
 	if !chosen.Cost.Unpriced {
-		line += fmt.Sprintf("; %s per 1M out, %s per 1K turns", money(s.Cost.USDPer1MOut, 3), money(s.Cost.USDPer1KTurns, 4))
+		line += fmt.Sprintf("; %s per 1M out, %s per 1K turns", results.Money(s.Cost.USDPer1MOut, 3), results.Money(s.Cost.USDPer1KTurns, 4))
 	}
 	return line
 }
