@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -379,15 +378,6 @@ func clientStrain(r engine.StageResult, slo search.SLO) (full, late string, late
 	return full, strings.Join(w, "; "), lateMs
 }
 
-// searchFile is search.json (docs/measurement.md).
-type searchFile struct {
-	Knob      string            `json:"knob"`
-	SLO       metrics.SLOLimits `json:"slo"`
-	Best      *float64          `json:"best"`
-	Undecided *[2]float64       `json:"undecided"`
-	Probes    []search.Probe    `json:"probes"`
-}
-
 // finish writes the results of a search however it ended — search.json, the report with the
 // capacity curve, scenario.resolved.yaml with the probes as stages — prints the answer, and decides
 // the exit code.
@@ -428,15 +418,11 @@ func (p *searchPlan) writeResults(pr *prober, sc *workload.Scenario, res search.
 	if err == nil {
 		err = metrics.WriteFileAtomic(filepath.Join(dir, "scenario.resolved.yaml"), resolved)
 	}
-	probes := res.Probes
-	if probes == nil {
-		probes = []search.Probe{} // [] in JSON, never null
+	shown := make([]results.SearchProbe, len(res.Probes))
+	for i, pb := range res.Probes {
+		shown[i] = results.SearchProbe{Value: pb.Value, Verdict: string(pb.Verdict), Reason: pb.Reason, Stage: pb.Stage}
 	}
-	data, jerr := json.MarshalIndent(searchFile{Knob: p.knob, SLO: p.limits, Best: res.Best, Undecided: res.Undecided, Probes: probes}, "", "  ")
-	if jerr == nil {
-		jerr = metrics.WriteFileAtomic(filepath.Join(dir, "search.json"), append(data, '\n'))
-	}
-	err = errors.Join(err, jerr)
+	err = errors.Join(err, results.Search{Knob: p.knob, SLO: p.limits, Best: res.Best, Undecided: res.Undecided, Probes: shown}.Write(dir))
 	if len(pr.stages) == 0 {
 		return err
 	}
@@ -444,10 +430,6 @@ func (p *searchPlan) writeResults(pr *prober, sc *workload.Scenario, res search.
 		Command: "plload search " + absPath(p.sc.File) + p.args + " --out " + absPath(p.base), Started: started, Finished: time.Now(), Interrupted: interrupted})
 	if werr := report.Write(dir, sc, rep); werr != nil {
 		return errors.Join(err, werr)
-	}
-	shown := make([]report.SearchProbe, len(res.Probes))
-	for i, pb := range res.Probes {
-		shown[i] = report.SearchProbe{Value: pb.Value, Verdict: string(pb.Verdict), Reason: pb.Reason, Stage: pb.Stage}
 	}
 	unit := strings.TrimPrefix(p.valueText(1), "1 ")
 	curve := report.NewSearchCurve(pr.stages, shown, chosenStage, unit)

@@ -19,15 +19,6 @@ import (
 	"github.com/plload/plload/results"
 )
 
-// SearchProbe is one probe of a capacity search (plload search) as the report shows it: its load, its
-// verdict (pass, fail, undecided, invalid), why, and the stage that holds it (0: none ran).
-type SearchProbe struct {
-	Value   float64
-	Verdict string
-	Reason  string
-	Stage   int
-}
-
 // SearchPoint is one stage on the capacity curve: x is the SLO statistic (ms), y its output tok/s
 // and goodput; the last run of each load is the point (a load's repeats pool into its verdict).
 type SearchPoint struct {
@@ -50,7 +41,7 @@ type SearchCurve struct {
 
 // NewSearchCurve places each probed load's last stage on the curve, sorted by load. The x axis is
 // the SLO's first latency limit (TTFT p95 when it sets none); chosen is the stage of the answer.
-func NewSearchCurve(stages []*results.StageReport, probes []SearchProbe, chosen int, unit string) SearchCurve {
+func NewSearchCurve(stages []*results.StageReport, probes []results.SearchProbe, chosen int, unit string) SearchCurve {
 	c := SearchCurve{XLabel: "TTFT p95 (ms)", Unit: unit}
 	metric, stat := metrics.SLOMetricTTFT, metrics.SLOStatP95
 	if len(stages) > 0 {
@@ -63,7 +54,7 @@ func NewSearchCurve(stages []*results.StageReport, probes []SearchProbe, chosen 
 	for _, st := range stages {
 		byStage[st.Stage] = st
 	}
-	last := map[float64]SearchProbe{}
+	last := map[float64]results.SearchProbe{}
 	for _, p := range probes {
 		if byStage[p.Stage] != nil {
 			last[p.Value] = p
@@ -201,7 +192,7 @@ func trimNumber(v float64) string {
 // WriteSearchReport writes charts/search_curve.svg and .png and puts the search on top of the run's
 // report.md and report.html (written before by Report.Write): the headline lines, the chart and
 // the probes, so the page a user opens first answers the question.
-func WriteSearchReport(dir string, curve SearchCurve, lines []string, probes []SearchProbe, unit string) error {
+func WriteSearchReport(dir string, curve SearchCurve, lines []string, probes []results.SearchProbe, unit string) error {
 	if err := os.MkdirAll(filepath.Join(dir, "charts"), 0o755); err != nil {
 		return err
 	}
