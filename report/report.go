@@ -25,6 +25,8 @@ func Write(dir string, sc *workload.Scenario, r *results.Report) error {
 	return Render(dir, sc, r)
 }
 
+var _ results.Renderer = Render
+
 // Render writes report.md, the charts and report.html of a run into dir (a results.Renderer); the
 // report.json beside them is results.Report.Write's.
 func Render(dir string, sc *workload.Scenario, r *results.Report) error {
@@ -213,6 +215,7 @@ func personasText(sc *workload.Scenario) string {
 
 func distText(d workload.Dist) string { return d.String() }
 
+// sloMethodLine lists every limit the scenario sets, in the order the stages are judged by them, or
 // says that none is set (then every verdict is N/A, never PASS).
 func sloMethodLine(slo workload.SLO) string {
 	text := results.SLOText(slo)
