@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/results"
 )
 
 // Verdicts of B relative to A.
@@ -16,20 +17,6 @@ const (
 	Same    = "same" // no significant difference: the interval holds 0
 	Unknown = "n/a"  // a side has no value (no successful request with it, no char counts)
 )
-
-// Metric is one row of ab.json: Diff = B − A, CI its interval (the stage's rows hold together at
-// 95 %: FamilyWidening), Verdict B's relative to A.
-type Metric struct {
-	Name    string               `json:"name"`
-	A       metrics.Opt[float64] `json:"a"`
-	B       metrics.Opt[float64] `json:"b"`
-	Diff    metrics.Opt[float64] `json:"diff"`
-	CI      *[2]float64          `json:"ci"` // null when a side has no value
-	Verdict string               `json:"verdict"`
-	// BetterWhen is "lower" (latencies, error rate) or "higher" (throughputs).
-	BetterWhen string `json:"better_when"`
-	Stage      int    `json:"stage"`
-}
 
 // Options are the bootstrap's: Resamples per interval and the Seed that makes them reproducible.
 type Options struct {
@@ -147,7 +134,7 @@ func sliceRates(s Sample, field func(Completion) float64) [rateSlices]float64 {
 
 // Compare compares one stage's samples of A and B: the base metrics, then one per SLO limit not
 // among them (its CheckName, e.g. ttft_p99_ms, itl_p95_ms) and error_rate when the SLO sets it.
-func Compare(stage int, a, b Sample, slo metrics.SLOLimits, o Options) []Metric {
+func Compare(stage int, a, b Sample, slo metrics.SLOLimits, o Options) []results.ABMetric {
 	if o.Resamples <= 0 {
 		o.Resamples = DefaultResamples
 	}
@@ -175,7 +162,7 @@ func Compare(stage int, a, b Sample, slo metrics.SLOLimits, o Options) []Metric 
 		}
 	}
 	widen := FamilyWidening(known)
-	out := make([]Metric, 0, len(defs))
+	out := make([]results.ABMetric, 0, len(defs))
 	for i, d := range defs {
 		v := values[i]
 		p := v.vb - v.va
@@ -229,8 +216,8 @@ func limitMetric(lim metrics.LatencyLimit) metricDef {
 }
 
 // row makes the ab.json row; a NaN anywhere (a side without a value) is n/a, not a guess.
-func row(stage int, d metricDef, va, vb, lo, hi float64) Metric {
-	m := Metric{Name: d.name, Stage: stage, Verdict: Unknown, BetterWhen: "higher"}
+func row(stage int, d metricDef, va, vb, lo, hi float64) results.ABMetric {
+	m := results.ABMetric{Name: d.name, Stage: stage, Verdict: Unknown, BetterWhen: "higher"}
 	if d.lowerBetter {
 		m.BetterWhen = "lower"
 	}

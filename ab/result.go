@@ -4,42 +4,13 @@ import (
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/plload/plload/results"
 )
-
-// Target is one side of the comparison.
-type Target struct {
-	Name  string `json:"name"`
-	URL   string `json:"url"`
-	Model string `json:"model"`
-	Dir   string `json:"dir"` // its results directory, relative to ab.json's
-}
-
-// StageCounts are one target's in-window requests of one stage, and the dataset it was sent.
-type StageCounts struct {
-	Stage  int    `json:"stage"`
-	Target string `json:"target"`
-	Counts
-	DatasetSHA256 string `json:"dataset_sha256"`
-}
 
 // IntervalMethod is how ab's intervals are made, in words, for ab.json and ab.md.
 const IntervalMethod = "latencies and the error rate: bootstrap over requests; throughputs: paired batch means over 10 slices of the window; " +
 	"each widened for the number of rows of its stage (Bonferroni)"
-
-// Result is ab.json (docs/measurement.md): targets (the first is A), metrics (B − A, its interval, B's
-// verdict), and beside them the request counts with 429s apart, and notes a reader must see.
-type Result struct {
-	Targets  []Target      `json:"targets"`
-	Metrics  []Metric      `json:"metrics"`
-	Requests []StageCounts `json:"requests"`
-	// SameDataset: every stage sent both targets the same dataset (its sha256).
-	SameDataset bool `json:"same_dataset"`
-	// Confidence is the level at which each stage's intervals hold together (IntervalMethod says how).
-	Confidence     float64  `json:"confidence"`
-	Resamples      int      `json:"resamples"`
-	IntervalMethod string   `json:"interval_method"`
-	Notes          []string `json:"notes"`
-}
 
 // minDecidable is the fewest successful requests per side below which the intervals are rough (the
 // bootstrap's percentiles of a few dozen values jump between neighbours).
@@ -47,11 +18,11 @@ const minDecidable = 30
 
 // StageNotes says what a reader of one stage's comparison must know: 429s (refused work is not
 // slowness), requests that failed, too few requests for the intervals to mean much.
-func StageNotes(stage int, a, b Target, ca, cb Counts) []string {
+func StageNotes(stage int, a, b results.ABTarget, ca, cb results.ABCounts) []string {
 	var out []string
 	for _, side := range []struct {
-		t Target
-		c Counts
+		t results.ABTarget
+		c results.ABCounts
 	}{{a, ca}, {b, cb}} {
 		t, c := side.t, side.c
 		if c.RateLimited > 0 {
@@ -71,7 +42,7 @@ func StageNotes(stage int, a, b Target, ca, cb Counts) []string {
 }
 
 // Markdown is the side-by-side table of ab.md, which plload ab also prints.
-func (r Result) Markdown() string {
+func Markdown(r results.AB) string {
 	if len(r.Targets) != 2 {
 		return "no comparison: it needs two targets\n"
 	}
@@ -84,7 +55,7 @@ func (r Result) Markdown() string {
 	if !r.SameDataset {
 		sb.WriteString("\n**The two targets were not sent the same dataset** (dataset_sha256 differs): this is not a fair comparison.\n")
 	}
-	for _, stage := range r.stages() {
+	for _, stage := range stagesOf(r) {
 		fmt.Fprintf(&sb, "\n## Stage %02d\n\n| metric | %s | %s | B − A | %.0f %% interval | verdict |\n| --- | ---: | ---: | ---: | --- | --- |\n",
 			stage, a.Name, b.Name, 100*r.Confidence)
 		for _, m := range r.Metrics {
@@ -94,7 +65,7 @@ func (r Result) Markdown() string {
 			}
 		}
 		fmt.Fprintf(&sb, "\n| requests in window | %s | %s |\n| --- | ---: | ---: |\n", a.Name, b.Name)
-		ca, cb := r.counts(stage, a.Name), r.counts(stage, b.Name)
+		ca, cb := countsOf(r, stage, a.Name), countsOf(r, stage, b.Name)
 		for _, line := range []struct {
 			name   string
 			va, vb int
@@ -114,7 +85,7 @@ func (r Result) Markdown() string {
 }
 
 // stages lists the stage numbers of the metrics, in order.
-func (r Result) stages() []int {
+func stagesOf(r results.AB) []int {
 	var out []int
 	for _, m := range r.Metrics {
 		if len(out) == 0 || out[len(out)-1] != m.Stage {
@@ -124,13 +95,13 @@ func (r Result) stages() []int {
 	return out
 }
 
-func (r Result) counts(stage int, target string) Counts {
+func countsOf(r results.AB, stage int, target string) results.ABCounts {
 	for _, c := range r.Requests {
 		if c.Stage == stage && c.Target == target {
-			return c.Counts
+			return c.ABCounts
 		}
 	}
-	return Counts{}
+	return results.ABCounts{}
 }
 
 func verdictText(v, b string) string {

@@ -4,17 +4,10 @@
 // command's job.
 package ab
 
-import "github.com/plload/plload/metrics"
-
-// Counts are one target's requests that started in a stage's window, by outcome. RateLimited (HTTP
-// 429) is a part of Errors, counted apart because a rate-limited API is refusing work, not slow.
-type Counts struct {
-	InWindow    int `json:"in_window"`
-	Succeeded   int `json:"succeeded"`
-	Errors      int `json:"errors"` // cancelled requests not included
-	RateLimited int `json:"rate_limited"`
-	Cancelled   int `json:"cancelled"`
-}
+import (
+	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/results"
+)
 
 // Completion is a successful request that ended in the window: when, and what it streamed back.
 type Completion struct {
@@ -43,7 +36,7 @@ type Sample struct {
 	Completed []Completion
 	// CharsKnown is false when a counted request had no output_char_count (AIPerf's records).
 	CharsKnown bool
-	Counts     Counts
+	Counts     results.ABCounts
 }
 
 // Collector builds a Sample one record at a time, in any order.

@@ -16,6 +16,7 @@ import (
 	"github.com/plload/plload/ab"
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/mock"
+	"github.com/plload/plload/results"
 )
 
 // abMock is the real mock on loopback serving model "m": TTFT ttft with ±20 % jitter drawn from seed;
@@ -73,26 +74,26 @@ func abRun(t *testing.T, args ...string) (code int, stdout, stderr, dir string) 
 	return code, stdout, stderr, dir
 }
 
-func readAB(t *testing.T, dir string) ab.Result {
+func readAB(t *testing.T, dir string) results.AB {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, "ab.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res ab.Result
+	var res results.AB
 	if err := json.Unmarshal(data, &res); err != nil {
 		t.Fatalf("ab.json: %v", err)
 	}
 	return res
 }
 
-func abMetric(res ab.Result, stage int, name string) ab.Metric {
+func abMetric(res results.AB, stage int, name string) results.ABMetric {
 	for _, m := range res.Metrics {
 		if m.Stage == stage && m.Name == name {
 			return m
 		}
 	}
-	return ab.Metric{Name: name + " (missing)"}
+	return results.ABMetric{Name: name + " (missing)"}
 }
 
 // TestABBadInputSendsNothing: a --target or --model that is not what is accepted exits 2, names the
@@ -301,10 +302,10 @@ func TestABCountsRateLimitsApart(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
 	res := readAB(t, dir)
-	var cb ab.Counts
+	var cb results.ABCounts
 	for _, c := range res.Requests {
 		if c.Target == "B" {
-			cb = c.Counts
+			cb = c.ABCounts
 		}
 	}
 	if cb.RateLimited == 0 || cb.RateLimited != cb.Errors || cb.Succeeded+cb.Errors+cb.Cancelled != cb.InWindow {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/plload/plload/report"
+	"github.com/plload/plload/gate"
 	"github.com/plload/plload/workload"
 )
 
@@ -208,7 +208,7 @@ func humanBytes(n int) string {
 // checkGateRules refuses a scenario whose gate: list has a rule plload cannot read.
 func checkGateRules(sc *workload.Scenario) error {
 	for i, rule := range sc.Gate {
-		if _, err := report.ParseRule(rule); err != nil {
+		if _, err := gate.ParseRule(rule); err != nil {
 			return badInput("%s: gate[%d]: %v", sc.File, i, err)
 		}
 	}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +21,7 @@ import (
 	"github.com/plload/plload/engine"
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/report"
+	"github.com/plload/plload/results"
 	"github.com/plload/plload/workload"
 )
 
@@ -61,11 +61,11 @@ func abCommand() *cli.Command {
 // abSide is one target's run: its scenario (the file's, with this target's URL and model), its
 // workload (built from the same seed as the other's), its results.
 type abSide struct {
-	target ab.Target
+	target results.ABTarget
 	sc     *workload.Scenario
 	w      *workload.Workload
 	dir    string
-	stages []*report.StageReport
+	stages []*results.StageReport
 	// runErr is why its engine run stopped (nil: it ran every stage); summaryErr a stage summary or
 	// the report that could not be written.
 	runErr, summaryErr error
@@ -112,7 +112,7 @@ func abAction(ctx context.Context, cmd *cli.Command) error {
 	if err := writeABResult(dir, res); err != nil {
 		return &exitError{code: exitFailed, err: fmt.Errorf("writing the comparison: %w", err)}
 	}
-	fmt.Fprintf(stdout, "\n%s\ncomparison: %s\n", res.Markdown(), filepath.Join(dir, "ab.md"))
+	fmt.Fprintf(stdout, "\n%s\ncomparison: %s\n", ab.Markdown(res), filepath.Join(dir, "ab.md"))
 	return abOutcome(ctx, sides, dir)
 }
 
@@ -195,7 +195,7 @@ func prepareABSides(ctx context.Context, sc *workload.Scenario, targets []abTarg
 		if err != nil {
 			return nil, badInput("building the workload: %v", err)
 		}
-		sides = append(sides, &abSide{target: ab.Target{Name: t.name, URL: t.url, Model: s.Target.Model, Dir: t.name}, sc: &s, w: w})
+		sides = append(sides, &abSide{target: results.ABTarget{Name: t.name, URL: t.url, Model: s.Target.Model, Dir: t.name}, sc: &s, w: w})
 	}
 	if !preflight {
 		return sides, nil
@@ -363,9 +363,9 @@ func writeABSideReport(s *abSide, started time.Time, cmd *cli.Command) {
 	for _, m := range cmd.StringSlice("model") {
 		command += " --model " + m
 	}
-	rep := report.New(s.sc, s.stages, report.Meta{Tool: toolName(), ScenarioFile: absPath(filepath.Join(s.dir, "scenario.resolved.yaml")),
+	rep := results.New(s.sc, s.stages, results.Meta{Tool: toolName(), ScenarioFile: absPath(filepath.Join(s.dir, "scenario.resolved.yaml")),
 		Command: command, Started: started, Finished: time.Now(), Interrupted: errors.Is(s.runErr, engine.ErrInterrupted)})
-	if err := rep.Write(s.dir, s.sc); err != nil {
+	if err := report.Write(s.dir, s.sc, rep); err != nil {
 		s.summaryErr = errors.Join(s.summaryErr, err)
 	}
 }
@@ -384,12 +384,12 @@ func removeABRecords(sides []*abSide) {
 }
 
 // compareABSides compares every stage both sides finished, from their records.
-func compareABSides(sides []*abSide, seed uint64) (ab.Result, error) {
+func compareABSides(sides []*abSide, seed uint64) (results.AB, error) {
 	a, b := sides[0], sides[1]
-	res := ab.Result{Targets: []ab.Target{a.target, b.target}, Metrics: []ab.Metric{}, Requests: []ab.StageCounts{},
+	res := results.AB{Targets: []results.ABTarget{a.target, b.target}, Metrics: []results.ABMetric{}, Requests: []results.ABStageCounts{},
 		SameDataset: true, Confidence: 0.95, Resamples: ab.DefaultResamples, IntervalMethod: ab.IntervalMethod, Notes: []string{}}
 	for _, sa := range a.stages {
-		i := slices.IndexFunc(b.stages, func(st *report.StageReport) bool { return st.Stage == sa.Stage })
+		i := slices.IndexFunc(b.stages, func(st *results.StageReport) bool { return st.Stage == sa.Stage })
 		if i < 0 {
 			continue // B did not run it: nothing to compare
 		}
@@ -403,10 +403,10 @@ func compareABSides(sides []*abSide, seed uint64) (ab.Result, error) {
 		if err != nil {
 			return res, err
 		}
-		slo := report.StageInput(a.sc, sa.Stage-1).SLO
+		slo := results.StageInput(a.sc, sa.Stage-1).SLO
 		res.Metrics = append(res.Metrics, ab.Compare(sa.Stage, xa, xb, slo, ab.Options{Resamples: ab.DefaultResamples, Seed: seed + uint64(sa.Stage)})...)
-		res.Requests = append(res.Requests, ab.StageCounts{Stage: sa.Stage, Target: a.target.Name, Counts: xa.Counts, DatasetSHA256: sa.DatasetSHA256},
-			ab.StageCounts{Stage: sb.Stage, Target: b.target.Name, Counts: xb.Counts, DatasetSHA256: sb.DatasetSHA256})
+		res.Requests = append(res.Requests, results.ABStageCounts{Stage: sa.Stage, Target: a.target.Name, ABCounts: xa.Counts, DatasetSHA256: sa.DatasetSHA256},
+			results.ABStageCounts{Stage: sb.Stage, Target: b.target.Name, ABCounts: xb.Counts, DatasetSHA256: sb.DatasetSHA256})
 		if sa.DatasetSHA256 != sb.DatasetSHA256 {
 			res.SameDataset = false
 		}
@@ -449,7 +449,7 @@ func abs64(x int64) int64 {
 }
 
 // abSample reads one side's stage records over the stage's window (stage.json's), ending at end.
-func abSample(s *abSide, st *report.StageReport, end int64) (ab.Sample, error) {
+func abSample(s *abSide, st *results.StageReport, end int64) (ab.Sample, error) {
 	path := filepath.Join(s.dir, fmt.Sprintf("stage_%02d", st.Stage), "profile_export.jsonl")
 	f, err := os.Open(path)
 	if err != nil {
@@ -463,15 +463,11 @@ func abSample(s *abSide, st *report.StageReport, end int64) (ab.Sample, error) {
 	return c.Sample(), nil
 }
 
-func writeABResult(dir string, res ab.Result) error {
-	data, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
+func writeABResult(dir string, res results.AB) error {
+	if err := res.Write(dir); err != nil {
 		return err
 	}
-	if err := metrics.WriteFileAtomic(filepath.Join(dir, "ab.json"), append(data, '\n')); err != nil {
-		return err
-	}
-	return metrics.WriteFileAtomic(filepath.Join(dir, "ab.md"), []byte(res.Markdown()))
+	return metrics.WriteFileAtomic(filepath.Join(dir, "ab.md"), []byte(ab.Markdown(res)))
 }
 
 // abOutcome: 130 when interrupted, 1 when a side failed (a stage stopped or without a success, a

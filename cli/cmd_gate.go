@@ -9,8 +9,10 @@ import (
 
 	"github.com/urfave/cli/v3"
 
+	"github.com/plload/plload/gate"
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/report"
+	"github.com/plload/plload/results"
 	"github.com/plload/plload/workload"
 )
 
@@ -62,16 +64,16 @@ func gateCommand() *cli.Command {
 			&cli.StringFlag{Name: "baseline", Usage: "a results directory to compare with"},
 		}, gateFlags()...),
 		Action: func(_ context.Context, cmd *cli.Command) error {
-			return gate(cmd, cmd.String("candidate"), cmd.String("baseline"), nil)
+			return runGate(cmd, cmd.String("candidate"), cmd.String("baseline"), nil)
 		},
 	}
 }
 
-// gate evaluates a run; scenarioRules come from the scenario that just ran (nil: read the candidate's
+// runGate evaluates a run; scenarioRules come from the scenario that just ran (nil: read the candidate's
 // scenario.resolved.yaml).
-func gate(cmd *cli.Command, candDir, baseDir string, scenarioRules []string) error {
+func runGate(cmd *cli.Command, candDir, baseDir string, scenarioRules []string) error {
 	out := cmd.Root().Writer
-	cand, err := report.ReadRun(candDir)
+	cand, err := results.ReadRun(candDir)
 	if err != nil {
 		return badInput("gate --candidate: %v", err)
 	}
@@ -85,22 +87,22 @@ func gate(cmd *cli.Command, candDir, baseDir string, scenarioRules []string) err
 		}
 	}
 	texts = append(texts, scenarioRules...)
-	var rules []report.Rule
+	var rules []gate.Rule
 	for _, t := range texts {
-		r, err := report.ParseRule(t)
+		r, err := gate.ParseRule(t)
 		if err != nil {
 			return badInput("gate: %v", err)
 		}
 		rules = append(rules, r)
 	}
-	tol, err := report.ParseTolerances(cmd.String("max-regression"))
+	tol, err := gate.ParseTolerances(cmd.String("max-regression"))
 	if err != nil {
 		return badInput("gate: %v", err)
 	}
-	checks := report.Evaluate(rules, cand)
+	checks := gate.Evaluate(rules, cand)
 	baseAbs := ""
 	if baseDir != "" {
-		base, err := report.ReadRun(baseDir)
+		base, err := results.ReadRun(baseDir)
 		if err != nil {
 			return badInput("gate --baseline: %v", err)
 		}
@@ -110,30 +112,30 @@ func gate(cmd *cli.Command, candDir, baseDir string, scenarioRules []string) err
 			return badInput("gate: the runs did not measure the same workload (%s); compare them anyway with --allow-different-workload", strings.Join(diffs, "; "))
 		}
 		dirs := map[string]string{"baseline": baseDir, "candidate": candDir}
-		checks = append(checks, report.Regressions(base, cand, tol, func(run string, st *report.StageReport) (*metrics.StageSeries, error) {
+		checks = append(checks, gate.Regressions(base, cand, tol, func(run string, st *results.StageReport) (*metrics.StageSeries, error) {
 			return seriesOf(dirs[run], st)
 		})...)
 	}
 	if len(checks) == 0 {
 		return badInput("gate: nothing to check: give --check rules, a gate: list in the scenario, or --baseline")
 	}
-	g := report.NewGateResult(absPath(candDir), baseAbs, checks, cmd.Bool("allow-undecided"))
-	report.PrintGate(out, g)
-	if err := report.WriteGateJSON(candDir, g); err != nil {
+	g := gate.NewGateResult(absPath(candDir), baseAbs, checks, cmd.Bool("allow-undecided"))
+	gate.PrintGate(out, g)
+	if err := gate.WriteGateJSON(candDir, g); err != nil {
 		return fmt.Errorf("gate.json: %w", err)
 	}
 	if f := cmd.String("junit"); f != "" {
-		if err := report.WriteJUnit(f, g); err != nil {
+		if err := gate.WriteJUnit(f, g); err != nil {
 			return badInput("gate --junit: %v", err)
 		}
 	}
 	if os.Getenv("GITHUB_ACTIONS") == "true" {
-		if err := report.GitHub(out, os.Getenv("GITHUB_STEP_SUMMARY"), g); err != nil {
+		if err := gate.GitHub(out, os.Getenv("GITHUB_STEP_SUMMARY"), g); err != nil {
 			fmt.Fprintf(cmd.Root().ErrWriter, "warning: GitHub summary: %v\n", err)
 		}
 	}
 	switch {
-	case g.Verdict == report.VerdictFail:
+	case g.Verdict == gate.VerdictFail:
 		return &exitError{code: exitFailed, err: fmt.Errorf("gate failed: see the FAIL lines above (gate.json in %s)", absPath(candDir))}
 	case !g.Passed:
 		return &exitError{code: exitUndecided, err: fmt.Errorf("gate undecided: see the INCONCLUSIVE and warning lines above for why "+
@@ -143,7 +145,7 @@ func gate(cmd *cli.Command, candDir, baseDir string, scenarioRules []string) err
 }
 
 // seriesOf reads a stage's records into samples, or says why it cannot.
-func seriesOf(dir string, st *report.StageReport) (*metrics.StageSeries, error) {
+func seriesOf(dir string, st *results.StageReport) (*metrics.StageSeries, error) {
 	path := filepath.Join(dir, fmt.Sprintf("stage_%02d", st.Stage), "profile_export.jsonl")
 	f, err := os.Open(path)
 	if err != nil {

@@ -49,7 +49,7 @@ func mergeCommand() *cli.Command {
 				command += " --allow-partial"
 			}
 			res, err := cluster.Merge(cluster.MergeOptions{Dirs: dirs, Out: out, AllowPartial: cmd.Bool("allow-partial"),
-				Tool: toolName(), Command: command})
+				Tool: toolName(), Command: command, Render: report.Render})
 			var bad *cluster.MergeInputError
 			switch {
 			case errors.As(err, &bad):

@@ -12,6 +12,7 @@ import (
 
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/report"
+	"github.com/plload/plload/results"
 	"github.com/plload/plload/workload"
 )
 
@@ -201,7 +202,7 @@ func reportRecords(cmd *cli.Command, path string) error {
 		if i < 0 || i >= len(sc.Load.Stages) {
 			return badInput("report --stage %d: the scenario has stages 1–%d", i+1, len(sc.Load.Stages))
 		}
-		in = report.StageInput(sc, i)
+		in = results.StageInput(sc, i)
 		// Every open-loop mode measures its window from the schedule's origin, as arrival_rate does.
 		arrival = sc.Load.IsOpenLoop()
 	}
@@ -222,15 +223,15 @@ func reportRecords(cmd *cli.Command, path string) error {
 		return nil
 	}
 	sum := rs.StageSummary
-	st := &report.StageReport{SchemaVersion: report.SchemaVersion, Tool: toolName(), Run: filepath.Base(path), Stage: 1, Stages: 1,
+	st := &results.StageReport{SchemaVersion: results.SchemaVersion, Tool: toolName(), Run: filepath.Base(path), Stage: 1, Stages: 1,
 		Mode: map[bool]string{true: workload.ModeArrivalRate, false: workload.ModeConcurrency}[arrival], SLO: in.SLO,
-		Cost: report.CostInputs{CostInputs: in.Cost}, Summary: sum}
+		Cost: results.CostInputs{CostInputs: in.Cost}, Summary: sum}
 	if sc != nil { // the stage's load as the scenario says it: mode, rate, arrival, name
-		st = report.NewStageReport(toolName(), sc, i, "", sum, report.EngineCounts{})
+		st = results.NewStageReport(toolName(), sc, i, "", sum, results.EngineCounts{})
 		st.Run = filepath.Base(path)
 	}
 	fmt.Fprintf(out, "records: %s (%s)\n\n", path, layoutName(rs.Layout))
-	fmt.Fprintf(out, "%s\n\n%s", report.HeadlineLine([]*report.StageReport{st}), report.StageTable([]*report.StageReport{st}))
+	fmt.Fprintf(out, "%s\n\n%s", results.HeadlineLine([]*results.StageReport{st}), report.StageTable([]*results.StageReport{st}))
 	if len(sum.Warnings) > 0 {
 		fmt.Fprintln(out)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plload/plload/mock"
-	"github.com/plload/plload/report"
+	"github.com/plload/plload/results"
 	"github.com/plload/plload/workload"
 )
 
@@ -48,12 +48,12 @@ func onlyRun(t *testing.T, out string) string {
 	return dirs[0]
 }
 
-func readStages(t *testing.T, dir string) []*report.StageReport {
+func readStages(t *testing.T, dir string) []*results.StageReport {
 	t.Helper()
 	paths, _ := filepath.Glob(filepath.Join(dir, "stage_*", "stage.json"))
-	var out []*report.StageReport
+	var out []*results.StageReport
 	for _, p := range paths {
-		st, err := report.ReadStage(p)
+		st, err := results.ReadStage(p)
 		if err != nil {
 			t.Fatal(err)
 		}

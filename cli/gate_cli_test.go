@@ -12,7 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plload/plload/report"
+	"github.com/plload/plload/gate"
+	"github.com/plload/plload/results"
 )
 
 // TestGateKeepsTheScenarioRulesFromAnotherDirectory: a run whose scenario names its persona file
@@ -89,7 +90,7 @@ gate: ["ttft_p95 < 1ms"]
 
 func datasetSHA(t *testing.T, runDir string) string {
 	t.Helper()
-	stages, err := report.ReadRun(runDir)
+	stages, err := results.ReadRun(runDir)
 	if err != nil || len(stages) == 0 {
 		t.Fatalf("%s: %v", runDir, err)
 	}
@@ -112,9 +113,9 @@ func TestGateUndecidedExitsThree(t *testing.T) {
 	if code != exitUndecided || !strings.Contains(out, "gate UNDECIDED (4 checks, none decided)") || !strings.Contains(out, warning) || !strings.Contains(errOut, "--allow-undecided") {
 		t.Fatalf("nothing decided: exit %d, want %d with %q\n%s%s", code, exitUndecided, warning, out, errOut)
 	}
-	var g report.GateResult
+	var g gate.GateResult
 	data, _ := os.ReadFile(filepath.Join(cand, "gate.json"))
-	if err := json.Unmarshal(data, &g); err != nil || g.Verdict != report.VerdictUndecided || g.Passed {
+	if err := json.Unmarshal(data, &g); err != nil || g.Verdict != gate.VerdictUndecided || g.Passed {
 		t.Fatalf("gate.json: %v %s", err, data)
 	}
 	code, out, _ = plload(t, append(args, "--allow-undecided")...)
@@ -263,7 +264,7 @@ func raceBuild() bool {
 // strained says why a run's client was strained ("" when it was not).
 func strained(t *testing.T, runDir string) string {
 	t.Helper()
-	stages, err := report.ReadRun(runDir)
+	stages, err := results.ReadRun(runDir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/mock"
 	"github.com/plload/plload/report"
+	"github.com/plload/plload/results"
 	"github.com/plload/plload/search"
 )
 
@@ -78,7 +79,7 @@ slo: {ttft: {p95: %dms}}
 }
 
 // readSearch reads the one results directory under out and its search.json, keys checked.
-func readSearch(t *testing.T, out string) (string, searchFile) {
+func readSearch(t *testing.T, out string) (string, results.Search) {
 	t.Helper()
 	dirs, _ := filepath.Glob(filepath.Join(out, "knee-*"))
 	if len(dirs) != 1 {
@@ -98,7 +99,7 @@ func readSearch(t *testing.T, out string) (string, searchFile) {
 	if diff := cmp.Diff([]string{"best", "knob", "probes", "slo", "undecided"}, got); diff != "" {
 		t.Errorf("search.json keys (-want +got):\n%s", diff)
 	}
-	var sf searchFile
+	var sf results.Search
 	if err := json.Unmarshal(data, &sf); err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +125,7 @@ func TestSearchFindsTheKnee(t *testing.T) {
 	resolution := math.Max(1, 0.05*kneeSlots)
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		var dir, stdout string
-		var sf searchFile
+		var sf results.Search
 		for try := 1; ; try++ {
 			_, url := kneeMock(t, seed)
 			out := t.TempDir()
@@ -162,7 +163,7 @@ func TestSearchFindsTheKnee(t *testing.T) {
 	}
 }
 
-func probeValues(ps []search.Probe) []string {
+func probeValues(ps []results.SearchProbe) []string {
 	var out []string
 	for _, p := range ps {
 		out = append(out, fmt.Sprintf("%g:%s", p.Value, p.Verdict))
@@ -172,11 +173,11 @@ func probeValues(ps []search.Probe) []string {
 
 // checkNoFlapping: by the last verdict of each load, every pass lies below every non-pass and
 // below the undecided range.
-func checkNoFlapping(t *testing.T, sf searchFile) {
+func checkNoFlapping(t *testing.T, sf results.Search) {
 	t.Helper()
 	final := map[float64]search.Verdict{}
 	for _, p := range sf.Probes {
-		final[p.Value] = p.Verdict
+		final[p.Value] = search.Verdict(p.Verdict)
 	}
 	for v, a := range final {
 		for u, b := range final {
@@ -192,7 +193,7 @@ func checkNoFlapping(t *testing.T, sf searchFile) {
 
 // checkSearchFiles: every probe is a stage with its stage.json, at the load the probe names; the
 // report carries the capacity section and its chart; scenario.resolved.yaml has the probes.
-func checkSearchFiles(t *testing.T, dir string, sf searchFile) {
+func checkSearchFiles(t *testing.T, dir string, sf results.Search) {
 	t.Helper()
 	for i, p := range sf.Probes {
 		if p.Stage != i+1 {
@@ -237,7 +238,7 @@ func TestSearchWhenNothingPasses(t *testing.T) {
 		t.Fatalf("exit %d, best %v\n%s\n%s", code, sf.Best, stdout, stderr)
 	}
 	// A strained client runs a fail again (undecided first): the loads and their last verdicts count.
-	var decided []search.Probe
+	var decided []results.SearchProbe
 	for _, p := range sf.Probes {
 		if n := len(decided); n > 0 && decided[n-1].Value == p.Value {
 			decided = decided[:n-1]
@@ -347,7 +348,7 @@ func TestSearchByRate(t *testing.T) {
 	if code != 0 || sf.Knob != "rate" || sf.Best == nil || *sf.Best >= 60 || len(sf.Probes) < 2 {
 		t.Fatalf("exit %d, knob %q, best %v, %d probes\n%s\n%s", code, sf.Knob, sf.Best, len(sf.Probes), stdout, stderr)
 	}
-	if p := sf.Probes[0]; p.Value != 80 || p.Verdict != search.Fail || !strings.HasPrefix(p.Reason, "saturated: ttft rose ") {
+	if p := sf.Probes[0]; p.Value != 80 || search.Verdict(p.Verdict) != search.Fail || !strings.HasPrefix(p.Reason, "saturated: ttft rose ") {
 		t.Errorf("the first probe: %+v, want 80 req/s failed as saturated", p)
 	}
 	if !strings.Contains(stdout, fmt.Sprintf("meets SLO up to %g req/s", *sf.Best)) {
@@ -372,7 +373,7 @@ func TestSearchExampleRuns(t *testing.T) {
 		t.Fatalf("exit %d, %v\n%s\n%s", code, dirs, stdout, stderr)
 	}
 	data, _ := os.ReadFile(filepath.Join(dirs[0], "search.json"))
-	var sf searchFile
+	var sf results.Search
 	if err := json.Unmarshal(data, &sf); err != nil || sf.Best == nil {
 		t.Fatalf("search.json: %v %s", err, data)
 	}
@@ -390,17 +391,17 @@ func TestSearchExampleRuns(t *testing.T) {
 // throughput, in load order, the answer marked; the headline carries the cost only with a price.
 func TestSearchCurveModel(t *testing.T) {
 	limits := metrics.SLOLimits{TTFTP95Ms: 30, ErrorRateUnset: true, Latency: []metrics.LatencyLimit{{Metric: "ttft", Stat: "p95", LimitMs: 30}}}
-	stage := func(n int, p95, tokS float64) *report.StageReport {
+	stage := func(n int, p95, tokS float64) *results.StageReport {
 		sum := &metrics.StageSummary{TTFT: metrics.Dist{N: 50, P95: p95}}
 		sum.Throughput.OutTokPerSec, sum.Throughput.ReqPerSec = tokS, tokS/20
 		sum.Goodput.ReqPerSec = metrics.Some(tokS / 40)
 		price := 2.0
 		usd := 0.5
 		sum.Cost = metrics.CostResult{USDPer1MOut: &usd, USDPer1KTurns: &price}
-		return &report.StageReport{Stage: n, SLO: limits, Summary: sum, Cost: report.CostInputs{CostInputs: metrics.CostInputs{GPUHourlyUSD: 2.5}}}
+		return &results.StageReport{Stage: n, SLO: limits, Summary: sum, Cost: results.CostInputs{CostInputs: metrics.CostInputs{GPUHourlyUSD: 2.5}}}
 	}
-	stages := []*report.StageReport{stage(1, 11, 400), stage(2, 29, 780), stage(3, 12, 800), stage(4, 140, 1200)}
-	probes := []report.SearchProbe{{Value: 4, Verdict: "pass", Stage: 1}, {Value: 8, Verdict: "undecided", Stage: 2}, {Value: 8, Verdict: "pass", Stage: 3}, {Value: 16, Verdict: "fail", Stage: 4}}
+	stages := []*results.StageReport{stage(1, 11, 400), stage(2, 29, 780), stage(3, 12, 800), stage(4, 140, 1200)}
+	probes := []results.SearchProbe{{Value: 4, Verdict: "pass", Stage: 1}, {Value: 8, Verdict: "undecided", Stage: 2}, {Value: 8, Verdict: "pass", Stage: 3}, {Value: 16, Verdict: "fail", Stage: 4}}
 	c := report.NewSearchCurve(stages, probes, 3, "sessions")
 	want := report.SearchCurve{XLabel: "TTFT p95 (ms)", LimitMs: 30, Unit: "sessions", Points: []report.SearchPoint{
 		{Stage: 1, Value: 4, Verdict: "pass", X: 11, OutTokPerSec: 400, GoodputPerSec: 10},

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plload/plload/results"
 	"github.com/plload/plload/search"
 )
 
@@ -79,14 +80,14 @@ cost: {gpu_hourly_usd: 1}
 			if err != nil {
 				t.Fatal(err)
 			}
-			var sf searchFile
+			var sf results.Search
 			if err := json.Unmarshal(data, &sf); err != nil {
 				t.Fatal(err)
 			}
 			if len(sf.Probes) != 1 || sf.Best != nil {
 				t.Fatalf("search.json: best %v, probes %+v; want one failed probe", sf.Best, sf.Probes)
 			}
-			if p := sf.Probes[0]; p.Value != 1 || p.Stage != 1 || p.Verdict != search.Fail || !strings.Contains(p.Reason, want) {
+			if p := sf.Probes[0]; p.Value != 1 || p.Stage != 1 || search.Verdict(p.Verdict) != search.Fail || !strings.Contains(p.Reason, want) {
 				t.Errorf("search.json probe %+v; want 1 session, stage 1, fail with %q", p, want)
 			}
 

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/plload/plload/report"
+	"github.com/plload/plload/results"
 	"github.com/plload/plload/workload"
 )
 
@@ -21,6 +21,9 @@ type MergeOptions struct {
 	AllowPartial bool
 	Tool         string // "plload v1.2.3", for stage.json and report.json
 	Command      string // the merge command line, for report.json
+	// Render writes the merged run's report.md, report.html and charts beside its report.json (the
+	// command hands in report.Render); nil writes report.json alone.
+	Render results.Renderer
 }
 
 // ShardStatus is one shard as merge.json lists it.
@@ -45,7 +48,7 @@ type MergeManifest struct {
 type MergeResult struct {
 	Dir      string
 	Scenario *workload.Scenario
-	Report   *report.Report
+	Report   *results.Report
 	Manifest MergeManifest
 }
 
@@ -106,7 +109,7 @@ func mergeInto(dir string, sc *workload.Scenario, set *shardSet, opt MergeOption
 	if err := os.WriteFile(filepath.Join(dir, "scenario.resolved.yaml"), first.resolved, 0o644); err != nil {
 		return nil, err
 	}
-	var stages []*report.StageReport
+	var stages []*results.StageReport
 	for n := 1; n <= len(sc.Load.Stages); n++ {
 		st, err := mergeStage(dir, sc, set, n, opt.Tool)
 		if err != nil {
@@ -121,7 +124,7 @@ func mergeInto(dir string, sc *workload.Scenario, set *shardSet, opt MergeOption
 	if err != nil {
 		outAbs = opt.Out
 	}
-	meta := report.Meta{Tool: opt.Tool, ScenarioFile: filepath.Join(outAbs, "scenario.resolved.yaml"), Command: opt.Command}
+	meta := results.Meta{Tool: opt.Tool, ScenarioFile: filepath.Join(outAbs, "scenario.resolved.yaml"), Command: opt.Command}
 	for _, d := range set.shards {
 		if d == nil || d.report == nil {
 			continue
@@ -134,8 +137,12 @@ func mergeInto(dir string, sc *workload.Scenario, set *shardSet, opt MergeOption
 		}
 		meta.Interrupted = meta.Interrupted || d.report.Interrupted
 	}
-	rep := report.New(sc, stages, meta)
-	if err := rep.Write(dir, sc); err != nil {
+	rep := results.New(sc, stages, meta)
+	err = rep.Write(dir)
+	if err == nil && opt.Render != nil {
+		err = opt.Render(dir, sc, rep)
+	}
+	if err != nil {
 		return nil, fmt.Errorf("writing the merged report: %w", err)
 	}
 	man := MergeManifest{Count: set.count, ScenarioSHA256: first.sha, AllowPartial: opt.AllowPartial}

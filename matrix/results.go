@@ -7,13 +7,13 @@ import (
 	"strings"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/report"
+	"github.com/plload/plload/results"
 )
 
 // Run is one finished run of a part: its results directory and its stages' reports.
 type Run struct {
 	Dir    string
-	Stages []*report.StageReport
+	Stages []*results.StageReport
 }
 
 // Outcome is a part as it ran: its runs and what failed (empty when nothing did).
@@ -26,8 +26,8 @@ type Outcome struct {
 // Level is one load level of a part over its repeats.
 type Level struct {
 	Name   string
-	Unit   string                // a rate's unit (Part.RateUnit)
-	Stages []*report.StageReport // one per repeat that ran, in repeat order
+	Unit   string                 // a rate's unit (Part.RateUnit)
+	Stages []*results.StageReport // one per repeat that ran, in repeat order
 }
 
 // Levels groups the part's stage reports by load level: stage k of a run is the part's Points[k-1];

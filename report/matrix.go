@@ -9,14 +9,11 @@ import (
 	"strings"
 
 	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/results"
 )
 
-// MatrixChartLine is the line of the matrix's report.md that shows its latency–throughput chart;
-// report.html draws the chart itself in its place.
-const MatrixChartLine = "![latency and throughput of parts A and B](charts/matrix_curve.png)"
-
 // matrixPage is the matrix's report.html: report.md rendered (see markdownHTML: nothing fetched, no
-// scripts), with the chart inline where report.md has MatrixChartLine.
+// scripts), with the chart inline where report.md has results.MatrixChartLine.
 var matrixPage = template.Must(template.New("matrix").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{.Title}}</title>
@@ -62,7 +59,7 @@ func WriteMatrixReport(dir, md string, runs []Run) error {
 			}
 		}
 	}
-	before, after, _ := strings.Cut(md, MatrixChartLine)
+	before, after, _ := strings.Cut(md, results.MatrixChartLine)
 	var d struct {
 		Title         string
 		Before, After template.HTML

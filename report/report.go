@@ -1,3 +1,6 @@
+// Package report renders the results model (package results) for people: report.md and report.html
+// with their charts, the terminal's stage tables, the cross-run table of `plload report`, the search
+// and matrix reports, and the handoff work order.
 package report
 
 import (
@@ -5,74 +8,29 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/results"
 	"github.com/plload/plload/workload"
 )
 
-// Report is report.json: the run and all its stages.
-type Report struct {
-	SchemaVersion int       `json:"schema_version"`
-	Tool          string    `json:"tool"`
-	Run           string    `json:"run"`
-	ScenarioFile  string    `json:"scenario_file"`
-	Command       string    `json:"command"`
-	Seed          uint64    `json:"seed"`
-	Started       time.Time `json:"started"`
-	Finished      time.Time `json:"finished"`
-	Interrupted   bool      `json:"interrupted"`
-	// HeadlineText is the headline in plain text; Headline the same line in Markdown, as report.md
-	// and the terminal show it.
-	HeadlineText  string         `json:"headline"`
-	Headline      string         `json:"-"`
-	HeadlineStage *int           `json:"headline_stage"` // null: none
-	Stages        []*StageReport `json:"stages"`
-	// Shard is this process's part of a sharded run; absent when the run is not sharded.
-	Shard *ShardInfo `json:"shard,omitempty"`
-	// Tokenizer is what every length plload chose was counted in (docs/tokenizers.md).
-	Tokenizer *TokenizerInfo `json:"tokenizer,omitempty"`
-}
-
-// Meta is what the report says about how the run was made.
-type Meta struct {
-	Tool, ScenarioFile, Command string
-	Started, Finished           time.Time
-	Interrupted                 bool
-	Shard                       *ShardInfo // nil: not sharded
-}
-
-// New assembles a run's report from its stage reports.
-func New(sc *workload.Scenario, stages []*StageReport, m Meta) *Report {
-	r := &Report{SchemaVersion: SchemaVersion, Tool: m.Tool, Run: sc.Name, ScenarioFile: m.ScenarioFile,
-		Command: m.Command, Seed: sc.Seed, Started: m.Started, Finished: m.Finished, Interrupted: m.Interrupted,
-		Stages: stages, Headline: HeadlineLine(stages), HeadlineText: HeadlineText(stages), Shard: m.Shard,
-		Tokenizer: tokenizerInfo(sc)}
-	if r.Stages == nil {
-		r.Stages = []*StageReport{} // [] in JSON, never null
-	}
-	sums := make([]*metrics.StageSummary, len(stages))
-	for i, s := range stages {
-		sums[i] = s.Summary
-	}
-	if best := metrics.Headline(sums); best >= 0 {
-		r.HeadlineStage = &stages[best].Stage
-	}
-	return r
-}
-
-// Write writes report.json and report.md into dir.
-func (r *Report) Write(dir string, sc *workload.Scenario) error {
-	data, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
+// Write writes report.json (results.Report.Write) and beside it the files people read: report.md,
+// report.html and the charts.
+func Write(dir string, sc *workload.Scenario, r *results.Report) error {
+	if err := r.Write(dir); err != nil {
 		return err
 	}
-	if err := metrics.WriteFileAtomic(filepath.Join(dir, "report.json"), append(data, '\n')); err != nil {
-		return err
-	}
-	if err := metrics.WriteFileAtomic(filepath.Join(dir, "report.md"), []byte(r.Markdown(sc))); err != nil {
+	return Render(dir, sc, r)
+}
+
+var _ results.Renderer = Render
+
+// Render writes report.md, the charts and report.html of a run into dir (a results.Renderer); the
+// report.json beside them is results.Report.Write's.
+func Render(dir string, sc *workload.Scenario, r *results.Report) error {
+	if err := metrics.WriteFileAtomic(filepath.Join(dir, "report.md"), []byte(Markdown(r, sc))); err != nil {
 		return err
 	}
 	if len(r.Stages) == 0 {
@@ -102,25 +60,11 @@ func (r *Report) Write(dir string, sc *workload.Scenario) error {
 	return metrics.WriteFileAtomic(filepath.Join(dir, "report.html"), page)
 }
 
-// Warnings lists every stage's warnings, prefixed with the stage: first the replays that could not
-// keep their trace's pace (ReplayWarnings), then each stage's own.
-func (r *Report) Warnings() []string {
-	out := ReplayWarnings(r.Stages)
-	for _, s := range r.Stages {
-		for _, w := range s.Summary.Warnings {
-			if line := fmt.Sprintf("stage %02d: %s", s.Stage, w); !slices.Contains(out, line) {
-				out = append(out, line)
-			}
-		}
-	}
-	return out
-}
-
 // Markdown is report.md: the headline first, the stage table, warnings, then how it was measured.
-func (r *Report) Markdown(sc *workload.Scenario) string {
+func Markdown(r *results.Report, sc *workload.Scenario) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# plload report: %s\n\n%s\n\n", r.Run, r.Headline)
-	for _, w := range ReplayWarnings(r.Stages) {
+	for _, w := range results.ReplayWarnings(r.Stages) {
 		b.WriteString("**Warning**: " + mdCell(w) + "\n\n")
 	}
 	if r.Interrupted {
@@ -133,7 +77,7 @@ func (r *Report) Markdown(sc *workload.Scenario) string {
 	return b.String()
 }
 
-func methodSection(r *Report, sc *workload.Scenario) string {
+func methodSection(r *results.Report, sc *workload.Scenario) string {
 	var b strings.Builder
 	m := sc.Masked()
 	b.WriteString("\n## Method\n\n")
@@ -201,7 +145,7 @@ func syntheticText(b *strings.Builder, sc *workload.Scenario) {
 	fmt.Fprintf(b, "; language %s. History is real: each request re-sends every earlier message and the server's own answers.\n", sc.Session.Language)
 }
 
-func configurationSection(b *strings.Builder, r *Report, sc, m *workload.Scenario) {
+func configurationSection(b *strings.Builder, r *results.Report, sc, m *workload.Scenario) {
 	b.WriteString("\n## Configuration\n\n")
 	target := m.Target.BaseURL
 	if mk := sc.Target.Mock; sc.UsesMock() && mk != nil {
@@ -271,24 +215,10 @@ func personasText(sc *workload.Scenario) string {
 
 func distText(d workload.Dist) string { return d.String() }
 
-// SLOText lists every limit the scenario sets, "TTFT p95 ≤ 500ms, TPOT p99 ≤ 50ms, error rate ≤
-// 0.01" (the turn-1 keys as TTFT p95 and ITL p95), in the order stages are judged by them; "" when
-// it sets none.
-func SLOText(slo workload.SLO) string {
-	var parts []string
-	for _, l := range slo.LatencyLimits() {
-		parts = append(parts, fmt.Sprintf("%s %s ≤ %s", strings.ToUpper(l.Metric), l.Stat, workload.Duration(l.Limit)))
-	}
-	if v, ok := slo.ErrorRateLimit(); ok {
-		parts = append(parts, fmt.Sprintf("error rate ≤ %g", v))
-	}
-	return strings.Join(parts, ", ")
-}
-
 // sloMethodLine lists every limit the scenario sets, in the order the stages are judged by them, or
 // says that none is set (then every verdict is N/A, never PASS).
 func sloMethodLine(slo workload.SLO) string {
-	text := SLOText(slo)
+	text := results.SLOText(slo)
 	if text == "" {
 		return "- SLO: no SLO set: verdicts are N/A, goodput is unknown, and the headline names the stage with the best throughput.\n"
 	}

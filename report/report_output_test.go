@@ -8,31 +8,8 @@ import (
 	"time"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/workload"
+	"github.com/plload/plload/results"
 )
-
-// hostileMessage is a server's error text that Markdown would read as a link, an image, HTML and a
-// table cell's end: report.html must show it, never fetch or run it.
-const hostileMessage = "dial tcp 127.0.0.1:8000: connect: connection refused | [docs](http://evil.example/) ![x](http://evil.example/x.png) <script>alert(1)</script> `tick`"
-
-// troubledStages are the golden stages with what the engine and the scraper report when things go
-// wrong: stage 01 lost 2 of 12 scrapes; stage 02 retried 3 requests, had an outage and was aborted.
-func troubledStages(t *testing.T) (*workload.Scenario, []*StageReport) {
-	t.Helper()
-	sc, stages := goldenStages(t)
-	stages[0].Server.Scrapes, stages[0].Server.ScrapesOK = 12, 10
-	stages[1].Engine.Retried = 3
-	stages[1].Engine.Outages = []Outage{{From: "2026-11-29T12:00:05.000Z", To: "2026-11-29T12:00:09.500Z", Kind: "refused", Requests: 412, FirstMessage: hostileMessage}}
-	stages[1].Engine.Aborted = "target unreachable since 2026-11-29T12:00:05.000Z (every request failed for 15s)"
-	return sc, stages
-}
-
-func goldenReport(t *testing.T) (*workload.Scenario, *Report) {
-	t.Helper()
-	sc, stages := troubledStages(t)
-	return sc, New(sc, stages, Meta{Tool: "plload test", ScenarioFile: "/abs/golden.yaml", Command: "plload run /abs/golden.yaml",
-		Started: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC), Finished: time.Date(2026, 11, 29, 12, 0, 30, 0, time.UTC)})
-}
 
 // tableRows returns the Markdown table rows (lines starting with "|") of text, by table.
 func markdownTables(text string) [][]string {
@@ -60,7 +37,7 @@ func markdownTables(text string) [][]string {
 func TestStageTablesFitALaptop(t *testing.T) {
 	sc, r := goldenReport(t)
 	_, again := troubledStages(t)
-	for name, text := range map[string]string{"StageTable": StageTable(r.Stages), "report.md": r.Markdown(sc),
+	for name, text := range map[string]string{"StageTable": StageTable(r.Stages), "report.md": Markdown(r, sc),
 		"Comparison of one run":  Comparison([]Run{{Name: "golden", Stages: r.Stages}}),
 		"Comparison of two runs": Comparison([]Run{{Name: "a", Stages: r.Stages}, {Name: "b", Stages: again}})} {
 		tables := markdownTables(text)
@@ -96,7 +73,7 @@ func TestCacheHitIsAPercent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, text := range map[string]string{"report.md": r.Markdown(sc), "terminal": StageTable(r.Stages), "report.html": string(page)} {
+	for name, text := range map[string]string{"report.md": Markdown(r, sc), "terminal": StageTable(r.Stages), "report.html": string(page)} {
 		if strings.Contains(text, "0.610") || strings.Contains(text, "0.640") {
 			t.Errorf("%s shows a cache hit as a fraction", name)
 		}
@@ -117,7 +94,7 @@ func TestReportShowsRetriesOutagesAndScrapes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	md := r.Markdown(sc)
+	md := Markdown(r, sc)
 	for _, want := range []string{"## Retries and outages", "stage 02: 3 requests were sent a second time", "stage 02: stopped early: target unreachable since",
 		"| 02 | 2026-11-29T12:00:05.000Z | 2026-11-29T12:00:09.500Z | refused | 412 |", "stage 01: server metrics: 10 of 12 scrapes ok"} {
 		if !strings.Contains(md, want) {
@@ -133,7 +110,7 @@ func TestReportShowsRetriesOutagesAndScrapes(t *testing.T) {
 	}
 	// With nothing to say, the section is not there.
 	_, calm := goldenStages(t)
-	if md := New(sc, calm, Meta{}).Markdown(sc); strings.Contains(md, "Retries and outages") || strings.Contains(md, "scrapes ok") {
+	if md := Markdown(results.New(sc, calm, results.Meta{}), sc); strings.Contains(md, "Retries and outages") || strings.Contains(md, "scrapes ok") {
 		t.Errorf("a calm run has a retries section:\n%s", md)
 	}
 }
@@ -221,7 +198,7 @@ func TestReportJSONPlain(t *testing.T) {
 		t.Errorf("report.json has a −1: %s", data)
 	}
 	sc, _ := goldenStages(t)
-	empty, _ := json.Marshal(New(sc, nil, Meta{}))
+	empty, _ := json.Marshal(results.New(sc, nil, results.Meta{}))
 	for _, want := range []string{`"stages":[]`, `"headline_stage":null`} {
 		if !strings.Contains(string(empty), want) {
 			t.Errorf("report.json of no stages lacks %s: %s", want, empty)
@@ -238,9 +215,9 @@ func TestNoSLONoPrice(t *testing.T) {
 		T0Ns: metrics.Some(t0), Warmup: time.Second, Duration: 10 * time.Second}
 	s := metrics.NewStage(in)
 	s.Add(rec(1.5, 100, 10, "a"))
-	st.SLO, st.Cost, st.Summary = in.SLO, CostInputs{CostInputs: in.Cost}, s.Summary()
-	one := []*StageReport{st}
-	text := HeadlineLine(one) + "\n" + StageTable(one)
+	st.SLO, st.Cost, st.Summary = in.SLO, results.CostInputs{CostInputs: in.Cost}, s.Summary()
+	one := []*results.StageReport{st}
+	text := results.HeadlineLine(one) + "\n" + StageTable(one)
 	for _, want := range []string{"no SLO was set", "N/A (not set)", "N/A (no price)"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("lacks %q:\n%s", want, text)
@@ -256,7 +233,7 @@ func TestNoSLONoPrice(t *testing.T) {
 	s = metrics.NewStage(in)
 	s.Add(rec(1.5, 100, 10, "a"))
 	st.SLO, st.Summary = in.SLO, s.Summary()
-	if h := HeadlineText(one); h != "stage 01: out tok/s 1.0, SLO PASS; no GPU price was given, so costs are N/A" {
+	if h := results.HeadlineText(one); h != "stage 01: out tok/s 1.0, SLO PASS; no GPU price was given, so costs are N/A" {
 		t.Errorf("headline %q", h)
 	}
 }

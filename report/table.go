@@ -2,21 +2,13 @@ package report
 
 import (
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/workload"
+	"github.com/plload/plload/results"
 )
 
 // Row formatting shared by the terminal, report.md and the comparison table.
-
-func num(v float64, digits int) string {
-	if math.IsNaN(v) {
-		return "N/A"
-	}
-	return fmt.Sprintf("%.*f", digits, v)
-}
 
 // lat formats latencies: whole ms from 100 ms up, one decimal below.
 func lat(v float64) string {
@@ -65,79 +57,10 @@ func rtt(d metrics.Dist) string {
 	return fmt.Sprintf("%.2f/%.2f", d.P50, d.P95)
 }
 
-func money(v *float64, digits int) string {
-	if v == nil {
-		return "N/A"
-	}
-	return fmt.Sprintf("$%.*f", digits, *v)
-}
-
-// loadOf is the load column: what the stage held the target at, in the words of its mode — "c=16",
-// "2.0 sess/s ≤ 32", "20 req/s poisson ≤ 1000", "10→50 req/s over 2m poisson ≤ 1000", "replay ×0.5 ≤
-// 1000" — after the stage's name when it has one; "n/a" when the stage does not say (records read
-// without a scenario).
-func loadOf(r *StageReport) string {
-	load := loadText(r)
-	if r.Name != "" {
-		return r.Name + ": " + load
-	}
-	return load
-}
-
-func loadText(r *StageReport) string {
-	switch r.Mode {
-	case "arrival_rate":
-		if r.SessionsPerSec <= 0 {
-			return "n/a"
-		}
-		return fmt.Sprintf("%s sess/s%s", oneDecimal(r.SessionsPerSec), capText(r.MaxConcurrency))
-	case "request_rate":
-		if r.Rate == nil {
-			return "n/a"
-		}
-		rate := fmt.Sprintf("%g req/s", r.Rate.To)
-		if r.Rate.IsRamp() {
-			rate = fmt.Sprintf("%g→%g req/s over %s", r.Rate.From, r.Rate.To, r.Rate.Over)
-		}
-		arrival := r.Arrival
-		if arrival == "gamma" {
-			arrival += fmt.Sprintf(" cv %g", r.CV)
-		}
-		if arrival != "" {
-			arrival = " " + arrival
-		}
-		return rate + arrival + capText(r.MaxInFlight)
-	case "replay":
-		return fmt.Sprintf("replay ×%g%s", r.TimeScale, capText(r.MaxInFlight))
-	case workload.ModeBatch:
-		return "batch" + capText(r.MaxInFlight)
-	}
-	if r.Concurrency == 0 {
-		return "n/a"
-	}
-	return fmt.Sprintf("c=%d", r.Concurrency)
-}
-
-// capText is " ≤ N" for a cap on what is open at once, "" when there is none.
-func capText(n int) string {
-	if n <= 0 {
-		return ""
-	}
-	return fmt.Sprintf(" ≤ %d", n)
-}
-
-// oneDecimal prints a rate with at least one decimal (2.0, 0.25), so it does not read as a count.
-func oneDecimal(v float64) string {
-	if v == math.Trunc(v) {
-		return fmt.Sprintf("%.1f", v)
-	}
-	return fmt.Sprintf("%g", v)
-}
-
 // runStage is one row of the tables: a stage, and the run it belongs to when several are shown.
 type runStage struct {
 	run string
-	st  *StageReport
+	st  *results.StageReport
 }
 
 // rowsOf lists the stages of runs in order.
@@ -152,7 +75,7 @@ func rowsOf(runs []Run) []runStage {
 }
 
 // sloText is the verdict, saying when N/A means that no limit was set.
-func sloText(r *StageReport) string {
+func sloText(r *results.StageReport) string {
 	if !r.SLO.Set() {
 		return "N/A (not set)"
 	}
@@ -160,11 +83,11 @@ func sloText(r *StageReport) string {
 }
 
 // costText is a cost, saying when N/A means that no price was given.
-func costText(r *StageReport, v *float64, digits int) string {
+func costText(r *results.StageReport, v *float64, digits int) string {
 	if r.Cost.Unpriced {
 		return "N/A (no price)"
 	}
-	return money(v, digits)
+	return results.Money(v, digits)
 }
 
 // mdCell makes text safe in a Markdown table cell: a | would end the cell, a newline the row.
@@ -211,8 +134,23 @@ func stageTables(rows []runStage, withRun bool) string {
 	return b.String()
 }
 
+// absorbSection lists the time to absorb of every stage that has one, under the stage tables ("" when
+// none has).
+func absorbSection(rows []runStage, withRun bool) string {
+	var b strings.Builder
+	for _, rs := range rows {
+		if text := results.AbsorbText(rs.st); text != "" {
+			b.WriteString("- " + stageLabel(rs, withRun) + ": " + text + "\n")
+		}
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return "\nTime to absorb (the SLO's latency limits judged per window from t0, by request start):\n\n" + b.String()
+}
+
 // StageTable is one run's stage tables in Markdown (throughput and errors, latency, cost), as the
 // terminal and report.md show them.
-func StageTable(stages []*StageReport) string {
+func StageTable(stages []*results.StageReport) string {
 	return stageTables(rowsOf([]Run{{Stages: stages}}), false)
 }

@@ -1,8 +1,7 @@
-package report
+package results
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -52,9 +51,6 @@ func absorbWindow(sc *workload.Scenario, i int) time.Duration {
 	return sc.SLO.AbsorbWindow()
 }
 
-// seconds prints seconds as briefly as they are exact: 24, 7.5, 0.25.
-func seconds(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
-
 // AbsorbText is the stage's time to absorb in one sentence: "absorbed 24 s after the ramp began: …"
 // or "not absorbed by the end of the stage: …"; "" when the stage has none.
 func AbsorbText(st *StageReport) string {
@@ -76,7 +72,7 @@ func AbsorbText(st *StageReport) string {
 			}
 		}
 	}
-	detail := fmt.Sprintf("%d of %d windows of %s s over", a.ViolatedWindows, len(a.Windows), seconds(a.WindowS))
+	detail := fmt.Sprintf("%d of %d windows of %s s over", a.ViolatedWindows, len(a.Windows), Seconds(a.WindowS))
 	if len(names) > 0 {
 		detail += ": " + strings.Join(names, ", ")
 	}
@@ -89,23 +85,8 @@ func AbsorbText(st *StageReport) string {
 	case !a.FirstViolationS.OK:
 		return fmt.Sprintf("no window broke a latency limit, nothing to absorb (%s)", detail)
 	case a.AbsorbedS.OK:
-		return fmt.Sprintf("absorbed %s s after %s (first window over a limit at %s s; %s)", seconds(a.AbsorbedS.V), began, seconds(a.FirstViolationS.V), detail)
+		return fmt.Sprintf("absorbed %s s after %s (first window over a limit at %s s; %s)", Seconds(a.AbsorbedS.V), began, Seconds(a.FirstViolationS.V), detail)
 	}
 	return fmt.Sprintf("not absorbed by the end of the stage (first window over a limit at %s s after %s, and no window after the last one over met every limit; %s)",
-		seconds(a.FirstViolationS.V), began, detail)
-}
-
-// absorbSection lists the time to absorb of every stage that has one, under the stage tables ("" when
-// none has).
-func absorbSection(rows []runStage, withRun bool) string {
-	var b strings.Builder
-	for _, rs := range rows {
-		if text := AbsorbText(rs.st); text != "" {
-			b.WriteString("- " + stageLabel(rs, withRun) + ": " + text + "\n")
-		}
-	}
-	if b.Len() == 0 {
-		return ""
-	}
-	return "\nTime to absorb (the SLO's latency limits judged per window from t0, by request start):\n\n" + b.String()
+		Seconds(a.FirstViolationS.V), began, detail)
 }

@@ -1,4 +1,4 @@
-package report
+package results
 
 import (
 	"fmt"
@@ -36,7 +36,7 @@ func HeadlineText(stages []*StageReport) string {
 		return fmt.Sprintf("stage %02d: out tok/s %.1f, SLO %s; no GPU price was given, so costs are N/A", r.Stage, s.Throughput.OutTokPerSec, s.SLO.Verdict)
 	}
 	return fmt.Sprintf("stage %02d: %s/1M out, %s/1K turns, %s/session (out tok/s %.1f, SLO %s)",
-		r.Stage, money(s.Cost.USDPer1MOut, 3), money(s.Cost.USDPer1KTurns, 4), money(s.Cost.USDPerSession, 6),
+		r.Stage, Money(s.Cost.USDPer1MOut, 3), Money(s.Cost.USDPer1KTurns, 4), Money(s.Cost.USDPerSession, 6),
 		s.Throughput.OutTokPerSec, s.SLO.Verdict)
 }
 
@@ -49,12 +49,12 @@ func noSLOHeadline(stages []*StageReport) string {
 	}
 	r := stages[best]
 	s := r.Summary
-	line := fmt.Sprintf("%s; best throughput: stage %02d (load %s), out tok/s %.1f", lead, r.Stage, loadOf(r), s.Throughput.OutTokPerSec)
+	line := fmt.Sprintf("%s; best throughput: stage %02d (load %s), out tok/s %.1f", lead, r.Stage, r.LoadText(), s.Throughput.OutTokPerSec)
 	if r.Cost.Unpriced {
 		return line + "; no price set: cost N/A"
 	}
-	return line + fmt.Sprintf(", %s/1M out, %s/1K turns, %s/session", money(s.Cost.USDPer1MOut, 3), money(s.Cost.USDPer1KTurns, 4),
-		money(s.Cost.USDPerSession, 6))
+	return line + fmt.Sprintf(", %s/1M out, %s/1K turns, %s/session", Money(s.Cost.USDPer1MOut, 3), Money(s.Cost.USDPer1KTurns, 4),
+		Money(s.Cost.USDPerSession, 6))
 }
 
 // bestThroughput is the measured stage (metrics.Measured) with the highest out tok/s (ties: the
@@ -79,16 +79,16 @@ func bestThroughput(stages []*StageReport) int {
 func ReplayWarnings(stages []*StageReport) []string {
 	var out []string
 	for _, r := range stages {
-		if w := replayWarning(r.Summary); w != "" {
+		if w := ReplayWarning(r.Summary); w != "" {
 			out = append(out, fmt.Sprintf("stage %02d: %s", r.Stage, w))
 		}
 	}
 	return out
 }
 
-// replayWarning is the stage's replay warning without its stage ("" when it kept pace or is not a
+// ReplayWarning is the stage's replay warning without its stage ("" when it kept pace or is not a
 // replay).
-func replayWarning(s *metrics.StageSummary) string {
+func ReplayWarning(s *metrics.StageSummary) string {
 	if s == nil || !s.ReplayValid.OK || s.ReplayValid.V {
 		return ""
 	}
@@ -127,7 +127,7 @@ func batchHeadline(stages []*StageReport) string {
 		if b == nil {
 			return ""
 		}
-		job := money(b.CostPerJobUSD, 4) + "/job"
+		job := Money(b.CostPerJobUSD, 4) + "/job"
 		if r.Cost.Unpriced {
 			job = "no price set: cost per job N/A"
 		}
@@ -137,7 +137,7 @@ func batchHeadline(stages []*StageReport) string {
 		}
 		if b.Succeeded == 0 {
 			parts[i] = fmt.Sprintf("stage %02d: batch of %d requests sent over %s s, none answered: the job did not complete, %s",
-				r.Stage, b.Requests, num(b.CompletionS, 2), verdict)
+				r.Stage, b.Requests, Num(b.CompletionS, 2), verdict)
 			continue
 		}
 		done := "completed in"
@@ -145,7 +145,7 @@ func batchHeadline(stages []*StageReport) string {
 			done = "stopped, not completed, after" // interrupted, or the target stopped answering
 		}
 		parts[i] = fmt.Sprintf("stage %02d: batch of %d requests %s %s s (%.2f req/s, out tok/s %.1f), %s, %s",
-			r.Stage, b.Requests, done, num(b.CompletionS, 2), b.ReqPerSec, b.OutTokPerSec, job, verdict)
+			r.Stage, b.Requests, done, Num(b.CompletionS, 2), b.ReqPerSec, b.OutTokPerSec, job, verdict)
 		if b.Succeeded < b.Requests {
 			parts[i] += fmt.Sprintf(" (%d failed)", b.Requests-b.Succeeded)
 		}

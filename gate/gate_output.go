@@ -1,4 +1,4 @@
-package report
+package gate
 
 import (
 	"encoding/json"
@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/results"
 )
 
 // GateResult is gate.json.
@@ -31,7 +32,7 @@ type GateResult struct {
 // NewGateResult fills in the verdict of a set of checks.
 func NewGateResult(candidate, baseline string, checks []Check, allowUndecided bool) GateResult {
 	v := GateVerdict(checks)
-	return GateResult{SchemaVersion: SchemaVersion, Candidate: candidate, Baseline: baseline, Verdict: v,
+	return GateResult{SchemaVersion: results.SchemaVersion, Candidate: candidate, Baseline: baseline, Verdict: v,
 		AllowUndecided: allowUndecided, Passed: v == VerdictPass || (v == VerdictUndecided && allowUndecided), Checks: checks}
 }
 

@@ -1,6 +1,9 @@
-// Package report turns stage summaries into the files people read and compare: stage_NN/stage.json,
-// report.json and report.md, the cross-run table of `plload report`, and the handoff work order.
-package report
+// Package results is the results model: the machine-read files of a run and their types —
+// stage_NN/stage.json (StageReport) with the AIPerf and vLLM summary files written beside it,
+// report.json (Report), search.json (Search) — how they are read and written, and the JSON schemas
+// under schema/ that they follow (docs/records.md). The commands and the packages that run, search,
+// compare or merge runs build these; package report renders them for people, package gate judges them.
+package results
 
 import (
 	"encoding/json"

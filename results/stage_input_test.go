@@ -1,4 +1,4 @@
-package report
+package results_test
 
 import (
 	"encoding/json"
@@ -11,6 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/results"
+	"github.com/plload/plload/results/resultstest"
 	"github.com/plload/plload/workload"
 )
 
@@ -44,7 +46,7 @@ func TestStageInputFromSLOBlocks(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := inputScenario(t, tc.load, tc.slo)
-			in := StageInput(sc, 0)
+			in := results.StageInput(sc, 0)
 			if diff := cmp.Diff(tc.want, in.SLO); diff != "" || in.Replay != tc.replay {
 				t.Errorf("replay %v, want %v; SLO (-want +got):\n%s", in.Replay, tc.replay, diff)
 			}
@@ -86,16 +88,16 @@ func inputScenario(t *testing.T, load, slo string) *workload.Scenario {
 // does not list, a type it does not allow.
 func TestReplayStageMatchesSchema(t *testing.T) {
 	sc := inputScenario(t, "  mode: replay\n  stages: [{duration: 10s}]\n", "slo: {ttft: {p95: 500ms}, tpot: {p99: 50ms}, error_rate: 0.01}\n")
-	in := StageInput(sc, 0)
-	in.T0Ns = metrics.Some(t0)
+	in := results.StageInput(sc, 0)
+	in.T0Ns = metrics.Some(resultstest.T0)
 	s := metrics.NewStage(in)
 	for i, lagMs := range []float64{0.2, 0.3, 1500} {
-		r := rec(1+float64(i), 100, 8, "a")
+		r := resultstest.Record(1+float64(i), 100, 8, "a")
 		r.TurnIndex = i
 		r.IntendedStartNs = metrics.Some(r.CreditIssuedNs - int64(lagMs*1e6))
 		s.Add(r)
 	}
-	st := NewStageReport("plload test", sc, 0, strings.Repeat("a", 64), s.Summary(), EngineCounts{})
+	st := results.NewStageReport("plload test", sc, 0, strings.Repeat("a", 64), s.Summary(), results.EngineCounts{})
 	sum := st.Summary
 	if !sum.Goodput.Share.OK || len(sum.CacheHitByTurn) != 3 || sum.ReplayValid != metrics.Some(false) || !sum.Throughput.OutCharsPerSec.OK {
 		t.Fatalf("the fixture must fill every new field: goodput %+v, cache by turn %+v, replay %+v, chars/s %+v",
@@ -105,8 +107,8 @@ func TestReplayStageMatchesSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, stageSchema := schemas(t)
-	if err := validate(t, stageSchema, "stage.json", data); err != nil {
+	_, stageSchema := resultstest.Schemas(t)
+	if err := resultstest.Validate(t, stageSchema, "stage.json", data); err != nil {
 		t.Fatalf("stage.json does not match its schema: %v\n%s", err, data)
 	}
 }

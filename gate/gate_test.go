@@ -1,4 +1,4 @@
-package report
+package gate
 
 import (
 	"bytes"
@@ -18,6 +18,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/results"
+	"github.com/plload/plload/results/resultstest"
 )
 
 func TestParseRule(t *testing.T) {
@@ -52,7 +54,7 @@ func TestParseRule(t *testing.T) {
 }
 
 func TestEvaluateThresholds(t *testing.T) {
-	_, stages := goldenStages(t)
+	_, stages := resultstest.GoldenStages(t)
 	rules := func(texts ...string) []Rule {
 		var out []Rule
 		for _, s := range texts {
@@ -91,7 +93,7 @@ func samplesOf(n int, scale float64, seed uint64) []float64 {
 
 // ttftSeries serves fixed TTFT samples for each run.
 func ttftSeries(base, cand []float64) Samples {
-	return func(run string, _ *StageReport) (*metrics.StageSeries, error) {
+	return func(run string, _ *results.StageReport) (*metrics.StageSeries, error) {
 		if run == "baseline" {
 			return &metrics.StageSeries{TTFT: base}, nil
 		}
@@ -100,8 +102,8 @@ func ttftSeries(base, cand []float64) Samples {
 }
 
 func TestRegressionsAreNoiseAware(t *testing.T) {
-	_, base := goldenStages(t)
-	_, cand := goldenStages(t)
+	_, base := resultstest.GoldenStages(t)
+	_, cand := resultstest.GoldenStages(t)
 	tol := Tolerances{"ttft_p95": 0.10}
 	run := func(b, c []float64) Check {
 		checks := Regressions(base[:1], cand[:1], tol, ttftSeries(b, c))
@@ -138,8 +140,8 @@ func TestRegressionsAreNoiseAware(t *testing.T) {
 // 500 requests a side), the same distribution never fails the gate and one 30 % slower nearly always
 // does. Seeded, so it cannot flake; the real-run version is TestGateHasNoFalseAlarms (PLLOAD_LONG).
 func TestRegressionFalseAlarmRate(t *testing.T) {
-	_, base := goldenStages(t)
-	_, cand := goldenStages(t)
+	_, base := resultstest.GoldenStages(t)
+	_, cand := resultstest.GoldenStages(t)
 	lognormal := func(n int, scale float64, seed uint64) []float64 {
 		r := rand.New(rand.NewPCG(seed, 7))
 		out := make([]float64, n)
@@ -305,10 +307,10 @@ func TestPrintGateSaysWhatWasNotDecided(t *testing.T) {
 
 // stagePair returns a copy of the golden stage 1 as baseline and candidate, each with its own
 // summary, so a test can set their numbers apart.
-func stagePair(t *testing.T) (base, cand *StageReport) {
+func stagePair(t *testing.T) (base, cand *results.StageReport) {
 	t.Helper()
-	_, stages := goldenStages(t)
-	_, again := goldenStages(t)
+	_, stages := resultstest.GoldenStages(t)
+	_, again := resultstest.GoldenStages(t)
 	return stages[0], again[0]
 }
 
@@ -331,13 +333,13 @@ func TestThroughputRegressionDirection(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			base, cand := stagePair(t)
 			for _, s := range []struct {
-				st    *StageReport
+				st    *results.StageReport
 				scale float64
 			}{{base, 1}, {cand, tc.ratio}} {
 				s.st.Summary.Throughput = metrics.Throughput{Requests: n, GoodRequests: metrics.Some(n),
 					OutTokPerSec: 1000 * s.scale, ReqPerSec: 10 * s.scale, GoodputPerSec: metrics.Some(10 * s.scale)}
 			}
-			checks := Regressions([]*StageReport{base}, []*StageReport{cand},
+			checks := Regressions([]*results.StageReport{base}, []*results.StageReport{cand},
 				Tolerances{"out_tok_s": 0.05, "req_s": 0.05, "goodput": 0.05}, ttftSeries(nil, nil))
 			if len(checks) != 3 {
 				t.Fatalf("%d checks: %+v", len(checks), checks)
@@ -383,7 +385,7 @@ func TestStrainedClientOnlyBlocksWhatItCouldSway(t *testing.T) {
 			if tc.strained == "candidate" || tc.strained == "both" {
 				cand.Injector.RunQueueWaitPercent = metrics.Some(30.0)
 			}
-			checks := Regressions([]*StageReport{base}, []*StageReport{cand}, Tolerances{"ttft_p95": 0.10}, ttftSeries(samplesOf(500, 1, 1), tc.cand))
+			checks := Regressions([]*results.StageReport{base}, []*results.StageReport{cand}, Tolerances{"ttft_p95": 0.10}, ttftSeries(samplesOf(500, 1, 1), tc.cand))
 			c := checks[0]
 			if c.Status != tc.want || c.Run != tc.run {
 				t.Fatalf("%s, blaming %q (%s); want %s, blaming %q", c.Status, c.Run, c.Message, tc.want, tc.run)
@@ -402,13 +404,13 @@ func TestMissingRecordsAreLoud(t *testing.T) {
 	base, cand := stagePair(t)
 	base.Summary.Throughput.Requests, cand.Summary.Throughput.Requests = 5000, 5000 // enough to decide
 	gone := errors.New("open /runs/b/stage_01/profile_export.jsonl: no such file or directory")
-	samples := func(run string, _ *StageReport) (*metrics.StageSeries, error) {
+	samples := func(run string, _ *results.StageReport) (*metrics.StageSeries, error) {
 		if run == "baseline" {
 			return nil, gone
 		}
 		return &metrics.StageSeries{TTFT: samplesOf(500, 1, 2)}, nil
 	}
-	checks := Regressions([]*StageReport{base}, []*StageReport{cand}, Tolerances{"ttft_p95": 0.1, "e2e_p95": 0.1, "out_tok_s": 0.5}, samples)
+	checks := Regressions([]*results.StageReport{base}, []*results.StageReport{cand}, Tolerances{"ttft_p95": 0.1, "e2e_p95": 0.1, "out_tok_s": 0.5}, samples)
 	got := map[string]string{}
 	for _, c := range checks {
 		got[c.Name] = c.Status + " " + c.Cause + " " + c.Run
@@ -436,8 +438,8 @@ func TestMissingRecordsAreLoud(t *testing.T) {
 // TestCandidateStageWithoutBaselineIsSaid: a candidate stage the baseline lacks is an undecided check,
 // not a silent omission.
 func TestCandidateStageWithoutBaselineIsSaid(t *testing.T) {
-	_, base := goldenStages(t)
-	_, cand := goldenStages(t)
+	_, base := resultstest.GoldenStages(t)
+	_, cand := resultstest.GoldenStages(t)
 	checks := Regressions(base[:1], cand, Tolerances{"out_tok_s": 0.05}, ttftSeries(nil, nil))
 	last := checks[len(checks)-1]
 	if last.Stage != 2 || last.Status != StatusInconclusive || last.Cause != CauseNoBaselineStage || !strings.Contains(last.Message, "no stage 02") {
@@ -517,8 +519,8 @@ func TestStrainWithABoundedDelay(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			base, cand := stagePair(t)
-			map[string]*StageReport{"baseline": base, "candidate": cand}[tc.strained].Injector = tc.health
-			checks := Regressions([]*StageReport{base}, []*StageReport{cand}, Tolerances{"ttft_p95": 0.10}, ttftSeries(samplesOf(500, 10, 1), tc.cand))
+			map[string]*results.StageReport{"baseline": base, "candidate": cand}[tc.strained].Injector = tc.health
+			checks := Regressions([]*results.StageReport{base}, []*results.StageReport{cand}, Tolerances{"ttft_p95": 0.10}, ttftSeries(samplesOf(500, 10, 1), tc.cand))
 			c := checks[0]
 			if c.Status != tc.want || !strings.Contains(c.Message, tc.note) {
 				t.Fatalf("%s (%s), want %s with %q", c.Status, c.Message, tc.want, tc.note)

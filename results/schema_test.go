@@ -1,7 +1,6 @@
-package report
+package results_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -10,72 +9,32 @@ import (
 	"testing"
 	"time"
 
-	// A full draft 2020-12 validator that also checks the schemas against the metaschema; pure Go,
-	// a test-only dependency (its one requirement, golang.org/x/text, is already in go.sum).
+	"github.com/google/go-cmp/cmp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/results"
+	"github.com/plload/plload/results/resultstest"
 )
-
-const schemaBase = "https://github.com/plload/plload/report/schema/"
-
-// schemas compiles report/schema/*.schema.json (from the files, nothing fetched) into validators of
-// report.json and stage.json.
-func schemas(t testing.TB) (report, stage *jsonschema.Schema) {
-	t.Helper()
-	c := jsonschema.NewCompiler()
-	c.AssertFormat()
-	for _, name := range []string{"report.schema.json", "stage.schema.json"} {
-		data, err := os.ReadFile(filepath.Join("schema", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-		if err != nil {
-			t.Fatalf("schema/%s: %v", name, err)
-		}
-		if err := c.AddResource(schemaBase+name, doc); err != nil {
-			t.Fatalf("schema/%s: %v", name, err)
-		}
-	}
-	report, err := c.Compile(schemaBase + "report.schema.json")
-	if err != nil {
-		t.Fatalf("schema/report.schema.json: %v", err)
-	}
-	stage, err = c.Compile(schemaBase + "stage.schema.json")
-	if err != nil {
-		t.Fatalf("schema/stage.schema.json: %v", err)
-	}
-	return report, stage
-}
-
-func validate(t *testing.T, sch *jsonschema.Schema, what string, data []byte) error {
-	t.Helper()
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-	if err != nil {
-		t.Fatalf("%s is not JSON: %v", what, err)
-	}
-	return sch.Validate(doc)
-}
 
 // recordsStage is a stage as `plload report --records` makes it: no SLO, no price, arrival_rate,
 // no server, no dataset.
-func recordsStage(t *testing.T) *StageReport {
+func recordsStage(t *testing.T) *results.StageReport {
 	in := metrics.StageInput{NeverStarted: -1, SLO: metrics.SLOLimits{ErrorRateUnset: true}, Cost: metrics.CostInputs{GPUCount: 1, ExpectedTurns: 1, Unpriced: true},
-		T0Ns: metrics.Some(t0), Warmup: time.Second, Duration: 10 * time.Second}
+		T0Ns: metrics.Some(resultstest.T0), Warmup: time.Second, Duration: 10 * time.Second}
 	s := metrics.NewStage(in)
-	s.Add(rec(1.5, 100, 10, "a"))
-	return &StageReport{SchemaVersion: SchemaVersion, Tool: "plload test", Run: "x.jsonl", Stage: 1, Stages: 1, Mode: "arrival_rate",
-		SLO: in.SLO, Cost: CostInputs{CostInputs: in.Cost}, Engine: EngineCounts{}.withLists(), Summary: s.Summary()}
+	s.Add(resultstest.Record(1.5, 100, 10, "a"))
+	return &results.StageReport{SchemaVersion: results.SchemaVersion, Tool: "plload test", Run: "x.jsonl", Stage: 1, Stages: 1, Mode: "arrival_rate",
+		SLO: in.SLO, Cost: results.CostInputs{CostInputs: in.Cost}, Engine: results.EngineCounts{Outages: []results.Outage{}}, Summary: s.Summary()}
 }
 
 // TestOutputsMatchSchema: report.json and stage.json as plload writes them (with outages, an abort,
 // failed scrapes; and without SLO, price or server) validate against the committed schemas.
 func TestOutputsMatchSchema(t *testing.T) {
-	reportSchema, stageSchema := schemas(t)
-	sc, r := goldenReport(t)
+	reportSchema, stageSchema := resultstest.Schemas(t)
+	sc, r := resultstest.GoldenReport(t)
 	dir := t.TempDir()
-	if err := r.Write(dir, sc); err != nil {
+	if err := r.Write(dir); err != nil {
 		t.Fatal(err)
 	}
 	for _, st := range r.Stages {
@@ -91,18 +50,18 @@ func TestOutputsMatchSchema(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := validate(t, sch, name, data); err != nil {
+		if err := resultstest.Validate(t, sch, name, data); err != nil {
 			t.Errorf("%s does not match its schema: %v", name, err)
 		}
 	}
-	extra := map[string]any{"stage of --records": recordsStage(t), "report of no stages": New(sc, nil, Meta{Tool: "t"})}
+	extra := map[string]any{"stage of --records": recordsStage(t), "report of no stages": results.New(sc, nil, results.Meta{Tool: "t"})}
 	for name, v := range extra {
 		sch := stageSchema
 		if strings.HasPrefix(name, "report") {
 			sch = reportSchema
 		}
 		data, _ := json.Marshal(v)
-		if err := validate(t, sch, name, data); err != nil {
+		if err := resultstest.Validate(t, sch, name, data); err != nil {
 			t.Errorf("%s does not match its schema: %v\n%s", name, err, data)
 		}
 	}
@@ -112,8 +71,8 @@ func TestOutputsMatchSchema(t *testing.T) {
 // new field not in the schema, or Markdown in the headline fails validation — so a change to the Go
 // types that changes the files fails this test until the schema (and its readers) follow.
 func TestSchemaCatchesChanges(t *testing.T) {
-	reportSchema, stageSchema := schemas(t)
-	_, r := goldenReport(t)
+	reportSchema, stageSchema := resultstest.Schemas(t)
+	_, r := resultstest.GoldenReport(t)
 	reportJSON, _ := json.Marshal(r)
 	stageJSON, _ := json.Marshal(r.Stages[1])
 	cases := []struct {
@@ -157,7 +116,7 @@ func TestSchemaCatchesChanges(t *testing.T) {
 			t.Fatalf("%s: no %s in the document", tc.doc, tc.path)
 		}
 		data, _ := json.Marshal(doc)
-		if err := validate(t, sch, tc.doc, data); err == nil {
+		if err := resultstest.Validate(t, sch, tc.doc, data); err == nil {
 			t.Errorf("%s.json with %s = %#v passed its schema", tc.doc, tc.path, tc.value)
 		}
 	}
@@ -202,4 +161,25 @@ func setPath(doc any, path []string, v any) bool {
 		return true
 	}
 	return false
+}
+
+// TestStageJSONRoundTrip: stage.json reads back as it was written, and a schema it does not know is
+// refused.
+func TestStageJSONRoundTrip(t *testing.T) {
+	_, stages := resultstest.GoldenStages(t)
+	dir := t.TempDir()
+	if err := stages[1].Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	back, err := results.ReadStage(filepath.Join(dir, "stage.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(stages[1], back); diff != "" {
+		t.Fatalf("stage.json round trip (-wrote +read):\n%s", diff)
+	}
+	os.WriteFile(filepath.Join(dir, "stage.json"), []byte(`{"schema_version": 99, "summary": {}}`), 0o644)
+	if _, err := results.ReadStage(filepath.Join(dir, "stage.json")); err == nil || !strings.Contains(err.Error(), "schema_version 99") {
+		t.Fatalf("unknown schema accepted: %v", err)
+	}
 }

@@ -1,0 +1,65 @@
+package gate
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/results"
+	"github.com/plload/plload/results/resultstest"
+)
+
+// Rules on the metrics of the open-loop modes (issue 16), and on the headline of a run without an SLO.
+
+// TestGateNewMetrics: a rule may name the new metrics, each read from its own field, with its own
+// unit (latencies as durations, shares as percents).
+func TestGateNewMetrics(t *testing.T) {
+	st := resultstest.OpenLoopStage(t, "slo: {ttft: {p95: 500ms}}\n")
+	s := st.Summary
+	s.TPOT.P99, s.E2E.P90, s.SendLag.Max = 41, 900, 7
+	s.Goodput.Share = metrics.Some(0.93)
+	s.InFlight = metrics.InFlight{Mean: 3.5, Max: 6}
+	s.Throughput.InTokPerSec, s.Throughput.TotalTokPerSec = 80, 84
+	for _, tc := range []struct {
+		rule string
+		want float64
+	}{
+		{"tpot_p99 < 50ms", 41}, {"e2e_p90 < 1s", 900}, {"send_lag_max <= 10ms", 7}, {"goodput_share > 90%", 0.93},
+		{"in_flight_mean < 4", 3.5}, {"in_flight_max <= 6", 6}, {"input_tok_s >= 80", 80}, {"total_tok_s > 83/s", 84},
+		{"ttft_from_intended_p50 < 200ms", 155}, {"ttft_first_turn_mean < 200ms", 115}, {"out_chars_s == 16", 16},
+	} {
+		r, err := ParseRule("all: " + tc.rule)
+		if err != nil {
+			t.Errorf("%s: %v", tc.rule, err)
+			continue
+		}
+		checks := Evaluate([]Rule{r}, []*results.StageReport{st})
+		if len(checks) != 1 || checks[0].Candidate == nil || *checks[0].Candidate != tc.want || checks[0].Status != StatusPass {
+			t.Errorf("%s: %+v, want %g passing", tc.rule, checks, tc.want)
+		}
+	}
+	if _, err := ParseRule("tpot_p99 < 50"); err == nil || !strings.Contains(err.Error(), "a duration") {
+		t.Errorf("tpot_p99 takes a duration: %v", err)
+	}
+	if _, err := ParseRule("in_flight_max < 4ms"); err == nil {
+		t.Error("in_flight_max took a duration")
+	}
+}
+
+// TestGateHeadlineWithoutSLO: a rule on the headline stage of a run without an SLO fails saying why
+// and what to write instead; with an SLO that no stage passed, it says that.
+func TestGateHeadlineWithoutSLO(t *testing.T) {
+	sc := resultstest.ModeScenario(t, "  mode: concurrency\n  stages: [{concurrency: 2, warmup: 1s, duration: 10s}]\n", "")
+	st := resultstest.ModeStage(t, sc, 0)
+	r, _ := ParseRule("ttft_p95 < 1s")
+	checks := Evaluate([]Rule{r}, []*results.StageReport{st})
+	if len(checks) != 1 || checks[0].Status != StatusFail || !strings.Contains(checks[0].Message, "no SLO was set, so there is no headline stage") ||
+		!strings.Contains(checks[0].Message, "all: or stage N:") {
+		t.Errorf("no SLO: %+v", checks)
+	}
+	_, golden := resultstest.GoldenStages(t)
+	golden[0].Summary.SLO.Verdict = metrics.SLOFail
+	if checks := Evaluate([]Rule{r}, golden); len(checks) != 1 || checks[0].Message != "no stage passed the SLO, so there is no headline stage" {
+		t.Errorf("SLO failed: %+v", checks)
+	}
+}
