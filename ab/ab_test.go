@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 func TestVerdict(t *testing.T) {
@@ -76,7 +76,7 @@ func TestCollectorFollowsTheWindowRules(t *testing.T) {
 		ITL: [][]float64{{1, 2}, {1, 2}}, Failed: []float64{0, 0, 1, 1, 1},
 		Completed:  []Completion{{AtS: 0.1, Tokens: 5, Chars: 20}, {AtS: 0.62, Tokens: 11, Chars: 40}},
 		CharsKnown: true,
-		Counts:     results.ABCounts{InWindow: 5, Succeeded: 2, Errors: 2, RateLimited: 1, Cancelled: 1},
+		Counts:     resultfiles.ABCounts{InWindow: 5, Succeeded: 2, Errors: 2, RateLimited: 1, Cancelled: 1},
 	}
 	got := c.Sample()
 	slices.Sort(got.Failed)
@@ -137,11 +137,11 @@ func synthetic(rng *rand.Rand, n int, ttft, tokens float64) Sample {
 		s.Failed = append(s.Failed, 0)
 		s.Completed = append(s.Completed, Completion{AtS: (float64(i) + rng.Float64()) * 10 / float64(n), Tokens: tokens * (0.5 + rng.Float64()), Chars: 4 * tokens * (0.5 + rng.Float64())})
 	}
-	s.Counts = results.ABCounts{InWindow: n, Succeeded: n}
+	s.Counts = resultfiles.ABCounts{InWindow: n, Succeeded: n}
 	return s
 }
 
-func verdicts(ms []results.ABMetric) map[string]string {
+func verdicts(ms []resultfiles.ABMetric) map[string]string {
 	out := map[string]string{}
 	for _, m := range ms {
 		out[m.Name] = m.Verdict
@@ -157,7 +157,7 @@ func TestCompareFindsAShiftAndItsDirection(t *testing.T) {
 	noSLO := metrics.SLOLimits{ErrorRateUnset: true}
 	a, b := synthetic(rng, 400, 50, 20), synthetic(rng, 400, 55, 24)
 	ms := Compare(1, a, b, noSLO, Options{Seed: 1})
-	byName := map[string]results.ABMetric{}
+	byName := map[string]resultfiles.ABMetric{}
 	for _, m := range ms {
 		byName[m.Name] = m
 	}
@@ -219,7 +219,7 @@ func TestRateIntervalPairsTheSlices(t *testing.T) {
 		return s
 	}
 	a, b := swing(10), swing(11)
-	var got results.ABMetric
+	var got resultfiles.ABMetric
 	for _, m := range Compare(1, a, b, metrics.SLOLimits{ErrorRateUnset: true}, Options{Resamples: 100}) {
 		if m.Name == "out_tok_per_sec" {
 			got = m
@@ -269,7 +269,7 @@ func TestCompareUnknownIsNotAGuess(t *testing.T) {
 	rng := rand.New(rand.NewPCG(4, 4))
 	a, b := synthetic(rng, 50, 50, 20), synthetic(rng, 50, 50, 20)
 	b.TPOT, b.CharsKnown = nil, false
-	v := map[string]results.ABMetric{}
+	v := map[string]resultfiles.ABMetric{}
 	for _, m := range Compare(1, a, b, metrics.SLOLimits{ErrorRateUnset: true}, Options{Resamples: 100}) {
 		v[m.Name] = m
 	}
@@ -285,16 +285,16 @@ func TestCompareUnknownIsNotAGuess(t *testing.T) {
 }
 
 func TestMarkdownShowsTheVerdictsAndThe429s(t *testing.T) {
-	r := results.AB{
-		Targets:    []results.ABTarget{{Name: "old", URL: "http://a/v1", Model: "m", Dir: "old"}, {Name: "new", URL: "http://b/v1", Model: "m", Dir: "new"}},
+	r := resultfiles.AB{
+		Targets:    []resultfiles.ABTarget{{Name: "old", URL: "http://a/v1", Model: "m", Dir: "old"}, {Name: "new", URL: "http://b/v1", Model: "m", Dir: "new"}},
 		Confidence: 0.95, Resamples: 2000, SameDataset: true,
-		Metrics: []results.ABMetric{
+		Metrics: []resultfiles.ABMetric{
 			{Name: "ttft_p50_ms", A: metrics.Some(50.0), B: metrics.Some(55.25), Diff: metrics.Some(5.25), CI: &[2]float64{4.5, 6}, Verdict: Worse, Stage: 1},
 			{Name: "out_tok_per_sec", A: metrics.Some(812.0), B: metrics.Some(790.0), Diff: metrics.Some(-22.0), CI: &[2]float64{-60, 15}, Verdict: Same, Stage: 1},
 			{Name: "out_chars_per_sec", Verdict: Unknown, Stage: 1},
 		},
-		Requests: []results.ABStageCounts{{Stage: 1, Target: "old", ABCounts: results.ABCounts{InWindow: 100, Succeeded: 100}},
-			{Stage: 1, Target: "new", ABCounts: results.ABCounts{InWindow: 100, Succeeded: 63, Errors: 37, RateLimited: 37}}},
+		Requests: []resultfiles.ABStageCounts{{Stage: 1, Target: "old", ABCounts: resultfiles.ABCounts{InWindow: 100, Succeeded: 100}},
+			{Stage: 1, Target: "new", ABCounts: resultfiles.ABCounts{InWindow: 100, Succeeded: 63, Errors: 37, RateLimited: 37}}},
 	}
 	r.Notes = StageNotes(1, r.Targets[0], r.Targets[1], r.Requests[0].ABCounts, r.Requests[1].ABCounts)
 	md := Markdown(r)

@@ -7,7 +7,7 @@ import (
 	"slices"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 // Verdicts of B relative to A.
@@ -134,7 +134,7 @@ func sliceRates(s Sample, field func(Completion) float64) [rateSlices]float64 {
 
 // Compare compares one stage's samples of A and B: the base metrics, then one per SLO limit not
 // among them (its CheckName, e.g. ttft_p99_ms, itl_p95_ms) and error_rate when the SLO sets it.
-func Compare(stage int, a, b Sample, slo metrics.SLOLimits, o Options) []results.ABMetric {
+func Compare(stage int, a, b Sample, slo metrics.SLOLimits, o Options) []resultfiles.ABMetric {
 	if o.Resamples <= 0 {
 		o.Resamples = DefaultResamples
 	}
@@ -162,7 +162,7 @@ func Compare(stage int, a, b Sample, slo metrics.SLOLimits, o Options) []results
 		}
 	}
 	widen := FamilyWidening(known)
-	out := make([]results.ABMetric, 0, len(defs))
+	out := make([]resultfiles.ABMetric, 0, len(defs))
 	for i, d := range defs {
 		v := values[i]
 		p := v.vb - v.va
@@ -216,8 +216,8 @@ func limitMetric(lim metrics.LatencyLimit) metricDef {
 }
 
 // row makes the ab.json row; a NaN anywhere (a side without a value) is n/a, not a guess.
-func row(stage int, d metricDef, va, vb, lo, hi float64) results.ABMetric {
-	m := results.ABMetric{Name: d.name, Stage: stage, Verdict: Unknown, BetterWhen: "higher"}
+func row(stage int, d metricDef, va, vb, lo, hi float64) resultfiles.ABMetric {
+	m := resultfiles.ABMetric{Name: d.name, Stage: stage, Verdict: Unknown, BetterWhen: "higher"}
 	if d.lowerBetter {
 		m.BetterWhen = "lower"
 	}

@@ -5,7 +5,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 // IntervalMethod is how ab's intervals are made, in words, for ab.json and ab.md.
@@ -18,11 +18,11 @@ const minDecidable = 30
 
 // StageNotes says what a reader of one stage's comparison must know: 429s (refused work is not
 // slowness), requests that failed, too few requests for the intervals to mean much.
-func StageNotes(stage int, a, b results.ABTarget, ca, cb results.ABCounts) []string {
+func StageNotes(stage int, a, b resultfiles.ABTarget, ca, cb resultfiles.ABCounts) []string {
 	var out []string
 	for _, side := range []struct {
-		t results.ABTarget
-		c results.ABCounts
+		t resultfiles.ABTarget
+		c resultfiles.ABCounts
 	}{{a, ca}, {b, cb}} {
 		t, c := side.t, side.c
 		if c.RateLimited > 0 {
@@ -42,7 +42,7 @@ func StageNotes(stage int, a, b results.ABTarget, ca, cb results.ABCounts) []str
 }
 
 // Markdown is the side-by-side table of ab.md, which plload ab also prints.
-func Markdown(r results.AB) string {
+func Markdown(r resultfiles.AB) string {
 	if len(r.Targets) != 2 {
 		return "no comparison: it needs two targets\n"
 	}
@@ -85,7 +85,7 @@ func Markdown(r results.AB) string {
 }
 
 // stages lists the stage numbers of the metrics, in order.
-func stagesOf(r results.AB) []int {
+func stagesOf(r resultfiles.AB) []int {
 	var out []int
 	for _, m := range r.Metrics {
 		if len(out) == 0 || out[len(out)-1] != m.Stage {
@@ -95,13 +95,13 @@ func stagesOf(r results.AB) []int {
 	return out
 }
 
-func countsOf(r results.AB, stage int, target string) results.ABCounts {
+func countsOf(r resultfiles.AB, stage int, target string) resultfiles.ABCounts {
 	for _, c := range r.Requests {
 		if c.Stage == stage && c.Target == target {
 			return c.ABCounts
 		}
 	}
-	return results.ABCounts{}
+	return resultfiles.ABCounts{}
 }
 
 func verdictText(v, b string) string {

@@ -6,7 +6,7 @@ package ab
 
 import (
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 // Completion is a successful request that ended in the window: when, and what it streamed back.
@@ -36,7 +36,7 @@ type Sample struct {
 	Completed []Completion
 	// CharsKnown is false when a counted request had no output_char_count (AIPerf's records).
 	CharsKnown bool
-	Counts     results.ABCounts
+	Counts     resultfiles.ABCounts
 }
 
 // Collector builds a Sample one record at a time, in any order.

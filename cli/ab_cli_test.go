@@ -16,7 +16,7 @@ import (
 	"github.com/plload/plload/ab"
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/mock"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 // abMock is the real mock on loopback serving model "m": TTFT ttft with ±20 % jitter drawn from seed;
@@ -74,26 +74,26 @@ func abRun(t *testing.T, args ...string) (code int, stdout, stderr, dir string) 
 	return code, stdout, stderr, dir
 }
 
-func readAB(t *testing.T, dir string) results.AB {
+func readAB(t *testing.T, dir string) resultfiles.AB {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join(dir, "ab.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var res results.AB
+	var res resultfiles.AB
 	if err := json.Unmarshal(data, &res); err != nil {
 		t.Fatalf("ab.json: %v", err)
 	}
 	return res
 }
 
-func abMetric(res results.AB, stage int, name string) results.ABMetric {
+func abMetric(res resultfiles.AB, stage int, name string) resultfiles.ABMetric {
 	for _, m := range res.Metrics {
 		if m.Stage == stage && m.Name == name {
 			return m
 		}
 	}
-	return results.ABMetric{Name: name + " (missing)"}
+	return resultfiles.ABMetric{Name: name + " (missing)"}
 }
 
 // TestABBadInputSendsNothing: a --target or --model that is not what is accepted exits 2, names the
@@ -302,7 +302,7 @@ func TestABCountsRateLimitsApart(t *testing.T) {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
 	res := readAB(t, dir)
-	var cb results.ABCounts
+	var cb resultfiles.ABCounts
 	for _, c := range res.Requests {
 		if c.Target == "B" {
 			cb = c.ABCounts

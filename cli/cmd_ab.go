@@ -21,7 +21,7 @@ import (
 	"github.com/plload/plload/engine"
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/report"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 	"github.com/plload/plload/workload"
 )
 
@@ -61,11 +61,11 @@ func abCommand() *cli.Command {
 // abSide is one target's run: its scenario (the file's, with this target's URL and model), its
 // workload (built from the same seed as the other's), its results.
 type abSide struct {
-	target results.ABTarget
+	target resultfiles.ABTarget
 	sc     *workload.Scenario
 	w      *workload.Workload
 	dir    string
-	stages []*results.StageReport
+	stages []*resultfiles.StageReport
 	// runErr is why its engine run stopped (nil: it ran every stage); summaryErr a stage summary or
 	// the report that could not be written.
 	runErr, summaryErr error
@@ -195,7 +195,7 @@ func prepareABSides(ctx context.Context, sc *workload.Scenario, targets []abTarg
 		if err != nil {
 			return nil, badInput("building the workload: %v", err)
 		}
-		sides = append(sides, &abSide{target: results.ABTarget{Name: t.name, URL: t.url, Model: s.Target.Model, Dir: t.name}, sc: &s, w: w})
+		sides = append(sides, &abSide{target: resultfiles.ABTarget{Name: t.name, URL: t.url, Model: s.Target.Model, Dir: t.name}, sc: &s, w: w})
 	}
 	if !preflight {
 		return sides, nil
@@ -363,7 +363,7 @@ func writeABSideReport(s *abSide, started time.Time, cmd *cli.Command) {
 	for _, m := range cmd.StringSlice("model") {
 		command += " --model " + m
 	}
-	rep := results.New(s.sc, s.stages, results.Meta{Tool: toolName(), ScenarioFile: absPath(filepath.Join(s.dir, "scenario.resolved.yaml")),
+	rep := resultfiles.New(s.sc, s.stages, resultfiles.Meta{Tool: toolName(), ScenarioFile: absPath(filepath.Join(s.dir, "scenario.resolved.yaml")),
 		Command: command, Started: started, Finished: time.Now(), Interrupted: errors.Is(s.runErr, engine.ErrInterrupted)})
 	if err := report.Write(s.dir, s.sc, rep); err != nil {
 		s.summaryErr = errors.Join(s.summaryErr, err)
@@ -384,12 +384,12 @@ func removeABRecords(sides []*abSide) {
 }
 
 // compareABSides compares every stage both sides finished, from their records.
-func compareABSides(sides []*abSide, seed uint64) (results.AB, error) {
+func compareABSides(sides []*abSide, seed uint64) (resultfiles.AB, error) {
 	a, b := sides[0], sides[1]
-	res := results.AB{Targets: []results.ABTarget{a.target, b.target}, Metrics: []results.ABMetric{}, Requests: []results.ABStageCounts{},
+	res := resultfiles.AB{Targets: []resultfiles.ABTarget{a.target, b.target}, Metrics: []resultfiles.ABMetric{}, Requests: []resultfiles.ABStageCounts{},
 		SameDataset: true, Confidence: 0.95, Resamples: ab.DefaultResamples, IntervalMethod: ab.IntervalMethod, Notes: []string{}}
 	for _, sa := range a.stages {
-		i := slices.IndexFunc(b.stages, func(st *results.StageReport) bool { return st.Stage == sa.Stage })
+		i := slices.IndexFunc(b.stages, func(st *resultfiles.StageReport) bool { return st.Stage == sa.Stage })
 		if i < 0 {
 			continue // B did not run it: nothing to compare
 		}
@@ -403,10 +403,10 @@ func compareABSides(sides []*abSide, seed uint64) (results.AB, error) {
 		if err != nil {
 			return res, err
 		}
-		slo := results.StageInput(a.sc, sa.Stage-1).SLO
+		slo := resultfiles.StageInput(a.sc, sa.Stage-1).SLO
 		res.Metrics = append(res.Metrics, ab.Compare(sa.Stage, xa, xb, slo, ab.Options{Resamples: ab.DefaultResamples, Seed: seed + uint64(sa.Stage)})...)
-		res.Requests = append(res.Requests, results.ABStageCounts{Stage: sa.Stage, Target: a.target.Name, ABCounts: xa.Counts, DatasetSHA256: sa.DatasetSHA256},
-			results.ABStageCounts{Stage: sb.Stage, Target: b.target.Name, ABCounts: xb.Counts, DatasetSHA256: sb.DatasetSHA256})
+		res.Requests = append(res.Requests, resultfiles.ABStageCounts{Stage: sa.Stage, Target: a.target.Name, ABCounts: xa.Counts, DatasetSHA256: sa.DatasetSHA256},
+			resultfiles.ABStageCounts{Stage: sb.Stage, Target: b.target.Name, ABCounts: xb.Counts, DatasetSHA256: sb.DatasetSHA256})
 		if sa.DatasetSHA256 != sb.DatasetSHA256 {
 			res.SameDataset = false
 		}
@@ -449,7 +449,7 @@ func abs64(x int64) int64 {
 }
 
 // abSample reads one side's stage records over the stage's window (stage.json's), ending at end.
-func abSample(s *abSide, st *results.StageReport, end int64) (ab.Sample, error) {
+func abSample(s *abSide, st *resultfiles.StageReport, end int64) (ab.Sample, error) {
 	path := filepath.Join(s.dir, fmt.Sprintf("stage_%02d", st.Stage), "profile_export.jsonl")
 	f, err := os.Open(path)
 	if err != nil {
@@ -463,7 +463,7 @@ func abSample(s *abSide, st *results.StageReport, end int64) (ab.Sample, error) 
 	return c.Sample(), nil
 }
 
-func writeABResult(dir string, res results.AB) error {
+func writeABResult(dir string, res resultfiles.AB) error {
 	if err := res.Write(dir); err != nil {
 		return err
 	}

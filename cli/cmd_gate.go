@@ -12,7 +12,7 @@ import (
 	"github.com/plload/plload/gate"
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/report"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 	"github.com/plload/plload/workload"
 )
 
@@ -73,7 +73,7 @@ func gateCommand() *cli.Command {
 // scenario.resolved.yaml).
 func runGate(cmd *cli.Command, candDir, baseDir string, scenarioRules []string) error {
 	out := cmd.Root().Writer
-	cand, err := results.ReadRun(candDir)
+	cand, err := resultfiles.ReadRun(candDir)
 	if err != nil {
 		return badInput("gate --candidate: %v", err)
 	}
@@ -102,7 +102,7 @@ func runGate(cmd *cli.Command, candDir, baseDir string, scenarioRules []string) 
 	checks := gate.Evaluate(rules, cand)
 	baseAbs := ""
 	if baseDir != "" {
-		base, err := results.ReadRun(baseDir)
+		base, err := resultfiles.ReadRun(baseDir)
 		if err != nil {
 			return badInput("gate --baseline: %v", err)
 		}
@@ -112,7 +112,7 @@ func runGate(cmd *cli.Command, candDir, baseDir string, scenarioRules []string) 
 			return badInput("gate: the runs did not measure the same workload (%s); compare them anyway with --allow-different-workload", strings.Join(diffs, "; "))
 		}
 		dirs := map[string]string{"baseline": baseDir, "candidate": candDir}
-		checks = append(checks, gate.Regressions(base, cand, tol, func(run string, st *results.StageReport) (*metrics.StageSeries, error) {
+		checks = append(checks, gate.Regressions(base, cand, tol, func(run string, st *resultfiles.StageReport) (*metrics.StageSeries, error) {
 			return seriesOf(dirs[run], st)
 		})...)
 	}
@@ -145,7 +145,7 @@ func runGate(cmd *cli.Command, candDir, baseDir string, scenarioRules []string) 
 }
 
 // seriesOf reads a stage's records into samples, or says why it cannot.
-func seriesOf(dir string, st *results.StageReport) (*metrics.StageSeries, error) {
+func seriesOf(dir string, st *resultfiles.StageReport) (*metrics.StageSeries, error) {
 	path := filepath.Join(dir, fmt.Sprintf("stage_%02d", st.Stage), "profile_export.jsonl")
 	f, err := os.Open(path)
 	if err != nil {

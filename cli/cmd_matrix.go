@@ -18,7 +18,7 @@ import (
 	"github.com/plload/plload/matrix"
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/report"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 	"github.com/plload/plload/workload"
 )
 
@@ -219,7 +219,7 @@ func quietInterrupt(parent context.Context) (context.Context, func()) {
 // failures could not connect — which a stage shorter than load.abort_after ends before the engine's
 // rule can say it.
 func abortedIn(o matrix.Outcome) string {
-	var last *results.StageReport
+	var last *resultfiles.StageReport
 	for _, r := range o.Runs {
 		for _, st := range r.Stages {
 			if st.Engine.Aborted != "" {
@@ -275,7 +275,7 @@ func (m *matrixRun) runPart(ctx context.Context, p matrix.Part, sc *workload.Sce
 			}
 		}
 		if dir != "" {
-			stages, rerr := results.ReadRun(dir)
+			stages, rerr := resultfiles.ReadRun(dir)
 			if rerr != nil {
 				o.Failures = append(o.Failures, fmt.Sprintf("reading its results: %v", rerr))
 			} else {
@@ -326,7 +326,7 @@ func (m *matrixRun) finish(in matrix.Input, stdout io.Writer) error {
 		}
 	}
 	if !met && m.sc.SLO.IsSet() && !in.Interrupted {
-		failures = append(failures, fmt.Sprintf("no stage of any part met the SLO (%s)", results.SLOText(m.sc.SLO)))
+		failures = append(failures, fmt.Sprintf("no stage of any part met the SLO (%s)", resultfiles.SLOText(m.sc.SLO)))
 	}
 	werr := report.WriteMatrixReport(in.Dir, matrix.Markdown(in), runs)
 	fmt.Fprintf(stdout, "\nmatrix %s: %s\n", m.sc.Name, matrix.Headline(in))

@@ -17,7 +17,7 @@ import (
 	"github.com/plload/plload/cluster"
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/mock"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 // TestMergeOfRealShards runs three real shards (plload run --shard i/3) and the coordinator against
@@ -77,7 +77,7 @@ slo: {ttft_p95: 1s, itl_p95: 100ms, error_rate_max: 0.01}
 	if code, stdout, stderr := plload(t, append(append([]string{"merge"}, dirs...), "--out", out)...); code != 0 {
 		t.Fatalf("merge: exit %d\n%s%s", code, stdout, stderr)
 	}
-	merged, err := results.ReadStage(filepath.Join(out, "stage_01", "stage.json"))
+	merged, err := resultfiles.ReadStage(filepath.Join(out, "stage_01", "stage.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,14 +97,14 @@ slo: {ttft_p95: 1s, itl_p95: 100ms, error_rate_max: 0.01}
 
 // checkShardsAddUp: every record of every shard is in the merge once, each shard ran only its
 // ordinals, and the shards' t0 are the same instant, the merged t0 (the first issue) within 5 ms after it.
-func checkShardsAddUp(t *testing.T, dirs []string, merged *results.StageReport) {
+func checkShardsAddUp(t *testing.T, dirs []string, merged *resultfiles.StageReport) {
 	t.Helper()
 	ids := map[string]bool{}
 	total, issued := 0, 0
 	var t0s []int64
 	var firstIssue int64
 	for i, d := range dirs {
-		st, err := results.ReadStage(filepath.Join(d, "stage_01", "stage.json"))
+		st, err := resultfiles.ReadStage(filepath.Join(d, "stage_01", "stage.json"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,14 +141,14 @@ func checkShardsAddUp(t *testing.T, dirs []string, merged *results.StageReport) 
 
 // checkNearOneProcess runs the same scenario as one process on the same mock: the merged run's
 // load and latency are that run's within noise (loose bounds: a loaded 2-core box).
-func checkNearOneProcess(t *testing.T, scenario string, merged *results.StageReport) {
+func checkNearOneProcess(t *testing.T, scenario string, merged *resultfiles.StageReport) {
 	t.Helper()
 	out := t.TempDir()
 	if code, stdout, stderr := plload(t, "run", scenario, "--out", out, "--quiet"); code != 0 {
 		t.Fatalf("one process: exit %d\n%s%s", code, stdout, stderr)
 	}
 	found, _ := filepath.Glob(filepath.Join(out, "shards-*", "stage_01", "stage.json"))
-	one, err := results.ReadStage(found[0])
+	one, err := resultfiles.ReadStage(found[0])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 // mergeScenario is two short stages on the mock with some errors, so error records, warmup rows
@@ -206,7 +206,7 @@ func TestMergeAddsUpToTheSingleRun(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := tc.src
-			single, err := results.ReadRun(src)
+			single, err := resultfiles.ReadRun(src)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -216,7 +216,7 @@ func TestMergeAddsUpToTheSingleRun(t *testing.T) {
 			if code != 0 {
 				t.Fatalf("merge: exit %d\n%s%s", code, stdout, stderr)
 			}
-			merged, err := results.ReadRun(out)
+			merged, err := resultfiles.ReadRun(out)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -237,7 +237,7 @@ func TestMergeAddsUpToTheSingleRun(t *testing.T) {
 
 // compareMergedStage: the merged stage's numbers are the single run's, field for field (to 1e-9:
 // sums over another order), its warnings too but for the per-shard injector lines.
-func compareMergedStage(t *testing.T, want, got *results.StageReport) {
+func compareMergedStage(t *testing.T, want, got *resultfiles.StageReport) {
 	t.Helper()
 	approx := cmpopts.EquateApprox(1e-9, 1e-9)
 	if d := cmp.Diff(want.Summary, got.Summary, approx, cmpopts.IgnoreFields(metrics.StageSummary{}, "Warnings"), cmpopts.EquateEmpty()); d != "" {
@@ -493,7 +493,7 @@ func TestMergeShowsTheWorstInjectorAndAPartialShard(t *testing.T) {
 	if code == 2 {
 		t.Fatalf("merge: exit %d\n%s%s", code, stdout, stderr)
 	}
-	merged, err := results.ReadRun(out)
+	merged, err := resultfiles.ReadRun(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -511,7 +511,7 @@ func TestMergeShowsTheWorstInjectorAndAPartialShard(t *testing.T) {
 			want += kept
 			continue
 		}
-		s, _ := results.ReadStage(filepath.Join(d, "stage_02", "stage.json"))
+		s, _ := resultfiles.ReadStage(filepath.Join(d, "stage_02", "stage.json"))
 		want += s.Engine.Issued
 	}
 	if two.Summary.Requests.Total != want || two.Engine.Issued != want {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/report"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 	"github.com/plload/plload/workload"
 )
 
@@ -202,7 +202,7 @@ func reportRecords(cmd *cli.Command, path string) error {
 		if i < 0 || i >= len(sc.Load.Stages) {
 			return badInput("report --stage %d: the scenario has stages 1–%d", i+1, len(sc.Load.Stages))
 		}
-		in = results.StageInput(sc, i)
+		in = resultfiles.StageInput(sc, i)
 		// Every open-loop mode measures its window from the schedule's origin, as arrival_rate does.
 		arrival = sc.Load.IsOpenLoop()
 	}
@@ -223,15 +223,15 @@ func reportRecords(cmd *cli.Command, path string) error {
 		return nil
 	}
 	sum := rs.StageSummary
-	st := &results.StageReport{SchemaVersion: results.SchemaVersion, Tool: toolName(), Run: filepath.Base(path), Stage: 1, Stages: 1,
+	st := &resultfiles.StageReport{SchemaVersion: resultfiles.SchemaVersion, Tool: toolName(), Run: filepath.Base(path), Stage: 1, Stages: 1,
 		Mode: map[bool]string{true: workload.ModeArrivalRate, false: workload.ModeConcurrency}[arrival], SLO: in.SLO,
-		Cost: results.CostInputs{CostInputs: in.Cost}, Summary: sum}
+		Cost: resultfiles.CostInputs{CostInputs: in.Cost}, Summary: sum}
 	if sc != nil { // the stage's load as the scenario says it: mode, rate, arrival, name
-		st = results.NewStageReport(toolName(), sc, i, "", sum, results.EngineCounts{})
+		st = resultfiles.NewStageReport(toolName(), sc, i, "", sum, resultfiles.EngineCounts{})
 		st.Run = filepath.Base(path)
 	}
 	fmt.Fprintf(out, "records: %s (%s)\n\n", path, layoutName(rs.Layout))
-	fmt.Fprintf(out, "%s\n\n%s", results.HeadlineLine([]*results.StageReport{st}), report.StageTable([]*results.StageReport{st}))
+	fmt.Fprintf(out, "%s\n\n%s", resultfiles.HeadlineLine([]*resultfiles.StageReport{st}), report.StageTable([]*resultfiles.StageReport{st}))
 	if len(sum.Warnings) > 0 {
 		fmt.Fprintln(out)
 	}

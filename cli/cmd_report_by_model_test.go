@@ -10,7 +10,7 @@ import (
 
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/report"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 // writeByModelRun writes a results directory whose stage 1 mixes two models (base answers in 100 ms,
@@ -46,9 +46,9 @@ func writeByModelRun(t *testing.T) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st := &results.StageReport{SchemaVersion: results.SchemaVersion, Tool: "plload test", Run: "mix", Stage: stage + 1, Stages: 2,
+		st := &resultfiles.StageReport{SchemaVersion: resultfiles.SchemaVersion, Tool: "plload test", Run: "mix", Stage: stage + 1, Stages: 2,
 			Mode: "concurrency", Concurrency: 2, Warmup: "1s", Duration: "10s", SLO: in.SLO,
-			Cost: results.CostInputs{CostInputs: in.Cost}, Engine: results.EngineCounts{Outages: []results.Outage{}}, Summary: sum}
+			Cost: resultfiles.CostInputs{CostInputs: in.Cost}, Engine: resultfiles.EngineCounts{Outages: []resultfiles.Outage{}}, Summary: sum}
 		data, _ := json.MarshalIndent(st, "", "  ")
 		if err := os.WriteFile(filepath.Join(sd, "stage.json"), data, 0o644); err != nil {
 			t.Fatal(err)
@@ -96,7 +96,7 @@ func TestReportByModel(t *testing.T) {
 		t.Fatalf("stage 02 without models:\n%s", stage2)
 	}
 	// Each model's requests are its own: 4 of the stage's 8 each, in the stage's own window.
-	st, err := results.ReadStage(filepath.Join(dir, "stage_01", "stage.json"))
+	st, err := resultfiles.ReadStage(filepath.Join(dir, "stage_01", "stage.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ import (
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/mock"
 	"github.com/plload/plload/report"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 	"github.com/plload/plload/workload"
 )
 
@@ -167,7 +167,7 @@ func runScenario(ctx context.Context, sc *workload.Scenario, opt runOptions, std
 	}
 	started := time.Now()
 	fmt.Fprintf(stdout, "plload %s: %d stage(s), results in %s\n", sc.Name, len(w.Stages), dir)
-	var stages []*results.StageReport
+	var stages []*resultfiles.StageReport
 	var summaryErr error
 	prog := live.StartDisplay(stdout, stderr, progress, opt.quiet)
 	_, err = engine.Run(ctx, engine.Config{
@@ -244,13 +244,13 @@ func startTarget(ctx context.Context, sc *workload.Scenario, w *workload.Workloa
 // finishRun writes the report of a run whose stages ended (runErr: why the engine stopped, if it
 // did), prints the headline and the table, and decides the outcome: the results directory and, for a
 // finished run, an exit-1 error listing what failed.
-func finishRun(sc *workload.Scenario, stages []*results.StageReport, dir string, opt runOptions, started time.Time, runErr, summaryErr error, stdout io.Writer, shard *results.ShardInfo) (string, error) {
+func finishRun(sc *workload.Scenario, stages []*resultfiles.StageReport, dir string, opt runOptions, started time.Time, runErr, summaryErr error, stdout io.Writer, shard *resultfiles.ShardInfo) (string, error) {
 	interrupted := errors.Is(runErr, engine.ErrInterrupted)
 	scenarioFile := absPath(sc.File)
 	if opt.fromResolved {
 		scenarioFile = absPath(filepath.Join(dir, "scenario.resolved.yaml"))
 	}
-	rep := results.New(sc, stages, results.Meta{Tool: toolName(), ScenarioFile: scenarioFile,
+	rep := resultfiles.New(sc, stages, resultfiles.Meta{Tool: toolName(), ScenarioFile: scenarioFile,
 		Command: "plload run " + scenarioFile + " --out " + absPath(opt.base) + opt.shard.flags(), Started: started, Finished: time.Now(), Interrupted: interrupted, Shard: shard})
 	if werr := report.Write(dir, sc, rep); werr != nil {
 		summaryErr = errors.Join(summaryErr, werr)
@@ -283,7 +283,7 @@ func finishRun(sc *workload.Scenario, stages []*results.StageReport, dir string,
 // stopped because the target was unreachable, without one successful request, or with an error rate
 // over slo.error_rate_max —, a replay stage that could not keep the trace's pace, or no stage that
 // met the SLO (no headline; only when the scenario sets one). [] when none.
-func runFailures(sc *workload.Scenario, stages []*results.StageReport, headline bool) []string {
+func runFailures(sc *workload.Scenario, stages []*resultfiles.StageReport, headline bool) []string {
 	var out []string
 	errMax, errSet := sc.SLO.ErrorRateLimit()
 	for _, st := range stages {
@@ -308,13 +308,13 @@ func runFailures(sc *workload.Scenario, stages []*results.StageReport, headline 
 
 // noHeadline says why no stage is the run's headline: none met the SLO, or none could be judged
 // because every stage is partial (cut short, or a shard of a merged run lost) — not the same news.
-func noHeadline(sc *workload.Scenario, stages []*results.StageReport) string {
+func noHeadline(sc *workload.Scenario, stages []*resultfiles.StageReport) string {
 	for _, st := range stages {
 		if !st.Summary.Partial {
-			return fmt.Sprintf("no stage met the SLO (%s)", results.SLOText(sc.SLO))
+			return fmt.Sprintf("no stage met the SLO (%s)", resultfiles.SLOText(sc.SLO))
 		}
 	}
-	return fmt.Sprintf("no stage can be judged against the SLO (%s): every stage is partial (cut short, or a shard of the run lost: see merge.json), so none is the headline", results.SLOText(sc.SLO))
+	return fmt.Sprintf("no stage can be judged against the SLO (%s): every stage is partial (cut short, or a shard of the run lost: see merge.json), so none is the headline", resultfiles.SLOText(sc.SLO))
 }
 
 // replayReason says how far behind the trace a replay stage fell, and what to do about it.
@@ -327,9 +327,9 @@ func replayReason(sum *metrics.StageSummary) string {
 }
 
 // summarizeStage computes a finished stage's numbers from its records and writes stage.json.
-func summarizeStage(sc *workload.Scenario, w *workload.Workload, r engine.StageResult, shard *results.ShardInfo) (*results.StageReport, error) {
+func summarizeStage(sc *workload.Scenario, w *workload.Workload, r engine.StageResult, shard *resultfiles.ShardInfo) (*resultfiles.StageReport, error) {
 	i := r.Stage - 1
-	in := results.StageInput(sc, i)
+	in := resultfiles.StageInput(sc, i)
 	if r.T0Ns != 0 {
 		in.T0Ns = metrics.Some(r.T0Ns)
 	}
@@ -346,7 +346,7 @@ func summarizeStage(sc *workload.Scenario, w *workload.Workload, r engine.StageR
 	if strain := r.Injector.Warnings(); len(strain) > 0 && !failuresExplainStrain(r) {
 		in.Warnings = append(in.Warnings, strain...)
 	}
-	if reuse := results.ReuseWarning(sc, len(w.Stages[i].Sessions), r.Reused, failuresExplainStrain(r)); reuse != "" {
+	if reuse := resultfiles.ReuseWarning(sc, len(w.Stages[i].Sessions), r.Reused, failuresExplainStrain(r)); reuse != "" {
 		in.Warnings = append(in.Warnings, reuse) // engine.reused counts them either way
 	}
 	sum, err := metrics.SummarizeFile(filepath.Join(r.Dir, "profile_export.jsonl"), in, sc.Load.IsOpenLoop())
@@ -356,8 +356,8 @@ func summarizeStage(sc *workload.Scenario, w *workload.Workload, r engine.StageR
 	if r.Partial {
 		sum.Partial = true
 	}
-	st := results.NewStageReport(toolName(), sc, i, w.Stages[i].SHA256, sum,
-		results.EngineCounts{Issued: r.Issued, Sessions: r.Sessions, Reused: r.Reused, NotStarted: r.NotStarted, Retried: r.Retried, Outages: outagesOf(r), Aborted: r.Aborted})
+	st := resultfiles.NewStageReport(toolName(), sc, i, w.Stages[i].SHA256, sum,
+		resultfiles.EngineCounts{Issued: r.Issued, Sessions: r.Sessions, Reused: r.Reused, NotStarted: r.NotStarted, Retried: r.Retried, Outages: outagesOf(r), Aborted: r.Aborted})
 	st.Injector, st.NetworkRTT = r.Injector, r.RTT
 	st.Server = serverSummary(r, sum)
 	st.Shard = shard
@@ -432,9 +432,9 @@ func checkTarget(ctx context.Context, sc *workload.Scenario) error {
 	return nil
 }
 
-// failuresExplainStrain: see results.FailuresExplainStrain.
+// failuresExplainStrain: see resultfiles.FailuresExplainStrain.
 func failuresExplainStrain(r engine.StageResult) bool {
-	return results.FailuresExplainStrain(r.Aborted, len(r.Outages), r.Errors, r.OK)
+	return resultfiles.FailuresExplainStrain(r.Aborted, len(r.Outages), r.Errors, r.OK)
 }
 
 // stageLine is the one-line summary printed as a stage ends.
@@ -533,10 +533,10 @@ func interruptible(parent context.Context, stderr io.Writer) (context.Context, f
 }
 
 // outagesOf converts the engine's outages for stage.json ([] when there were none).
-func outagesOf(r engine.StageResult) []results.Outage {
-	out := []results.Outage{}
+func outagesOf(r engine.StageResult) []resultfiles.Outage {
+	out := []resultfiles.Outage{}
 	for _, o := range r.Outages {
-		out = append(out, results.Outage{From: o.From.UTC().Format(time.RFC3339Nano), To: o.To.UTC().Format(time.RFC3339Nano),
+		out = append(out, resultfiles.Outage{From: o.From.UTC().Format(time.RFC3339Nano), To: o.To.UTC().Format(time.RFC3339Nano),
 			Kind: o.Kind, Requests: o.Requests, FirstMessage: o.FirstMessage})
 	}
 	return out

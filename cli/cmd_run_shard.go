@@ -13,7 +13,7 @@ import (
 	"github.com/plload/plload/cluster"
 	"github.com/plload/plload/engine"
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 	"github.com/plload/plload/workload"
 	"github.com/urfave/cli/v3"
 )
@@ -138,7 +138,7 @@ func (o shardRun) join(ctx context.Context, sc *workload.Scenario) (*shardMember
 // writeInfo writes the shard block to DIR/shard.json as soon as the results directory exists, so a
 // shard killed during its first stage (no stage.json, no report.json) still says which shard it was
 // and its clock offset, and merge --allow-partial can place its records.
-func (o shardRun) writeInfo(dir string, in *results.ShardInfo) error {
+func (o shardRun) writeInfo(dir string, in *resultfiles.ShardInfo) error {
 	if in == nil {
 		return nil
 	}
@@ -196,11 +196,11 @@ func (s *shardMember) stageStart() func(context.Context, int) (time.Time, error)
 }
 
 // info is the shard block of stage.json and report.json (nil unsharded).
-func (o shardRun) info(s *shardMember) *results.ShardInfo {
+func (o shardRun) info(s *shardMember) *resultfiles.ShardInfo {
 	if !o.shard.Sharded() {
 		return nil
 	}
-	in := &results.ShardInfo{Index: o.shard.Index, Count: o.shard.Count}
+	in := &resultfiles.ShardInfo{Index: o.shard.Index, Count: o.shard.Count}
 	if s != nil {
 		in.ClockOffsetNs, in.OffsetUncertaintyNs = s.m.Offset()
 	}

@@ -18,7 +18,7 @@ import (
 	"github.com/plload/plload/engine"
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/report"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 	"github.com/plload/plload/search"
 	"github.com/plload/plload/workload"
 )
@@ -102,7 +102,7 @@ func newSearchPlan(cmd *cli.Command) (*searchPlan, workload.Issues, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	p := &searchPlan{sc: sc, first: sc.Load.Stages[0], limits: results.SLOLimits(sc.SLO), base: sc.Output.Dir}
+	p := &searchPlan{sc: sc, first: sc.Load.Stages[0], limits: resultfiles.SLOLimits(sc.SLO), base: sc.Output.Dir}
 	p.slo = search.FromLimits(p.limits)
 	if cmd.IsSet("out") {
 		p.base = cmd.String("out")
@@ -241,7 +241,7 @@ func (p *searchPlan) run(ctx context.Context, preflight bool, stdout, stderr io.
 	}
 	pr := &prober{plan: p, baseURL: baseURL, dir: dir, log: log}
 	fmt.Fprintf(stdout, "plload search %s: %s from %g (at most %g, resolution %s, %d runs per load), SLO %s; results in %s\n",
-		p.sc.Name, p.knob, p.opt.Start, p.opt.Max, p.opt.Resolution, p.opt.Repeats, results.SLOText(p.sc.SLO), dir)
+		p.sc.Name, p.knob, p.opt.Start, p.opt.Max, p.opt.Resolution, p.opt.Repeats, resultfiles.SLOText(p.sc.SLO), dir)
 	opt := p.opt
 	opt.OnProbe = func(pb search.Probe) {
 		fmt.Fprintf(stdout, "probe %02d (stage %02d): %s — %s: %s\n", pr.count, pb.Stage, p.valueText(pb.Value), pb.Verdict, pb.Reason)
@@ -271,7 +271,7 @@ type prober struct {
 	dir     string
 	log     *slog.Logger
 	specs   []workload.Stage       // the probes run, in order: stage k is specs[k-1]
-	stages  []*results.StageReport // their reports
+	stages  []*resultfiles.StageReport // their reports
 	count   int                    // probes judged, for the progress lines
 }
 
@@ -319,7 +319,7 @@ func (p *prober) probe(ctx context.Context, v float64) (int, search.Measurement,
 
 // measure reads a probe's records into its measurement and checks its client; the records go
 // afterwards when the scenario does not keep them.
-func (p *prober) measure(r engine.StageResult, st *results.StageReport) (search.Measurement, error) {
+func (p *prober) measure(r engine.StageResult, st *resultfiles.StageReport) (search.Measurement, error) {
 	path := filepath.Join(r.Dir, "profile_export.jsonl")
 	f, err := os.Open(path)
 	if err != nil {
@@ -410,9 +410,9 @@ func (p *searchPlan) finish(pr *prober, res search.Result, runErr error, started
 		return &exitError{code: exitFailed, err: fmt.Errorf("the search stopped: %s; results in %s", res.Stop, dir)}
 	case res.Best == nil && !res.LowestFailed && res.Undecided != nil:
 		// Nothing failed: the evidence says neither yes nor no, which is not "none".
-		return &exitError{code: exitUndecided, err: fmt.Errorf("no load probed could be decided against the SLO (%s): %s; longer probes (the first stage's duration) or more --repeats decide it; results in %s", report.SLOText(p.sc.SLO), res.Stop, dir)}
+		return &exitError{code: exitUndecided, err: fmt.Errorf("no load probed could be decided against the SLO (%s): %s; longer probes (the first stage's duration) or more --repeats decide it; results in %s", resultfiles.SLOText(p.sc.SLO), res.Stop, dir)}
 	case res.Best == nil:
-		return &exitError{code: exitFailed, err: fmt.Errorf("no probe met the SLO (%s): %s; results in %s", results.SLOText(p.sc.SLO), res.Stop, dir)}
+		return &exitError{code: exitFailed, err: fmt.Errorf("no probe met the SLO (%s): %s; results in %s", resultfiles.SLOText(p.sc.SLO), res.Stop, dir)}
 	}
 	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(dir, "report.html"))
 	return nil
@@ -425,15 +425,15 @@ func (p *searchPlan) writeResults(pr *prober, sc *workload.Scenario, res search.
 	if err == nil {
 		err = metrics.WriteFileAtomic(filepath.Join(dir, "scenario.resolved.yaml"), resolved)
 	}
-	shown := make([]results.SearchProbe, len(res.Probes))
+	shown := make([]resultfiles.SearchProbe, len(res.Probes))
 	for i, pb := range res.Probes {
-		shown[i] = results.SearchProbe{Value: pb.Value, Verdict: string(pb.Verdict), Reason: pb.Reason, Stage: pb.Stage}
+		shown[i] = resultfiles.SearchProbe{Value: pb.Value, Verdict: string(pb.Verdict), Reason: pb.Reason, Stage: pb.Stage, Decided: pb.Decided}
 	}
-	err = errors.Join(err, results.Search{Knob: p.knob, SLO: p.limits, Best: res.Best, Undecided: res.Undecided, Probes: shown}.Write(dir))
+	err = errors.Join(err, resultfiles.Search{Knob: p.knob, SLO: p.limits, Best: res.Best, Undecided: res.Undecided, Probes: shown}.Write(dir))
 	if len(pr.stages) == 0 {
 		return err
 	}
-	rep := results.New(sc, pr.stages, results.Meta{Tool: toolName(), ScenarioFile: absPath(p.sc.File),
+	rep := resultfiles.New(sc, pr.stages, resultfiles.Meta{Tool: toolName(), ScenarioFile: absPath(p.sc.File),
 		Command: "plload search " + absPath(p.sc.File) + p.args + " --out " + absPath(p.base), Started: started, Finished: time.Now(), Interrupted: interrupted})
 	if werr := report.Write(dir, sc, rep); werr != nil {
 		return errors.Join(err, werr)
@@ -444,7 +444,7 @@ func (p *searchPlan) writeResults(pr *prober, sc *workload.Scenario, res search.
 }
 
 // chosen is the stage report of the answer: the last run of the best load.
-func (p *searchPlan) chosen(res search.Result, stages []*results.StageReport) (*results.StageReport, int) {
+func (p *searchPlan) chosen(res search.Result, stages []*resultfiles.StageReport) (*resultfiles.StageReport, int) {
 	if res.Best == nil {
 		return nil, 0
 	}
@@ -464,7 +464,7 @@ func (p *searchPlan) chosen(res search.Result, stages []*results.StageReport) (*
 
 // sessionsAt is the sessions of the answer: the knob itself for a closed loop, the time-weighted
 // mean of open sessions for an open loop.
-func (p *searchPlan) sessionsAt(res search.Result, chosen *results.StageReport) float64 {
+func (p *searchPlan) sessionsAt(res search.Result, chosen *resultfiles.StageReport) float64 {
 	switch {
 	case chosen == nil:
 		return 0

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plload/plload/mock"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 	"github.com/plload/plload/workload"
 )
 
@@ -48,12 +48,12 @@ func onlyRun(t *testing.T, out string) string {
 	return dirs[0]
 }
 
-func readStages(t *testing.T, dir string) []*results.StageReport {
+func readStages(t *testing.T, dir string) []*resultfiles.StageReport {
 	t.Helper()
 	paths, _ := filepath.Glob(filepath.Join(dir, "stage_*", "stage.json"))
-	var out []*results.StageReport
+	var out []*resultfiles.StageReport
 	for _, p := range paths {
-		st, err := results.ReadStage(p)
+		st, err := resultfiles.ReadStage(p)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/plload/plload/gate"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 // TestGateKeepsTheScenarioRulesFromAnotherDirectory: a run whose scenario names its persona file
@@ -90,7 +90,7 @@ gate: ["ttft_p95 < 1ms"]
 
 func datasetSHA(t *testing.T, runDir string) string {
 	t.Helper()
-	stages, err := results.ReadRun(runDir)
+	stages, err := resultfiles.ReadRun(runDir)
 	if err != nil || len(stages) == 0 {
 		t.Fatalf("%s: %v", runDir, err)
 	}
@@ -264,7 +264,7 @@ func raceBuild() bool {
 // strained says why a run's client was strained ("" when it was not).
 func strained(t *testing.T, runDir string) string {
 	t.Helper()
-	stages, err := results.ReadRun(runDir)
+	stages, err := resultfiles.ReadRun(runDir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plload/plload/matrix"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 // writeMatrixScenario writes a scenario for plload matrix on the bundled mock into a temp folder.
@@ -76,7 +76,7 @@ cost: {gpu_hourly_usd: 2.5}
 	dir := oneDir(t, filepath.Join(out, "mx-matrix-*"))
 	for part, stages := range map[string]int{"A": 4, "B": 6, "D": 1} {
 		run := oneDir(t, filepath.Join(dir, part, "mx-"+part+"-*"))
-		got, err := results.ReadRun(run)
+		got, err := resultfiles.ReadRun(run)
 		if err != nil || len(got) != stages {
 			t.Errorf("part %s: %d stages (%v), want %d", part, len(got), err, stages)
 		}
@@ -241,7 +241,7 @@ slo: {ttft: {p95: 1ms}, error_rate: 0.01}
 	}
 	dir := oneDir(t, filepath.Join(out, "mx-matrix-*"))
 	replay := oneDir(t, filepath.Join(dir, "C", "mx-C-*"))
-	stages, err := results.ReadRun(replay)
+	stages, err := resultfiles.ReadRun(replay)
 	if err != nil || len(stages) != 1 || stages[0].Mode != "replay" || stages[0].TimeScale != 0.5 {
 		t.Fatalf("part C: %v %+v, want one replay stage at time_scale 0.5", err, stages)
 	}
@@ -294,7 +294,7 @@ slo: {ttft: {p95: 1s}}
 		t.Fatalf("exit %d, want 130\n%s\n%s", code, stdout.buf.String(), stderr.String())
 	}
 	dir := oneDir(t, filepath.Join(out, "mx-matrix-*"))
-	stages, err := results.ReadRun(oneDir(t, filepath.Join(dir, "A", "mx-A-*")))
+	stages, err := resultfiles.ReadRun(oneDir(t, filepath.Join(dir, "A", "mx-A-*")))
 	if err != nil || len(stages) != 2 || !stages[1].Summary.Partial {
 		t.Errorf("part A: %v, %d stages, want the second partial", err, len(stages))
 	}

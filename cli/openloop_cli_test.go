@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 	"github.com/plload/plload/workload"
 )
 
@@ -22,18 +22,18 @@ import (
 func TestRunFailures(t *testing.T) {
 	errMax := 0.01
 	sloSet := workload.SLO{TTFT: &workload.Limits{P95: workload.Duration(500 * time.Millisecond)}, ErrorRate: &errMax}
-	stage := func(edit func(*metrics.StageSummary)) *results.StageReport {
+	stage := func(edit func(*metrics.StageSummary)) *resultfiles.StageReport {
 		sum := &metrics.StageSummary{}
 		sum.Requests.Succeeded = 10
 		sum.ErrorRate = metrics.Some(0.0)
 		edit(sum)
-		return &results.StageReport{Stage: 1, Summary: sum}
+		return &resultfiles.StageReport{Stage: 1, Summary: sum}
 	}
 	fine := func(*metrics.StageSummary) {}
 	for _, tc := range []struct {
 		name     string
 		slo      workload.SLO
-		stage    *results.StageReport
+		stage    *resultfiles.StageReport
 		headline bool
 		want     []string
 	}{
@@ -55,7 +55,7 @@ func TestRunFailures(t *testing.T) {
 		}), false, []string{"stage 01 is not a valid replay: client could not keep the trace's pace: send lag p99 30.0 ms, max 1500.0 ms (limits: p99 ≤ 10 ms, none > 1000 ms); raise load.max_in_flight, replay slower (load.time_scale > 1), or run on a machine with more cores"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := runFailures(&workload.Scenario{SLO: tc.slo}, []*results.StageReport{tc.stage}, tc.headline)
+			got := runFailures(&workload.Scenario{SLO: tc.slo}, []*resultfiles.StageReport{tc.stage}, tc.headline)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("failures (-want +got):\n%s", diff)
 			}
@@ -76,7 +76,7 @@ func TestOpenLoopExamplesRun(t *testing.T) {
 		type view struct {
 			Mode, Name, Arrival string
 			CV                  float64
-			Rate                results.StageRate
+			Rate                resultfiles.StageRate
 			InFlight            bool
 		}
 		var got []view
@@ -86,8 +86,8 @@ func TestOpenLoopExamplesRun(t *testing.T) {
 			got = append(got, view{st.Mode, st.Name, st.Arrival, st.CV, *st.Rate, st.Summary.InFlight.Max >= 1 && st.Summary.InFlight.Mean > 0})
 		}
 		want := []view{
-			{workload.ModeRequestRate, "steady", workload.ArrivalGamma, 2, results.StageRate{From: 20, To: 20}, true},
-			{workload.ModeRequestRate, "ramp", workload.ArrivalGamma, 2, results.StageRate{From: 10, To: 40, Over: "2s"}, true},
+			{workload.ModeRequestRate, "steady", workload.ArrivalGamma, 2, resultfiles.StageRate{From: 20, To: 20}, true},
+			{workload.ModeRequestRate, "ramp", workload.ArrivalGamma, 2, resultfiles.StageRate{From: 10, To: 40, Over: "2s"}, true},
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("stages (-want +got):\n%s", diff)

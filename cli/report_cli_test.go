@@ -14,7 +14,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 // TestReportRecordsWithoutLimits: `plload report --records FILE` judges only the limits it is given
@@ -56,7 +56,7 @@ func TestReportRecordsWithoutLimits(t *testing.T) {
 }
 
 // TestRunOutputsMatchSchema: a real run's report.json and stage.json (the in-process mock) validate
-// against results/schema, and its report.html is rendered HTML with the sections report.md has.
+// against resultfiles/schema, and its report.html is rendered HTML with the sections report.md has.
 func TestRunOutputsMatchSchema(t *testing.T) {
 	t.Setenv("PLLOAD_TINY_KEY", "k")
 	t.Setenv("PLLOAD_TINY_SECRET", "s")
@@ -81,14 +81,14 @@ func TestRunOutputsMatchSchema(t *testing.T) {
 }
 
 // checkRunMatchesSchema validates a results directory's report.json and stage_01/stage.json against
-// the committed schemas. The schemas are read from results/schema, relative to the repository root.
+// the committed schemas. The schemas are read from resultfiles/schema, relative to the repository root.
 func checkRunMatchesSchema(t *testing.T, dir string) {
 	t.Helper()
-	const base = "https://github.com/plload/plload/report/schema/"
+	const base = "https://github.com/plload/plload/resultfiles/schema/"
 	c := jsonschema.NewCompiler()
 	c.AssertFormat()
 	for _, name := range []string{"report.schema.json", "stage.schema.json"} {
-		data, err := os.ReadFile(filepath.Join("results", "schema", name))
+		data, err := os.ReadFile(filepath.Join("resultfiles", "schema", name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,7 +114,7 @@ func checkRunMatchesSchema(t *testing.T, dir string) {
 			t.Fatal(err)
 		}
 		if err := sch.Validate(doc); err != nil {
-			t.Errorf("%s does not match results/schema/%s: %v", file, schema, err)
+			t.Errorf("%s does not match resultfiles/schema/%s: %v", file, schema, err)
 		}
 	}
 }
@@ -217,7 +217,7 @@ func TestReportRecordsRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := results.ReadStage(filepath.Join(dir, "stage_01", "stage.json"))
+	st, err := resultfiles.ReadStage(filepath.Join(dir, "stage_01", "stage.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,7 +24,7 @@ import (
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/mock"
 	"github.com/plload/plload/report"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 	"github.com/plload/plload/search"
 )
 
@@ -79,7 +79,7 @@ slo: {ttft: {p95: %dms}}
 }
 
 // readSearch reads the one results directory under out and its search.json, keys checked.
-func readSearch(t *testing.T, out string) (string, results.Search) {
+func readSearch(t *testing.T, out string) (string, resultfiles.Search) {
 	t.Helper()
 	dirs, _ := filepath.Glob(filepath.Join(out, "knee-*"))
 	if len(dirs) != 1 {
@@ -99,7 +99,7 @@ func readSearch(t *testing.T, out string) (string, results.Search) {
 	if diff := cmp.Diff([]string{"best", "knob", "probes", "slo", "undecided"}, got); diff != "" {
 		t.Errorf("search.json keys (-want +got):\n%s", diff)
 	}
-	var sf results.Search
+	var sf resultfiles.Search
 	if err := json.Unmarshal(data, &sf); err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +125,7 @@ func TestSearchFindsTheKnee(t *testing.T) {
 	resolution := math.Max(1, 0.05*kneeSlots)
 	for seed := uint64(1); seed <= uint64(seeds); seed++ {
 		var dir, stdout string
-		var sf results.Search
+		var sf resultfiles.Search
 		for try := 1; ; try++ {
 			_, url := kneeMock(t, seed)
 			out := t.TempDir()
@@ -163,7 +163,7 @@ func TestSearchFindsTheKnee(t *testing.T) {
 	}
 }
 
-func probeValues(ps []results.SearchProbe) []string {
+func probeValues(ps []resultfiles.SearchProbe) []string {
 	var out []string
 	for _, p := range ps {
 		out = append(out, fmt.Sprintf("%g:%s", p.Value, p.Verdict))
@@ -173,7 +173,7 @@ func probeValues(ps []results.SearchProbe) []string {
 
 // checkNoFlapping: by the last verdict of each load, every pass lies below every non-pass and
 // below the undecided range.
-func checkNoFlapping(t *testing.T, sf results.Search) {
+func checkNoFlapping(t *testing.T, sf resultfiles.Search) {
 	t.Helper()
 	final := map[float64]search.Verdict{}
 	for _, p := range sf.Probes {
@@ -193,7 +193,7 @@ func checkNoFlapping(t *testing.T, sf results.Search) {
 
 // checkSearchFiles: every probe is a stage with its stage.json, at the load the probe names; the
 // report carries the capacity section and its chart; scenario.resolved.yaml has the probes.
-func checkSearchFiles(t *testing.T, dir string, sf results.Search) {
+func checkSearchFiles(t *testing.T, dir string, sf resultfiles.Search) {
 	t.Helper()
 	for i, p := range sf.Probes {
 		if p.Stage != i+1 {
@@ -238,7 +238,7 @@ func TestSearchWhenNothingPasses(t *testing.T) {
 		t.Fatalf("exit %d, best %v\n%s\n%s", code, sf.Best, stdout, stderr)
 	}
 	// A strained client runs a fail again (undecided first): the loads and their last verdicts count.
-	var decided []results.SearchProbe
+	var decided []resultfiles.SearchProbe
 	for _, p := range sf.Probes {
 		if n := len(decided); n > 0 && decided[n-1].Value == p.Value {
 			decided = decided[:n-1]
@@ -373,7 +373,7 @@ func TestSearchExampleRuns(t *testing.T) {
 		t.Fatalf("exit %d, %v\n%s\n%s", code, dirs, stdout, stderr)
 	}
 	data, _ := os.ReadFile(filepath.Join(dirs[0], "search.json"))
-	var sf results.Search
+	var sf resultfiles.Search
 	if err := json.Unmarshal(data, &sf); err != nil || sf.Best == nil {
 		t.Fatalf("search.json: %v %s", err, data)
 	}
@@ -391,17 +391,17 @@ func TestSearchExampleRuns(t *testing.T) {
 // throughput, in load order, the answer marked; the headline carries the cost only with a price.
 func TestSearchCurveModel(t *testing.T) {
 	limits := metrics.SLOLimits{TTFTP95Ms: 30, ErrorRateUnset: true, Latency: []metrics.LatencyLimit{{Metric: "ttft", Stat: "p95", LimitMs: 30}}}
-	stage := func(n int, p95, tokS float64) *results.StageReport {
+	stage := func(n int, p95, tokS float64) *resultfiles.StageReport {
 		sum := &metrics.StageSummary{TTFT: metrics.Dist{N: 50, P95: p95}}
 		sum.Throughput.OutTokPerSec, sum.Throughput.ReqPerSec = tokS, tokS/20
 		sum.Goodput.ReqPerSec = metrics.Some(tokS / 40)
 		price := 2.0
 		usd := 0.5
 		sum.Cost = metrics.CostResult{USDPer1MOut: &usd, USDPer1KTurns: &price}
-		return &results.StageReport{Stage: n, SLO: limits, Summary: sum, Cost: results.CostInputs{CostInputs: metrics.CostInputs{GPUHourlyUSD: 2.5}}}
+		return &resultfiles.StageReport{Stage: n, SLO: limits, Summary: sum, Cost: resultfiles.CostInputs{CostInputs: metrics.CostInputs{GPUHourlyUSD: 2.5}}}
 	}
-	stages := []*results.StageReport{stage(1, 11, 400), stage(2, 29, 780), stage(3, 12, 800), stage(4, 140, 1200)}
-	probes := []results.SearchProbe{{Value: 4, Verdict: "pass", Stage: 1}, {Value: 8, Verdict: "undecided", Stage: 2}, {Value: 8, Verdict: "pass", Stage: 3}, {Value: 16, Verdict: "fail", Stage: 4}}
+	stages := []*resultfiles.StageReport{stage(1, 11, 400), stage(2, 29, 780), stage(3, 12, 800), stage(4, 140, 1200)}
+	probes := []resultfiles.SearchProbe{{Value: 4, Verdict: "pass", Stage: 1}, {Value: 8, Verdict: "undecided", Stage: 2}, {Value: 8, Verdict: "pass", Stage: 3}, {Value: 16, Verdict: "fail", Stage: 4}}
 	c := report.NewSearchCurve(stages, probes, 3, "sessions")
 	want := report.SearchCurve{XLabel: "TTFT p95 (ms)", LimitMs: 30, Unit: "sessions", Points: []report.SearchPoint{
 		{Stage: 1, Value: 4, Verdict: "pass", X: 11, OutTokPerSec: 400, GoodputPerSec: 10},
@@ -531,7 +531,7 @@ func TestSearchWithErrorRateLimitFindsKnee(t *testing.T) {
 		t.Fatalf("exit %d, %v\n%s\n%s", code, dirs, stdout, stderr)
 	}
 	raw, _ := os.ReadFile(filepath.Join(dirs[0], "search.json"))
-	var sf searchFile
+	var sf resultfiles.Search
 	if err := json.Unmarshal(raw, &sf); err != nil || sf.Best == nil {
 		t.Fatalf("search.json: %v %s", err, raw)
 	}
@@ -539,7 +539,7 @@ func TestSearchWithErrorRateLimitFindsKnee(t *testing.T) {
 		t.Errorf("best %g, want the knee 12 ± 1\n%s", *sf.Best, stdout)
 	}
 	for _, pb := range sf.Probes {
-		if pb.Verdict == search.Invalid || strings.HasPrefix(pb.Reason, "saturated: ") || strings.Contains(pb.Reason, "strained") {
+		if pb.Verdict == string(search.Invalid) || strings.HasPrefix(pb.Reason, "saturated: ") || strings.Contains(pb.Reason, "strained") {
 			continue // not judged on its limits: clearly past capacity, or the client's own strain
 		}
 		var rules []string

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 	"github.com/plload/plload/search"
 )
 
@@ -80,7 +80,7 @@ cost: {gpu_hourly_usd: 1}
 			if err != nil {
 				t.Fatal(err)
 			}
-			var sf results.Search
+			var sf resultfiles.Search
 			if err := json.Unmarshal(data, &sf); err != nil {
 				t.Fatal(err)
 			}

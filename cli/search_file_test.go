@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 	"github.com/plload/plload/search"
 )
 
@@ -19,11 +19,11 @@ func jsonKeys(t reflect.Type) []string {
 	return keys
 }
 
-// TestSearchJSONKeepsEveryProbeKey: search.json's probes (results.SearchProbe, which writeResults
+// TestSearchJSONKeepsEveryProbeKey: search.json's probes (resultfiles.SearchProbe, which writeResults
 // copies from the search's probes) carry every key of search.Probe, so a field the search adds to
 // its probes cannot silently go missing from search.json.
 func TestSearchJSONKeepsEveryProbeKey(t *testing.T) {
-	if diff := cmp.Diff(jsonKeys(reflect.TypeFor[search.Probe]()), jsonKeys(reflect.TypeFor[results.SearchProbe]())); diff != "" {
+	if diff := cmp.Diff(jsonKeys(reflect.TypeFor[search.Probe]()), jsonKeys(reflect.TypeFor[resultfiles.SearchProbe]())); diff != "" {
 		t.Errorf("search.Probe's keys (-) against search.json's probe (+):\n%s", diff)
 	}
 }

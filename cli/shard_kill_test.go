@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/plload/plload/cluster"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 // killScenario is two stages on the real mock; each shard writes its first records to disk (the
@@ -136,7 +136,7 @@ func TestShardKilledMidStage(t *testing.T) {
 			continue
 		}
 		for _, stage := range []string{"stage_01", "stage_02"} {
-			st, err := results.ReadStage(filepath.Join(d[0], stage, "stage.json"))
+			st, err := resultfiles.ReadStage(filepath.Join(d[0], stage, "stage.json"))
 			if err != nil {
 				t.Fatalf("survivor %d: %v", i, err)
 			}

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 	"github.com/plload/plload/workload"
 )
 
@@ -118,7 +118,7 @@ slo: {ttft_p95: 5s, error_rate: 0.01}
 	var t0s []int64
 	records := 0
 	for _, d := range dirs {
-		st, err := results.ReadStage(filepath.Join(d, "stage_01", "stage.json"))
+		st, err := resultfiles.ReadStage(filepath.Join(d, "stage_01", "stage.json"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -140,14 +140,14 @@ slo: {ttft_p95: 5s, error_rate: 0.01}
 	if code, stdout, stderr := plload(t, append(append([]string{"merge"}, dirs...), "--out", out)...); code != 0 {
 		t.Fatalf("merge: exit %d\n%s%s", code, stdout, stderr)
 	}
-	merged, err := results.ReadStage(filepath.Join(out, "stage_01", "stage.json"))
+	merged, err := resultfiles.ReadStage(filepath.Join(out, "stage_01", "stage.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if merged.Summary.Requests.Total != records {
 		t.Errorf("merged %d records of the shards' %d", merged.Summary.Requests.Total, records)
 	}
-	in := results.StageInput(mustScenario(t, filepath.Join(out, "scenario.resolved.yaml")), 0)
+	in := resultfiles.StageInput(mustScenario(t, filepath.Join(out, "scenario.resolved.yaml")), 0)
 	in.T0Ns = metrics.Some(merged.Summary.Window.T0Ns)
 	again, err := metrics.SummarizeFile(filepath.Join(out, "stage_01", "profile_export.jsonl"), in, false)
 	if err != nil {

@@ -185,20 +185,20 @@ func TestShardedRunWithCoordinator(t *testing.T) {
 }
 
 // validateSchemas checks a results directory's report.json and stage_01/stage.json against
-// results/schema (the shard block included).
+// resultfiles/schema (the shard block included).
 func validateSchemas(t *testing.T, dir string) {
 	t.Helper()
 	c := jsonschema.NewCompiler()
-	const base = "https://github.com/plload/plload/report/schema/"
+	const base = "https://github.com/plload/plload/resultfiles/schema/"
 	for _, name := range []string{"report.schema.json", "stage.schema.json"} {
-		f, err := os.Open(filepath.Join("results", "schema", name))
+		f, err := os.Open(filepath.Join("resultfiles", "schema", name))
 		if err != nil {
 			t.Fatal(err)
 		}
 		doc, err := jsonschema.UnmarshalJSON(f)
 		f.Close()
 		if err != nil || c.AddResource(base+name, doc) != nil {
-			t.Fatalf("results/schema/%s: %v", name, err)
+			t.Fatalf("resultfiles/schema/%s: %v", name, err)
 		}
 	}
 	for file, schema := range map[string]string{"report.json": "report.schema.json", "stage_01/stage.json": "stage.schema.json"} {

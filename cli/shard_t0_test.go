@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 // TestMergedT0IsTheFirstIssue: with a coordinator every shard's stage.json says t0 = the barrier's
@@ -17,7 +17,7 @@ import (
 // 40 ms before their first sends.
 func TestMergedT0IsTheFirstIssue(t *testing.T) {
 	src := mergeSource(t)
-	single, err := results.ReadRun(src)
+	single, err := resultfiles.ReadRun(src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestMergedT0IsTheFirstIssue(t *testing.T) {
 	if code, stdout, stderr := plload(t, append(append([]string{"merge"}, dirs...), "--out", out)...); code != 0 {
 		t.Fatalf("merge: exit %d\n%s%s", code, stdout, stderr)
 	}
-	merged, err := results.ReadRun(out)
+	merged, err := resultfiles.ReadRun(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +55,7 @@ func TestMergedT0IsTheFirstIssue(t *testing.T) {
 	}
 }
 
-func singleT0(st *results.StageReport) json.Number {
+func singleT0(st *resultfiles.StageReport) json.Number {
 	return json.Number(fmt.Sprint(st.Summary.Window.T0Ns))
 }
 

@@ -15,7 +15,7 @@ import (
 	"testing"
 
 	"github.com/plload/plload/mock"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 // trustScenario is a small two-stage scenario against target (a YAML mapping body, indented).
@@ -154,7 +154,7 @@ func TestDeadTargetWithoutPreflight(t *testing.T) {
 	if len(dirs) != 1 {
 		t.Fatalf("results: %v", dirs)
 	}
-	st, err := results.ReadStage(filepath.Join(dirs[0], "stage_01", "stage.json"))
+	st, err := resultfiles.ReadStage(filepath.Join(dirs[0], "stage_01", "stage.json"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 	"github.com/plload/plload/workload"
 )
 
@@ -23,7 +23,7 @@ type MergeOptions struct {
 	Command      string // the merge command line, for report.json
 	// Render writes the merged run's report.md, report.html and charts beside its report.json (the
 	// command hands in report.Render); nil writes report.json alone.
-	Render results.Renderer
+	Render resultfiles.Renderer
 }
 
 // ShardStatus is one shard as merge.json lists it.
@@ -48,7 +48,7 @@ type MergeManifest struct {
 type MergeResult struct {
 	Dir      string
 	Scenario *workload.Scenario
-	Report   *results.Report
+	Report   *resultfiles.Report
 	Manifest MergeManifest
 }
 
@@ -109,7 +109,7 @@ func mergeInto(dir string, sc *workload.Scenario, set *shardSet, opt MergeOption
 	if err := os.WriteFile(filepath.Join(dir, "scenario.resolved.yaml"), first.resolved, 0o644); err != nil {
 		return nil, err
 	}
-	var stages []*results.StageReport
+	var stages []*resultfiles.StageReport
 	for n := 1; n <= len(sc.Load.Stages); n++ {
 		st, err := mergeStage(dir, sc, set, n, opt.Tool)
 		if err != nil {
@@ -124,7 +124,7 @@ func mergeInto(dir string, sc *workload.Scenario, set *shardSet, opt MergeOption
 	if err != nil {
 		outAbs = opt.Out
 	}
-	meta := results.Meta{Tool: opt.Tool, ScenarioFile: filepath.Join(outAbs, "scenario.resolved.yaml"), Command: opt.Command}
+	meta := resultfiles.Meta{Tool: opt.Tool, ScenarioFile: filepath.Join(outAbs, "scenario.resolved.yaml"), Command: opt.Command}
 	for _, d := range set.shards {
 		if d == nil || d.report == nil {
 			continue
@@ -137,7 +137,7 @@ func mergeInto(dir string, sc *workload.Scenario, set *shardSet, opt MergeOption
 		}
 		meta.Interrupted = meta.Interrupted || d.report.Interrupted
 	}
-	rep := results.New(sc, stages, meta)
+	rep := resultfiles.New(sc, stages, meta)
 	err = rep.Write(dir)
 	if err == nil && opt.Render != nil {
 		err = opt.Render(dir, sc, rep)

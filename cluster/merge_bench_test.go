@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 	"github.com/plload/plload/workload"
 )
 
@@ -87,21 +87,21 @@ func writeBenchShard(b *testing.B, dir string, sc *workload.Scenario, resolved [
 	}
 	os.WriteFile(filepath.Join(stage, "profile_export.jsonl"), buf, 0o644)
 	os.WriteFile(filepath.Join(stage, "sessions.jsonl"), nil, 0o644)
-	in := results.StageInput(sc, 0)
+	in := resultfiles.StageInput(sc, 0)
 	in.T0Ns = metrics.Some(t0)
 	sum, err := metrics.SummarizeFile(filepath.Join(stage, "profile_export.jsonl"), in, false)
 	if err != nil {
 		b.Fatal(err)
 	}
-	st := results.NewStageReport("bench", sc, 0, "sha", sum, results.EngineCounts{Issued: records})
+	st := resultfiles.NewStageReport("bench", sc, 0, "sha", sum, resultfiles.EngineCounts{Issued: records})
 	st.RecordsKept = true
 	data, _ := json.Marshal(st)
 	var m map[string]any
 	json.Unmarshal(data, &m)
-	m["shard"] = results.ShardInfo{Index: index, Count: count, ClockOffsetNs: int64(index) * 1000}
+	m["shard"] = resultfiles.ShardInfo{Index: index, Count: count, ClockOffsetNs: int64(index) * 1000}
 	data, _ = json.Marshal(m)
 	os.WriteFile(filepath.Join(stage, "stage.json"), data, 0o644)
-	rep, _ := json.Marshal(map[string]any{"schema_version": results.SchemaVersion, "run": sc.Name, "stages": []any{},
-		"shard": results.ShardInfo{Index: index, Count: count, ClockOffsetNs: int64(index) * 1000}})
+	rep, _ := json.Marshal(map[string]any{"schema_version": resultfiles.SchemaVersion, "run": sc.Name, "stages": []any{},
+		"shard": resultfiles.ShardInfo{Index: index, Count: count, ClockOffsetNs: int64(index) * 1000}})
 	os.WriteFile(filepath.Join(dir, "report.json"), rep, 0o644)
 }

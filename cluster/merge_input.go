@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 	"github.com/plload/plload/workload"
 )
 
@@ -26,7 +26,7 @@ func inputErr(format string, args ...any) error {
 }
 
 // ShardFile is the shard block a sharded run writes to its results directory as soon as it exists
-// (results.ShardInfo as JSON), so that even a shard killed in its first stage is known to merge.
+// (resultfiles.ShardInfo as JSON), so that even a shard killed in its first stage is known to merge.
 const ShardFile = "shard.json"
 
 // acceptedDirs says what merge reads, for its refusals.
@@ -35,19 +35,19 @@ const acceptedDirs = "accepted: the results directories of `plload run --shard i
 // shardStage is what one shard left of one stage.
 type shardStage struct {
 	dir    string               // stage_NN
-	report *results.StageReport // nil: no stage.json (the shard was killed during the stage)
-	block  *results.ShardInfo   // the stage's own shard block, when it has one
+	report *resultfiles.StageReport // nil: no stage.json (the shard was killed during the stage)
+	block  *resultfiles.ShardInfo   // the stage's own shard block, when it has one
 	issue  string               // why the stage is partial ("" when complete)
 }
 
 // shardDir is one shard's results directory as merge reads it.
 type shardDir struct {
 	path     string
-	block    results.ShardInfo
+	block    resultfiles.ShardInfo
 	scenario *workload.Scenario
 	sha      string // ScenarioSHA: the scenario without its output block
 	resolved []byte
-	report   *results.Report // nil when report.json is absent (the shard did not finish)
+	report   *resultfiles.Report // nil when report.json is absent (the shard did not finish)
 	stages   map[int]*shardStage
 }
 
@@ -77,9 +77,9 @@ func readShardDir(path string) (*shardDir, error) {
 		return nil, inputErr("%s: %v", resolvedPath, err)
 	}
 	d := &shardDir{path: path, resolved: resolved, scenario: sc, sha: sha, stages: map[int]*shardStage{}}
-	var runBlock *results.ShardInfo
+	var runBlock *resultfiles.ShardInfo
 	if data, err := os.ReadFile(filepath.Join(path, "report.json")); err == nil {
-		var r results.Report
+		var r resultfiles.Report
 		if err := json.Unmarshal(data, &r); err != nil {
 			return nil, inputErr("%s: not a report.json: %v; %s", filepath.Join(path, "report.json"), err, acceptedDirs)
 		}
@@ -103,7 +103,7 @@ func readShardDir(path string) (*shardDir, error) {
 	if runBlock == nil {
 		// A shard killed during its first stage left neither: its shard.json (written as the run began) says.
 		if data, err := os.ReadFile(filepath.Join(path, ShardFile)); err == nil {
-			var b results.ShardInfo
+			var b resultfiles.ShardInfo
 			if err := json.Unmarshal(data, &b); err != nil {
 				return nil, inputErr("%s: not a shard block: %v; %s", filepath.Join(path, ShardFile), err, acceptedDirs)
 			}
@@ -133,7 +133,7 @@ func readShardStage(dir string) (*shardStage, error) {
 		st.issue = "no stage.json (the shard stopped during the stage)"
 		return st, nil
 	}
-	r, err := results.ReadStage(path)
+	r, err := resultfiles.ReadStage(path)
 	if err != nil {
 		return nil, inputErr("%v; %s", err, acceptedDirs)
 	}

@@ -16,7 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 // globalOrdinal is the trailing number of a conversation id (`s01-000015` → 15): the session's
@@ -109,7 +109,7 @@ const maxRecordLine = 64 << 20
 // in a half-written line, which is dropped; anywhere else a bad line is an error naming path:line. A
 // record of a session outside the shard's share (ordinal ≢ index mod count) is refused: two shards
 // would then have run the same session.
-func readShardRecords(path string, sh results.ShardInfo, off int64, truncatedOK bool, part int) ([]recordKey, recordTally, int, error) {
+func readShardRecords(path string, sh resultfiles.ShardInfo, off int64, truncatedOK bool, part int) ([]recordKey, recordTally, int, error) {
 	var t recordTally
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {

@@ -14,7 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 	"github.com/plload/plload/workload"
 )
 
@@ -28,7 +28,7 @@ type stagePart struct {
 
 // mergeStage merges stage n of every shard into dir/stage_NN and writes its stage.json; nil when no
 // shard has the stage.
-func mergeStage(dir string, sc *workload.Scenario, set *shardSet, n int, tool string) (*results.StageReport, error) {
+func mergeStage(dir string, sc *workload.Scenario, set *shardSet, n int, tool string) (*resultfiles.StageReport, error) {
 	var parts []stagePart
 	for i, d := range set.shards {
 		if d == nil {
@@ -50,15 +50,15 @@ func mergeStage(dir string, sc *workload.Scenario, set *shardSet, n int, tool st
 		return nil, err
 	}
 	i := n - 1
-	in := results.StageInput(sc, i)
+	in := resultfiles.StageInput(sc, i)
 	eng := sumEngine(parts, tally)
 	windowInputs(&in, parts, tally, sc.Load.IsOpenLoop())
 	if sc.Load.IsOpenLoop() {
 		in.NeverStarted = eng.NotStarted
 	}
-	explained := results.FailuresExplainStrain(eng.Aborted, len(eng.Outages), tally.errors, tally.ok)
+	explained := resultfiles.FailuresExplainStrain(eng.Aborted, len(eng.Outages), tally.errors, tally.ok)
 	in.Warnings = append(in.Warnings, shardWarnings(set, n, parts, explained)...)
-	if reuse := results.ReuseWarning(sc, bytes.Count(dataset, []byte("\n")), eng.Reused, explained); reuse != "" {
+	if reuse := resultfiles.ReuseWarning(sc, bytes.Count(dataset, []byte("\n")), eng.Reused, explained); reuse != "" {
 		in.Warnings = append(in.Warnings, reuse)
 	}
 	sum, err := metrics.SummarizeFile(filepath.Join(out, "profile_export.jsonl"), in, sc.Load.IsOpenLoop())
@@ -76,7 +76,7 @@ func mergeStage(dir string, sc *workload.Scenario, set *shardSet, n int, tool st
 			break
 		}
 	}
-	st := results.NewStageReport(tool, sc, i, sha, sum, eng)
+	st := resultfiles.NewStageReport(tool, sc, i, sha, sum, eng)
 	worst := worstInjector(parts)
 	if worst != nil {
 		st.Injector, st.NetworkRTT = worst.stage.report.Injector, worst.stage.report.NetworkRTT
@@ -196,8 +196,8 @@ func windowInputs(in *metrics.StageInput, parts []stagePart, tally recordTally, 
 
 // sumEngine adds the shards' engine counts; a shard without stage.json counts its records and
 // session lines. Outages are put in coordinator time and in time order.
-func sumEngine(parts []stagePart, tally recordTally) results.EngineCounts {
-	var e results.EngineCounts
+func sumEngine(parts []stagePart, tally recordTally) resultfiles.EngineCounts {
+	var e resultfiles.EngineCounts
 	var aborted []string
 	for _, p := range parts {
 		r := p.stage.report
@@ -220,7 +220,7 @@ func sumEngine(parts []stagePart, tally recordTally) results.EngineCounts {
 	}
 	e.Issued += tally.orphanRecords
 	e.Sessions += tally.orphanSessions
-	slices.SortStableFunc(e.Outages, func(a, b results.Outage) int { return strings.Compare(a.From, b.From) })
+	slices.SortStableFunc(e.Outages, func(a, b resultfiles.Outage) int { return strings.Compare(a.From, b.From) })
 	e.Aborted = strings.Join(aborted, "; ")
 	return e
 }

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 // Rule is one threshold: `[stage N:|headline:|all:] METRIC OP VALUE`, such as `ttft_p95 < 500ms`,
@@ -35,7 +35,7 @@ type Rule struct {
 type gateMetric struct {
 	name string
 	unit gateUnit
-	get  func(*results.StageReport) (float64, bool)
+	get  func(*resultfiles.StageReport) (float64, bool)
 }
 
 type gateUnit int
@@ -79,27 +79,27 @@ var gateStats = []struct {
 
 // gateScalars are the metrics a rule may name that are one number of a stage.
 var gateScalars = []gateMetric{
-	{"error_rate", unitFraction, func(r *results.StageReport) (float64, bool) { return r.Summary.ErrorRate.V, r.Summary.ErrorRate.OK }},
-	{"cache_hit", unitFraction, func(r *results.StageReport) (float64, bool) { return r.Summary.CacheHit.V, r.Summary.CacheHit.OK }},
-	{"out_tok_s", unitNumber, func(r *results.StageReport) (float64, bool) { return r.Summary.Throughput.OutTokPerSec, true }},
-	{"req_s", unitNumber, func(r *results.StageReport) (float64, bool) { return r.Summary.Throughput.ReqPerSec, true }},
-	{"goodput", unitNumber, func(r *results.StageReport) (float64, bool) {
+	{"error_rate", unitFraction, func(r *resultfiles.StageReport) (float64, bool) { return r.Summary.ErrorRate.V, r.Summary.ErrorRate.OK }},
+	{"cache_hit", unitFraction, func(r *resultfiles.StageReport) (float64, bool) { return r.Summary.CacheHit.V, r.Summary.CacheHit.OK }},
+	{"out_tok_s", unitNumber, func(r *resultfiles.StageReport) (float64, bool) { return r.Summary.Throughput.OutTokPerSec, true }},
+	{"req_s", unitNumber, func(r *resultfiles.StageReport) (float64, bool) { return r.Summary.Throughput.ReqPerSec, true }},
+	{"goodput", unitNumber, func(r *resultfiles.StageReport) (float64, bool) {
 		g := r.Summary.Throughput.GoodputPerSec
 		return g.V, g.OK
 	}},
-	{"goodput_share", unitFraction, func(r *results.StageReport) (float64, bool) {
+	{"goodput_share", unitFraction, func(r *resultfiles.StageReport) (float64, bool) {
 		return r.Summary.Goodput.Share.V, r.Summary.Goodput.Share.OK
 	}},
-	{"input_tok_s", unitNumber, func(r *results.StageReport) (float64, bool) { return r.Summary.Throughput.InTokPerSec, true }},
-	{"total_tok_s", unitNumber, func(r *results.StageReport) (float64, bool) { return r.Summary.Throughput.TotalTokPerSec, true }},
-	{"out_chars_s", unitNumber, func(r *results.StageReport) (float64, bool) {
+	{"input_tok_s", unitNumber, func(r *resultfiles.StageReport) (float64, bool) { return r.Summary.Throughput.InTokPerSec, true }},
+	{"total_tok_s", unitNumber, func(r *resultfiles.StageReport) (float64, bool) { return r.Summary.Throughput.TotalTokPerSec, true }},
+	{"out_chars_s", unitNumber, func(r *resultfiles.StageReport) (float64, bool) {
 		return r.Summary.Throughput.OutCharsPerSec.V, r.Summary.Throughput.OutCharsPerSec.OK
 	}},
-	{"in_flight_mean", unitNumber, func(r *results.StageReport) (float64, bool) { return r.Summary.InFlight.Mean, true }},
-	{"in_flight_max", unitNumber, func(r *results.StageReport) (float64, bool) { return float64(r.Summary.InFlight.Max), true }},
-	{"usd_per_1m_out", unitNumber, func(r *results.StageReport) (float64, bool) { return deref64(r.Summary.Cost.USDPer1MOut) }},
-	{"usd_per_1k_turns", unitNumber, func(r *results.StageReport) (float64, bool) { return deref64(r.Summary.Cost.USDPer1KTurns) }},
-	{"usd_per_session", unitNumber, func(r *results.StageReport) (float64, bool) { return deref64(r.Summary.Cost.USDPerSession) }},
+	{"in_flight_mean", unitNumber, func(r *resultfiles.StageReport) (float64, bool) { return r.Summary.InFlight.Mean, true }},
+	{"in_flight_max", unitNumber, func(r *resultfiles.StageReport) (float64, bool) { return float64(r.Summary.InFlight.Max), true }},
+	{"usd_per_1m_out", unitNumber, func(r *resultfiles.StageReport) (float64, bool) { return deref64(r.Summary.Cost.USDPer1MOut) }},
+	{"usd_per_1k_turns", unitNumber, func(r *resultfiles.StageReport) (float64, bool) { return deref64(r.Summary.Cost.USDPer1KTurns) }},
+	{"usd_per_session", unitNumber, func(r *resultfiles.StageReport) (float64, bool) { return deref64(r.Summary.Cost.USDPerSession) }},
 }
 
 // gateMetrics are the metrics a rule may name, by name: every latency block at every statistic,
@@ -126,8 +126,8 @@ func deref64(v *float64) (float64, bool) {
 }
 
 // dist reads one statistic of a latency block; unknown when the block has no value.
-func dist(get func(*metrics.StageSummary) metrics.Dist, stat func(metrics.Dist) float64) func(*results.StageReport) (float64, bool) {
-	return func(r *results.StageReport) (float64, bool) {
+func dist(get func(*metrics.StageSummary) metrics.Dist, stat func(metrics.Dist) float64) func(*resultfiles.StageReport) (float64, bool) {
+	return func(r *resultfiles.StageReport) (float64, bool) {
 		d := get(r.Summary)
 		if !d.Known() {
 			return 0, false
@@ -272,7 +272,7 @@ func compare(v float64, op string, limit float64) bool {
 }
 
 // Evaluate applies threshold rules to a run's stages.
-func Evaluate(rules []Rule, stages []*results.StageReport) []Check {
+func Evaluate(rules []Rule, stages []*resultfiles.StageReport) []Check {
 	var out []Check
 	sums := make([]*metrics.StageSummary, len(stages))
 	for i, s := range stages {
@@ -280,7 +280,7 @@ func Evaluate(rules []Rule, stages []*results.StageReport) []Check {
 	}
 	head := metrics.Headline(sums)
 	for _, r := range rules {
-		var targets []*results.StageReport
+		var targets []*resultfiles.StageReport
 		switch r.Scope {
 		case "all":
 			targets = stages
@@ -323,7 +323,7 @@ func Evaluate(rules []Rule, stages []*results.StageReport) []Check {
 
 // noTarget says why a rule has no stage to check: the stage number is not in the run, or there is no
 // headline stage because none passed the SLO, or because the scenario set none.
-func noTarget(r Rule, stages []*results.StageReport) string {
+func noTarget(r Rule, stages []*resultfiles.StageReport) string {
 	if r.Scope != "headline" {
 		return fmt.Sprintf("the run has no stage %d", r.Stage)
 	}

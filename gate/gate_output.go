@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 // GateResult is gate.json.
@@ -32,7 +32,7 @@ type GateResult struct {
 // NewGateResult fills in the verdict of a set of checks.
 func NewGateResult(candidate, baseline string, checks []Check, allowUndecided bool) GateResult {
 	v := GateVerdict(checks)
-	return GateResult{SchemaVersion: results.SchemaVersion, Candidate: candidate, Baseline: baseline, Verdict: v,
+	return GateResult{SchemaVersion: resultfiles.SchemaVersion, Candidate: candidate, Baseline: baseline, Verdict: v,
 		AllowUndecided: allowUndecided, Passed: v == VerdictPass || (v == VerdictUndecided && allowUndecided), Checks: checks}
 }
 

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 // Regressions: a candidate run against a baseline, stage by stage, each metric decided only when the
@@ -76,13 +76,13 @@ const minSamples = 30
 
 // Samples returns a stage's latency samples for a run ("baseline" or "candidate"), or an error saying
 // why its records cannot be read.
-type Samples func(run string, st *results.StageReport) (*metrics.StageSeries, error)
+type Samples func(run string, st *resultfiles.StageReport) (*metrics.StageSeries, error)
 
 // Regressions compares a candidate run with a baseline, stage by stage number. Every candidate stage
 // yields a check per tolerance, decided or saying why not: nothing is left out silently.
-func Regressions(base, cand []*results.StageReport, tol Tolerances, samples Samples) []Check {
+func Regressions(base, cand []*resultfiles.StageReport, tol Tolerances, samples Samples) []Check {
 	var out []Check
-	byStage := map[int]*results.StageReport{}
+	byStage := map[int]*resultfiles.StageReport{}
 	for _, s := range base {
 		byStage[s.Stage] = s
 	}
@@ -102,7 +102,7 @@ func Regressions(base, cand []*results.StageReport, tol Tolerances, samples Samp
 		// Records are read once per stage and run, not once per metric.
 		series := map[string]*metrics.StageSeries{}
 		seriesErr := map[string]error{}
-		read := func(run string, st *results.StageReport) {
+		read := func(run string, st *resultfiles.StageReport) {
 			if _, done := series[run]; !done && seriesErr[run] == nil {
 				s, err := samples(run, st)
 				if err == nil && s == nil {
@@ -119,7 +119,7 @@ func Regressions(base, cand []*results.StageReport, tol Tolerances, samples Samp
 }
 
 // regression decides one metric of one stage pair.
-func regression(name string, limit float64, b, c *results.StageReport, read func(string, *results.StageReport),
+func regression(name string, limit float64, b, c *resultfiles.StageReport, read func(string, *resultfiles.StageReport),
 	series map[string]*metrics.StageSeries, seriesErr map[string]error) Check {
 	ch := Check{Name: fmt.Sprintf("stage %02d %s regression", c.Stage, name), Kind: "regression", Stage: c.Stage,
 		Limit: fmt.Sprintf("≤ %.0f%% worse", 100*limit)}
@@ -153,14 +153,14 @@ type pair struct {
 	name   string
 	limit  float64
 	bv, cv float64
-	b, c   *results.StageReport
+	b, c   *resultfiles.StageReport
 }
 
 // change is a decided comparison: the 95 % interval of how much worse the candidate is, and what a
 // client delay of D ms is relative to (so D ÷ scaleMs moves the interval).
 type change struct {
 	worse   [2]float64
-	scaleMs func(*results.StageReport) float64
+	scaleMs func(*resultfiles.StageReport) float64
 }
 
 // undecided marks ch not decided, saying why.
@@ -199,7 +199,7 @@ func (p pair) latency(ch Check, samples func(metrics.StageSeries) [][]float64,
 	// A delay of D ms on the strained run's measurements moves the relative change by D ÷ the
 	// baseline's value (the candidate's c−D against b, or c against b−D).
 	bv := p.bv
-	return ch, change{worse: [2]float64{iv.Lo, iv.Hi}, scaleMs: func(*results.StageReport) float64 { return bv }}, true
+	return ch, change{worse: [2]float64{iv.Lo, iv.Hi}, scaleMs: func(*resultfiles.StageReport) float64 { return bv }}, true
 }
 
 // throughput compares a throughput: one number per run, counted over N requests. Its relative noise
@@ -222,7 +222,7 @@ func (p pair) throughput(ch Check) (Check, change) {
 	// A delay of D ms per request lowers a closed loop's throughput by about D ÷ its cycle; the mean
 	// end-to-end latency is shorter than the cycle (think time is left out), so D ÷ it overstates the
 	// effect, which is the safe side.
-	scale := func(st *results.StageReport) float64 {
+	scale := func(st *resultfiles.StageReport) float64 {
 		if st.Summary.E2E.Known() {
 			return st.Summary.E2E.Mean
 		}
@@ -241,7 +241,7 @@ func (p pair) settle(ch Check, m change) Check {
 		ch.Cause, ch.Reason = CauseThin, why
 		return ch
 	}
-	sways := func(st *results.StageReport, lateMs float64) bool {
+	sways := func(st *resultfiles.StageReport, lateMs float64) bool {
 		scale := m.scaleMs(st)
 		if scale <= 0 {
 			return true
@@ -311,7 +311,7 @@ func sampleCount(groups [][]float64) string {
 // when the strain is a measured delay (scheduler latency) too small to move the interval across the
 // tolerance (sways(run, ms) false), the decision stands too: a busy CI machine still decides the
 // comparisons its strain cannot have swayed.
-func strainedInjector(base, cand *results.StageReport, status string, sways func(*results.StageReport, float64) bool) (run, why, note string) {
+func strainedInjector(base, cand *resultfiles.StageReport, status string, sways func(*resultfiles.StageReport, float64) bool) (run, why, note string) {
 	side, st := "baseline", base
 	if status == StatusFail {
 		side, st = "candidate", cand

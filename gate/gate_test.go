@@ -18,8 +18,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
-	"github.com/plload/plload/results/resultstest"
+	"github.com/plload/plload/resultfiles"
+	"github.com/plload/plload/resultfiles/resultstest"
 )
 
 func TestParseRule(t *testing.T) {
@@ -93,7 +93,7 @@ func samplesOf(n int, scale float64, seed uint64) []float64 {
 
 // ttftSeries serves fixed TTFT samples for each run.
 func ttftSeries(base, cand []float64) Samples {
-	return func(run string, _ *results.StageReport) (*metrics.StageSeries, error) {
+	return func(run string, _ *resultfiles.StageReport) (*metrics.StageSeries, error) {
 		if run == "baseline" {
 			return &metrics.StageSeries{TTFT: base}, nil
 		}
@@ -307,7 +307,7 @@ func TestPrintGateSaysWhatWasNotDecided(t *testing.T) {
 
 // stagePair returns a copy of the golden stage 1 as baseline and candidate, each with its own
 // summary, so a test can set their numbers apart.
-func stagePair(t *testing.T) (base, cand *results.StageReport) {
+func stagePair(t *testing.T) (base, cand *resultfiles.StageReport) {
 	t.Helper()
 	_, stages := resultstest.GoldenStages(t)
 	_, again := resultstest.GoldenStages(t)
@@ -333,13 +333,13 @@ func TestThroughputRegressionDirection(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			base, cand := stagePair(t)
 			for _, s := range []struct {
-				st    *results.StageReport
+				st    *resultfiles.StageReport
 				scale float64
 			}{{base, 1}, {cand, tc.ratio}} {
 				s.st.Summary.Throughput = metrics.Throughput{Requests: n, GoodRequests: metrics.Some(n),
 					OutTokPerSec: 1000 * s.scale, ReqPerSec: 10 * s.scale, GoodputPerSec: metrics.Some(10 * s.scale)}
 			}
-			checks := Regressions([]*results.StageReport{base}, []*results.StageReport{cand},
+			checks := Regressions([]*resultfiles.StageReport{base}, []*resultfiles.StageReport{cand},
 				Tolerances{"out_tok_s": 0.05, "req_s": 0.05, "goodput": 0.05}, ttftSeries(nil, nil))
 			if len(checks) != 3 {
 				t.Fatalf("%d checks: %+v", len(checks), checks)
@@ -385,7 +385,7 @@ func TestStrainedClientOnlyBlocksWhatItCouldSway(t *testing.T) {
 			if tc.strained == "candidate" || tc.strained == "both" {
 				cand.Injector.RunQueueWaitPercent = metrics.Some(30.0)
 			}
-			checks := Regressions([]*results.StageReport{base}, []*results.StageReport{cand}, Tolerances{"ttft_p95": 0.10}, ttftSeries(samplesOf(500, 1, 1), tc.cand))
+			checks := Regressions([]*resultfiles.StageReport{base}, []*resultfiles.StageReport{cand}, Tolerances{"ttft_p95": 0.10}, ttftSeries(samplesOf(500, 1, 1), tc.cand))
 			c := checks[0]
 			if c.Status != tc.want || c.Run != tc.run {
 				t.Fatalf("%s, blaming %q (%s); want %s, blaming %q", c.Status, c.Run, c.Message, tc.want, tc.run)
@@ -404,13 +404,13 @@ func TestMissingRecordsAreLoud(t *testing.T) {
 	base, cand := stagePair(t)
 	base.Summary.Throughput.Requests, cand.Summary.Throughput.Requests = 5000, 5000 // enough to decide
 	gone := errors.New("open /runs/b/stage_01/profile_export.jsonl: no such file or directory")
-	samples := func(run string, _ *results.StageReport) (*metrics.StageSeries, error) {
+	samples := func(run string, _ *resultfiles.StageReport) (*metrics.StageSeries, error) {
 		if run == "baseline" {
 			return nil, gone
 		}
 		return &metrics.StageSeries{TTFT: samplesOf(500, 1, 2)}, nil
 	}
-	checks := Regressions([]*results.StageReport{base}, []*results.StageReport{cand}, Tolerances{"ttft_p95": 0.1, "e2e_p95": 0.1, "out_tok_s": 0.5}, samples)
+	checks := Regressions([]*resultfiles.StageReport{base}, []*resultfiles.StageReport{cand}, Tolerances{"ttft_p95": 0.1, "e2e_p95": 0.1, "out_tok_s": 0.5}, samples)
 	got := map[string]string{}
 	for _, c := range checks {
 		got[c.Name] = c.Status + " " + c.Cause + " " + c.Run
@@ -519,8 +519,8 @@ func TestStrainWithABoundedDelay(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			base, cand := stagePair(t)
-			map[string]*results.StageReport{"baseline": base, "candidate": cand}[tc.strained].Injector = tc.health
-			checks := Regressions([]*results.StageReport{base}, []*results.StageReport{cand}, Tolerances{"ttft_p95": 0.10}, ttftSeries(samplesOf(500, 10, 1), tc.cand))
+			map[string]*resultfiles.StageReport{"baseline": base, "candidate": cand}[tc.strained].Injector = tc.health
+			checks := Regressions([]*resultfiles.StageReport{base}, []*resultfiles.StageReport{cand}, Tolerances{"ttft_p95": 0.10}, ttftSeries(samplesOf(500, 10, 1), tc.cand))
 			c := checks[0]
 			if c.Status != tc.want || !strings.Contains(c.Message, tc.note) {
 				t.Fatalf("%s (%s), want %s with %q", c.Status, c.Message, tc.want, tc.note)

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
-	"github.com/plload/plload/results/resultstest"
+	"github.com/plload/plload/resultfiles"
+	"github.com/plload/plload/resultfiles/resultstest"
 )
 
 // Rules on the metrics of the open-loop modes (issue 16), and on the headline of a run without an SLO.
@@ -33,7 +33,7 @@ func TestGateNewMetrics(t *testing.T) {
 			t.Errorf("%s: %v", tc.rule, err)
 			continue
 		}
-		checks := Evaluate([]Rule{r}, []*results.StageReport{st})
+		checks := Evaluate([]Rule{r}, []*resultfiles.StageReport{st})
 		if len(checks) != 1 || checks[0].Candidate == nil || *checks[0].Candidate != tc.want || checks[0].Status != StatusPass {
 			t.Errorf("%s: %+v, want %g passing", tc.rule, checks, tc.want)
 		}
@@ -52,7 +52,7 @@ func TestGateHeadlineWithoutSLO(t *testing.T) {
 	sc := resultstest.ModeScenario(t, "  mode: concurrency\n  stages: [{concurrency: 2, warmup: 1s, duration: 10s}]\n", "")
 	st := resultstest.ModeStage(t, sc, 0)
 	r, _ := ParseRule("ttft_p95 < 1s")
-	checks := Evaluate([]Rule{r}, []*results.StageReport{st})
+	checks := Evaluate([]Rule{r}, []*resultfiles.StageReport{st})
 	if len(checks) != 1 || checks[0].Status != StatusFail || !strings.Contains(checks[0].Message, "no SLO was set, so there is no headline stage") ||
 		!strings.Contains(checks[0].Message, "all: or stage N:") {
 		t.Errorf("no SLO: %+v", checks)

@@ -7,13 +7,13 @@ import (
 	"strings"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 // Run is one finished run of a part: its results directory and its stages' reports.
 type Run struct {
 	Dir    string
-	Stages []*results.StageReport
+	Stages []*resultfiles.StageReport
 }
 
 // Outcome is a part as it ran: its runs and what failed (empty when nothing did).
@@ -27,7 +27,7 @@ type Outcome struct {
 type Level struct {
 	Name   string
 	Unit   string                 // a rate's unit (Part.RateUnit)
-	Stages []*results.StageReport // one per repeat that ran, in repeat order
+	Stages []*resultfiles.StageReport // one per repeat that ran, in repeat order
 }
 
 // Levels groups the part's stage reports by load level: stage k of a run is the part's Points[k-1];

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 	"github.com/plload/plload/workload"
 )
 
@@ -53,7 +53,7 @@ func Markdown(in Input) string {
 // Headline is the verdict's first sentence, for the terminal.
 func Headline(in Input) string {
 	op, ok := Operating(in.Outcomes)
-	slo := results.SLOText(in.Scenario.SLO)
+	slo := resultfiles.SLOText(in.Scenario.SLO)
 	b, _ := outcome(in, PartB)
 	switch {
 	case slo == "":
@@ -134,7 +134,7 @@ func partLine(o Outcome) string {
 		}
 		for _, r := range o.Runs {
 			for _, st := range r.Stages {
-				if text := results.AbsorbText(st); text != "" {
+				if text := resultfiles.AbsorbText(st); text != "" {
 					return text
 				}
 			}
@@ -167,7 +167,7 @@ func noneSucceeded(o Outcome) bool {
 
 func questionSection(b *strings.Builder, in Input) {
 	sc := in.Scenario
-	slo := results.SLOText(sc.SLO)
+	slo := resultfiles.SLOText(sc.SLO)
 	if slo == "" {
 		slo = "an SLO (none is set in the scenario)"
 	}
@@ -266,7 +266,7 @@ func methodSection(b *strings.Builder, in Input) {
 		}
 		b.WriteString(".\n")
 	}
-	fmt.Fprintf(b, "- SLO: %s, judged per stage over its window's requests (latency percentiles over successful requests); a level \"met\" it when every repeat did. Spread is min–max over the repeats, not a confidence interval.\n", orNone(results.SLOText(sc.SLO)))
+	fmt.Fprintf(b, "- SLO: %s, judged per stage over its window's requests (latency percentiles over successful requests); a level \"met\" it when every repeat did. Spread is min–max over the repeats, not a confidence interval.\n", orNone(resultfiles.SLOText(sc.SLO)))
 	fmt.Fprintf(b, "- Output length: at most the drawn max_output_tokens per request through `%s`; a trace's lengths are asked exactly (ignore_eos).\n", sc.Target.MaxTokensField)
 	b.WriteString("- Each part is a normal plload results directory (its own report.md, stage_NN/stage.json, records); the numbers here are read from their stage.json files.\n")
 }
@@ -279,7 +279,7 @@ func orNone(s string) string {
 }
 
 func resultsSection(b *strings.Builder, in Input) {
-	b.WriteString(results.MatrixChartLine + "\n\n")
+	b.WriteString(resultfiles.MatrixChartLine + "\n\n")
 	for _, o := range in.Outcomes {
 		fmt.Fprintf(b, "### %s — %s\n\n", o.Part.ID, o.Part.Title)
 		if o.Part.Skip != "" {
@@ -388,7 +388,7 @@ func reproduceSection(b *strings.Builder, in Input) {
 		in.Started.UTC().Format(time.RFC3339), in.Finished.UTC().Format(time.RFC3339))
 }
 
-func rtts(stages []*results.StageReport) []float64 {
+func rtts(stages []*resultfiles.StageReport) []float64 {
 	out := make([]float64, len(stages))
 	for i, st := range stages {
 		out[i] = dist(st.NetworkRTT, p50)

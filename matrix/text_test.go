@@ -10,11 +10,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 // stage is a stage report with the numbers the matrix report reads.
-func stage(n int, verdict string, reqPerSec, ttftP95 float64) *results.StageReport {
+func stage(n int, verdict string, reqPerSec, ttftP95 float64) *resultfiles.StageReport {
 	s := &metrics.StageSummary{}
 	s.SLO.Verdict = verdict
 	s.Throughput.ReqPerSec, s.Throughput.OutTokPerSec, s.Throughput.Requests = reqPerSec, 20*reqPerSec, 100
@@ -24,7 +24,7 @@ func stage(n int, verdict string, reqPerSec, ttftP95 float64) *results.StageRepo
 	s.ErrorRate = metrics.Some(0.0)
 	usd := 2.5 / (20 * reqPerSec * 3600) * 1e6
 	s.Cost.USDPer1MOut = &usd
-	return &results.StageReport{Stage: n, Summary: s, Mode: "request_rate", Rate: &results.StageRate{From: reqPerSec, To: reqPerSec}}
+	return &resultfiles.StageReport{Stage: n, Summary: s, Mode: "request_rate", Rate: &resultfiles.StageRate{From: reqPerSec, To: reqPerSec}}
 }
 
 // matrixInput is a finished matrix of scenarios/matrix.yaml with two repeats: B meets the SLO at
@@ -39,17 +39,17 @@ func matrixInput(t *testing.T) Input {
 		st.Mode, st.Concurrency, st.Rate = "concurrency", p.Parts[0].Stages[i].Concurrency, nil
 		a.Runs[0].Stages = append(a.Runs[0].Stages, st)
 	}
-	b := Outcome{Part: p.Parts[1], Runs: []Run{{Dir: "/r/B/x", Stages: []*results.StageReport{
+	b := Outcome{Part: p.Parts[1], Runs: []Run{{Dir: "/r/B/x", Stages: []*resultfiles.StageReport{
 		stage(1, metrics.SLOPass, 8, 60), stage(2, metrics.SLOPass, 16, 120), stage(3, metrics.SLOFail, 19, 300),
 		stage(4, metrics.SLOPass, 8.2, 64), stage(5, metrics.SLOFail, 15.5, 170), stage(6, metrics.SLOFail, 18, 350),
 	}}}}
 	d := stage(1, metrics.SLOFail, 14, 400)
-	d.Rate = &results.StageRate{From: 8, To: 20.8, Over: "10s"}
+	d.Rate = &resultfiles.StageRate{From: 8, To: 20.8, Over: "10s"}
 	d.Summary.Absorb = &metrics.Absorb{WindowS: 2, MinRequests: 5, FirstViolationS: metrics.Some(10.0), AbsorbedS: metrics.Some(16.0), ViolatedWindows: 3,
 		Windows: []metrics.AbsorbWindow{{StartS: 10, EndS: 12, Over: []string{"ttft_p95_ms"}}}}
 	return Input{Scenario: sc, Plan: p, Dir: "/r", Command: "plload matrix x.yaml", Tool: "plload test",
 		Started: time.Date(2026, 12, 2, 14, 0, 0, 0, time.UTC), Finished: time.Date(2026, 12, 2, 14, 1, 0, 0, time.UTC),
-		Outcomes: []Outcome{a, b, {Part: p.Parts[2]}, {Part: p.Parts[3], Runs: []Run{{Dir: "/r/D/x", Stages: []*results.StageReport{d}}}}}}
+		Outcomes: []Outcome{a, b, {Part: p.Parts[2]}, {Part: p.Parts[3], Runs: []Run{{Dir: "/r/D/x", Stages: []*resultfiles.StageReport{d}}}}}}
 }
 
 // TestTemplateOrder: report.md has the seed's sections in its order, each once, the verdict first.
@@ -121,7 +121,7 @@ func TestScaleEventWithoutASuccess(t *testing.T) {
 // TestLevelsOfReplays: part C runs once per repeat, so each run's stage is one repeat of its level.
 func TestLevelsOfReplays(t *testing.T) {
 	part := Part{ID: PartC, Points: []Point{{Level: "C replay", Repeat: 1}}, Runs: 2}
-	o := Outcome{Part: part, Runs: []Run{{Stages: []*results.StageReport{stage(1, metrics.SLOPass, 3, 10)}}, {Stages: []*results.StageReport{stage(1, metrics.SLOFail, 4, 10)}}}}
+	o := Outcome{Part: part, Runs: []Run{{Stages: []*resultfiles.StageReport{stage(1, metrics.SLOPass, 3, 10)}}, {Stages: []*resultfiles.StageReport{stage(1, metrics.SLOFail, 4, 10)}}}}
 	levels := o.Levels()
 	if len(levels) != 1 || len(levels[0].Stages) != 2 {
 		t.Fatalf("levels %+v: want one level of two repeats", levels)

@@ -12,7 +12,7 @@ import (
 	"github.com/plload/plload/engine"
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/mock"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 	"github.com/plload/plload/workload"
 )
 
@@ -36,7 +36,7 @@ slo: {ttft: {p95: 150ms}, window: 1s}
 // runAbsorb runs the ramp against a real mock on loopback and summarizes the stage as plload run
 // does (StageInput, SummarizeFile, NewStageReport); it returns the stage and when the mock scaled,
 // in seconds from the stage's t0 (−1 when it does not scale).
-func runAbsorb(t *testing.T, cfg mock.Config, duration time.Duration) (*results.StageReport, float64, []*metrics.Record) {
+func runAbsorb(t *testing.T, cfg mock.Config, duration time.Duration) (*resultfiles.StageReport, float64, []*metrics.Record) {
 	t.Helper()
 	m, err := mock.Start(cfg, "")
 	if err != nil {
@@ -64,7 +64,7 @@ func runAbsorb(t *testing.T, cfg mock.Config, duration time.Duration) (*results.
 	if err != nil {
 		t.Fatalf("the run did not finish: %v", err)
 	}
-	in := results.StageInput(sc, 0)
+	in := resultfiles.StageInput(sc, 0)
 	in.T0Ns = metrics.Some(res[0].T0Ns)
 	path := filepath.Join(res[0].Dir, "profile_export.jsonl")
 	sum, err := metrics.SummarizeFile(path, in, true)
@@ -80,7 +80,7 @@ func runAbsorb(t *testing.T, cfg mock.Config, duration time.Duration) (*results.
 	if err := metrics.ReadRecords(f, func(r *metrics.Record) error { recs = append(recs, r); return nil }); err != nil {
 		t.Fatal(err)
 	}
-	st := results.NewStageReport("plload test", sc, 0, "", sum, results.EngineCounts{})
+	st := resultfiles.NewStageReport("plload test", sc, 0, "", sum, resultfiles.EngineCounts{})
 	scaled := -1.0
 	if at := m.ScaleAt(); !at.IsZero() {
 		scaled = float64(at.UnixNano()-res[0].T0Ns) / 1e9
@@ -125,7 +125,7 @@ func TestAbsorbOnAScalingMock(t *testing.T) {
 		}
 		drained := drainedAt(recs, st.Summary.Window.T0Ns, scaled, c.TTFT)
 		t.Logf("scaled at %.2f s, queue drained at %.2f s; absorb: first violation %v s, absorbed %v s; %s", scaled, drained,
-			a.FirstViolationS, a.AbsorbedS, results.AbsorbText(st))
+			a.FirstViolationS, a.AbsorbedS, resultfiles.AbsorbText(st))
 		switch {
 		case !a.FirstViolationS.OK || a.FirstViolationS.V >= scaled:
 			t.Errorf("first violation %+v, want a window before the scale at %.2f s", a.FirstViolationS, scaled)
@@ -136,8 +136,8 @@ func TestAbsorbOnAScalingMock(t *testing.T) {
 		case a.AbsorbedS.V < scaled-a.WindowS || a.AbsorbedS.V > drained+a.WindowS:
 			t.Errorf("absorbed at %v s, want the scale (%.2f s) plus the drain (to %.2f s) within one window of %v s", a.AbsorbedS.V, scaled, drained, a.WindowS)
 		}
-		if want := fmt.Sprintf("absorbed %s s after the ramp began", results.Seconds(a.AbsorbedS.V)); !strings.HasPrefix(results.AbsorbText(st), want) {
-			t.Errorf("text %q, want it to start %q", results.AbsorbText(st), want)
+		if want := fmt.Sprintf("absorbed %s s after the ramp began", resultfiles.Seconds(a.AbsorbedS.V)); !strings.HasPrefix(resultfiles.AbsorbText(st), want) {
+			t.Errorf("text %q, want it to start %q", resultfiles.AbsorbText(st), want)
 		}
 	})
 	t.Run("never scales", func(t *testing.T) {
@@ -146,12 +146,12 @@ func TestAbsorbOnAScalingMock(t *testing.T) {
 		if a == nil {
 			t.Fatal("a ramp stage has no absorb")
 		}
-		t.Logf("absorb: first violation %v s, absorbed %v s; %s", a.FirstViolationS, a.AbsorbedS, results.AbsorbText(st))
+		t.Logf("absorb: first violation %v s, absorbed %v s; %s", a.FirstViolationS, a.AbsorbedS, resultfiles.AbsorbText(st))
 		if !a.NotAbsorbed() {
 			t.Errorf("first violation %v, absorbed %v: want a violation and no absorption", a.FirstViolationS, a.AbsorbedS)
 		}
-		if !strings.HasPrefix(results.AbsorbText(st), "not absorbed by the end of the stage") {
-			t.Errorf("text %q", results.AbsorbText(st))
+		if !strings.HasPrefix(resultfiles.AbsorbText(st), "not absorbed by the end of the stage") {
+			t.Errorf("text %q", resultfiles.AbsorbText(st))
 		}
 	})
 }

@@ -8,7 +8,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 // absorbOf is an Absorb over windows of 10 s given as letters: m met, v violated, u unjudged.
@@ -41,10 +41,10 @@ func absorbOf(states string, first, absorbed float64) *metrics.Absorb {
 // TestAbsorbText: the sentence the terminal and report.md show, for a ramp and for a step. Catches
 // the wrong moment in the sentence, "absorbed" said of a stage that was not, and a limit named twice.
 func TestAbsorbText(t *testing.T) {
-	ramp := &results.StageRate{From: 5, To: 25, Over: "2m"}
+	ramp := &resultfiles.StageRate{From: 5, To: 25, Over: "2m"}
 	cases := []struct {
 		name string
-		rate *results.StageRate
+		rate *resultfiles.StageRate
 		a    *metrics.Absorb
 		want string
 	}{
@@ -61,8 +61,8 @@ func TestAbsorbText(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			st := &results.StageReport{Stage: 2, Rate: c.rate, Summary: &metrics.StageSummary{Absorb: c.a}}
-			if diff := cmp.Diff(c.want, results.AbsorbText(st)); diff != "" {
+			st := &resultfiles.StageReport{Stage: 2, Rate: c.rate, Summary: &metrics.StageSummary{Absorb: c.a}}
+			if diff := cmp.Diff(c.want, resultfiles.AbsorbText(st)); diff != "" {
 				t.Errorf("text (-want +got):\n%s", diff)
 			}
 			section := absorbSection([]runStage{{"a", st}}, true)

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 	"github.com/plload/plload/workload"
 )
 
@@ -47,15 +47,15 @@ func ReadAIPerfRun(dir string) (Run, error) {
 		return Run{}, err
 	}
 	name := filepath.Base(filepath.Clean(dir))
-	st := &results.StageReport{SchemaVersion: results.SchemaVersion, Tool: "aiperf", Run: name, Stage: 1, Stages: 1, Mode: workload.ModeConcurrency,
+	st := &resultfiles.StageReport{SchemaVersion: resultfiles.SchemaVersion, Tool: "aiperf", Run: name, Stage: 1, Stages: 1, Mode: workload.ModeConcurrency,
 		Warmup: "0s", Duration: time.Duration(rs.Window.Seconds * 1e9).Round(time.Millisecond).String(),
 		// AIPerf's files do not say which dataset ran: runs read from them compare with each other,
 		// and a plload run beside one warns that the workloads may differ.
-		Source:  &results.SourceInfo{Kind: "AIPerf run", File: AIPerfRecordsFile, Format: "records layout " + rs.Layout},
+		Source:  &resultfiles.SourceInfo{Kind: "AIPerf run", File: AIPerfRecordsFile, Format: "records layout " + rs.Layout},
 		SLO:     metrics.SLOLimits{ErrorRateUnset: true},
-		Cost:    results.CostInputs{CostInputs: metrics.CostInputs{GPUCount: 1, ExpectedTurns: 1, Unpriced: true}},
+		Cost:    resultfiles.CostInputs{CostInputs: metrics.CostInputs{GPUCount: 1, ExpectedTurns: 1, Unpriced: true}},
 		Summary: rs.StageSummary, RecordsKept: true}
-	run := Run{Dir: dir, Name: name, Stages: []*results.StageReport{st}, RecordsLayout: rs.Layout}
+	run := Run{Dir: dir, Name: name, Stages: []*resultfiles.StageReport{st}, RecordsLayout: rs.Layout}
 	summaryPath := filepath.Join(dir, AIPerfSummaryFile)
 	summary, err := metrics.ReadAIPerfSummary(summaryPath)
 	switch {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 // `plload report DIR --by model` (docs/scenario.md): a stage whose sessions asked for several models
@@ -20,14 +20,14 @@ import (
 // ModelSplit is one stage split by model: a stage report per model (Name says which), or Note when
 // the stage cannot be split.
 type ModelSplit struct {
-	Stage  *results.StageReport
-	Models []*results.StageReport
+	Stage  *resultfiles.StageReport
+	Models []*resultfiles.StageReport
 	Note   string // why there is no split ("" when Models is set)
 }
 
 // SplitByModel re-summarizes the stage's stage_NN/profile_export.jsonl under runDir once per model
 // its records name, in the stage's window (t0, warmup, duration and any interrupt from stage.json).
-func SplitByModel(runDir string, st *results.StageReport) (ModelSplit, error) {
+func SplitByModel(runDir string, st *resultfiles.StageReport) (ModelSplit, error) {
 	out := ModelSplit{Stage: st}
 	path := filepath.Join(runDir, fmt.Sprintf("stage_%02d", st.Stage), AIPerfRecordsFile)
 	f, err := os.Open(path)
@@ -81,7 +81,7 @@ func SplitByModel(runDir string, st *results.StageReport) (ModelSplit, error) {
 
 // ByModelText is `plload report --by model` for one run: each stage's tables per model, or why the
 // stage has none.
-func ByModelText(runDir string, stages []*results.StageReport) (string, error) {
+func ByModelText(runDir string, stages []*resultfiles.StageReport) (string, error) {
 	var b strings.Builder
 	for _, st := range stages {
 		split, err := SplitByModel(runDir, st)

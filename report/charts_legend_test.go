@@ -11,7 +11,7 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 func overlaps(a, b vg.Rectangle) bool {
@@ -63,7 +63,7 @@ func checkLegends(t *testing.T, name string, grid [][]*chart, w, h vg.Length) {
 // stage CDFs and time series) the legend is outside the data area.
 func TestChartLegendsNeverCoverData(t *testing.T) {
 	_, stages := goldenStages(t)
-	corner := func() []*results.StageReport {
+	corner := func() []*resultfiles.StageReport {
 		_, st := goldenStages(t)
 		// The highest latency at the lowest throughput: top-left, under the old legend.
 		st[0].Summary.TTFT.P95, st[0].Summary.TTFT.P99 = 5000, 6000

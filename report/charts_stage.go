@@ -11,7 +11,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 // cdfPlot is the empirical CDF of sorted values (ms).
@@ -108,7 +108,7 @@ func seriesPlot(title, ylabel string, s metrics.StageSeries, ys []float64, absor
 
 // WriteStageCharts writes charts/stage_NN_cdf.{svg,png} (TTFT and ITL distributions) and
 // charts/stage_NN_timeseries.{svg,png} (req/s, out tok/s, TTFT p95, active sessions per second).
-func WriteStageCharts(dir string, st *results.StageReport, s metrics.StageSeries) error {
+func WriteStageCharts(dir string, st *resultfiles.StageReport, s metrics.StageSeries) error {
 	if err := os.MkdirAll(filepath.Join(dir, "charts"), 0o755); err != nil {
 		return err
 	}
@@ -153,7 +153,7 @@ func WriteStageCharts(dir string, st *results.StageReport, s metrics.StageSeries
 }
 
 // StageChartsFromRecords reads a stage's records (when they were kept) and writes its charts.
-func StageChartsFromRecords(runDir string, st *results.StageReport) error {
+func StageChartsFromRecords(runDir string, st *resultfiles.StageReport) error {
 	path := filepath.Join(runDir, fmt.Sprintf("stage_%02d", st.Stage), "profile_export.jsonl")
 	f, err := os.Open(path)
 	if err != nil {
@@ -193,7 +193,7 @@ func drawAbsorb(p *chart, a *metrics.Absorb, maxY float64) {
 		shade = poly
 	}
 	if shade != nil {
-		p.addLegend(fmt.Sprintf("window of %s s over a latency limit", results.Seconds(a.WindowS)), shade)
+		p.addLegend(fmt.Sprintf("window of %s s over a latency limit", resultfiles.Seconds(a.WindowS)), shade)
 	}
 	switch {
 	case a.AbsorbedS.OK:
@@ -203,7 +203,7 @@ func drawAbsorb(p *chart, a *metrics.Absorb, maxY float64) {
 		}
 		l.Color, l.Width = absorbedGreen, vg.Points(2)
 		p.addMarks(l)
-		p.addLegend(fmt.Sprintf("absorbed at %s s", results.Seconds(a.AbsorbedS.V)), l)
+		p.addLegend(fmt.Sprintf("absorbed at %s s", resultfiles.Seconds(a.AbsorbedS.V)), l)
 	case a.NotAbsorbed():
 		p.addLegend("not absorbed by the end of the stage")
 	}

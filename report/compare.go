@@ -5,14 +5,14 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 // Run is one results directory's stages, for comparison.
 type Run struct {
 	Dir    string
 	Name   string // the directory's base name
-	Stages []*results.StageReport
+	Stages []*resultfiles.StageReport
 	// RecordsLayout is the layout of an AIPerf directory's records (metrics.LayoutEarly, Layout03,
 	// LayoutCurrent) and SummaryLayout that of its profile_export_aiperf.json (empty: none); both
 	// are empty for a plload results directory.
@@ -35,7 +35,7 @@ func LoadRuns(dirs []string) ([]Run, error) {
 			runs = append(runs, r)
 			continue
 		}
-		stages, err := results.ReadRun(d)
+		stages, err := resultfiles.ReadRun(d)
 		if err != nil {
 			return nil, err
 		}
@@ -69,7 +69,7 @@ func WorkloadWarnings(runs []Run) []string {
 }
 
 // sourceName names a stage's source in a line: "synthetic", or its kind, file, format and sha256.
-func sourceName(src *results.SourceInfo) string {
+func sourceName(src *resultfiles.SourceInfo) string {
 	if src == nil {
 		return "the synthetic workload"
 	}
@@ -87,7 +87,7 @@ func Comparison(runs []Run) string {
 		b.WriteString("warning: " + w + "\n")
 	}
 	for _, r := range runs {
-		for _, w := range results.ReplayWarnings(r.Stages) {
+		for _, w := range resultfiles.ReplayWarnings(r.Stages) {
 			b.WriteString("warning: " + r.Name + ": " + w + "\n")
 		}
 	}
@@ -95,7 +95,7 @@ func Comparison(runs []Run) string {
 		b.WriteString("\n")
 	}
 	for _, r := range runs {
-		fmt.Fprintf(&b, "%s: %s\n", r.Name, results.HeadlineLine(r.Stages))
+		fmt.Fprintf(&b, "%s: %s\n", r.Name, resultfiles.HeadlineLine(r.Stages))
 	}
 	b.WriteString("\n" + stageTables(rowsOf(runs), len(runs) > 1))
 	return b.String()

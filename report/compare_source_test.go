@@ -4,17 +4,17 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 // TestSourceNameWithoutADatasetHash: an AIPerf run has no dataset sha256; its source is named
 // without an empty "sha256 …".
 func TestSourceNameWithoutADatasetHash(t *testing.T) {
-	got := sourceName(&results.SourceInfo{Kind: "AIPerf run", File: "profile_export.jsonl", Format: "records layout early"})
+	got := sourceName(&resultfiles.SourceInfo{Kind: "AIPerf run", File: "profile_export.jsonl", Format: "records layout early"})
 	if strings.Contains(got, "sha256") || !strings.Contains(got, "profile_export.jsonl (records layout early)") {
 		t.Fatalf("%q", got)
 	}
-	if got := sourceName(&results.SourceInfo{Kind: "dataset", File: "a.jsonl", Format: "openai", SHA256: "0123456789abcdef"}); !strings.Contains(got, "sha256 0123456789ab…") {
+	if got := sourceName(&resultfiles.SourceInfo{Kind: "dataset", File: "a.jsonl", Format: "openai", SHA256: "0123456789abcdef"}); !strings.Contains(got, "sha256 0123456789ab…") {
 		t.Fatalf("%q", got)
 	}
 }

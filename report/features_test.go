@@ -8,22 +8,22 @@ import (
 	"testing"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 	"github.com/plload/plload/workload"
 )
 
 // featureStage is stage 1 of the golden scenario with agent, structured-output and non-streamed
 // records (or a batch), as the engine writes them.
-func featureStage(t *testing.T, batch bool, recs ...*metrics.Record) *results.StageReport {
+func featureStage(t *testing.T, batch bool, recs ...*metrics.Record) *resultfiles.StageReport {
 	t.Helper()
 	sc, _ := goldenStages(t)
-	in := results.StageInput(sc, 0)
+	in := resultfiles.StageInput(sc, 0)
 	in.T0Ns, in.Batch = metrics.Some(t0), batch
 	st := metrics.NewStage(in)
 	for _, r := range recs {
 		st.Add(r)
 	}
-	rep := results.NewStageReport("plload test", sc, 0, strings.Repeat("a", 64), st.Summary(), results.EngineCounts{})
+	rep := resultfiles.NewStageReport("plload test", sc, 0, strings.Repeat("a", 64), st.Summary(), resultfiles.EngineCounts{})
 	if batch {
 		rep.Mode = workload.ModeBatch
 	}
@@ -46,12 +46,12 @@ func agentRecords() []*metrics.Record {
 // with calls and rounds per turn, the invalid-arguments share, TTF tool call, TTFT by round and the
 // structured valid share; stage.json has summary.tools and summary.structured and matches the schema.
 func TestAgentsTable(t *testing.T) {
-	plain := StageTable([]*results.StageReport{featureStage(t, false, rec(1.5, 100, 10, "a"))})
+	plain := StageTable([]*resultfiles.StageReport{featureStage(t, false, rec(1.5, 100, 10, "a"))})
 	if strings.Contains(plain, "Agents and structured output") {
 		t.Fatalf("agents table on a plain stage:\n%s", plain)
 	}
 	st := featureStage(t, false, agentRecords()...)
-	text := StageTable([]*results.StageReport{st})
+	text := StageTable([]*resultfiles.StageReport{st})
 	i := strings.Index(text, "Agents and structured output:")
 	if i < 0 {
 		t.Fatalf("no agents table:\n%s", text)
@@ -99,22 +99,22 @@ func TestBatchStage(t *testing.T) {
 	if err := validate(t, stageSchema, "batch stage.json", data); err != nil {
 		t.Fatalf("%v\n%s", err, data)
 	}
-	back, err := results.ReadStage(filepath.Join(dir, "stage.json"))
+	back, err := resultfiles.ReadStage(filepath.Join(dir, "stage.json"))
 	if err != nil || back.Batch == nil || back.Batch.CompletionS != b.CompletionS || strings.Contains(string(data), `"summary":{"batch"`) {
 		t.Fatalf("read back %+v, %v", back.Batch, err)
 	}
-	head := results.HeadlineText([]*results.StageReport{back})
-	for _, want := range []string{"batch of 3 requests completed in " + results.Num(b.CompletionS, 2) + " s", "req/s", "out tok/s", "/job", "SLO"} {
+	head := resultfiles.HeadlineText([]*resultfiles.StageReport{back})
+	for _, want := range []string{"batch of 3 requests completed in " + resultfiles.Num(b.CompletionS, 2) + " s", "req/s", "out tok/s", "/job", "SLO"} {
 		if !strings.Contains(head, want) {
 			t.Errorf("headline lacks %q: %s", want, head)
 		}
 	}
-	table := StageTable([]*results.StageReport{back})
-	if !strings.Contains(table, "Batch job:") || !strings.Contains(table, "| 3 (3) | "+results.Num(b.CompletionS, 2)+" |") || !strings.Contains(table, "| batch |") {
+	table := StageTable([]*resultfiles.StageReport{back})
+	if !strings.Contains(table, "Batch job:") || !strings.Contains(table, "| 3 (3) | "+resultfiles.Num(b.CompletionS, 2)+" |") || !strings.Contains(table, "| batch |") {
 		t.Fatalf("batch table:\n%s", table)
 	}
 	back.Cost.Unpriced = true
-	if head := results.HeadlineText([]*results.StageReport{back}); !strings.Contains(head, "cost per job N/A") {
+	if head := resultfiles.HeadlineText([]*resultfiles.StageReport{back}); !strings.Contains(head, "cost per job N/A") {
 		t.Fatalf("unpriced headline: %s", head)
 	}
 }
@@ -130,7 +130,7 @@ func TestNotStreamedTables(t *testing.T) {
 			UsagePromptTokens: metrics.Some(200), UsageCompletionTokens: metrics.Some(50), UsageTotalTokens: metrics.Some(250)})
 	}
 	st := featureStage(t, false, recs...)
-	text := StageTable([]*results.StageReport{st})
+	text := StageTable([]*resultfiles.StageReport{st})
 	if strings.Contains(text, "NaN") || strings.Contains(text, "Inf") {
 		t.Fatalf("NaN in the tables:\n%s", text)
 	}
@@ -161,12 +161,12 @@ func TestBatchHeadlineWhenTheJobDidNotComplete(t *testing.T) {
 	if dead.Batch.CostPerJobUSD != nil {
 		t.Fatalf("a job that answered nothing has a cost per job: %v", *dead.Batch.CostPerJobUSD)
 	}
-	if head := results.HeadlineText([]*results.StageReport{dead}); !strings.Contains(head, "batch of 2 requests sent over") || !strings.Contains(head, "none answered: the job did not complete") || strings.Contains(head, "completed in") || strings.Contains(head, "/job") {
+	if head := resultfiles.HeadlineText([]*resultfiles.StageReport{dead}); !strings.Contains(head, "batch of 2 requests sent over") || !strings.Contains(head, "none answered: the job did not complete") || strings.Contains(head, "completed in") || strings.Contains(head, "/job") {
 		t.Fatalf("headline of a dead job: %s", head)
 	}
 	cut := featureStage(t, true, rec(0.5, 100, 10, "a"), failed(0.6))
 	cut.Engine.Aborted = "target unreachable"
-	if head := results.HeadlineText([]*results.StageReport{cut}); !strings.Contains(head, "stopped, not completed, after") || strings.Contains(head, "completed in") {
+	if head := resultfiles.HeadlineText([]*resultfiles.StageReport{cut}); !strings.Contains(head, "stopped, not completed, after") || strings.Contains(head, "completed in") {
 		t.Fatalf("headline of an aborted job: %s", head)
 	}
 }

@@ -1,6 +1,6 @@
 package report
 
-import "github.com/plload/plload/results/resultstest"
+import "github.com/plload/plload/resultfiles/resultstest"
 
 // The golden stages, their records and their report, and the schema validators, come from package
 // resultstest, which the tests of results and gate share.

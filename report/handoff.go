@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 // Handoff writes the work order of docs/records.md from the last run: each problem with its evidence, likely
@@ -20,7 +20,7 @@ func Handoff(runs []Run, scenarioFile string) string {
 	last := runs[len(runs)-1]
 	abs, _ := filepath.Abs(last.Dir)
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Work order: %s\n\nFrom the plload results in `%s`.\n\n%s\n\n", last.Name, abs, results.HeadlineLine(last.Stages))
+	fmt.Fprintf(&b, "# Work order: %s\n\nFrom the plload results in `%s`.\n\n%s\n\n", last.Name, abs, resultfiles.HeadlineLine(last.Stages))
 	w := &workOrder{b: &b}
 	sloSet := false
 	for _, st := range last.Stages {
@@ -62,7 +62,7 @@ func (w *workOrder) item(title, evidence, causes, change, done string) {
 
 // stage writes one stage's problems: partial, replay pace, SLO checks that failed (only limits that
 // were set are checked), usage, and the measurement warnings.
-func (w *workOrder) stage(st *results.StageReport) {
+func (w *workOrder) stage(st *resultfiles.StageReport) {
 	s := st.Summary
 	name := fmt.Sprintf("stage %02d (load %s)", st.Stage, st.LoadText())
 	if st.Partial {
@@ -70,7 +70,7 @@ func (w *workOrder) stage(st *results.StageReport) {
 			"a user interrupt or a stopped machine", "re-run the scenario to the end",
 			fmt.Sprintf("stage %02d completes (stage.json partial: false)", st.Stage))
 	}
-	if why := results.ReplayWarning(s); why != "" {
+	if why := resultfiles.ReplayWarning(s); why != "" {
 		w.item(name+": the replay is not valid", why+fmt.Sprintf(" (send lag p50/p99/max %s ms, in flight max %d)", sendLag(s.SendLag), s.InFlight.Max),
 			"the client machine is short of CPU, or max_in_flight held requests back while earlier ones were still streaming",
 			"run plload on a machine with spare CPU (check with plload selftest), raise load.max_in_flight, or replay slower (load.time_scale > 1)",
@@ -122,7 +122,7 @@ var (
 
 // sloCheck writes a failed SLO check: the turn-1 names with their own evidence, any other latency
 // limit (<metric>_<stat>_ms) from its distribution, the error rate with its kinds.
-func (w *workOrder) sloCheck(name string, st *results.StageReport, c metrics.SLOCheck) {
+func (w *workOrder) sloCheck(name string, st *resultfiles.StageReport, c metrics.SLOCheck) {
 	s := st.Summary
 	switch c.Name {
 	case "ttft_p95_ms":

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 // htmlPage is report.html: one self-contained file — inline SVG and CSS, no scripts, nothing fetched.
@@ -76,7 +76,7 @@ func HTML(runs []Run, tool, method string, stageSVGs ...[]byte) ([]byte, error) 
 	var names []string
 	for _, r := range runs {
 		names = append(names, r.Name)
-		line := results.HeadlineText(r.Stages)
+		line := resultfiles.HeadlineText(r.Stages)
 		if len(runs) > 1 {
 			line = r.Name + ": " + line
 		}
@@ -103,7 +103,7 @@ func HTML(runs []Run, tool, method string, stageSVGs ...[]byte) ([]byte, error) 
 func htmlWarnings(runs []Run) []string {
 	out := WorkloadWarnings(runs)
 	for _, r := range runs {
-		for _, w := range results.ReplayWarnings(r.Stages) {
+		for _, w := range resultfiles.ReplayWarnings(r.Stages) {
 			if len(runs) > 1 {
 				w = r.Name + ": " + w
 			}
@@ -151,7 +151,7 @@ func verdict(runs []Run) string {
 }
 
 // sloSetIn reports whether any stage was judged by a limit.
-func sloSetIn(stages []*results.StageReport) bool {
+func sloSetIn(stages []*resultfiles.StageReport) bool {
 	for _, s := range stages {
 		if s.SLO.Set() {
 			return true

@@ -9,11 +9,11 @@ import (
 	"strings"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 // matrixPage is the matrix's report.html: report.md rendered (see markdownHTML: nothing fetched, no
-// scripts), with the chart inline where report.md has results.MatrixChartLine.
+// scripts), with the chart inline where report.md has resultfiles.MatrixChartLine.
 var matrixPage = template.Must(template.New("matrix").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{{.Title}}</title>
@@ -59,7 +59,7 @@ func WriteMatrixReport(dir, md string, runs []Run) error {
 			}
 		}
 	}
-	before, after, _ := strings.Cut(md, results.MatrixChartLine)
+	before, after, _ := strings.Cut(md, resultfiles.MatrixChartLine)
 	var d struct {
 		Title         string
 		Before, After template.HTML

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 	"github.com/plload/plload/workload"
 )
 
@@ -17,7 +17,7 @@ import (
 // the intended send, and its send lag; a concurrency stage does not.
 func TestOpenLoopTable(t *testing.T) {
 	st := openLoopStage(t, "")
-	text := StageTable([]*results.StageReport{st})
+	text := StageTable([]*resultfiles.StageReport{st})
 	for _, want := range []string{
 		"Open loop: from send vs from the intended send (ms):",
 		"| stage | load | TTFT mean/median/p99 | TTFT from intended mean/median/p99 | E2E mean/median/p99 | E2E from intended mean/median/p99 | send lag p50/p99/max |",
@@ -31,7 +31,7 @@ func TestOpenLoopTable(t *testing.T) {
 	// A concurrency stage's records have intended sends too (the ends of think times): still no
 	// open-loop table, that lag is the think lag.
 	st.Mode, st.Rate, st.Arrival, st.MaxInFlight, st.Concurrency = workload.ModeConcurrency, nil, "", 0, 4
-	if text := StageTable([]*results.StageReport{st}); strings.Contains(text, "Open loop") {
+	if text := StageTable([]*resultfiles.StageReport{st}); strings.Contains(text, "Open loop") {
 		t.Errorf("a concurrency run has the open-loop table:\n%s", text)
 	}
 }
@@ -41,7 +41,7 @@ func TestOpenLoopTable(t *testing.T) {
 // share; in flight its mean and max.
 func TestMetricTableLayout(t *testing.T) {
 	st := openLoopStage(t, "slo: {ttft: {p95: 500ms}, tpot: {max: 50ms}, e2e: {p90: 10s}}\n")
-	text := StageTable([]*results.StageReport{st})
+	text := StageTable([]*resultfiles.StageReport{st})
 	for _, want := range []string{
 		"| stage | load | active sess | in flight mean (max) | req/s | input tok/s | out tok/s | total tok/s | out chars/s |",
 		"| 01 | 20 req/s poisson ≤ 1000 | 0.1 (0–1) | 0.1 (1) | 0.40 | 80.0 | 4.0 | 84.0 | 16.0 |",
@@ -84,25 +84,25 @@ func TestCacheByTurnCell(t *testing.T) {
 func TestHeadlineWithoutSLO(t *testing.T) {
 	sc := modeScenario(t, "  mode: concurrency\n  stages: [{concurrency: 2, warmup: 1s, duration: 10s}, {name: peak, concurrency: 4, warmup: 1s, duration: 10s}, {concurrency: 8, warmup: 1s, duration: 10s}]\n",
 		"cost: {gpu_hourly_usd: 2}\n")
-	stages := []*results.StageReport{stageOf(t, sc, 0), stageOf(t, sc, 1), stageOf(t, sc, 2)}
+	stages := []*resultfiles.StageReport{stageOf(t, sc, 0), stageOf(t, sc, 1), stageOf(t, sc, 2)}
 	stages[0].Summary.Throughput.OutTokPerSec = 3
 	stages[1].Summary.Throughput.OutTokPerSec = 9
 	stages[2].Summary.Throughput.OutTokPerSec = 12
 	stages[2].Summary.Partial = true // the best, but cut short: not the headline
-	got := results.HeadlineText(stages)
+	got := resultfiles.HeadlineText(stages)
 	want := "no SLO was set, so no stage is judged; best throughput: stage 02 (load peak: c=4), out tok/s 9.0, $555.556/1M out, $5.5556/1K turns, $0.005556/session" // the costs of its summary (1 tok/s, 0.1 req/s)
 	if got != want {
 		t.Errorf("headline\n got %q\nwant %q", got, want)
 	}
 	stages[1].Cost.Unpriced = true
-	if got := results.HeadlineText(stages); !strings.HasSuffix(got, "out tok/s 9.0; no price set: cost N/A") {
+	if got := resultfiles.HeadlineText(stages); !strings.HasSuffix(got, "out tok/s 9.0; no price set: cost N/A") {
 		t.Errorf("unpriced: %q", got)
 	}
 	stages[0].Summary.Partial, stages[1].Summary.Partial = true, true
-	if got := results.HeadlineText(stages); got != "no SLO was set, so no stage is judged, and no stage was measured (each was cut short, had no successful request, or was a replay that fell behind its trace)." {
+	if got := resultfiles.HeadlineText(stages); got != "no SLO was set, so no stage is judged, and no stage was measured (each was cut short, had no successful request, or was a replay that fell behind its trace)." {
 		t.Errorf("all partial: %q", got)
 	}
-	md := Markdown(results.New(sc, stages[:2], results.Meta{}), sc)
+	md := Markdown(resultfiles.New(sc, stages[:2], resultfiles.Meta{}), sc)
 	for _, bad := range []string{"FAIL", "no stage met", "no complete stage passed"} {
 		if strings.Contains(md, bad) {
 			t.Errorf("report.md without an SLO says %q", bad)
@@ -128,7 +128,7 @@ func TestSLOMethodText(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := modeScenario(t, "  mode: concurrency\n  stages: [{concurrency: 2, duration: 10s}]\n", tc.rest)
-			r := results.New(sc, []*results.StageReport{stageOf(t, sc, 0)}, results.Meta{Tool: "plload test"})
+			r := resultfiles.New(sc, []*resultfiles.StageReport{stageOf(t, sc, 0)}, resultfiles.Meta{Tool: "plload test"})
 			var lines []string // the SLO and cost lines of the method
 			for _, l := range strings.Split(methodSection(r, sc), "\n") {
 				if strings.HasPrefix(l, "- SLO:") || strings.HasPrefix(l, "- Cost:") {
@@ -151,7 +151,7 @@ func TestSLOMethodText(t *testing.T) {
 }
 
 // invalidReplay is a replay stage whose client fell behind its trace.
-func invalidReplay(t *testing.T) *results.StageReport {
+func invalidReplay(t *testing.T) *resultfiles.StageReport {
 	t.Helper()
 	_, stages := goldenStages(t)
 	st := stages[0]
@@ -169,7 +169,7 @@ func TestReplayInvalidWarning(t *testing.T) {
 	st := invalidReplay(t)
 	st.Summary.Warnings = append(st.Summary.Warnings, "client could not keep the trace's pace: send lag p99 14.20 ms > 10 ms")
 	sc, _ := goldenStages(t)
-	r := results.New(sc, []*results.StageReport{st}, results.Meta{})
+	r := resultfiles.New(sc, []*resultfiles.StageReport{st}, resultfiles.Meta{})
 	md := Markdown(r, sc)
 	if !strings.Contains(md, "**Headline**: ") || !strings.Contains(md, "\n\n**Warning**: "+want+"\n") {
 		t.Errorf("report.md lacks the warning:\n%s", md[:min(len(md), 600)])
@@ -177,7 +177,7 @@ func TestReplayInvalidWarning(t *testing.T) {
 	if n := strings.Count(strings.Join(r.Warnings(), "\n"), want); n != 1 {
 		t.Errorf("Warnings() has the replay warning %d times: %q", n, r.Warnings())
 	}
-	runs := []Run{{Dir: "/r/replay", Name: "replay", Stages: []*results.StageReport{st}}}
+	runs := []Run{{Dir: "/r/replay", Name: "replay", Stages: []*resultfiles.StageReport{st}}}
 	if text := Comparison(runs); !strings.Contains(text, "warning: replay: "+want) {
 		t.Errorf("plload report lacks the warning:\n%s", text)
 	}
@@ -188,16 +188,16 @@ func TestReplayInvalidWarning(t *testing.T) {
 			t.Errorf("handoff lacks %q:\n%s", w, h)
 		}
 	}
-	if text := StageTable([]*results.StageReport{st}); !strings.Contains(text, "| INVALID (see warning) |") {
+	if text := StageTable([]*resultfiles.StageReport{st}); !strings.Contains(text, "| INVALID (see warning) |") {
 		t.Errorf("the open-loop table lacks the verdict:\n%s", text)
 	}
 	// Without the metrics' reason, the numbers say why.
 	st.Summary.ReplayInvalidReason = ""
-	if w := results.ReplayWarnings([]*results.StageReport{st}); len(w) != 1 || !strings.Contains(w[0], "send lag p99 14.20 ms, max 40.00 ms") {
+	if w := resultfiles.ReplayWarnings([]*resultfiles.StageReport{st}); len(w) != 1 || !strings.Contains(w[0], "send lag p99 14.20 ms, max 40.00 ms") {
 		t.Errorf("no reason: %q", w)
 	}
 	st.Summary.ReplayValid = metrics.Some(true)
-	if w := results.ReplayWarnings([]*results.StageReport{st}); len(w) != 0 {
+	if w := resultfiles.ReplayWarnings([]*resultfiles.StageReport{st}); len(w) != 0 {
 		t.Errorf("a valid replay warns: %q", w)
 	}
 	if h := Handoff(runs, ""); strings.Contains(h, "not valid") {
@@ -209,7 +209,7 @@ func TestReplayInvalidWarning(t *testing.T) {
 // every stage passed.
 func TestHandoffWithoutSLO(t *testing.T) {
 	sc := modeScenario(t, "  mode: concurrency\n  stages: [{concurrency: 2, warmup: 1s, duration: 10s}]\n", "")
-	h := Handoff([]Run{{Dir: "/r/x", Name: "x", Stages: []*results.StageReport{stageOf(t, sc, 0)}}}, "")
+	h := Handoff([]Run{{Dir: "/r/x", Name: "x", Stages: []*resultfiles.StageReport{stageOf(t, sc, 0)}}}, "")
 	if !strings.Contains(h, "No SLO was set, so no stage was judged") || strings.Contains(h, "passes its SLO") || strings.Contains(h, "over the SLO") {
 		t.Errorf("handoff without an SLO:\n%s", h)
 	}
@@ -219,7 +219,7 @@ func TestHandoffWithoutSLO(t *testing.T) {
 // with its evidence and its done condition.
 func TestHandoffNewSLOChecks(t *testing.T) {
 	st := openLoopStage(t, "slo: {tpot: {p99: 10ms}, e2e: {p90: 100ms}}\n")
-	h := Handoff([]Run{{Dir: "/r/x", Name: "x", Stages: []*results.StageReport{st}}}, "")
+	h := Handoff([]Run{{Dir: "/r/x", Name: "x", Stages: []*resultfiles.StageReport{st}}}, "")
 	for _, w := range []string{"## 1. stage 01 (load 20 req/s poisson ≤ 1000): TPOT p99 over the SLO", "TPOT p99 25.0 ms against a limit of 10.0 ms; TPOT mean/median/p99 25.0/25.0/25.0 ms",
 		"Likely causes: decode batches", "Done when: TPOT p99 ≤ 10.0 ms at stage 01",
 		"## 2. stage 01 (load 20 req/s poisson ≤ 1000): E2E p90 over the SLO", "Done when: E2E p90 ≤ 100 ms at stage 01"} {
@@ -241,14 +241,14 @@ func TestNoSLOGoodputCell(t *testing.T) {
 // failing it, and shows the replay warning.
 func TestHTMLWithoutSLOAndInvalidReplay(t *testing.T) {
 	sc := modeScenario(t, "  mode: concurrency\n  stages: [{concurrency: 2, warmup: 1s, duration: 10s}]\n", "")
-	page, err := HTML([]Run{{Name: "x", Stages: []*results.StageReport{stageOf(t, sc, 0)}}}, "plload test", "")
+	page, err := HTML([]Run{{Name: "x", Stages: []*resultfiles.StageReport{stageOf(t, sc, 0)}}}, "plload test", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if html := string(page); !strings.Contains(html, "No SLO was set, so no stage is judged.") || strings.Contains(html, "is the first that does not") {
 		t.Errorf("report.html without an SLO judges it")
 	}
-	page, err = HTML([]Run{{Name: "r", Stages: []*results.StageReport{invalidReplay(t)}}}, "plload test", "")
+	page, err = HTML([]Run{{Name: "r", Stages: []*resultfiles.StageReport{invalidReplay(t)}}}, "plload test", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +261,7 @@ func TestHTMLWithoutSLOAndInvalidReplay(t *testing.T) {
 // stage that did not pass is marked.
 func TestChartWithoutSLO(t *testing.T) {
 	sc := modeScenario(t, "  mode: concurrency\n  stages: [{concurrency: 2, warmup: 1s, duration: 10s}]\n", "")
-	if pt := Curve([]Run{{Name: "x", Stages: []*results.StageReport{stageOf(t, sc, 0)}}}).Runs[0].Points[0]; pt.Failed || pt.Pass {
+	if pt := Curve([]Run{{Name: "x", Stages: []*resultfiles.StageReport{stageOf(t, sc, 0)}}}).Runs[0].Points[0]; pt.Failed || pt.Pass {
 		t.Errorf("a stage without an SLO: %+v", pt)
 	}
 	_, golden := goldenStages(t)
@@ -276,12 +276,12 @@ func TestInvalidReplayIsNotTheHeadline(t *testing.T) {
 	sc := modeScenario(t, "  mode: concurrency\n  stages: [{concurrency: 2, warmup: 1s, duration: 10s}]\n", "slo: {ttft_p95: 1s}\ncost: {gpu_hourly_usd: 2}\n")
 	st := stageOf(t, sc, 0)
 	st.Summary.SLO.Verdict = metrics.SLOPass
-	if got := results.HeadlineText([]*results.StageReport{st}); !strings.HasPrefix(got, "stage 01: ") {
+	if got := resultfiles.HeadlineText([]*resultfiles.StageReport{st}); !strings.HasPrefix(got, "stage 01: ") {
 		t.Fatalf("a valid stage that passed: %q", got)
 	}
 	st.Summary.ReplayValid = metrics.Some(false)
 	want := "no complete stage passed the SLO, so there is no cost at the SLO (1 stage(s) met it as a replay that fell behind its trace: those numbers are not the trace's)."
-	if got := results.HeadlineText([]*results.StageReport{st}); got != want {
+	if got := resultfiles.HeadlineText([]*resultfiles.StageReport{st}); got != want {
 		t.Errorf("headline\n got %q\nwant %q", got, want)
 	}
 }

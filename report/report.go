@@ -12,24 +12,24 @@ import (
 	"time"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 	"github.com/plload/plload/workload"
 )
 
-// Write writes report.json (results.Report.Write) and beside it the files people read: report.md,
+// Write writes report.json (resultfiles.Report.Write) and beside it the files people read: report.md,
 // report.html and the charts.
-func Write(dir string, sc *workload.Scenario, r *results.Report) error {
+func Write(dir string, sc *workload.Scenario, r *resultfiles.Report) error {
 	if err := r.Write(dir); err != nil {
 		return err
 	}
 	return Render(dir, sc, r)
 }
 
-var _ results.Renderer = Render
+var _ resultfiles.Renderer = Render
 
-// Render writes report.md, the charts and report.html of a run into dir (a results.Renderer); the
-// report.json beside them is results.Report.Write's.
-func Render(dir string, sc *workload.Scenario, r *results.Report) error {
+// Render writes report.md, the charts and report.html of a run into dir (a resultfiles.Renderer); the
+// report.json beside them is resultfiles.Report.Write's.
+func Render(dir string, sc *workload.Scenario, r *resultfiles.Report) error {
 	if err := metrics.WriteFileAtomic(filepath.Join(dir, "report.md"), []byte(Markdown(r, sc))); err != nil {
 		return err
 	}
@@ -61,10 +61,10 @@ func Render(dir string, sc *workload.Scenario, r *results.Report) error {
 }
 
 // Markdown is report.md: the headline first, the stage table, warnings, then how it was measured.
-func Markdown(r *results.Report, sc *workload.Scenario) string {
+func Markdown(r *resultfiles.Report, sc *workload.Scenario) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# plload report: %s\n\n%s\n\n", r.Run, r.Headline)
-	for _, w := range results.ReplayWarnings(r.Stages) {
+	for _, w := range resultfiles.ReplayWarnings(r.Stages) {
 		b.WriteString("**Warning**: " + mdCell(w) + "\n\n")
 	}
 	if r.Interrupted {
@@ -77,7 +77,7 @@ func Markdown(r *results.Report, sc *workload.Scenario) string {
 	return b.String()
 }
 
-func methodSection(r *results.Report, sc *workload.Scenario) string {
+func methodSection(r *resultfiles.Report, sc *workload.Scenario) string {
 	var b strings.Builder
 	m := sc.Masked()
 	b.WriteString("\n## Method\n\n")
@@ -145,7 +145,7 @@ func syntheticText(b *strings.Builder, sc *workload.Scenario) {
 	fmt.Fprintf(b, "; language %s. History is real: each request re-sends every earlier message and the server's own answers.\n", sc.Session.Language)
 }
 
-func configurationSection(b *strings.Builder, r *results.Report, sc, m *workload.Scenario) {
+func configurationSection(b *strings.Builder, r *resultfiles.Report, sc, m *workload.Scenario) {
 	b.WriteString("\n## Configuration\n\n")
 	target := m.Target.BaseURL
 	if mk := sc.Target.Mock; sc.UsesMock() && mk != nil {
@@ -218,7 +218,7 @@ func distText(d workload.Dist) string { return d.String() }
 // sloMethodLine lists every limit the scenario sets, in the order the stages are judged by them, or
 // says that none is set (then every verdict is N/A, never PASS).
 func sloMethodLine(slo workload.SLO) string {
-	text := results.SLOText(slo)
+	text := resultfiles.SLOText(slo)
 	if text == "" {
 		return "- SLO: no SLO set: verdicts are N/A, goodput is unknown, and the headline names the stage with the best throughput.\n"
 	}

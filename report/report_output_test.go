@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 // tableRows returns the Markdown table rows (lines starting with "|") of text, by table.
@@ -110,7 +110,7 @@ func TestReportShowsRetriesOutagesAndScrapes(t *testing.T) {
 	}
 	// With nothing to say, the section is not there.
 	_, calm := goldenStages(t)
-	if md := Markdown(results.New(sc, calm, results.Meta{}), sc); strings.Contains(md, "Retries and outages") || strings.Contains(md, "scrapes ok") {
+	if md := Markdown(resultfiles.New(sc, calm, resultfiles.Meta{}), sc); strings.Contains(md, "Retries and outages") || strings.Contains(md, "scrapes ok") {
 		t.Errorf("a calm run has a retries section:\n%s", md)
 	}
 }
@@ -198,7 +198,7 @@ func TestReportJSONPlain(t *testing.T) {
 		t.Errorf("report.json has a −1: %s", data)
 	}
 	sc, _ := goldenStages(t)
-	empty, _ := json.Marshal(results.New(sc, nil, results.Meta{}))
+	empty, _ := json.Marshal(resultfiles.New(sc, nil, resultfiles.Meta{}))
 	for _, want := range []string{`"stages":[]`, `"headline_stage":null`} {
 		if !strings.Contains(string(empty), want) {
 			t.Errorf("report.json of no stages lacks %s: %s", want, empty)
@@ -215,9 +215,9 @@ func TestNoSLONoPrice(t *testing.T) {
 		T0Ns: metrics.Some(t0), Warmup: time.Second, Duration: 10 * time.Second}
 	s := metrics.NewStage(in)
 	s.Add(rec(1.5, 100, 10, "a"))
-	st.SLO, st.Cost, st.Summary = in.SLO, results.CostInputs{CostInputs: in.Cost}, s.Summary()
-	one := []*results.StageReport{st}
-	text := results.HeadlineLine(one) + "\n" + StageTable(one)
+	st.SLO, st.Cost, st.Summary = in.SLO, resultfiles.CostInputs{CostInputs: in.Cost}, s.Summary()
+	one := []*resultfiles.StageReport{st}
+	text := resultfiles.HeadlineLine(one) + "\n" + StageTable(one)
 	for _, want := range []string{"no SLO was set", "N/A (not set)", "N/A (no price)"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("lacks %q:\n%s", want, text)
@@ -233,7 +233,7 @@ func TestNoSLONoPrice(t *testing.T) {
 	s = metrics.NewStage(in)
 	s.Add(rec(1.5, 100, 10, "a"))
 	st.SLO, st.Summary = in.SLO, s.Summary()
-	if h := results.HeadlineText(one); h != "stage 01: out tok/s 1.0, SLO PASS; no GPU price was given, so costs are N/A" {
+	if h := resultfiles.HeadlineText(one); h != "stage 01: out tok/s 1.0, SLO PASS; no GPU price was given, so costs are N/A" {
 		t.Errorf("headline %q", h)
 	}
 }

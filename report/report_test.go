@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
@@ -71,20 +71,20 @@ func TestComparisonAndHandoff(t *testing.T) {
 // TestWorkloadDiffersAcrossSources: two runs whose stage came from different sources (or one from a
 // file, one synthetic) are said to differ, even before their datasets are compared.
 func TestWorkloadDiffersAcrossSources(t *testing.T) {
-	st := func(src *results.SourceInfo) *results.StageReport {
-		return &results.StageReport{Stage: 1, DatasetSHA256: "same", Source: src}
+	st := func(src *resultfiles.SourceInfo) *resultfiles.StageReport {
+		return &resultfiles.StageReport{Stage: 1, DatasetSHA256: "same", Source: src}
 	}
-	a := &results.SourceInfo{Kind: "dataset", File: "a.jsonl", Format: "openai", SHA256: strings.Repeat("a", 64)}
-	b := &results.SourceInfo{Kind: "dataset", File: "a.jsonl", Format: "openai", SHA256: strings.Repeat("b", 64)}
+	a := &resultfiles.SourceInfo{Kind: "dataset", File: "a.jsonl", Format: "openai", SHA256: strings.Repeat("a", 64)}
+	b := &resultfiles.SourceInfo{Kind: "dataset", File: "a.jsonl", Format: "openai", SHA256: strings.Repeat("b", 64)}
 	for _, tc := range []struct {
-		x, y *results.SourceInfo
+		x, y *resultfiles.SourceInfo
 		want string
 	}{
 		{a, a, ""},
 		{a, b, "stage 01 of x came from dataset a.jsonl (openai, sha256 aaaaaaaaaaaa…), of y from dataset a.jsonl (openai, sha256 bbbbbbbbbbbb…)"},
 		{nil, a, "of x came from the synthetic workload"},
 	} {
-		got := strings.Join(WorkloadWarnings([]Run{{Name: "x", Stages: []*results.StageReport{st(tc.x)}}, {Name: "y", Stages: []*results.StageReport{st(tc.y)}}}), "\n")
+		got := strings.Join(WorkloadWarnings([]Run{{Name: "x", Stages: []*resultfiles.StageReport{st(tc.x)}}, {Name: "y", Stages: []*resultfiles.StageReport{st(tc.y)}}}), "\n")
 		if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
 			t.Errorf("%v vs %v: %q, want %q", tc.x, tc.y, got, tc.want)
 		}

@@ -16,7 +16,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 // SearchPoint is one stage on the capacity curve: x is the SLO statistic (ms), y its output tok/s
@@ -41,7 +41,7 @@ type SearchCurve struct {
 
 // NewSearchCurve places each probed load's last stage on the curve, sorted by load. The x axis is
 // the SLO's first latency limit (TTFT p95 when it sets none); chosen is the stage of the answer.
-func NewSearchCurve(stages []*results.StageReport, probes []results.SearchProbe, chosen int, unit string) SearchCurve {
+func NewSearchCurve(stages []*resultfiles.StageReport, probes []resultfiles.SearchProbe, chosen int, unit string) SearchCurve {
 	c := SearchCurve{XLabel: "TTFT p95 (ms)", Unit: unit}
 	metric, stat := metrics.SLOMetricTTFT, metrics.SLOStatP95
 	if len(stages) > 0 {
@@ -50,11 +50,11 @@ func NewSearchCurve(stages []*results.StageReport, probes []results.SearchProbe,
 			c.XLabel = fmt.Sprintf("%s %s (ms)", strings.ToUpper(metric), stat)
 		}
 	}
-	byStage := map[int]*results.StageReport{}
+	byStage := map[int]*resultfiles.StageReport{}
 	for _, st := range stages {
 		byStage[st.Stage] = st
 	}
-	last := map[float64]results.SearchProbe{}
+	last := map[float64]resultfiles.SearchProbe{}
 	for _, p := range probes {
 		if byStage[p.Stage] != nil {
 			last[p.Value] = p
@@ -170,14 +170,14 @@ func (c SearchCurve) Render(format string) ([]byte, error) {
 // tok/s; $0.62 per 1M out, $0.0197 per 1K turns", from the chosen stage's own numbers and cost (cost
 // only when the scenario gives a price). sessions is the knob's value for a closed loop, the mean of
 // sessions open for an open one.
-func SearchHeadline(chosen *results.StageReport, sessions float64) string {
+func SearchHeadline(chosen *resultfiles.StageReport, sessions float64) string {
 	if chosen == nil {
 		return "capacity at SLO: none — no probe met the SLO"
 	}
 	s := chosen.Summary
 	line := fmt.Sprintf("capacity at SLO: %s sessions / %.1f req/s / %.0f out tok/s", trimNumber(sessions), s.Throughput.ReqPerSec, s.Throughput.OutTokPerSec)
 	if !chosen.Cost.Unpriced {
-		line += fmt.Sprintf("; %s per 1M out, %s per 1K turns", results.Money(s.Cost.USDPer1MOut, 3), results.Money(s.Cost.USDPer1KTurns, 4))
+		line += fmt.Sprintf("; %s per 1M out, %s per 1K turns", resultfiles.Money(s.Cost.USDPer1MOut, 3), resultfiles.Money(s.Cost.USDPer1KTurns, 4))
 	}
 	return line
 }
@@ -192,7 +192,7 @@ func trimNumber(v float64) string {
 // WriteSearchReport writes charts/search_curve.svg and .png and puts the search on top of the run's
 // report.md and report.html (written before by Report.Write): the headline lines, the chart and
 // the probes, so the page a user opens first answers the question.
-func WriteSearchReport(dir string, curve SearchCurve, lines []string, probes []results.SearchProbe, unit string) error {
+func WriteSearchReport(dir string, curve SearchCurve, lines []string, probes []resultfiles.SearchProbe, unit string) error {
 	if err := os.MkdirAll(filepath.Join(dir, "charts"), 0o755); err != nil {
 		return err
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 // The stage tables of the terminal, report.md and `plload report`: the metric table people already
@@ -143,23 +143,23 @@ func (c columns) throughputTable(rows []runStage) table {
 		tp := s.Throughput
 		chars := "N/A"
 		if tp.OutCharsPerSec.OK {
-			chars = results.Num(tp.OutCharsPerSec.V, 1)
+			chars = resultfiles.Num(tp.OutCharsPerSec.V, 1)
 		}
 		t.add(c.lead(rs), fmt.Sprintf("%.1f (%d–%d)", s.Active.Mean, s.Active.Min, s.Active.Max),
-			fmt.Sprintf("%.1f (%d)", s.InFlight.Mean, s.InFlight.Max), results.Num(tp.ReqPerSec, 2), results.Num(tp.InTokPerSec, 1),
-			results.Num(tp.OutTokPerSec, 1), results.Num(tp.TotalTokPerSec, 1), chars)
+			fmt.Sprintf("%.1f (%d)", s.InFlight.Mean, s.InFlight.Max), resultfiles.Num(tp.ReqPerSec, 2), resultfiles.Num(tp.InTokPerSec, 1),
+			resultfiles.Num(tp.OutTokPerSec, 1), resultfiles.Num(tp.TotalTokPerSec, 1), chars)
 	}
 	return t
 }
 
 // goodputText is goodput as req/s and share of requests, saying when N/A means no latency limit.
-func goodputText(r *results.StageReport) string {
+func goodputText(r *resultfiles.StageReport) string {
 	g := r.Summary.Goodput
 	switch {
 	case g.ReqPerSec.OK && g.Share.OK:
-		return fmt.Sprintf("%s (%s)", results.Num(g.ReqPerSec.V, 2), pct(g.Share.V, true))
+		return fmt.Sprintf("%s (%s)", resultfiles.Num(g.ReqPerSec.V, 2), pct(g.Share.V, true))
 	case g.ReqPerSec.OK:
-		return results.Num(g.ReqPerSec.V, 2)
+		return resultfiles.Num(g.ReqPerSec.V, 2)
 	case len(r.SLO.Limits()) == 0:
 		return "N/A (no latency SLO)"
 	}
@@ -301,7 +301,7 @@ func (c columns) costTable(rows []runStage) table {
 	t := table{title: "Cost", header: c.leadHeader("SLO", "out tok/s", "$/1M out", "$/1K turns", "$/session")}
 	for _, rs := range rows {
 		s := rs.st.Summary
-		t.add(c.lead(rs), sloText(rs.st), results.Num(s.Throughput.OutTokPerSec, 1),
+		t.add(c.lead(rs), sloText(rs.st), resultfiles.Num(s.Throughput.OutTokPerSec, 1),
 			costText(rs.st, s.Cost.USDPer1MOut, 3), costText(rs.st, s.Cost.USDPer1KTurns, 4), costText(rs.st, s.Cost.USDPerSession, 6))
 	}
 	return t
@@ -318,8 +318,8 @@ func (c columns) batchTable(rows []runStage) table {
 			t.add(c.lead(rs), "N/A (not a batch)", "", "", "", "", sloText(rs.st))
 			continue
 		}
-		t.add(c.lead(rs), fmt.Sprintf("%d (%d)", b.Requests, b.Succeeded), results.Num(b.CompletionS, 2), results.Num(b.ReqPerSec, 2),
-			results.Num(b.OutTokPerSec, 1), costText(rs.st, b.CostPerJobUSD, 4), sloText(rs.st))
+		t.add(c.lead(rs), fmt.Sprintf("%d (%d)", b.Requests, b.Succeeded), resultfiles.Num(b.CompletionS, 2), resultfiles.Num(b.ReqPerSec, 2),
+			resultfiles.Num(b.OutTokPerSec, 1), costText(rs.st, b.CostPerJobUSD, 4), sloText(rs.st))
 	}
 	return t
 }
@@ -336,7 +336,7 @@ func (c columns) agentsTable(rows []runStage) table {
 		if !o.OK {
 			return "N/A"
 		}
-		return results.Num(o.V, digits)
+		return resultfiles.Num(o.V, digits)
 	}
 	for _, rs := range rows {
 		s := rs.st.Summary

@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
+	"github.com/plload/plload/resultfiles"
 )
 
 // Row formatting shared by the terminal, report.md and the comparison table.
@@ -60,7 +60,7 @@ func rtt(d metrics.Dist) string {
 // runStage is one row of the tables: a stage, and the run it belongs to when several are shown.
 type runStage struct {
 	run string
-	st  *results.StageReport
+	st  *resultfiles.StageReport
 }
 
 // rowsOf lists the stages of runs in order.
@@ -75,7 +75,7 @@ func rowsOf(runs []Run) []runStage {
 }
 
 // sloText is the verdict, saying when N/A means that no limit was set.
-func sloText(r *results.StageReport) string {
+func sloText(r *resultfiles.StageReport) string {
 	if !r.SLO.Set() {
 		return "N/A (not set)"
 	}
@@ -83,11 +83,11 @@ func sloText(r *results.StageReport) string {
 }
 
 // costText is a cost, saying when N/A means that no price was given.
-func costText(r *results.StageReport, v *float64, digits int) string {
+func costText(r *resultfiles.StageReport, v *float64, digits int) string {
 	if r.Cost.Unpriced {
 		return "N/A (no price)"
 	}
-	return results.Money(v, digits)
+	return resultfiles.Money(v, digits)
 }
 
 // mdCell makes text safe in a Markdown table cell: a | would end the cell, a newline the row.
@@ -139,7 +139,7 @@ func stageTables(rows []runStage, withRun bool) string {
 func absorbSection(rows []runStage, withRun bool) string {
 	var b strings.Builder
 	for _, rs := range rows {
-		if text := results.AbsorbText(rs.st); text != "" {
+		if text := resultfiles.AbsorbText(rs.st); text != "" {
 			b.WriteString("- " + stageLabel(rs, withRun) + ": " + text + "\n")
 		}
 	}
@@ -151,6 +151,6 @@ func absorbSection(rows []runStage, withRun bool) string {
 
 // StageTable is one run's stage tables in Markdown (throughput and errors, latency, cost), as the
 // terminal and report.md show them.
-func StageTable(stages []*results.StageReport) string {
+func StageTable(stages []*resultfiles.StageReport) string {
 	return stageTables(rowsOf([]Run{{Stages: stages}}), false)
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/resultfiles"
 )
 
 // SLO is what a probe is judged by: the scenario's latency limits and its error-rate limit.
@@ -81,11 +82,7 @@ const (
 )
 
 // Decision is how one limit of the SLO was decided in a probe: search.json's "decided" entries.
-type Decision struct {
-	Limit   string `json:"limit"`   // "ttft p95", "error rate"
-	Outcome string `json:"outcome"` // met, broken or undecided
-	Rule    string `json:"rule"`    // one of the Rule constants
-}
+type Decision = resultfiles.SearchDecision
 
 // Judgement is a probe's verdict, why, and how each limit was decided.
 type Judgement struct {

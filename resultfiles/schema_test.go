@@ -1,4 +1,4 @@
-package results_test
+package resultfiles_test
 
 import (
 	"encoding/json"
@@ -13,19 +13,19 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
-	"github.com/plload/plload/results/resultstest"
+	"github.com/plload/plload/resultfiles"
+	"github.com/plload/plload/resultfiles/resultstest"
 )
 
 // recordsStage is a stage as `plload report --records` makes it: no SLO, no price, arrival_rate,
 // no server, no dataset.
-func recordsStage(t *testing.T) *results.StageReport {
+func recordsStage(t *testing.T) *resultfiles.StageReport {
 	in := metrics.StageInput{NeverStarted: -1, SLO: metrics.SLOLimits{ErrorRateUnset: true}, Cost: metrics.CostInputs{GPUCount: 1, ExpectedTurns: 1, Unpriced: true},
 		T0Ns: metrics.Some(resultstest.T0), Warmup: time.Second, Duration: 10 * time.Second}
 	s := metrics.NewStage(in)
 	s.Add(resultstest.Record(1.5, 100, 10, "a"))
-	return &results.StageReport{SchemaVersion: results.SchemaVersion, Tool: "plload test", Run: "x.jsonl", Stage: 1, Stages: 1, Mode: "arrival_rate",
-		SLO: in.SLO, Cost: results.CostInputs{CostInputs: in.Cost}, Engine: results.EngineCounts{Outages: []results.Outage{}}, Summary: s.Summary()}
+	return &resultfiles.StageReport{SchemaVersion: resultfiles.SchemaVersion, Tool: "plload test", Run: "x.jsonl", Stage: 1, Stages: 1, Mode: "arrival_rate",
+		SLO: in.SLO, Cost: resultfiles.CostInputs{CostInputs: in.Cost}, Engine: resultfiles.EngineCounts{Outages: []resultfiles.Outage{}}, Summary: s.Summary()}
 }
 
 // TestOutputsMatchSchema: report.json and stage.json as plload writes them (with outages, an abort,
@@ -54,7 +54,7 @@ func TestOutputsMatchSchema(t *testing.T) {
 			t.Errorf("%s does not match its schema: %v", name, err)
 		}
 	}
-	extra := map[string]any{"stage of --records": recordsStage(t), "report of no stages": results.New(sc, nil, results.Meta{Tool: "t"})}
+	extra := map[string]any{"stage of --records": recordsStage(t), "report of no stages": resultfiles.New(sc, nil, resultfiles.Meta{Tool: "t"})}
 	for name, v := range extra {
 		sch := stageSchema
 		if strings.HasPrefix(name, "report") {
@@ -171,7 +171,7 @@ func TestStageJSONRoundTrip(t *testing.T) {
 	if err := stages[1].Write(dir); err != nil {
 		t.Fatal(err)
 	}
-	back, err := results.ReadStage(filepath.Join(dir, "stage.json"))
+	back, err := resultfiles.ReadStage(filepath.Join(dir, "stage.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestStageJSONRoundTrip(t *testing.T) {
 		t.Fatalf("stage.json round trip (-wrote +read):\n%s", diff)
 	}
 	os.WriteFile(filepath.Join(dir, "stage.json"), []byte(`{"schema_version": 99, "summary": {}}`), 0o644)
-	if _, err := results.ReadStage(filepath.Join(dir, "stage.json")); err == nil || !strings.Contains(err.Error(), "schema_version 99") {
+	if _, err := resultfiles.ReadStage(filepath.Join(dir, "stage.json")); err == nil || !strings.Contains(err.Error(), "schema_version 99") {
 		t.Fatalf("unknown schema accepted: %v", err)
 	}
 }

@@ -3,7 +3,7 @@
 // report.json (Report), search.json (Search) — how they are read and written, and the JSON schemas
 // under schema/ that they follow (docs/records.md). The commands and the packages that run, search,
 // compare or merge runs build these; package report renders them for people, package gate judges them.
-package results
+package resultfiles
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package results
+package resultfiles
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package results_test
+package resultfiles_test
 
 import (
 	"encoding/json"
@@ -11,8 +11,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/results"
-	"github.com/plload/plload/results/resultstest"
+	"github.com/plload/plload/resultfiles"
+	"github.com/plload/plload/resultfiles/resultstest"
 	"github.com/plload/plload/workload"
 )
 
@@ -46,7 +46,7 @@ func TestStageInputFromSLOBlocks(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			sc := inputScenario(t, tc.load, tc.slo)
-			in := results.StageInput(sc, 0)
+			in := resultfiles.StageInput(sc, 0)
 			if diff := cmp.Diff(tc.want, in.SLO); diff != "" || in.Replay != tc.replay {
 				t.Errorf("replay %v, want %v; SLO (-want +got):\n%s", in.Replay, tc.replay, diff)
 			}
@@ -88,7 +88,7 @@ func inputScenario(t *testing.T, load, slo string) *workload.Scenario {
 // does not list, a type it does not allow.
 func TestReplayStageMatchesSchema(t *testing.T) {
 	sc := inputScenario(t, "  mode: replay\n  stages: [{duration: 10s}]\n", "slo: {ttft: {p95: 500ms}, tpot: {p99: 50ms}, error_rate: 0.01}\n")
-	in := results.StageInput(sc, 0)
+	in := resultfiles.StageInput(sc, 0)
 	in.T0Ns = metrics.Some(resultstest.T0)
 	s := metrics.NewStage(in)
 	for i, lagMs := range []float64{0.2, 0.3, 1500} {
@@ -97,7 +97,7 @@ func TestReplayStageMatchesSchema(t *testing.T) {
 		r.IntendedStartNs = metrics.Some(r.CreditIssuedNs - int64(lagMs*1e6))
 		s.Add(r)
 	}
-	st := results.NewStageReport("plload test", sc, 0, strings.Repeat("a", 64), s.Summary(), results.EngineCounts{})
+	st := resultfiles.NewStageReport("plload test", sc, 0, strings.Repeat("a", 64), s.Summary(), resultfiles.EngineCounts{})
 	sum := st.Summary
 	if !sum.Goodput.Share.OK || len(sum.CacheHitByTurn) != 3 || sum.ReplayValid != metrics.Some(false) || !sum.Throughput.OutCharsPerSec.OK {
 		t.Fatalf("the fixture must fill every new field: goodput %+v, cache by turn %+v, replay %+v, chars/s %+v",
