@@ -270,9 +270,9 @@ type prober struct {
 	baseURL string
 	dir     string
 	log     *slog.Logger
-	specs   []workload.Stage       // the probes run, in order: stage k is specs[k-1]
+	specs   []workload.Stage           // the probes run, in order: stage k is specs[k-1]
 	stages  []*resultfiles.StageReport // their reports
-	count   int                    // probes judged, for the progress lines
+	count   int                        // probes judged, for the progress lines
 }
 
 // probe runs one stage at v and measures it. The stage stops early once its failure is certain

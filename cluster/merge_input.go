@@ -34,10 +34,10 @@ const acceptedDirs = "accepted: the results directories of `plload run --shard i
 
 // shardStage is what one shard left of one stage.
 type shardStage struct {
-	dir    string               // stage_NN
+	dir    string                   // stage_NN
 	report *resultfiles.StageReport // nil: no stage.json (the shard was killed during the stage)
 	block  *resultfiles.ShardInfo   // the stage's own shard block, when it has one
-	issue  string               // why the stage is partial ("" when complete)
+	issue  string                   // why the stage is partial ("" when complete)
 }
 
 // shardDir is one shard's results directory as merge reads it.

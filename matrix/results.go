@@ -26,7 +26,7 @@ type Outcome struct {
 // Level is one load level of a part over its repeats.
 type Level struct {
 	Name   string
-	Unit   string                 // a rate's unit (Part.RateUnit)
+	Unit   string                     // a rate's unit (Part.RateUnit)
 	Stages []*resultfiles.StageReport // one per repeat that ran, in repeat order
 }
 
