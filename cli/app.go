@@ -14,32 +14,27 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/plload/plload/gate"
+	"github.com/plload/plload/runner"
 	"github.com/plload/plload/workload"
 )
 
-// Exit codes (README.md).
+// Exit codes (README.md): the orchestration's runner.Code, and 0.
 const (
 	exitOK          = 0
-	exitFailed      = 1 // the run finished but something the user asked to be told about failed
-	exitBadInput    = 2 // flags, scenario, files, a target the preflight refused
-	exitUndecided   = 3 // a gate or a search could decide nothing (or a run kept a possible regression from a decision)
-	exitInterrupted = 130
+	exitFailed      = int(runner.Failed)      // the run finished but something the user asked to be told about failed
+	exitBadInput    = int(runner.BadInput)    // flags, scenario, files, a target the preflight refused
+	exitUndecided   = int(runner.Undecided)   // a gate or a search could decide nothing (or a run kept a possible regression from a decision)
+	exitInterrupted = int(runner.Interrupted) // a signal stopped it
 )
 
 // version is set at build time with -ldflags "-X github.com/plload/plload/cli.version=v1.2.3".
 var version = "dev"
 
-// exitError carries the exit code an error should end the process with.
-type exitError struct {
-	code int
-	err  error
-}
-
-func (e *exitError) Error() string { return e.err.Error() }
-func (e *exitError) Unwrap() error { return e.err }
+// exitErr is err ending the command with code.
+func exitErr(code int, err error) error { return &runner.Error{Code: runner.Code(code), Err: err} }
 
 func badInput(format string, args ...any) error {
-	return &exitError{code: exitBadInput, err: fmt.Errorf(format, args...)}
+	return exitErr(exitBadInput, fmt.Errorf(format, args...))
 }
 
 // Run executes the CLI and returns the exit code; main and the tests call it in-process.
@@ -50,9 +45,9 @@ func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	fmt.Fprintln(stderr, "plload:", err)
-	var ee *exitError
+	var ee *runner.Error
 	if errors.As(err, &ee) {
-		return ee.code
+		return int(ee.Code)
 	}
 	// Anything urfave/cli itself rejects (unknown flag, bad value) is bad input.
 	return exitBadInput
@@ -125,7 +120,7 @@ func loadScenario(cmd *cli.Command, opts workload.LoadOptions) (*workload.Scenar
 	sc, issues := workload.Load(cmd.Args().First(), opts)
 	if err := issues.Err(); err != nil {
 		n := len(issues.Errors())
-		return nil, nil, &exitError{code: exitBadInput, err: fmt.Errorf("%d error(s) in the scenario; nothing was sent:\n%w", n, err)}
+		return nil, nil, exitErr(exitBadInput, fmt.Errorf("%d error(s) in the scenario; nothing was sent:\n%w", n, err))
 	}
 	return sc, issues.Warnings(), nil
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/report"
 	"github.com/plload/plload/resultfiles"
+	"github.com/plload/plload/runner"
 	"github.com/plload/plload/workload"
 )
 
@@ -84,7 +85,7 @@ func abAction(ctx context.Context, cmd *cli.Command) error {
 	for _, w := range warnings {
 		fmt.Fprintln(stderr, w.Error())
 	}
-	ctx, stop := interruptible(ctx, stderr)
+	ctx, stop := runner.Interruptible(ctx, stderr)
 	defer stop()
 	sides, err := prepareABSides(ctx, sc, targets, !cmd.Bool("no-preflight"), stderr)
 	if err != nil {
@@ -107,10 +108,10 @@ func abAction(ctx context.Context, cmd *cli.Command) error {
 	res, err := compareABSides(sides, uint64(sc.Seed))
 	removeABRecords(sides)
 	if err != nil {
-		return &exitError{code: exitFailed, err: fmt.Errorf("comparing the targets: %w (results in %s)", err, dir)}
+		return exitErr(exitFailed, fmt.Errorf("comparing the targets: %w (results in %s)", err, dir))
 	}
 	if err := writeABResult(dir, res); err != nil {
-		return &exitError{code: exitFailed, err: fmt.Errorf("writing the comparison: %w", err)}
+		return exitErr(exitFailed, fmt.Errorf("writing the comparison: %w", err))
 	}
 	fmt.Fprintf(stdout, "\n%s\ncomparison: %s\n", ab.Markdown(res), filepath.Join(dir, "ab.md"))
 	return abOutcome(ctx, sides, dir)
@@ -183,10 +184,10 @@ func prepareABSides(ctx context.Context, sc *workload.Scenario, targets []abTarg
 		if t.model != "" {
 			s.Target.Model = t.model
 		}
-		if err := checkTarget(ctx, &s); err != nil {
+		if err := runner.CheckTarget(ctx, &s); err != nil {
 			return nil, fmt.Errorf("--target %s: %w", t.name, err)
 		}
-		if err := checkOpenFiles(&s, stderr); err != nil {
+		if err := runner.CheckOpenFiles(&s, stderr); err != nil {
 			return nil, err
 		}
 		// Each side builds its own workload from the one seed: the engine releases a pool's dataset
@@ -204,9 +205,9 @@ func prepareABSides(ctx context.Context, sc *workload.Scenario, targets []abTarg
 		warning, err := engine.Preflight(ctx, engine.Config{Scenario: s.sc, Workload: s.w})
 		switch {
 		case ctx.Err() != nil:
-			return nil, &exitError{code: exitInterrupted, err: errors.New("interrupted before the first stage; nothing was written")}
+			return nil, exitErr(exitInterrupted, errors.New("interrupted before the first stage; nothing was written"))
 		case err != nil:
-			return nil, &exitError{code: exitFailed, err: fmt.Errorf("--target %s=%s: %w; the A/B did not start: nothing was sent to either target beyond the one preflight request", s.target.Name, s.target.URL, err)}
+			return nil, exitErr(exitFailed, fmt.Errorf("--target %s=%s: %w; the A/B did not start: nothing was sent to either target beyond the one preflight request", s.target.Name, s.target.URL, err))
 		case warning != "":
 			fmt.Fprintf(stderr, "warning: --target %s: %s\n", s.target.Name, warning)
 		}
@@ -217,7 +218,7 @@ func prepareABSides(ctx context.Context, sc *workload.Scenario, targets []abTarg
 // makeABDirs creates <base>/<name>-ab-<time>/ and a results directory per target in it, each with
 // its scenario.resolved.yaml (its URL and model: `plload run` of it reruns that side alone).
 func makeABDirs(base, name string, sides []*abSide) (string, error) {
-	dir, err := makeRunDir(base, name+"-ab", "")
+	dir, err := runner.MakeRunDir(base, name+"-ab", "")
 	if err != nil {
 		return "", err
 	}
@@ -248,15 +249,15 @@ func runABSides(ctx context.Context, sides []*abSide, stdout, stderr io.Writer) 
 			log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})).With("side", s.target.Name)
 			_, s.runErr = engine.Run(ctx, engine.Config{
 				Scenario: s.sc, Workload: s.w, Dir: s.dir, Log: log,
-				ServerMetricsURL: serverMetricsURL(s.sc, s.target.URL),
+				ServerMetricsURL: runner.ServerMetricsURL(s.sc, s.target.URL),
 				StageStart:       barrier.wait,
 				OnStage: func(r engine.StageResult) {
 					if r.Start.IsZero() { // the other side stopped before this stage began: nothing ran
 						os.RemoveAll(r.Dir)
 						return
 					}
-					fmt.Fprintf(stdout, "[%s] %s\n", s.target.Name, stageLine(r, len(s.w.Stages)))
-					st, err := summarizeStage(s.sc, s.w, r, nil)
+					fmt.Fprintf(stdout, "[%s] %s\n", s.target.Name, runner.StageLine(r, len(s.w.Stages)))
+					st, err := runner.SummarizeStage(toolName(), s.sc, s.w, r, nil)
 					if err != nil {
 						s.summaryErr = errors.Join(s.summaryErr, err)
 						return
@@ -356,14 +357,14 @@ func (b *startBarrier) openReady() {
 
 // writeABSideReport writes a side's report.json and report.md, as plload run does.
 func writeABSideReport(s *abSide, started time.Time, cmd *cli.Command) {
-	command := "plload ab " + absPath(cmd.Args().First())
+	command := "plload ab " + runner.AbsPath(cmd.Args().First())
 	for _, t := range cmd.StringSlice("target") {
 		command += " --target " + t
 	}
 	for _, m := range cmd.StringSlice("model") {
 		command += " --model " + m
 	}
-	rep := resultfiles.New(s.sc, s.stages, resultfiles.Meta{Tool: toolName(), ScenarioFile: absPath(filepath.Join(s.dir, "scenario.resolved.yaml")),
+	rep := resultfiles.New(s.sc, s.stages, resultfiles.Meta{Tool: toolName(), ScenarioFile: runner.AbsPath(filepath.Join(s.dir, "scenario.resolved.yaml")),
 		Command: command, Started: started, Finished: time.Now(), Interrupted: errors.Is(s.runErr, engine.ErrInterrupted)})
 	if err := report.Write(s.dir, s.sc, rep); err != nil {
 		s.summaryErr = errors.Join(s.summaryErr, err)
@@ -477,7 +478,7 @@ func abOutcome(ctx context.Context, sides []*abSide, dir string) error {
 	for _, s := range sides {
 		// A side waiting at the barrier when the signal came ends with ctx's error, not ErrInterrupted.
 		if errors.Is(s.runErr, engine.ErrInterrupted) || ctx.Err() != nil {
-			return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted: the last stage is partial; results in %s", dir)}
+			return exitErr(exitInterrupted, fmt.Errorf("interrupted: the last stage is partial; results in %s", dir))
 		}
 		if s.runErr != nil && !errors.Is(s.runErr, errOtherSideStopped) {
 			failures = append(failures, fmt.Sprintf("%s: %v", s.target.Name, s.runErr))
@@ -492,7 +493,7 @@ func abOutcome(ctx context.Context, sides []*abSide, dir string) error {
 		}
 	}
 	if len(failures) > 0 {
-		return &exitError{code: exitFailed, err: fmt.Errorf("FAILED (exit 1): a side failed:\n  %s\nresults in %s", strings.Join(failures, "\n  "), dir)}
+		return exitErr(exitFailed, fmt.Errorf("FAILED (exit 1): a side failed:\n  %s\nresults in %s", strings.Join(failures, "\n  "), dir))
 	}
 	return nil
 }

@@ -48,9 +48,9 @@ func coordinateCommand() *cli.Command {
 			}
 			if err := c.Wait(); err != nil {
 				if ctx.Err() != nil {
-					return &exitError{code: exitInterrupted, err: err}
+					return exitErr(exitInterrupted, err)
 				}
-				return &exitError{code: exitFailed, err: err}
+				return exitErr(exitFailed, err)
 			}
 			return nil
 		},

@@ -13,6 +13,7 @@ import (
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/report"
 	"github.com/plload/plload/resultfiles"
+	"github.com/plload/plload/runner"
 	"github.com/plload/plload/workload"
 )
 
@@ -106,7 +107,7 @@ func runGate(cmd *cli.Command, candDir, baseDir string, scenarioRules []string) 
 		if err != nil {
 			return badInput("gate --baseline: %v", err)
 		}
-		baseAbs = absPath(baseDir)
+		baseAbs = runner.AbsPath(baseDir)
 		diffs := report.WorkloadWarnings([]report.Run{{Name: "baseline", Stages: base}, {Name: "candidate", Stages: cand}})
 		if len(diffs) > 0 && !cmd.Bool("allow-different-workload") {
 			return badInput("gate: the runs did not measure the same workload (%s); compare them anyway with --allow-different-workload", strings.Join(diffs, "; "))
@@ -119,7 +120,7 @@ func runGate(cmd *cli.Command, candDir, baseDir string, scenarioRules []string) 
 	if len(checks) == 0 {
 		return badInput("gate: nothing to check: give --check rules, a gate: list in the scenario, or --baseline")
 	}
-	g := gate.NewGateResult(absPath(candDir), baseAbs, checks, cmd.Bool("allow-undecided"))
+	g := gate.NewGateResult(runner.AbsPath(candDir), baseAbs, checks, cmd.Bool("allow-undecided"))
 	gate.PrintGate(out, g)
 	if err := gate.WriteGateJSON(candDir, g); err != nil {
 		return fmt.Errorf("gate.json: %w", err)
@@ -136,10 +137,10 @@ func runGate(cmd *cli.Command, candDir, baseDir string, scenarioRules []string) 
 	}
 	switch {
 	case g.Verdict == gate.VerdictFail:
-		return &exitError{code: exitFailed, err: fmt.Errorf("gate failed: see the FAIL lines above (gate.json in %s)", absPath(candDir))}
+		return exitErr(exitFailed, fmt.Errorf("gate failed: see the FAIL lines above (gate.json in %s)", runner.AbsPath(candDir)))
 	case !g.Passed:
-		return &exitError{code: exitUndecided, err: fmt.Errorf("gate undecided: see the INCONCLUSIVE and warning lines above for why "+
-			"(more requests per stage, a quieter machine, or the records kept would decide them); --allow-undecided accepts this (gate.json in %s)", absPath(candDir))}
+		return exitErr(exitUndecided, fmt.Errorf("gate undecided: see the INCONCLUSIVE and warning lines above for why "+
+			"(more requests per stage, a quieter machine, or the records kept would decide them); --allow-undecided accepts this (gate.json in %s)", runner.AbsPath(candDir)))
 	}
 	return nil
 }

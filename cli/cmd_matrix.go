@@ -19,6 +19,7 @@ import (
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/report"
 	"github.com/plload/plload/resultfiles"
+	"github.com/plload/plload/runner"
 	"github.com/plload/plload/workload"
 )
 
@@ -70,7 +71,7 @@ type matrixRun struct {
 	plan    matrix.Plan          // the parts
 	parts   []*workload.Scenario // plan.Parts[i]'s scenario (nil: skipped)
 	base    string               // results base directory
-	opt     runOptions           // every part's run options but its base
+	opt     runner.Options       // every part's run options but its base
 	command string               // reruns the matrix
 }
 
@@ -95,11 +96,12 @@ func newMatrixRun(cmd *cli.Command) (*matrixRun, workload.Issues, error) {
 		return nil, nil, badInput("%s: %v; nothing was sent", sc.File, err)
 	}
 	m := &matrixRun{sc: sc, plan: matrix.NewPlan(sc, rates, repeats), base: sc.Output.Dir,
-		opt: runOptions{quiet: cmd.Bool("quiet"), preflight: !cmd.Bool("no-preflight"), fromResolved: true}}
+		opt: runner.Options{Quiet: cmd.Bool("quiet"), Preflight: !cmd.Bool("no-preflight"), FromResolved: true,
+			Tool: toolName(), Render: report.Render, Table: report.StageTable}}
 	if cmd.IsSet("out") {
 		m.base = cmd.String("out")
 	}
-	m.command = fmt.Sprintf("plload matrix %s --repeats %d --out %s", absPath(sc.File), repeats, absPath(m.base))
+	m.command = fmt.Sprintf("plload matrix %s --repeats %d --out %s", runner.AbsPath(sc.File), repeats, runner.AbsPath(m.base))
 	m.parts = make([]*workload.Scenario, len(m.plan.Parts))
 	for i, p := range m.plan.Parts {
 		if p.Skip != "" {
@@ -152,7 +154,7 @@ func partScenario(file string, data []byte, p matrix.Part) (*workload.Scenario, 
 func (m *matrixRun) run(ctx context.Context, stdout, stderr io.Writer) error {
 	ctx, stopSignals := quietInterrupt(ctx)
 	defer stopSignals()
-	dir, err := makeRunDir(m.base, m.sc.Name+"-matrix", "")
+	dir, err := runner.MakeRunDir(m.base, m.sc.Name+"-matrix", "")
 	if err != nil {
 		return badInput("results directory: %v; choose another with --out or output.dir", err)
 	}
@@ -175,7 +177,7 @@ func (m *matrixRun) run(ctx context.Context, stdout, stderr io.Writer) error {
 			o, code = m.runPart(ctx, p, m.parts[i], filepath.Join(dir, p.ID), stdout, stderr)
 			if code == exitBadInput && !sent && len(o.Runs) == 0 {
 				os.RemoveAll(dir) // nothing was sent: leave no empty matrix behind
-				return &exitError{code: exitBadInput, err: fmt.Errorf("part %s %s", p.ID, strings.Join(o.Failures, "\n"))}
+				return exitErr(exitBadInput, fmt.Errorf("part %s %s", p.ID, strings.Join(o.Failures, "\n")))
 			}
 			sent = true
 			in.Interrupted = code == exitInterrupted
@@ -258,14 +260,14 @@ func (m *matrixRun) planText() string {
 func (m *matrixRun) runPart(ctx context.Context, p matrix.Part, sc *workload.Scenario, partDir string, stdout, stderr io.Writer) (matrix.Outcome, int) {
 	o := matrix.Outcome{Part: p}
 	opt := m.opt
-	opt.base = partDir
+	opt.Base = partDir
 	for range p.Runs {
 		known := runDirs(partDir)
-		dir, err := runScenario(ctx, sc, opt, stdout, stderr)
+		dir, err := runner.Run(ctx, sc, opt, stdout, stderr)
 		code := exitOK
-		var ee *exitError
+		var ee *runner.Error
 		if errors.As(err, &ee) {
-			code = ee.code
+			code = int(ee.Code)
 		} else if err != nil {
 			code = exitFailed
 		}
@@ -280,7 +282,7 @@ func (m *matrixRun) runPart(ctx context.Context, p matrix.Part, sc *workload.Sce
 				o.Failures = append(o.Failures, fmt.Sprintf("reading its results: %v", rerr))
 			} else {
 				o.Runs = append(o.Runs, matrix.Run{Dir: dir, Stages: stages})
-				o.Failures = append(o.Failures, runFailures(sc, stages, true)...)
+				o.Failures = append(o.Failures, runner.Failures(sc, stages, true)...)
 			}
 		}
 		switch {
@@ -332,13 +334,13 @@ func (m *matrixRun) finish(in matrix.Input, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "\nmatrix %s: %s\n", m.sc.Name, matrix.Headline(in))
 	switch {
 	case in.Interrupted:
-		return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted: the running part is partial and later parts did not run; results in %s", in.Dir)}
+		return exitErr(exitInterrupted, fmt.Errorf("interrupted: the running part is partial and later parts did not run; results in %s", in.Dir))
 	case werr != nil:
-		return &exitError{code: exitFailed, err: fmt.Errorf("writing the matrix report: %w (results in %s)", werr, in.Dir)}
+		return exitErr(exitFailed, fmt.Errorf("writing the matrix report: %w (results in %s)", werr, in.Dir))
 	}
 	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(in.Dir, "report.md"))
 	if len(failures) > 0 {
-		return &exitError{code: exitFailed, err: fmt.Errorf("FAILED (exit 1):\n  %s\nresults in %s", strings.Join(failures, "\n  "), in.Dir)}
+		return exitErr(exitFailed, fmt.Errorf("FAILED (exit 1):\n  %s\nresults in %s", strings.Join(failures, "\n  "), in.Dir))
 	}
 	return nil
 }

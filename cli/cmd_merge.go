@@ -11,6 +11,7 @@ import (
 
 	"github.com/plload/plload/cluster"
 	"github.com/plload/plload/report"
+	"github.com/plload/plload/runner"
 )
 
 func mergeCommand() *cli.Command {
@@ -55,7 +56,7 @@ func mergeCommand() *cli.Command {
 			case errors.As(err, &bad):
 				return badInput("merge: %v", err)
 			case err != nil:
-				return &exitError{code: exitFailed, err: fmt.Errorf("merge: %w (nothing was written to %s)", err, out)}
+				return exitErr(exitFailed, fmt.Errorf("merge: %w (nothing was written to %s)", err, out))
 			}
 			return mergeOutcome(res, stdout)
 		},
@@ -77,8 +78,8 @@ func mergeOutcome(res *cluster.MergeResult, stdout interface{ Write([]byte) (int
 		fmt.Fprintln(stdout, "warning: "+w)
 	}
 	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(res.Dir, "report.md"))
-	if failures := runFailures(res.Scenario, rep.Stages, rep.HeadlineStage != nil); len(failures) > 0 {
-		return &exitError{code: exitFailed, err: fmt.Errorf("FAILED (exit 1):\n  %s\nresults in %s", strings.Join(failures, "\n  "), res.Dir)}
+	if failures := runner.Failures(res.Scenario, rep.Stages, rep.HeadlineStage != nil); len(failures) > 0 {
+		return exitErr(exitFailed, fmt.Errorf("FAILED (exit 1):\n  %s\nresults in %s", strings.Join(failures, "\n  "), res.Dir))
 	}
 	return nil
 }

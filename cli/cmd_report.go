@@ -13,6 +13,7 @@ import (
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/report"
 	"github.com/plload/plload/resultfiles"
+	"github.com/plload/plload/runner"
 	"github.com/plload/plload/workload"
 )
 
@@ -107,7 +108,7 @@ func reportCommand() *cli.Command {
 							return fmt.Errorf("report --charts: %s stage %d: %w", r.Dir, st.Stage, err)
 						}
 					}
-					fmt.Fprintf(out, "charts written to %s\n", filepath.Join(absPath(r.Dir), "charts"))
+					fmt.Fprintf(out, "charts written to %s\n", filepath.Join(runner.AbsPath(r.Dir), "charts"))
 				}
 			}
 			if file := cmd.String("html"); file != "" {
@@ -118,20 +119,20 @@ func reportCommand() *cli.Command {
 				if err := metrics.WriteFileAtomic(file, page); err != nil {
 					return badInput("report --html: %v", err)
 				}
-				fmt.Fprintf(out, "HTML report written to %s\n", absPath(file))
+				fmt.Fprintf(out, "HTML report written to %s\n", runner.AbsPath(file))
 			}
 			if file := cmd.String("chart"); file != "" {
 				if err := report.WriteOverlay(file, runs); err != nil {
 					return badInput("report --chart: %v", err)
 				}
-				fmt.Fprintf(out, "chart written to %s\n", absPath(file))
+				fmt.Fprintf(out, "chart written to %s\n", runner.AbsPath(file))
 			}
 			if file := cmd.String("handoff"); file != "" {
 				text := report.Handoff(runs, scenarioFileOf(runs[len(runs)-1].Dir))
 				if err := metrics.WriteFileAtomic(file, []byte(text)); err != nil {
 					return badInput("report --handoff: %v", err)
 				}
-				fmt.Fprintf(out, "\nwork order written to %s\n", absPath(file))
+				fmt.Fprintf(out, "\nwork order written to %s\n", runner.AbsPath(file))
 			}
 			return nil
 		},

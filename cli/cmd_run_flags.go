@@ -463,7 +463,7 @@ func (d *scenarioDoc) parse(file string, original []byte, opts workload.LoadOpti
 	sc, issues := workload.Parse(name, merged, opts)
 	issues = d.relabel(issues, file, original, opts)
 	if err := issues.Err(); err != nil {
-		return nil, nil, &exitError{code: exitBadInput, err: fmt.Errorf("%d error(s) in the scenario (%s); nothing was sent:\n%w", len(issues.Errors()), sourceWords(file), err)}
+		return nil, nil, exitErr(exitBadInput, fmt.Errorf("%d error(s) in the scenario (%s); nothing was sent:\n%w", len(issues.Errors()), sourceWords(file), err))
 	}
 	return sc, issues, nil
 }
@@ -503,7 +503,7 @@ func fileIssues(file string, data []byte, opts workload.LoadOptions) (*workload.
 	if err == nil {
 		err = fmt.Errorf("%s: accepted: a YAML mapping (name:, target:, load: ...)", file)
 	}
-	return nil, nil, &exitError{code: exitBadInput, err: fmt.Errorf("%d error(s) in the scenario; nothing was sent:\n%w", max(1, len(issues.Errors())), err)}
+	return nil, nil, exitErr(exitBadInput, fmt.Errorf("%d error(s) in the scenario; nothing was sent:\n%w", max(1, len(issues.Errors())), err))
 }
 
 // relabel makes each issue point at what the user wrote: the flag, for a key a flag set (the

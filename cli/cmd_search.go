@@ -19,6 +19,7 @@ import (
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/report"
 	"github.com/plload/plload/resultfiles"
+	"github.com/plload/plload/runner"
 	"github.com/plload/plload/search"
 	"github.com/plload/plload/workload"
 )
@@ -216,13 +217,13 @@ func (p *searchPlan) withStages(specs []workload.Stage) *workload.Scenario {
 
 // run checks the target, runs the search and writes its results.
 func (p *searchPlan) run(ctx context.Context, preflight bool, stdout, stderr io.Writer) error {
-	ctx, stop := interruptible(ctx, stderr)
+	ctx, stop := runner.Interruptible(ctx, stderr)
 	defer stop()
 	firstSc := p.withStages([]workload.Stage{p.stageAt(p.opt.Start)})
-	if err := checkTarget(ctx, firstSc); err != nil {
+	if err := runner.CheckTarget(ctx, firstSc); err != nil {
 		return err
 	}
-	if err := checkOpenFiles(firstSc, stderr); err != nil {
+	if err := runner.CheckOpenFiles(firstSc, stderr); err != nil {
 		return err
 	}
 	w, err := firstSc.Build()
@@ -230,12 +231,12 @@ func (p *searchPlan) run(ctx context.Context, preflight bool, stdout, stderr io.
 		return badInput("building the workload: %v", err)
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	baseURL, closeMock, err := startTarget(ctx, firstSc, w, preflight, log, stderr)
+	baseURL, closeMock, err := runner.StartTarget(ctx, firstSc, w, preflight, log, stderr)
 	if err != nil {
 		return err
 	}
 	defer closeMock()
-	dir, err := makeRunDir(p.base, p.sc.Name, "")
+	dir, err := runner.MakeRunDir(p.base, p.sc.Name, "")
 	if err != nil {
 		return badInput("results directory: %v; choose another with --out or output.dir", err)
 	}
@@ -281,7 +282,7 @@ func (p *prober) probe(ctx context.Context, v float64) (int, search.Measurement,
 	p.count++
 	spec := p.plan.stageAt(v)
 	sc := p.plan.withStages(append(slices.Clone(p.specs), spec))
-	if err := checkOpenFiles(sc, io.Discard); err != nil {
+	if err := runner.CheckOpenFiles(sc, io.Discard); err != nil {
 		return 0, search.Measurement{Invalid: "the client's open-files limit: " + err.Error()}, nil
 	}
 	w, err := sc.Build()
@@ -294,13 +295,13 @@ func (p *prober) probe(ctx context.Context, v float64) (int, search.Measurement,
 	_, runErr := engine.Run(ctx, engine.Config{Scenario: sc, BaseURL: p.baseURL, Dir: p.dir, Log: p.log,
 		StopWhen:         func(_ int, rec *metrics.Record) string { return early.Check(rec) },
 		Workload:         w.WithStages(w.Stages[k-1:]),
-		ServerMetricsURL: serverMetricsURL(sc, p.baseURL),
+		ServerMetricsURL: runner.ServerMetricsURL(sc, p.baseURL),
 		OnStage:          func(res engine.StageResult) { r = res }})
 	if r.Stage == 0 {
 		return 0, search.Measurement{}, runErr // nothing ran (the stage directory could not be made)
 	}
 	p.specs = append(p.specs, spec)
-	st, err := summarizeStage(sc, w, r, nil)
+	st, err := runner.SummarizeStage(toolName(), sc, w, r, nil)
 	if err != nil {
 		return k, search.Measurement{}, err
 	}
@@ -356,7 +357,7 @@ const schedPeriodMs = 12
 // a verdict and is not counted), else 3 × the larger of it and schedPeriodMs.
 func clientStrain(r engine.StageResult, slo search.SLO) (full, late string, lateMs float64) {
 	h := r.Injector
-	if len(h.Warnings()) == 0 || failuresExplainStrain(r) {
+	if len(h.Warnings()) == 0 || runner.FailuresExplainStrain(r) {
 		return "", "", 0
 	}
 	if w := (metrics.InjectorHealth{CPUPercent: h.CPUPercent, Cores: h.Cores}).Warnings(); len(w) > 0 {
@@ -401,18 +402,18 @@ func (p *searchPlan) finish(pr *prober, res search.Result, runErr error, started
 	fmt.Fprintf(stdout, "\n%s\n%s\nresults in %s\n", lines[0], lines[1], dir)
 	switch {
 	case interrupted:
-		return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted: the last probe is partial; results in %s", dir)}
+		return exitErr(exitInterrupted, fmt.Errorf("interrupted: the last probe is partial; results in %s", dir))
 	case err != nil:
-		return &exitError{code: exitFailed, err: fmt.Errorf("writing the results: %w (results in %s)", err, dir)}
+		return exitErr(exitFailed, fmt.Errorf("writing the results: %w (results in %s)", err, dir))
 	case runErr != nil:
-		return &exitError{code: exitFailed, err: fmt.Errorf("the search stopped: %w; results in %s", runErr, dir)}
+		return exitErr(exitFailed, fmt.Errorf("the search stopped: %w; results in %s", runErr, dir))
 	case res.Invalid:
-		return &exitError{code: exitFailed, err: fmt.Errorf("the search stopped: %s; results in %s", res.Stop, dir)}
+		return exitErr(exitFailed, fmt.Errorf("the search stopped: %s; results in %s", res.Stop, dir))
 	case res.Best == nil && !res.LowestFailed && res.Undecided != nil:
 		// Nothing failed: the evidence says neither yes nor no, which is not "none".
-		return &exitError{code: exitUndecided, err: fmt.Errorf("no load probed could be decided against the SLO (%s): %s; longer probes (the first stage's duration) or more --repeats decide it; results in %s", resultfiles.SLOText(p.sc.SLO), res.Stop, dir)}
+		return exitErr(exitUndecided, fmt.Errorf("no load probed could be decided against the SLO (%s): %s; longer probes (the first stage's duration) or more --repeats decide it; results in %s", resultfiles.SLOText(p.sc.SLO), res.Stop, dir))
 	case res.Best == nil:
-		return &exitError{code: exitFailed, err: fmt.Errorf("no probe met the SLO (%s): %s; results in %s", resultfiles.SLOText(p.sc.SLO), res.Stop, dir)}
+		return exitErr(exitFailed, fmt.Errorf("no probe met the SLO (%s): %s; results in %s", resultfiles.SLOText(p.sc.SLO), res.Stop, dir))
 	}
 	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(dir, "report.html"))
 	return nil
@@ -433,8 +434,8 @@ func (p *searchPlan) writeResults(pr *prober, sc *workload.Scenario, res search.
 	if len(pr.stages) == 0 {
 		return err
 	}
-	rep := resultfiles.New(sc, pr.stages, resultfiles.Meta{Tool: toolName(), ScenarioFile: absPath(p.sc.File),
-		Command: "plload search " + absPath(p.sc.File) + p.args + " --out " + absPath(p.base), Started: started, Finished: time.Now(), Interrupted: interrupted})
+	rep := resultfiles.New(sc, pr.stages, resultfiles.Meta{Tool: toolName(), ScenarioFile: runner.AbsPath(p.sc.File),
+		Command: "plload search " + runner.AbsPath(p.sc.File) + p.args + " --out " + runner.AbsPath(p.base), Started: started, Finished: time.Now(), Interrupted: interrupted})
 	if werr := report.Write(dir, sc, rep); werr != nil {
 		return errors.Join(err, werr)
 	}

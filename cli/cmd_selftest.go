@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v3"
 
 	"github.com/plload/plload/bench"
+	"github.com/plload/plload/runner"
 )
 
 func selftestCommand() *cli.Command {
@@ -71,14 +72,14 @@ func selftestCommand() *cli.Command {
 				fmt.Fprintf(out, "plload selftest: TTFT %s, a chunk every %s, %d tokens, %s per step (+%s warmup), bound ±%s on %s\n",
 					cfg.TTFT, cfg.ITL, cfg.Tokens, cfg.Duration, cfg.Warmup, cfg.Bound, judged)
 			}
-			ctx, stop := interruptible(ctx, cmd.Root().ErrWriter)
+			ctx, stop := runner.Interruptible(ctx, cmd.Root().ErrWriter)
 			defer stop()
 			steps, runErr := bench.Run(ctx, cfg)
 			if ctx.Err() != nil {
 				if !cmd.Bool("json") {
 					fmt.Fprintf(out, "INTERRUPTED after %d of %d steps: no verdict\n", len(steps), len(ladder))
 				}
-				return &exitError{code: exitInterrupted, err: fmt.Errorf("interrupted")}
+				return exitErr(exitInterrupted, fmt.Errorf("interrupted"))
 			}
 			verdict := bench.Judge(steps, cfg.Bound, cfg.Target, runErr)
 			if cmd.Bool("json") {
@@ -95,18 +96,18 @@ func selftestCommand() *cli.Command {
 				fmt.Fprintln(out, verdict.Line)
 			}
 			if runErr != nil {
-				return &exitError{code: exitFailed, err: fmt.Errorf("selftest: %w", runErr)}
+				return exitErr(exitFailed, fmt.Errorf("selftest: %w", runErr))
 			}
 			for _, s := range steps {
 				if !s.Pass && s.Errors > 0 {
-					return &exitError{code: exitFailed, err: fmt.Errorf("selftest: the step at %s failed (%s)", streamCount(s.Concurrency), s.Verdict)}
+					return exitErr(exitFailed, fmt.Errorf("selftest: the step at %s failed (%s)", streamCount(s.Concurrency), s.Verdict))
 				}
 				if !s.Pass {
-					return &exitError{code: exitFailed, err: fmt.Errorf("selftest: the step at %s broke the ±%s bound (%s)", streamCount(s.Concurrency), cfg.Bound, s.Verdict)}
+					return exitErr(exitFailed, fmt.Errorf("selftest: the step at %s broke the ±%s bound (%s)", streamCount(s.Concurrency), cfg.Bound, s.Verdict))
 				}
 			}
 			if !verdict.Pass { // no step failed yet no pass: nothing ran
-				return &exitError{code: exitFailed, err: fmt.Errorf("selftest: %s", verdict.Line)}
+				return exitErr(exitFailed, fmt.Errorf("selftest: %s", verdict.Line))
 			}
 			return nil
 		},

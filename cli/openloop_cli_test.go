@@ -14,6 +14,7 @@ import (
 
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/resultfiles"
+	"github.com/plload/plload/runner"
 	"github.com/plload/plload/workload"
 )
 
@@ -55,7 +56,7 @@ func TestRunFailures(t *testing.T) {
 		}), false, []string{"stage 01 is not a valid replay: client could not keep the trace's pace: send lag p99 30.0 ms, max 1500.0 ms (limits: p99 ≤ 10 ms, none > 1000 ms); raise load.max_in_flight, replay slower (load.time_scale > 1), or run on a machine with more cores"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := runFailures(&workload.Scenario{SLO: tc.slo}, []*resultfiles.StageReport{tc.stage}, tc.headline)
+			got := runner.Failures(&workload.Scenario{SLO: tc.slo}, []*resultfiles.StageReport{tc.stage}, tc.headline)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("failures (-want +got):\n%s", diff)
 			}

@@ -1,4 +1,4 @@
-package cli
+package runner
 
 import (
 	"fmt"
@@ -13,7 +13,7 @@ import (
 // metrics scrape, the RTT probe, a Prometheus listener, standard streams.
 const fileHeadroom = 64
 
-// checkOpenFiles refuses, before anything is written or sent, a stage that would hold more
+// CheckOpenFiles refuses, before anything is written or sent, a stage that would hold more
 // connections than this process may open files: past the limit every new connection fails, and the
 // run would measure the machine's limit as the server's errors. Go raises the soft limit to the hard
 // one at start; the hard limit only an administrator can raise.
@@ -26,7 +26,7 @@ const fileHeadroom = 64
 // think between turns need far fewer: when twice the connections expected at once (Little's law,
 // Estimate.InFlight) fit, max_concurrency over the limit is a warning too (issue 19: 100,000
 // thinking sessions under a 20,000-file limit).
-func checkOpenFiles(sc *workload.Scenario, stderr io.Writer) error {
+func CheckOpenFiles(sc *workload.Scenario, stderr io.Writer) error {
 	var lim syscall.Rlimit
 	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) != nil {
 		return nil // not knowable here; the run will say so in its errors if it comes to that

@@ -1,0 +1,211 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/plload/plload/engine"
+	"github.com/plload/plload/live"
+	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/resultfiles"
+	"github.com/plload/plload/workload"
+)
+
+// Options shape one run of a scenario.
+type Options struct {
+	Base      string // results base directory
+	Quiet     bool   // no progress display
+	Preflight bool   // one streamed request before the first stage
+	// FromResolved: flags made or changed the scenario, so the run is reproduced from its
+	// scenario.resolved.yaml rather than from the file.
+	FromResolved bool
+	Shard        Shard // this run's place in a sharded run (zero: unsharded)
+	// Tool names the writer in stage.json and report.json: "plload v1.2.3".
+	Tool string
+	// Render writes the files people read (report.md, report.html, charts) beside report.json, and
+	// Table is the stage tables printed after the headline: the rendering floor's, passed in so that
+	// running a scenario never links it.
+	Render resultfiles.Renderer
+	Table  func([]*resultfiles.StageReport) string
+}
+
+// Run builds the workload, starts the mock when asked, checks the target with one request,
+// prepares the results directory and runs the stages. Everything that can be refused is refused
+// before the first stage. It returns the results directory ("" when the run did not finish) and, for
+// a finished run, an exit-1 error when a stage failed or no stage met the SLO.
+func Run(ctx context.Context, sc *workload.Scenario, opt Options, stdout, stderr io.Writer) (string, error) {
+	ctx, stop := Interruptible(ctx, stderr)
+	defer stop()
+	if err := CheckTarget(ctx, sc); err != nil {
+		return "", err
+	}
+	if err := CheckOpenFiles(sc, stderr); err != nil {
+		return "", err
+	}
+	w, err := sc.Build()
+	if err != nil {
+		return "", badInput("building the workload: %v", err)
+	}
+	if ctx.Err() != nil {
+		return "", &Error{Code: Interrupted, Err: errors.New("interrupted before the first request; nothing was written")}
+	}
+	progress := live.NewProgress(len(w.Stages))
+	if port := sc.Output.PrometheusPort; port != 0 {
+		stopProm, err := servePrometheus(sc.Output.PrometheusHost, port, progress, stderr)
+		if err != nil {
+			return "", badInput("%s: %v; nothing was sent", sc.File, err)
+		}
+		defer stopProm()
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	baseURL, closeMock, err := StartTarget(ctx, sc, w, opt.Preflight, log, stderr)
+	if err != nil {
+		return "", err
+	}
+	defer closeMock()
+	// The barrier comes after the preflight (a shard whose target is refused never joins) and before
+	// the results directory (a shard that could not join leaves none).
+	member, err := opt.Shard.join(ctx, sc)
+	if err != nil {
+		return "", err
+	}
+	defer member.Close(log)
+	shardInfo := opt.Shard.info(member)
+	dir, err := MakeRunDir(opt.Base, sc.Name, opt.Shard.dirSuffix())
+	if err == nil {
+		err = opt.Shard.writeInfo(dir, shardInfo) // shard.json: a shard killed in its first stage is still known
+	}
+	if err != nil {
+		return "", badInput("results directory: %v; choose another with --out or output.dir", err)
+	}
+	resolved, err := sc.ResolvedYAML()
+	if err != nil {
+		return "", fmt.Errorf("resolving the scenario: %w", err)
+	}
+	if err := metrics.WriteFileAtomic(filepath.Join(dir, "scenario.resolved.yaml"), resolved); err != nil {
+		return "", badInput("results directory: %v", err)
+	}
+	started := time.Now()
+	fmt.Fprintf(stdout, "plload %s: %d stage(s), results in %s\n", sc.Name, len(w.Stages), dir)
+	var stages []*resultfiles.StageReport
+	var summaryErr error
+	prog := live.StartDisplay(stdout, stderr, progress, opt.Quiet)
+	_, err = engine.Run(ctx, engine.Config{
+		Scenario: sc, Workload: w, BaseURL: baseURL, Dir: dir, Log: log, Live: progress,
+		ServerMetricsURL: ServerMetricsURL(sc, baseURL), Shard: opt.Shard.Part, StageStart: member.stageStart(),
+		OnStage: func(r engine.StageResult) {
+			prog.Println(stdout, StageLine(r, len(w.Stages)))
+			st, err := SummarizeStage(opt.Tool, sc, w, r, shardInfo)
+			if err != nil {
+				summaryErr = errors.Join(summaryErr, err)
+				return
+			}
+			stages = append(stages, st)
+			if !sc.Output.RecordRequests {
+				os.Remove(filepath.Join(r.Dir, "profile_export.jsonl"))
+			}
+		},
+	})
+	prog.Stop()
+	return finish(sc, stages, dir, opt, started, err, summaryErr, stdout, shardInfo)
+}
+
+// finish writes the report of a run whose stages ended (runErr: why the engine stopped, if it
+// did), prints the headline and the table, and decides the outcome: the results directory and, for a
+// finished run, an exit-1 error listing what failed.
+func finish(sc *workload.Scenario, stages []*resultfiles.StageReport, dir string, opt Options, started time.Time, runErr, summaryErr error, stdout io.Writer, shard *resultfiles.ShardInfo) (string, error) {
+	interrupted := errors.Is(runErr, engine.ErrInterrupted)
+	scenarioFile := AbsPath(sc.File)
+	if opt.FromResolved {
+		scenarioFile = AbsPath(filepath.Join(dir, "scenario.resolved.yaml"))
+	}
+	rep := resultfiles.New(sc, stages, resultfiles.Meta{Tool: opt.Tool, ScenarioFile: scenarioFile,
+		Command: "plload run " + scenarioFile + " --out " + AbsPath(opt.Base) + opt.Shard.flags(), Started: started, Finished: time.Now(), Interrupted: interrupted, Shard: shard})
+	werr := rep.Write(dir)
+	if werr == nil && opt.Render != nil {
+		werr = opt.Render(dir, sc, rep)
+	}
+	if werr != nil {
+		summaryErr = errors.Join(summaryErr, werr)
+	}
+	table := ""
+	if opt.Table != nil {
+		table = opt.Table(stages)
+	}
+	fmt.Fprintf(stdout, "\n%s\n\n%s", rep.Headline, table)
+	for _, w := range rep.Warnings() {
+		fmt.Fprintln(stdout, "warning: "+w)
+	}
+	failures := Failures(sc, stages, rep.HeadlineStage != nil)
+	switch {
+	case interrupted:
+		fmt.Fprintf(stdout, "interrupted: the last stage is partial and later stages were skipped; results in %s\n", dir)
+		return "", &Error{Code: Interrupted, Err: errors.New("interrupted")}
+	case summaryErr != nil && runErr != nil: // what stopped the run comes first: the report's failure follows from it
+		return "", &Error{Code: Failed, Err: fmt.Errorf("the run stopped: %v; writing the report: %w (results in %s)", runErr, summaryErr, dir)}
+	case summaryErr != nil:
+		return "", &Error{Code: Failed, Err: fmt.Errorf("writing the report: %w (results in %s)", summaryErr, dir)}
+	}
+	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(dir, "report.md"))
+	if runErr != nil {
+		failures = append([]string{fmt.Sprintf("the run stopped: %v", runErr)}, failures...)
+	}
+	if len(failures) > 0 {
+		return dir, &Error{Code: Failed, Err: fmt.Errorf("FAILED (exit 1):\n  %s\nresults in %s", strings.Join(failures, "\n  "), dir)}
+	}
+	return dir, nil
+}
+
+// Failures says what makes a finished run exit 1 (README, "Exit codes"): a stage that failed —
+// stopped because the target was unreachable, without one successful request, or with an error rate
+// over slo.error_rate_max —, a replay stage that could not keep the trace's pace, or no stage that
+// met the SLO (no headline; only when the scenario sets one). [] when none.
+func Failures(sc *workload.Scenario, stages []*resultfiles.StageReport, headline bool) []string {
+	var out []string
+	errMax, errSet := sc.SLO.ErrorRateLimit()
+	for _, st := range stages {
+		sum := st.Summary
+		switch {
+		case st.Engine.Aborted != "":
+			out = append(out, fmt.Sprintf("stage %02d failed: %s", st.Stage, st.Engine.Aborted))
+		case sum.Requests.Succeeded == 0:
+			out = append(out, fmt.Sprintf("stage %02d failed: no request in its window succeeded (%d errors, %d cancelled)", st.Stage, sum.Requests.Errors, sum.Requests.Cancelled))
+		case errSet && sum.ErrorRate.OK && sum.ErrorRate.V > errMax:
+			out = append(out, fmt.Sprintf("stage %02d failed: error rate %.2f%% is over the SLO's error rate limit %.2f%%", st.Stage, 100*sum.ErrorRate.V, 100*errMax))
+		}
+		if sum.ReplayValid.OK && !sum.ReplayValid.V { // a replay that fell behind did not measure the trace
+			out = append(out, fmt.Sprintf("stage %02d is not a valid replay: client could not keep the trace's pace: %s", st.Stage, replayReason(sum)))
+		}
+	}
+	if !headline && len(stages) > 0 && sc.SLO.IsSet() {
+		out = append(out, noHeadline(sc, stages))
+	}
+	return out
+}
+
+// noHeadline says why no stage is the run's headline: none met the SLO, or none could be judged
+// because every stage is partial (cut short, or a shard of a merged run lost) — not the same news.
+func noHeadline(sc *workload.Scenario, stages []*resultfiles.StageReport) string {
+	for _, st := range stages {
+		if !st.Summary.Partial {
+			return fmt.Sprintf("no stage met the SLO (%s)", resultfiles.SLOText(sc.SLO))
+		}
+	}
+	return fmt.Sprintf("no stage can be judged against the SLO (%s): every stage is partial (cut short, or a shard of the run lost: see merge.json), so none is the headline", resultfiles.SLOText(sc.SLO))
+}
+
+// replayReason says how far behind the trace a replay stage fell, and what to do about it.
+func replayReason(sum *metrics.StageSummary) string {
+	why := sum.ReplayInvalidReason
+	if why == "" {
+		why = fmt.Sprintf("send lag p99 %.1f ms, max %.1f ms (limits: p99 ≤ %g ms, none > %g ms)", sum.SendLag.P99, sum.SendLag.Max, metrics.ReplayLagP99LimitMs, metrics.ReplayLateLimitMs)
+	}
+	return why + "; raise load.max_in_flight, replay slower (load.time_scale > 1), or run on a machine with more cores"
+}

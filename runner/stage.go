@@ -1,0 +1,117 @@
+package runner
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/plload/plload/engine"
+	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/resultfiles"
+	"github.com/plload/plload/workload"
+)
+
+// SummarizeStage computes a finished stage's numbers from its records and writes stage.json; tool
+// names the writer ("plload v1.2.3").
+func SummarizeStage(tool string, sc *workload.Scenario, w *workload.Workload, r engine.StageResult, shard *resultfiles.ShardInfo) (*resultfiles.StageReport, error) {
+	i := r.Stage - 1
+	in := resultfiles.StageInput(sc, i)
+	if r.T0Ns != 0 {
+		in.T0Ns = metrics.Some(r.T0Ns)
+	}
+	if r.InterruptNs != 0 {
+		in.InterruptNs = metrics.Some(r.InterruptNs)
+	}
+	if spec := sc.Load.Stages[i]; spec.Requests > 0 && (r.EndedByCount || spec.Duration.D() == 0) && r.LastEndNs > 0 && r.T0Ns != 0 {
+		// A stage its count ended is measured to its last answer (docs/scenario.md).
+		in.Duration = time.Duration(r.LastEndNs + 1 - r.T0Ns - int64(spec.Warmup.D()))
+	}
+	if sc.Load.IsOpenLoop() {
+		in.NeverStarted = r.NotStarted
+	}
+	if strain := r.Injector.Warnings(); len(strain) > 0 && !FailuresExplainStrain(r) {
+		in.Warnings = append(in.Warnings, strain...)
+	}
+	if reuse := resultfiles.ReuseWarning(sc, len(w.Stages[i].Sessions), r.Reused, FailuresExplainStrain(r)); reuse != "" {
+		in.Warnings = append(in.Warnings, reuse) // engine.reused counts them either way
+	}
+	sum, err := metrics.SummarizeFile(filepath.Join(r.Dir, "profile_export.jsonl"), in, sc.Load.IsOpenLoop())
+	if err != nil {
+		return nil, fmt.Errorf("stage %d: %w", r.Stage, err)
+	}
+	if r.Partial {
+		sum.Partial = true
+	}
+	st := resultfiles.NewStageReport(tool, sc, i, w.Stages[i].SHA256, sum,
+		resultfiles.EngineCounts{Issued: r.Issued, Sessions: r.Sessions, Reused: r.Reused, NotStarted: r.NotStarted, Retried: r.Retried, Outages: outagesOf(r), Aborted: r.Aborted})
+	st.Injector, st.NetworkRTT = r.Injector, r.RTT
+	st.Server = serverSummary(r, sum)
+	st.Shard = shard
+	return st, st.Write(r.Dir)
+}
+
+// serverSummary reduces a stage's server_metrics.jsonl to its window.
+func serverSummary(r engine.StageResult, sum *metrics.StageSummary) *metrics.ServerSummary {
+	data, err := os.ReadFile(filepath.Join(r.Dir, "server_metrics.jsonl"))
+	if err != nil && r.ServerMetricsNote == "" {
+		return nil // scraping was off
+	}
+	var samples []metrics.ServerSample
+	for _, line := range strings.Split(string(data), "\n") {
+		var s metrics.ServerSample
+		if json.Unmarshal([]byte(line), &s) == nil {
+			samples = append(samples, s)
+		}
+	}
+	out := metrics.SummarizeServer(samples, sum.Window.WNs, sum.Window.EEffNs)
+	out.Scrapes, out.ScrapesOK = r.Scrapes, r.ScrapesOK
+	if r.ServerMetricsNote != "" {
+		out.Note = r.ServerMetricsNote
+	}
+	return &out
+}
+
+// FailuresExplainStrain: see resultfiles.FailuresExplainStrain.
+func FailuresExplainStrain(r engine.StageResult) bool {
+	return resultfiles.FailuresExplainStrain(r.Aborted, len(r.Outages), r.Errors, r.OK)
+}
+
+// StageLine is the one-line summary printed as a stage ends.
+func StageLine(r engine.StageResult, stages int) string {
+	state := "done"
+	if r.Partial {
+		state = "PARTIAL (interrupted)"
+	}
+	if r.Aborted != "" {
+		state = "FAILED"
+	}
+	line := fmt.Sprintf("stage %02d/%02d %s: %d requests (%d ok, %d errors of which %d × 429, %d cancelled), %d output tokens, %d sessions, %.1f s",
+		r.Stage, stages, state, r.Records, r.OK, r.Errors, r.RateLimit, r.Cancelled, r.OutTokens, r.Sessions, r.End.Sub(r.Start).Seconds())
+	if r.Retried > 0 {
+		line += fmt.Sprintf("\n  retried: %d requests went out again on a new connection (the server had closed the kept-alive one before answering)", r.Retried)
+	}
+	for _, k := range r.Failures {
+		line += fmt.Sprintf("\n  errors: %s × %d (first: %s)", k.Kind, k.Count, k.First)
+	}
+	for _, o := range r.Outages {
+		line += fmt.Sprintf("\n  outage %s – %s (%.1f s): %s, %d requests (first: %s)", o.From.UTC().Format("15:04:05.000"), o.To.UTC().Format("15:04:05.000Z"),
+			o.To.Sub(o.From).Seconds(), o.Kind, o.Requests, o.FirstMessage)
+	}
+	if r.Aborted != "" {
+		line += "\n  STOPPED: " + r.Aborted
+	}
+	return line
+}
+
+// outagesOf converts the engine's outages for stage.json ([] when there were none).
+func outagesOf(r engine.StageResult) []resultfiles.Outage {
+	out := []resultfiles.Outage{}
+	for _, o := range r.Outages {
+		out = append(out, resultfiles.Outage{From: o.From.UTC().Format(time.RFC3339Nano), To: o.To.UTC().Format(time.RFC3339Nano),
+			Kind: o.Kind, Requests: o.Requests, FirstMessage: o.FirstMessage})
+	}
+	return out
+}
