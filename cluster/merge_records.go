@@ -153,7 +153,7 @@ func readShardRecords(path string, sh resultfiles.ShardInfo, off int64, truncate
 		lead := bytes.Index(tok, text)
 		r, err := metrics.ParseRecord(text)
 		if err != nil {
-			return nil, t, 0, inputErr("%s:%d: %v; accepted: profile_export.jsonl as plload writes it (RECORDS.md)", path, line, err)
+			return nil, t, 0, inputErr("%s:%d: %v; accepted: profile_export.jsonl as plload writes it (docs/records.md)", path, line, err)
 		}
 		n++
 		ord := globalOrdinal(r.ConversationID)
@@ -171,7 +171,7 @@ func readShardRecords(path string, sh resultfiles.ShardInfo, off int64, truncate
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, t, 0, inputErr("%s:%d: longer than %d bytes; accepted: profile_export.jsonl as plload writes it (RECORDS.md)", path, line+1, maxRecordLine)
+			return nil, t, 0, inputErr("%s:%d: longer than %d bytes; accepted: profile_export.jsonl as plload writes it (docs/records.md)", path, line+1, maxRecordLine)
 		}
 		return nil, t, 0, inputErr("%s:%d: %v", path, line+1, err)
 	}

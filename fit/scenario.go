@@ -111,7 +111,7 @@ func Scenario(s *Summary, opts ScenarioOptions) string {
 		w("  # With sessions, rate is sessions/s (their turns follow their own think time): requests/s ÷\n")
 		w("  # mean turns per session (%.3g).\n", meanTurns)
 	}
-	w("  stages:   # the seed's run matrix B: average, peak minute, peak +30 %%\n")
+	w("  stages:   # plload matrix's part B (docs/measurement.md): average, peak minute, peak +30 %%\n")
 	for _, stage := range []struct {
 		name string
 		rate float64

@@ -8,7 +8,7 @@ import (
 	"os"
 )
 
-// The layouts a records file comes in (RECORDS.md, "Reading AIPerf's files"), told apart by its keys.
+// The layouts a records file comes in (docs/interop.md, "Reading AIPerf runs"), told apart by its keys.
 const (
 	// LayoutEarly is AIPerf as published in its own examples (2025): metadata.timestamp_ns and
 	// credit_phase, metric tags ttft, ttst, min_request_timestamp, max_response_timestamp, and a

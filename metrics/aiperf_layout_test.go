@@ -53,7 +53,7 @@ func floats(v []float64) string {
 	return "[" + strings.Join(s, ", ") + "]"
 }
 
-// earlyLine writes a request as AIPerf's early (2025) layout does (RECORDS.md's early table).
+// earlyLine writes a request as AIPerf's early (2025) layout does (docs/interop.md's early layout).
 func earlyLine(i int, q layoutRequest) string {
 	out := ""
 	if q.osl > q.reasoning {

@@ -9,8 +9,8 @@ import (
 	"sort"
 )
 
-// The layouts of AIPerf's summary file, profile_export_aiperf.json (RECORDS.md, "AIPerf's summary
-// file"): one top-level key per metric tag (current), or every metric under "records" (early).
+// The layouts of AIPerf's summary file, profile_export_aiperf.json (docs/interop.md): one top-level
+// key per metric tag (current), or every metric under "records" (early).
 const (
 	SummaryLayoutCurrent = "current"
 	SummaryLayoutRecords = "records"

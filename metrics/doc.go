@@ -16,7 +16,7 @@
 //     server_summary.go (a stage's window of them); reading the endpoint is package scrape's;
 //   - the injector's health: injector_health.go.
 //
-// Beyond RECORDS.md's tags, plload writes metrics of its own, which AIPerf's readers skip:
+// Beyond the tags of AIPerf's layout (docs/records.md), plload writes metrics of its own, which AIPerf's readers skip:
 // output_char_count (unit "chars"), the Unicode characters of the streamed content, reasoning and
 // tool-call text included — output per second that needs no tokenizer to compare two servers; and
 // in agent sessions tool_call_count and tool_call_invalid_arguments (unit "calls") and

@@ -30,7 +30,7 @@ func (o *Opt[T]) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, &o.V)
 }
 
-// Record is one request, as AIPerf ≥ 0.4 writes it (RECORDS.md), plus plload's intended_start_ns and
+// Record is one request, as AIPerf ≥ 0.4 writes it (docs/records.md), plus plload's intended_start_ns and
 // persona. Times in *Ns are wall-clock epoch nanoseconds derived from one monotonic anchor; the metric
 // times are milliseconds.
 type Record struct {
@@ -117,7 +117,7 @@ type RecordError struct {
 	Message string
 }
 
-// Error types and codes plload writes (RECORDS.md); AIPerf uses the same.
+// Error types and codes plload writes (docs/records.md); AIPerf uses the same.
 const (
 	ErrTypeCancelled      = "RequestCancellationError"
 	ErrTypeSSE            = "SSEResponseError"
@@ -137,7 +137,7 @@ func Ms(ns int64) float64 { return float64(ns) * (1000.0 / 1e9) }
 // OK reports whether the request succeeded.
 func (r *Record) OK() bool { return r.Error == nil && !r.WasCancelled }
 
-// TruncateMessage cuts an error message to 4 KiB, as RECORDS.md asks for bodies of non-2xx answers.
+// TruncateMessage cuts an error message to 4 KiB, as docs/records.md says of bodies of non-2xx answers.
 func TruncateMessage(s string) string {
 	if len(s) <= maxErrorMessageBytes {
 		return s

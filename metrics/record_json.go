@@ -74,7 +74,7 @@ func (r *Record) appendMetadata(b []byte) []byte {
 	return b
 }
 
-// Metric units (RECORDS.md), exact strings.
+// Metric units (docs/records.md), exact strings.
 const (
 	unitMs      = "ms"
 	unitTokens  = "tokens"

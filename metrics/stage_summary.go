@@ -43,7 +43,7 @@ type StageSummary struct {
 	TPOT      Dist   `json:"tpot_ms"`
 	ITLMethod string `json:"itl_method"`
 	// ITLPerRequest is the records' own inter_token_latency (the same quantity as TPOT when the
-	// records follow RECORDS.md), kept under its old key for readers of earlier stage.json files.
+	// records follow docs/records.md), kept under its old key for readers of earlier stage.json files.
 	ITLPerRequest Dist `json:"itl_per_request_ms"`
 	// TTFTFromIntended and E2EFromIntended are TTFT and E2E measured from intended_start_ns (when the
 	// schedule wanted the request out) rather than from its send: a client that fell behind shows

@@ -15,8 +15,8 @@ import (
 )
 
 // AIPerf's summary files, written beside stage.json so dashboards and scripts that read AIPerf's
-// output read plload's (RECORDS.md, "AIPerf's summary file": the current, GenAI-Perf compatible
-// layout).
+// output read plload's (docs/interop.md, "profile_export_aiperf.json": the current, GenAI-Perf
+// compatible layout).
 const (
 	AIPerfSummaryJSON = "profile_export_aiperf.json"
 	AIPerfSummaryCSV  = "profile_export_aiperf.csv"

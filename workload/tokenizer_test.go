@@ -63,12 +63,12 @@ func qwen3Dir(tb testing.TB) string {
 	return dir
 }
 
-// sp32kPath is the 32k SentencePiece-style tokenizer of shared/fixtures (not committed: its
-// licence is not the project's to give), or "" where this checkout has no shared/ beside it.
+// sp32kPath is the 32k SentencePiece-style tokenizer.json that $PLLOAD_SP32K names (not committed:
+// its licence is not the project's to give), or "" when it names none.
 func sp32kPath() string {
 	p := os.Getenv("PLLOAD_SP32K")
 	if p == "" {
-		p = filepath.Join("..", "..", "shared", "fixtures", "tokenizers", "sp32k", "tokenizer.json")
+		return ""
 	}
 	if _, err := os.Stat(p); err != nil {
 		return ""

@@ -16,8 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// The samples in testdata/traces are copies of ../shared/fixtures/traces (CI checks out this
-// repository alone, without the shared folder).
+// The samples in testdata/traces are small real traces of every layout (see its README).
 const traceSamples = "testdata/traces"
 
 func traceScenario(seed uint64, lang string) *Scenario {
