@@ -15,7 +15,7 @@ lint:
 
 # benchmarks (figures go in bench/README.md; ChunkCost prints plload's CPU per chunk beside a bare
 # net/http loop's and their ratio, and the previous release's beside them when PLLOAD_BENCH_PREVIOUS
-# names its `go test -c ./bench` binary), then the self-test, whose final line is README's figure.
+# names its `go test -c ./bench` binary), then the self-test, whose final line is bench/README.md's figure.
 # The ladder climbs to where a 2-core machine breaks the 1 ms bound (~1 min), so a FAIL at its top is
 # a finding to read, not a broken recipe: `-` keeps it from failing the recipe.
 bench:
