@@ -2,19 +2,14 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/urfave/cli/v3"
 
 	"github.com/plload/plload/gate"
-	"github.com/plload/plload/metrics"
-	"github.com/plload/plload/report"
-	"github.com/plload/plload/resultfiles"
 	"github.com/plload/plload/runner"
-	"github.com/plload/plload/workload"
 )
 
 func gateFlags() []cli.Flag {
@@ -73,69 +68,17 @@ func gateCommand() *cli.Command {
 // runGate evaluates a run; scenarioRules come from the scenario that just ran (nil: read the candidate's
 // scenario.resolved.yaml).
 func runGate(cmd *cli.Command, candDir, baseDir string, scenarioRules []string) error {
-	out := cmd.Root().Writer
-	cand, err := resultfiles.ReadRun(candDir)
-	if err != nil {
-		return badInput("gate --candidate: %v", err)
-	}
-	texts := append([]string(nil), cmd.StringSlice("check")...)
-	if scenarioRules == nil {
-		// An unreadable scenario is an error, never "no rules": a gate that dropped the scenario's own
-		// gate: list would pass a run whose gate fails.
-		scenarioRules, err = workload.ReadGateRules(filepath.Join(candDir, "scenario.resolved.yaml"))
-		if err != nil {
-			return badInput("gate --candidate: %v", err)
-		}
-	}
-	texts = append(texts, scenarioRules...)
-	var rules []gate.Rule
-	for _, t := range texts {
-		r, err := gate.ParseRule(t)
-		if err != nil {
-			return badInput("gate: %v", err)
-		}
-		rules = append(rules, r)
-	}
-	tol, err := gate.ParseTolerances(cmd.String("max-regression"))
-	if err != nil {
-		return badInput("gate: %v", err)
-	}
-	checks := gate.Evaluate(rules, cand)
-	baseAbs := ""
-	if baseDir != "" {
-		base, err := resultfiles.ReadRun(baseDir)
-		if err != nil {
-			return badInput("gate --baseline: %v", err)
-		}
-		baseAbs = runner.AbsPath(baseDir)
-		diffs := report.WorkloadWarnings([]report.Run{{Name: "baseline", Stages: base}, {Name: "candidate", Stages: cand}})
-		if len(diffs) > 0 && !cmd.Bool("allow-different-workload") {
-			return badInput("gate: the runs did not measure the same workload (%s); compare them anyway with --allow-different-workload", strings.Join(diffs, "; "))
-		}
-		dirs := map[string]string{"baseline": baseDir, "candidate": candDir}
-		checks = append(checks, gate.Regressions(base, cand, tol, func(run string, st *resultfiles.StageReport) (*metrics.StageSeries, error) {
-			return seriesOf(dirs[run], st)
-		})...)
-	}
-	if len(checks) == 0 {
-		return badInput("gate: nothing to check: give --check rules, a gate: list in the scenario, or --baseline")
-	}
-	g := gate.NewGateResult(runner.AbsPath(candDir), baseAbs, checks, cmd.Bool("allow-undecided"))
-	gate.PrintGate(out, g)
-	if err := gate.WriteGateJSON(candDir, g); err != nil {
-		return fmt.Errorf("gate.json: %w", err)
-	}
-	if f := cmd.String("junit"); f != "" {
-		if err := gate.WriteJUnit(f, g); err != nil {
-			return badInput("gate --junit: %v", err)
-		}
-	}
-	if os.Getenv("GITHUB_ACTIONS") == "true" {
-		if err := gate.GitHub(out, os.Getenv("GITHUB_STEP_SUMMARY"), g); err != nil {
-			fmt.Fprintf(cmd.Root().ErrWriter, "warning: GitHub summary: %v\n", err)
-		}
-	}
+	g, err := gate.Run(gate.Options{Candidate: candDir, Baseline: baseDir, Checks: cmd.StringSlice("check"), ScenarioRules: scenarioRules,
+		MaxRegression: cmd.String("max-regression"), AllowDifferentWorkload: cmd.Bool("allow-different-workload"),
+		AllowUndecided: cmd.Bool("allow-undecided"), JUnit: cmd.String("junit"),
+		GitHubActions: os.Getenv("GITHUB_ACTIONS") == "true", GitHubStepSummary: os.Getenv("GITHUB_STEP_SUMMARY"),
+		Out: cmd.Root().Writer, ErrOut: cmd.Root().ErrWriter})
+	var bad *gate.BadInput
 	switch {
+	case errors.As(err, &bad):
+		return exitErr(exitBadInput, err)
+	case err != nil:
+		return err
 	case g.Verdict == gate.VerdictFail:
 		return exitErr(exitFailed, fmt.Errorf("gate failed: see the FAIL lines above (gate.json in %s)", runner.AbsPath(candDir)))
 	case !g.Passed:
@@ -143,23 +86,4 @@ func runGate(cmd *cli.Command, candDir, baseDir string, scenarioRules []string) 
 			"(more requests per stage, a quieter machine, or the records kept would decide them); --allow-undecided accepts this (gate.json in %s)", runner.AbsPath(candDir)))
 	}
 	return nil
-}
-
-// seriesOf reads a stage's records into samples, or says why it cannot.
-func seriesOf(dir string, st *resultfiles.StageReport) (*metrics.StageSeries, error) {
-	path := filepath.Join(dir, fmt.Sprintf("stage_%02d", st.Stage), "profile_export.jsonl")
-	f, err := os.Open(path)
-	if err != nil {
-		if !st.RecordsKept {
-			return nil, fmt.Errorf("%s: %w; the run had output.record_requests: false, which deletes them: set it to true to compare latencies", path, err)
-		}
-		return nil, err // the error names the path
-	}
-	defer f.Close()
-	var recs []*metrics.Record
-	if err := metrics.ReadRecords(f, func(r *metrics.Record) error { recs = append(recs, r); return nil }); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	s := metrics.Series(recs, st.Summary)
-	return &s, nil
 }
