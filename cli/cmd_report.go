@@ -13,7 +13,6 @@ import (
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/report"
 	"github.com/plload/plload/resultfiles"
-	"github.com/plload/plload/runner"
 	"github.com/plload/plload/workload"
 )
 
@@ -55,128 +54,16 @@ func reportCommand() *cli.Command {
 			&cli.Float64Flag{Name: "expected-turns", Value: 1, Usage: "with --records: E[turns] for $/session"},
 		},
 		Action: func(_ context.Context, cmd *cli.Command) error {
-			out := cmd.Root().Writer
 			if path := cmd.String("records"); path != "" {
 				if cmd.Args().Len() > 0 {
 					return badInput("report: give --records FILE or results directories, not both")
 				}
 				return reportRecords(cmd, path)
 			}
-			if cmd.Args().Len() == 0 {
-				return badInput("report: expected one or more results directories; usage: plload report DIR [DIR...]")
-			}
-			if by := cmd.String("by"); by != "" && by != "model" {
-				return badInput("report --by %q: accepted: model", by)
-			}
-			if err := checkNotStageDirs(cmd.Args().Slice()); err != nil {
-				return err
-			}
-			runs, err := report.LoadRuns(cmd.Args().Slice())
-			if err != nil {
-				return badInput("report: %v", err)
-			}
-			for _, r := range runs {
-				if r.RecordsLayout != "" { // say what was read where it was not plload's own stage.json
-					fmt.Fprintf(out, "%s: %s\n", r.Name, r.Source())
-				}
-				for _, w := range r.Warnings {
-					fmt.Fprintf(out, "warning: %s: %s\n", r.Name, w)
-				}
-			}
-			fmt.Fprint(out, report.Comparison(runs))
-			if cmd.String("by") == "model" {
-				for _, r := range runs {
-					fmt.Fprintf(out, "\n# %s by model\n", r.Name)
-					if r.RecordsLayout != "" {
-						fmt.Fprintln(out, "\nAn AIPerf artifact directory: its records carry no model metadata to split by.")
-						continue
-					}
-					text, err := report.ByModelText(r.Dir, r.Stages)
-					if err != nil {
-						return badInput("report --by model: %s: %v", r.Dir, err)
-					}
-					fmt.Fprint(out, text)
-				}
-			}
-			if cmd.Bool("charts") {
-				for _, r := range runs {
-					if err := report.WriteCharts(r.Dir, []report.Run{r}); err != nil {
-						return fmt.Errorf("report --charts: %s: %w", r.Dir, err)
-					}
-					for _, st := range r.Stages {
-						if err := report.StageChartsFromRecords(r.Dir, st); err != nil {
-							return fmt.Errorf("report --charts: %s stage %d: %w", r.Dir, st.Stage, err)
-						}
-					}
-					fmt.Fprintf(out, "charts written to %s\n", filepath.Join(runner.AbsPath(r.Dir), "charts"))
-				}
-			}
-			if file := cmd.String("html"); file != "" {
-				page, err := report.HTML(runs, toolName(), "")
-				if err != nil {
-					return fmt.Errorf("report --html: %w", err)
-				}
-				if err := metrics.WriteFileAtomic(file, page); err != nil {
-					return badInput("report --html: %v", err)
-				}
-				fmt.Fprintf(out, "HTML report written to %s\n", runner.AbsPath(file))
-			}
-			if file := cmd.String("chart"); file != "" {
-				if err := report.WriteOverlay(file, runs); err != nil {
-					return badInput("report --chart: %v", err)
-				}
-				fmt.Fprintf(out, "chart written to %s\n", runner.AbsPath(file))
-			}
-			if file := cmd.String("handoff"); file != "" {
-				text := report.Handoff(runs, scenarioFileOf(runs[len(runs)-1].Dir))
-				if err := metrics.WriteFileAtomic(file, []byte(text)); err != nil {
-					return badInput("report --handoff: %v", err)
-				}
-				fmt.Fprintf(out, "\nwork order written to %s\n", runner.AbsPath(file))
-			}
-			return nil
+			return report.Compare(report.CompareOptions{Dirs: cmd.Args().Slice(), By: cmd.String("by"), Charts: cmd.Bool("charts"),
+				HTML: cmd.String("html"), Chart: cmd.String("chart"), Handoff: cmd.String("handoff"), Tool: toolName(), Out: cmd.Root().Writer})
 		},
 	}
-}
-
-// checkNotStageDirs refuses a path that is no directory, and a stage directory (stage_NN, its stage.json beside AIPerf's files) given
-// for a run: it is neither a results directory nor an AIPerf one, and saying only "no
-// stage_NN/stage.json" there sent users looking for a file that is in it.
-func checkNotStageDirs(dirs []string) error {
-	for _, d := range dirs {
-		const takes = "(no stage_NN/stage.json to read): plload report takes plload results directories and AIPerf artifact directories (--records FILE for one records file)"
-		if info, err := os.Stat(d); err != nil {
-			return badInput("report: %s: no such directory %s", d, takes)
-		} else if !info.IsDir() {
-			return badInput("report: %s: a file, not a directory %s", d, takes)
-		}
-		if _, err := os.Stat(filepath.Join(d, "stage.json")); err != nil {
-			continue
-		}
-		if stages, _ := filepath.Glob(filepath.Join(d, "stage_*", "stage.json")); len(stages) > 0 {
-			continue
-		}
-		return badInput("report: %s is one stage of a plload run (it has stage.json): give the run's directory, %s", d, filepath.Dir(filepath.Clean(d)))
-	}
-	return nil
-}
-
-// scenarioFileOf reads the scenario path a run recorded in its report.json, if it still exists.
-func scenarioFileOf(dir string) string {
-	data, err := os.ReadFile(filepath.Join(dir, "report.json"))
-	if err != nil {
-		return ""
-	}
-	var r struct {
-		ScenarioFile string `json:"scenario_file"`
-	}
-	if json.Unmarshal(data, &r) != nil || r.ScenarioFile == "" {
-		return ""
-	}
-	if _, err := os.Stat(r.ScenarioFile); err != nil {
-		return ""
-	}
-	return r.ScenarioFile
 }
 
 // reportRecords summarizes one records file as a stage.
