@@ -14,7 +14,7 @@ import (
 )
 
 // TestSearchProbeStopsEarly: a probe whose SLO failure is already certain is ended by the engine's
-// StopWhen (search.EarlyStop, wired in prober.probe) long before its 20 s window is over. On the
+// StopWhen (search.EarlyStop, wired in search/prober's probe) long before its 20 s window is over. On the
 // embedded mock (TTFT 50 ms) against a 5 ms limit, one probe at 1 session:
 //   - a max limit fails on the window's first request: the probe stops within about a second;
 //   - a p95 limit can fail only after a quarter of the window (5 s) and 30 samples: it stops then.

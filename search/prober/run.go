@@ -1,0 +1,187 @@
+package prober
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/plload/plload/engine"
+	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/resultfiles"
+	"github.com/plload/plload/runner"
+	"github.com/plload/plload/search"
+	"github.com/plload/plload/workload"
+)
+
+// Run checks the target (with one streamed request when Options.Preflight), runs the search, prints a
+// line per probe and the answer on stdout, and writes its results, however it ended. Its error
+// carries the exit code (runner.Error): nil when a capacity was found; runner.Failed when the
+// lowest load probed failed or the search stopped; runner.Undecided when no load could be decided;
+// runner.Interrupted on a signal; runner.BadInput when the target or the results directory was
+// refused before anything was sent.
+func (p *Plan) Run(ctx context.Context, stdout, stderr io.Writer) error {
+	ctx, stop := runner.Interruptible(ctx, stderr)
+	defer stop()
+	firstSc := p.withStages([]workload.Stage{p.stageAt(p.opt.Start)})
+	if err := runner.CheckTarget(ctx, firstSc); err != nil {
+		return err
+	}
+	if err := runner.CheckOpenFiles(firstSc, stderr); err != nil {
+		return err
+	}
+	w, err := firstSc.Build()
+	if err != nil {
+		return badInput("building the workload: %v", err)
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	baseURL, closeMock, err := runner.StartTarget(ctx, firstSc, w, p.given.Preflight, log, stderr)
+	if err != nil {
+		return err
+	}
+	defer closeMock()
+	dir, err := runner.MakeRunDir(p.given.Base, p.sc.Name, "")
+	if err != nil {
+		return badInput("results directory: %v; choose another with --out or output.dir", err)
+	}
+	pr := &prober{plan: p, baseURL: baseURL, dir: dir, log: log}
+	fmt.Fprintf(stdout, "plload search %s: %s from %g (at most %g, resolution %s, %d runs per load), SLO %s; results in %s\n",
+		p.sc.Name, p.knob, p.opt.Start, p.opt.Max, p.opt.Resolution, p.opt.Repeats, resultfiles.SLOText(p.sc.SLO), dir)
+	opt := p.opt
+	opt.OnProbe = func(pb search.Probe) {
+		fmt.Fprintf(stdout, "probe %02d (stage %02d): %s — %s: %s\n", pr.count, pb.Stage, p.valueText(pb.Value), pb.Verdict, pb.Reason)
+	}
+	started := time.Now()
+	res, err := search.Run(ctx, opt, pr.probe, p.slo.Judge)
+	return p.finish(pr, res, err, started, stdout)
+}
+
+// finish writes the results of a search however it ended — search.json, the report with the
+// capacity curve, scenario.resolved.yaml with the probes as stages — prints the answer, and decides
+// the exit code.
+func (p *Plan) finish(pr *prober, res search.Result, runErr error, started time.Time, stdout io.Writer) error {
+	dir := pr.dir
+	sc := p.withStages(pr.specs)
+	interrupted := errors.Is(runErr, engine.ErrInterrupted) || errors.Is(runErr, context.Canceled)
+	switch {
+	case interrupted:
+		res.Stop = "interrupted before the search ended (the last probe is partial)"
+	case runErr != nil:
+		res.Stop = "stopped: " + runErr.Error()
+	}
+	chosen, chosenStage := p.chosen(res, pr.stages)
+	headline := ""
+	if p.given.Render.Headline != nil {
+		headline = p.given.Render.Headline(chosen, p.sessionsAt(res, chosen))
+	}
+	lines := []string{headline, p.answerText(res)}
+	err := p.writeResults(pr, sc, res, chosenStage, lines, started, interrupted)
+	fmt.Fprintf(stdout, "\n%s\n%s\nresults in %s\n", lines[0], lines[1], dir)
+	switch {
+	case interrupted:
+		return &runner.Error{Code: runner.Interrupted, Err: fmt.Errorf("interrupted: the last probe is partial; results in %s", dir)}
+	case err != nil:
+		return &runner.Error{Code: runner.Failed, Err: fmt.Errorf("writing the results: %w (results in %s)", err, dir)}
+	case runErr != nil:
+		return &runner.Error{Code: runner.Failed, Err: fmt.Errorf("the search stopped: %w; results in %s", runErr, dir)}
+	case res.Invalid:
+		return &runner.Error{Code: runner.Failed, Err: fmt.Errorf("the search stopped: %s; results in %s", res.Stop, dir)}
+	case res.Best == nil && !res.LowestFailed && res.Undecided != nil:
+		// Nothing failed: the evidence says neither yes nor no, which is not "none".
+		return &runner.Error{Code: runner.Undecided, Err: fmt.Errorf("no load probed could be decided against the SLO (%s): %s; longer probes (the first stage's duration) or more --repeats decide it; results in %s", resultfiles.SLOText(p.sc.SLO), res.Stop, dir)}
+	case res.Best == nil:
+		return &runner.Error{Code: runner.Failed, Err: fmt.Errorf("no probe met the SLO (%s): %s; results in %s", resultfiles.SLOText(p.sc.SLO), res.Stop, dir)}
+	}
+	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(dir, "report.html"))
+	return nil
+}
+
+// writeResults writes scenario.resolved.yaml, the report and search.json.
+func (p *Plan) writeResults(pr *prober, sc *workload.Scenario, res search.Result, chosenStage int, lines []string, started time.Time, interrupted bool) error {
+	dir := pr.dir
+	resolved, err := sc.ResolvedYAML()
+	if err == nil {
+		err = metrics.WriteFileAtomic(filepath.Join(dir, "scenario.resolved.yaml"), resolved)
+	}
+	shown := make([]resultfiles.SearchProbe, len(res.Probes))
+	for i, pb := range res.Probes {
+		shown[i] = resultfiles.SearchProbe{Value: pb.Value, Verdict: string(pb.Verdict), Reason: pb.Reason, Stage: pb.Stage, Decided: pb.Decided}
+	}
+	err = errors.Join(err, resultfiles.Search{Knob: p.knob, SLO: p.limits, Best: res.Best, Undecided: res.Undecided, Probes: shown}.Write(dir))
+	if len(pr.stages) == 0 {
+		return err
+	}
+	rep := resultfiles.New(sc, pr.stages, resultfiles.Meta{Tool: p.given.Tool, ScenarioFile: runner.AbsPath(p.sc.File),
+		Command: "plload search " + runner.AbsPath(p.sc.File) + p.args + " --out " + runner.AbsPath(p.given.Base), Started: started, Finished: time.Now(), Interrupted: interrupted})
+	werr := rep.Write(dir)
+	if werr == nil && p.given.Render.Report != nil {
+		werr = p.given.Render.Report(dir, sc, rep)
+	}
+	if werr != nil {
+		return errors.Join(err, werr)
+	}
+	if p.given.Render.Curve == nil {
+		return err
+	}
+	unit := strings.TrimPrefix(p.valueText(1), "1 ")
+	return errors.Join(err, p.given.Render.Curve(dir, pr.stages, shown, chosenStage, unit, lines))
+}
+
+// chosen is the stage report of the answer: the last run of the best load.
+func (p *Plan) chosen(res search.Result, stages []*resultfiles.StageReport) (*resultfiles.StageReport, int) {
+	if res.Best == nil {
+		return nil, 0
+	}
+	stage := 0
+	for _, pb := range res.Probes {
+		if pb.Value == *res.Best && pb.Verdict == search.Pass {
+			stage = pb.Stage
+		}
+	}
+	for _, st := range stages {
+		if st.Stage == stage {
+			return st, stage
+		}
+	}
+	return nil, 0
+}
+
+// sessionsAt is the sessions of the answer: the knob itself for a closed loop, the time-weighted
+// mean of open sessions for an open loop.
+func (p *Plan) sessionsAt(res search.Result, chosen *resultfiles.StageReport) float64 {
+	switch {
+	case chosen == nil:
+		return 0
+	case p.knob == KnobConcurrency:
+		return *res.Best
+	}
+	return chosen.Summary.Active.Mean
+}
+
+// answerText is the answer with its range: "meets SLO up to 12 sessions (13–14 undecided)", and why
+// the search stopped.
+func (p *Plan) answerText(res search.Result) string {
+	text := "meets SLO at no load probed"
+	switch {
+	case res.Best != nil:
+		text = "meets SLO up to " + p.valueText(*res.Best)
+	case !res.LowestFailed && res.Undecided != nil:
+		text = "undecided at every load probed: none failed, none was shown to meet the SLO"
+	}
+	if u := res.Undecided; u != nil {
+		if u[0] == u[1] {
+			text += fmt.Sprintf(" (%g undecided)", u[0])
+		} else {
+			text += fmt.Sprintf(" (%g–%g undecided)", u[0], u[1])
+		}
+	}
+	probes := "probes"
+	if len(res.Probes) == 1 {
+		probes = "probe"
+	}
+	return fmt.Sprintf("%s; %d %s; %s", text, len(res.Probes), probes, res.Stop)
+}
