@@ -9,9 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -304,20 +302,5 @@ slo: {ttft: {p95: 1s}}
 	md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
 	if !strings.Contains(mdSection(string(md), "Verdict"), "**Interrupted**") || !strings.Contains(mdSection(string(md), "Results"), "(partial)") {
 		t.Errorf("report.md does not say the matrix was interrupted:\n%s", md)
-	}
-}
-
-// TestQuietInterrupt: a SIGINT while the matrix is between parts cancels its context instead of
-// killing the process (the test process would die here without the handler).
-func TestQuietInterrupt(t *testing.T) {
-	ctx, stop := quietInterrupt(context.Background())
-	defer stop()
-	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-ctx.Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("SIGINT did not cancel the context within 10 s")
 	}
 }

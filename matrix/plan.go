@@ -1,9 +1,11 @@
 // Package matrix builds the seed's standard run matrix (docs/measurement.md)
-// from one scenario and writes its report's text: A a closed-loop saturation ladder, B open loop at
-// the traffic's mean, peak and peak +30 % rate, C a replay of the trace when the scenario names one,
-// D the scale event (a rate ramp from mean to peak +30 %, then held). Each part is a scenario of its
-// own — the original with its load replaced — that `plload run` runs as it runs any other, so every
-// part's results are a normal results directory. Nothing here sends a request.
+// from one scenario, runs it and writes its report's text: A a closed-loop saturation ladder, B open
+// loop at the traffic's mean, peak and peak +30 % rate, C a replay of the trace when the scenario
+// names one, D the scale event (a rate ramp from mean to peak +30 %, then held). Each part is a
+// scenario of its own — the original with its load replaced — that Matrix.Run hands to runner.Run as
+// `plload run` does any other, so every part's results are a normal results directory. The plan and
+// the text send nothing; the files people read (report.html, the chart) are written by a
+// ReportWriter passed in, so the matrix never links the renderer.
 package matrix
 
 import (

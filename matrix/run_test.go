@@ -1,0 +1,57 @@
+package matrix
+
+import (
+	"context"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/resultfiles"
+)
+
+// TestQuietInterrupt: a SIGINT while the matrix is between parts cancels its context instead of
+// killing the process (the test process would die here without the handler).
+func TestQuietInterrupt(t *testing.T) {
+	ctx, stop := quietInterrupt(context.Background())
+	defer stop()
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("SIGINT did not cancel the context within 10 s")
+	}
+}
+
+// TestAbortedIn: a part stops the matrix when the engine stopped a stage as unreachable, or when its
+// last stage got no answer and its failures could not connect; a stage that got answers, or whose
+// failures were answers (a 5xx outage), does not.
+func TestAbortedIn(t *testing.T) {
+	stage := func(n, succeeded int, aborted string, outages ...resultfiles.Outage) *resultfiles.StageReport {
+		st := &resultfiles.StageReport{Stage: n, Summary: &metrics.StageSummary{}, Engine: resultfiles.EngineCounts{Aborted: aborted, Outages: outages}}
+		st.Summary.Requests.Succeeded = succeeded
+		return st
+	}
+	refused := resultfiles.Outage{Kind: "refused", Requests: 7, FirstMessage: "connection refused"}
+	for _, c := range []struct {
+		name   string
+		stages []*resultfiles.StageReport
+		want   string
+	}{
+		{"no run", nil, ""},
+		{"answers", []*resultfiles.StageReport{stage(1, 5, "")}, ""},
+		{"engine stopped it", []*resultfiles.StageReport{stage(1, 5, "target unreachable"), stage(2, 9, "")}, "target unreachable"},
+		{"last stage refused", []*resultfiles.StageReport{stage(1, 5, ""), stage(2, 0, "", refused)},
+			"the target stopped answering: no request of stage 02 succeeded (refused × 7, first: connection refused)"},
+		{"earlier stage refused only", []*resultfiles.StageReport{stage(1, 0, "", refused), stage(2, 3, "")}, ""},
+		{"5xx is an answer", []*resultfiles.StageReport{stage(1, 0, "", resultfiles.Outage{Kind: "5xx", Requests: 4})}, ""},
+	} {
+		o := Outcome{Runs: []Run{{Dir: "r", Stages: c.stages}}}
+		if got := abortedIn(o); got != c.want {
+			t.Errorf("%s: %q, want %q", c.name, got, c.want)
+		}
+	}
+}
