@@ -6,11 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/plload/plload/metrics"
@@ -132,7 +130,10 @@ func partScenario(file string, data []byte, p Part) (*workload.Scenario, Part, w
 // Run runs the parts in order, each as runner.Run runs a scenario, writes the matrix report over
 // their results and decides the exit code (a runner.Error; nil for exit 0).
 func (m *Matrix) Run(ctx context.Context, stdout, stderr io.Writer) error {
-	ctx, stopSignals := quietInterrupt(ctx)
+	// Between parts no run's own handler (runner.Interruptible, which says what it does and exits at
+	// a second signal) is installed: with this one a signal there lets the next part see the
+	// cancelled context, and the matrix ends as interrupted, its report written, exit 130.
+	ctx, stopSignals := runner.QuietInterrupt(ctx)
 	defer stopSignals()
 	dir, err := runner.MakeRunDir(m.opt.Base, m.sc.Name+"-matrix", "")
 	if err != nil {
@@ -170,30 +171,6 @@ func (m *Matrix) Run(ctx context.Context, stdout, stderr io.Writer) error {
 	in.Interrupted = in.Interrupted || ctx.Err() != nil // stopped after the last part's stages ended
 	in.Finished = time.Now()
 	return m.finish(in, stdout)
-}
-
-// quietInterrupt cancels the returned context on the first SIGINT, SIGTERM or SIGHUP, silently.
-// Between parts no run's own handler (runner.Interruptible, which says what it does and exits at a
-// second signal) is installed, and a signal there would kill the process before the matrix report
-// is written; with this one the next part sees the cancelled context and the matrix ends as
-// interrupted, report written, exit 130.
-func quietInterrupt(parent context.Context) (context.Context, func()) {
-	ctx, cancel := context.WithCancel(parent)
-	signals := make(chan os.Signal, 1)
-	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
-	done := make(chan struct{})
-	go func() {
-		select {
-		case <-signals:
-			cancel()
-		case <-done:
-		}
-	}()
-	return ctx, func() {
-		signal.Stop(signals)
-		close(done)
-		cancel()
-	}
 }
 
 // abortedIn is why the target stopped answering during the part, or "": the engine stopped a stage

@@ -40,9 +40,22 @@ func AbsPath(p string) string {
 	return p
 }
 
-// Interruptible cancels the returned context on the first SIGINT, SIGTERM or SIGHUP and exits the
-// process at once on the second.
+// Interruptible cancels the returned context on the first SIGINT, SIGTERM or SIGHUP, saying so on
+// stderr, and exits the process at once on the second.
 func Interruptible(parent context.Context, stderr io.Writer) (context.Context, func()) {
+	return onSignal(parent, stderr)
+}
+
+// QuietInterrupt cancels the returned context on the first SIGINT, SIGTERM or SIGHUP, silently, and
+// never exits the process: between the runs of a longer job (plload matrix's parts), where no run's
+// own handler is installed, a signal then ends the job as interrupted with its report written.
+func QuietInterrupt(parent context.Context) (context.Context, func()) {
+	return onSignal(parent, nil)
+}
+
+// onSignal cancels the returned context on the first signal; with a writer (loud) it says so and
+// exits the process at a second signal.
+func onSignal(parent context.Context, loud io.Writer) (context.Context, func()) {
 	ctx, cancel := context.WithCancel(parent)
 	signals := make(chan os.Signal, 2)
 	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
@@ -50,14 +63,19 @@ func Interruptible(parent context.Context, stderr io.Writer) (context.Context, f
 	go func() {
 		select {
 		case sig := <-signals:
-			fmt.Fprintf(stderr, "\n%s: stopping — cancelling requests in flight and writing the partial stage (again to quit at once)\n", sig)
+			if loud != nil {
+				fmt.Fprintf(loud, "\n%s: stopping — cancelling requests in flight and writing the partial stage (again to quit at once)\n", sig)
+			}
 			cancel()
 		case <-done:
 			return
 		}
+		if loud == nil {
+			return
+		}
 		select {
 		case <-signals:
-			fmt.Fprintln(stderr, "second signal: exiting now")
+			fmt.Fprintln(loud, "second signal: exiting now")
 			os.Exit(int(Interrupted))
 		case <-done:
 		}
