@@ -1,7 +1,9 @@
-// Package ab compares two targets measured on the same workload in the same window (plload ab,
-// docs/measurement.md): per metric B's value minus A's, a bootstrap interval of that difference, and a verdict
-// of B relative to A. It is pure: it reads records and returns numbers; running the targets is the
-// command's job.
+// Package ab is plload ab (docs/measurement.md): it runs one scenario against two targets in the
+// same window and compares them. Run prepares both sides, starts each stage on both at one instant
+// (the start barrier), writes each side's results directory and compares the stages both finished
+// over their common window: per metric B's value minus A's, a bootstrap interval of that
+// difference, and a verdict of B relative to A (Compare, which only reads samples and returns
+// numbers), written to ab.json and ab.md. Rendering a side's report is passed in, never linked.
 package ab
 
 import (
