@@ -1,9 +1,7 @@
-// Package ab is plload ab (docs/measurement.md): it runs one scenario against two targets in the
-// same window and compares them. Run prepares both sides, starts each stage on both at one instant
-// (the start barrier), writes each side's results directory and compares the stages both finished
-// over their common window: per metric B's value minus A's, a bootstrap interval of that
-// difference, and a verdict of B relative to A (Compare, which only reads samples and returns
-// numbers), written to ab.json and ab.md. Rendering a side's report is passed in, never linked.
+// Package ab compares two targets' stages measured over one window (docs/measurement.md): per metric
+// B's value minus A's, a bootstrap interval of that difference, and a verdict of B relative to A
+// (Compare, which only reads samples and returns numbers), and ab.md's text. Running both targets in
+// step is package ab/lockstep's.
 package ab
 
 import (

@@ -6,7 +6,7 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/plload/plload/ab"
+	"github.com/plload/plload/ab/lockstep"
 	"github.com/plload/plload/report"
 	"github.com/plload/plload/runner"
 	"github.com/plload/plload/workload"
@@ -47,7 +47,7 @@ func abCommand() *cli.Command {
 
 func abAction(ctx context.Context, cmd *cli.Command) error {
 	stdout, stderr := cmd.Root().Writer, cmd.Root().ErrWriter
-	targets, err := ab.ParseTargets(cmd.StringSlice("target"), cmd.StringSlice("model"))
+	targets, err := lockstep.ParseTargets(cmd.StringSlice("target"), cmd.StringSlice("model"))
 	if err != nil {
 		return err
 	}
@@ -62,7 +62,7 @@ func abAction(ctx context.Context, cmd *cli.Command) error {
 	if cmd.IsSet("out") {
 		base = cmd.String("out")
 	}
-	return ab.Run(ctx, sc, targets, ab.RunOptions{Base: base, Preflight: !cmd.Bool("no-preflight"), Tool: toolName(),
+	return lockstep.Run(ctx, sc, targets, lockstep.RunOptions{Base: base, Preflight: !cmd.Bool("no-preflight"), Tool: toolName(),
 		Command: abCommandLine(cmd), Render: report.Render}, stdout, stderr)
 }
 

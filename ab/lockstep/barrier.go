@@ -1,4 +1,4 @@
-package ab
+package lockstep
 
 import (
 	"context"

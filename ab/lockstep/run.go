@@ -1,4 +1,9 @@
-package ab
+// Package lockstep is plload ab's run (docs/measurement.md): one scenario against two targets in the
+// same window. Run prepares both sides, starts each stage on both at one instant (the start
+// barrier), writes each side's results directory, and compares the stages both finished over their
+// common window with package ab, written to ab.json and ab.md. Rendering a side's report is passed
+// in, never linked.
+package lockstep
 
 import (
 	"context"
@@ -12,6 +17,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/plload/plload/ab"
 	"github.com/plload/plload/engine"
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/resultfiles"
@@ -64,7 +70,7 @@ func Run(ctx context.Context, sc *workload.Scenario, targets []Target, opt RunOp
 	if err := writeResult(dir, res); err != nil {
 		return &runner.Error{Code: runner.Failed, Err: fmt.Errorf("writing the comparison: %w", err)}
 	}
-	fmt.Fprintf(stdout, "\n%s\ncomparison: %s\n", Markdown(res), filepath.Join(dir, "ab.md"))
+	fmt.Fprintf(stdout, "\n%s\ncomparison: %s\n", ab.Markdown(res), filepath.Join(dir, "ab.md"))
 	return outcome(ctx, sides, dir)
 }
 
@@ -107,7 +113,7 @@ func writeResult(dir string, res resultfiles.AB) error {
 	if err := res.Write(dir); err != nil {
 		return err
 	}
-	return metrics.WriteFileAtomic(filepath.Join(dir, "ab.md"), []byte(Markdown(res)))
+	return metrics.WriteFileAtomic(filepath.Join(dir, "ab.md"), []byte(ab.Markdown(res)))
 }
 
 // outcome: 130 when interrupted, 1 when a side failed (a stage stopped or without a success, a

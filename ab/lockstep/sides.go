@@ -1,4 +1,4 @@
-package ab
+package lockstep
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/plload/plload/ab"
 	"github.com/plload/plload/engine"
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/resultfiles"
@@ -126,7 +127,7 @@ func removeRecords(sides []*side) {
 func compareSides(sides []*side, seed uint64) (resultfiles.AB, error) {
 	a, b := sides[0], sides[1]
 	res := resultfiles.AB{Targets: []resultfiles.ABTarget{a.target, b.target}, Metrics: []resultfiles.ABMetric{}, Requests: []resultfiles.ABStageCounts{},
-		SameDataset: true, Confidence: 0.95, Resamples: DefaultResamples, IntervalMethod: IntervalMethod, Notes: []string{}}
+		SameDataset: true, Confidence: 0.95, Resamples: ab.DefaultResamples, IntervalMethod: ab.IntervalMethod, Notes: []string{}}
 	for _, sa := range a.stages {
 		i := slices.IndexFunc(b.stages, func(st *resultfiles.StageReport) bool { return st.Stage == sa.Stage })
 		if i < 0 {
@@ -143,13 +144,13 @@ func compareSides(sides []*side, seed uint64) (resultfiles.AB, error) {
 			return res, err
 		}
 		slo := resultfiles.StageInput(a.sc, sa.Stage-1).SLO
-		res.Metrics = append(res.Metrics, Compare(sa.Stage, xa, xb, slo, Options{Resamples: DefaultResamples, Seed: seed + uint64(sa.Stage)})...)
+		res.Metrics = append(res.Metrics, ab.Compare(sa.Stage, xa, xb, slo, ab.Options{Resamples: ab.DefaultResamples, Seed: seed + uint64(sa.Stage)})...)
 		res.Requests = append(res.Requests, resultfiles.ABStageCounts{Stage: sa.Stage, Target: a.target.Name, ABCounts: xa.Counts, DatasetSHA256: sa.DatasetSHA256},
 			resultfiles.ABStageCounts{Stage: sb.Stage, Target: b.target.Name, ABCounts: xb.Counts, DatasetSHA256: sb.DatasetSHA256})
 		if sa.DatasetSHA256 != sb.DatasetSHA256 {
 			res.SameDataset = false
 		}
-		res.Notes = append(res.Notes, StageNotes(sa.Stage, a.target, b.target, xa.Counts, xb.Counts)...)
+		res.Notes = append(res.Notes, ab.StageNotes(sa.Stage, a.target, b.target, xa.Counts, xb.Counts)...)
 		if sa.Summary.Partial || sb.Summary.Partial {
 			res.Notes = append(res.Notes, fmt.Sprintf("stage %02d is partial (cut short): its windows are what ran", sa.Stage))
 		}
@@ -161,16 +162,16 @@ func compareSides(sides []*side, seed uint64) (resultfiles.AB, error) {
 }
 
 // sample reads the side's records of a stage over the stage's window (stage.json's), ending at end.
-func (s *side) sample(st *resultfiles.StageReport, end int64) (Sample, error) {
+func (s *side) sample(st *resultfiles.StageReport, end int64) (ab.Sample, error) {
 	path := filepath.Join(s.dir, fmt.Sprintf("stage_%02d", st.Stage), "profile_export.jsonl")
 	f, err := os.Open(path)
 	if err != nil {
-		return Sample{}, err
+		return ab.Sample{}, err
 	}
 	defer f.Close()
-	c := NewCollector(st.Summary.Window.WNs, end)
+	c := ab.NewCollector(st.Summary.Window.WNs, end)
 	if err := metrics.ReadRecords(f, func(r *metrics.Record) error { c.Add(r); return nil }); err != nil {
-		return Sample{}, fmt.Errorf("%s: %w", path, err)
+		return ab.Sample{}, fmt.Errorf("%s: %w", path, err)
 	}
 	return c.Sample(), nil
 }
