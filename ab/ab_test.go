@@ -140,14 +140,6 @@ func synthetic(rng *rand.Rand, n int, ttft, tokens float64) Sample {
 	return s
 }
 
-func verdicts(ms []Metric) map[string]string {
-	out := map[string]string{}
-	for _, m := range ms {
-		out[m.Name] = m.Verdict
-	}
-	return out
-}
-
 // TestCompareFindsAShiftAndItsDirection: a 10 % slower TTFT is worse with an interval above 0; more
 // output per second is better; the same distribution drawn twice is the same in (nearly) every
 // draw — the interval's coverage, measured.
