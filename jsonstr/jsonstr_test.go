@@ -17,8 +17,8 @@ func TestAppendString(t *testing.T) {
 		{`"a\"b\\c\/d"`, `a"b\c/d`, 12},
 		{`"\b\f\n\r\t"`, "\b\f\n\r\t", 12},
 		{`"\u00e9\u00E9\u0000"`, "éé\x00", 20},
-		{`"\ud83d\ude00"`, "😀", 14},          // a surrogate pair
-		{`"\ud83d"`, "\uFFFD", 8},             // a lone high half
+		{`"\ud83d\ude00"`, "😀", 14},            // a surrogate pair
+		{`"\ud83d"`, "\uFFFD", 8},              // a lone high half
 		{`"\ude00\ud83d"`, "\uFFFD\uFFFD", 14}, // halves the wrong way round
 		{`"\ud83dx"`, "\uFFFDx", 9},
 		{`"\ud83d\u0041"`, "\uFFFDA", 14}, // a high half, then an escape that is no low half
