@@ -18,27 +18,71 @@ import (
 // when d[i] is not a quote or the string is not valid JSON: unterminated, holding a control
 // character (below U+0020), or with an escape JSON does not define (\u takes four hex digits).
 func Raw(d []byte, i int) (raw []byte, end int, ok bool) {
-	end, _, ok = scan(d, i)
-	if !ok {
+	if i >= len(d) || d[i] != '"' {
 		return nil, 0, false
 	}
-	return d[i+1 : end-1], end, true
+	j := i + 1
+	for {
+		for j < len(d) && plain[d[j]] {
+			j++
+		}
+		if j >= len(d) {
+			return nil, 0, false
+		}
+		switch d[j] {
+		case '"':
+			return d[i+1 : j], j + 1, true
+		case '\\':
+			if j+1 >= len(d) {
+				return nil, 0, false
+			}
+			switch d[j+1] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+				j += 2
+			case 'u':
+				if _, ok := hex4(d, j+2); !ok {
+					return nil, 0, false
+				}
+				j += 6
+			default:
+				return nil, 0, false
+			}
+		default: // a control character, which JSON requires escaped
+			return nil, 0, false
+		}
+	}
 }
+
+// plain marks the bytes a string holds as they are: all but the quote, the backslash and the
+// control characters. One look-up a byte is faster than the three comparisons it replaces (sse's
+// chunk benchmarks, about 7 % a chunk).
+var plain = func() (t [256]bool) {
+	for c := range t {
+		t[c] = c >= 0x20 && c != '"' && c != '\\'
+	}
+	return t
+}()
 
 // AppendString appends the decoded contents of the JSON string that starts at d[i] to dst, and
 // returns the extended buffer and the index just past the string's closing quote; ok is false
 // where Raw's is, and dst is then returned as it came. A string without escapes is copied in one
 // piece.
 func AppendString(dst, d []byte, i int) (_ []byte, end int, ok bool) {
-	end, escaped, ok := scan(d, i)
+	if i >= len(d) || d[i] != '"' {
+		return dst, 0, false
+	}
+	j := i + 1
+	for j < len(d) && plain[d[j]] {
+		j++
+	}
+	if j < len(d) && d[j] == '"' { // no escapes: one pass
+		return append(dst, d[i+1:j]...), j + 1, true
+	}
+	raw, end, ok := Raw(d, i)
 	if !ok {
 		return dst, 0, false
 	}
-	raw := d[i+1 : end-1]
-	if !escaped {
-		return append(dst, raw...), end, true
-	}
-	dst, _ = AppendUnescaped(dst, raw) // scan has checked every escape
+	dst, _ = AppendUnescaped(dst, raw) // Raw has checked every escape
 	return dst, end, true
 }
 
@@ -49,24 +93,19 @@ func AppendString(dst, d []byte, i int) (_ []byte, end int, ok bool) {
 // returned as it came.
 func AppendUnescaped(dst, raw []byte) (_ []byte, ok bool) {
 	n := len(dst)
-	for i := 0; i < len(raw); {
+	// Byte by byte: the strings that have escapes (a tool call's arguments) have them every few
+	// bytes, where copying runs costs more than it saves.
+	for i := 0; i < len(raw); i++ {
 		c := raw[i]
 		if c != '\\' {
-			// Copy the run up to the next escape in one piece.
-			j := i + 1
-			for j < len(raw) && raw[j] != '\\' {
-				j++
-			}
-			dst = append(dst, raw[i:j]...)
-			i = j
+			dst = append(dst, c)
 			continue
 		}
-		if i+1 >= len(raw) {
+		i++
+		if i >= len(raw) {
 			return dst[:n], false
 		}
-		e := raw[i+1]
-		i += 2
-		switch e {
+		switch e := raw[i]; e {
 		case '"', '\\', '/':
 			dst = append(dst, e)
 		case 'b':
@@ -80,7 +119,7 @@ func AppendUnescaped(dst, raw []byte) (_ []byte, ok bool) {
 		case 't':
 			dst = append(dst, '\t')
 		case 'u':
-			r, ok := hex4(raw, i)
+			r, ok := hex4(raw, i+1)
 			if !ok {
 				return dst[:n], false
 			}
@@ -89,8 +128,8 @@ func AppendUnescaped(dst, raw []byte) (_ []byte, ok bool) {
 				// A pair is two escapes in a row; anything else leaves this half alone, and the
 				// next escape is read on its own (as encoding/json reads them).
 				r2, ok2 := rune(0), false
-				if i+6 <= len(raw) && raw[i] == '\\' && raw[i+1] == 'u' {
-					r2, ok2 = hex4(raw, i+2)
+				if i+6 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' {
+					r2, ok2 = hex4(raw, i+3)
 				}
 				if dec := utf16.DecodeRune(r, r2); ok2 && dec != utf8.RuneError {
 					r = dec
@@ -105,43 +144,6 @@ func AppendUnescaped(dst, raw []byte) (_ []byte, ok bool) {
 		}
 	}
 	return dst, true
-}
-
-// scan checks the JSON string that starts at d[i] and returns the index just past its closing
-// quote, and whether it has any escape.
-func scan(d []byte, i int) (end int, escaped, ok bool) {
-	if i >= len(d) || d[i] != '"' {
-		return 0, false, false
-	}
-	for j := i + 1; j < len(d); j++ {
-		c := d[j]
-		if c >= 0x20 && c != '"' && c != '\\' {
-			continue
-		}
-		switch c {
-		case '"':
-			return j + 1, escaped, true
-		case '\\':
-			if j+1 >= len(d) {
-				return 0, false, false
-			}
-			escaped = true
-			switch d[j+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				j++
-			case 'u':
-				if _, ok := hex4(d, j+2); !ok {
-					return 0, false, false
-				}
-				j += 5
-			default:
-				return 0, false, false
-			}
-		default: // a control character, which JSON requires escaped
-			return 0, false, false
-		}
-	}
-	return 0, false, false
 }
 
 // hex4 reads the four hex digits at d[i:i+4].
