@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/plload/plload/selftest"
 )
 
 // TestTenThousandStreams is issue 19's scale check, in the PLLOAD_LONG suite (it takes about two
@@ -36,16 +38,16 @@ func TestTenThousandStreams(t *testing.T) {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building plload for the mock: %v\n%s", err, out)
 	}
-	cfg := Config{Ladder: []int{streams}, TTFT: 200 * time.Millisecond, ITL: 200 * time.Millisecond, Tokens: 20,
+	cfg := selftest.Config{Ladder: []int{streams}, TTFT: 200 * time.Millisecond, ITL: 200 * time.Millisecond, Tokens: 20,
 		Warmup: 15 * time.Second, Duration: 60 * time.Second, Bound: 5 * time.Millisecond, Executable: bin}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	steps, err := Run(ctx, cfg)
+	steps, err := selftest.Run(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	st := steps[0]
-	t.Log(StepLine(st))
+	t.Log(selftest.StepLine(st))
 	t.Logf("requests %d, client CPU %.0f %% of %d cores, run-queue wait %.0f %%, scheduler p99 %.2f ms",
 		st.Requests, st.Injector.CPUPercent, st.Injector.Cores, st.Injector.RunQueueWaitPercent.V, st.Injector.SchedLatencyP99Ms)
 	if st.Errors > 0 {

@@ -143,64 +143,15 @@ func (d *scenarioDoc) flagOf(path string) string {
 
 // set writes value at the dotted path, creating mappings on the way, and records the flag that wrote it.
 func (d *scenarioDoc) set(flag, path string, value any) {
-	d.doc = setPath(d.doc, strings.Split(path, "."), value)
+	d.doc = workload.DocSet(d.doc, path, value)
 	if flag != "" {
 		d.owners = append(d.owners, owner{path: path, flag: flag})
 	}
 }
 
-func (d *scenarioDoc) get(path string) (any, bool) {
-	var cur any = d.doc
-	for _, k := range strings.Split(path, ".") {
-		m, ok := cur.(yaml.MapSlice)
-		if !ok {
-			return nil, false
-		}
-		i := slices.IndexFunc(m, func(it yaml.MapItem) bool { return fmt.Sprint(it.Key) == k })
-		if i < 0 {
-			return nil, false
-		}
-		cur = m[i].Value
-	}
-	return cur, true
-}
+func (d *scenarioDoc) get(path string) (any, bool) { return workload.DocGet(d.doc, path) }
 
-func (d *scenarioDoc) del(path string) {
-	keys := strings.Split(path, ".")
-	parent := d.doc
-	if len(keys) > 1 {
-		p, ok := d.get(strings.Join(keys[:len(keys)-1], "."))
-		if parent, ok = p.(yaml.MapSlice); !ok {
-			return
-		}
-	}
-	i := slices.IndexFunc(parent, func(it yaml.MapItem) bool { return fmt.Sprint(it.Key) == keys[len(keys)-1] })
-	if i < 0 {
-		return
-	}
-	rest := slices.Delete(parent, i, i+1)
-	if len(keys) == 1 {
-		d.doc = rest
-		return
-	}
-	d.set("", strings.Join(keys[:len(keys)-1], "."), rest)
-}
-
-func setPath(m yaml.MapSlice, keys []string, value any) yaml.MapSlice {
-	i := slices.IndexFunc(m, func(it yaml.MapItem) bool { return fmt.Sprint(it.Key) == keys[0] })
-	if len(keys) > 1 {
-		var child yaml.MapSlice
-		if i >= 0 {
-			child, _ = m[i].Value.(yaml.MapSlice) // a scalar there is replaced by the mapping
-		}
-		value = setPath(child, keys[1:], value)
-	}
-	if i < 0 {
-		return append(m, yaml.MapItem{Key: keys[0], Value: value})
-	}
-	m[i].Value = value
-	return m
-}
+func (d *scenarioDoc) del(path string) { d.doc = workload.DocDelete(d.doc, path) }
 
 // scalar is a flag value as YAML would read it typed in a file: a whole number, a finite number, or
 // else a string (a duration, or a mistake the scenario's checks will name).
@@ -353,7 +304,7 @@ func (d *scenarioDoc) loadFlags() error {
 				if v, ok := fs[k]; ok {
 					d.owners = append(d.owners, owner{path: fmt.Sprintf("load.stages[%d].%s", i, k), flag: k})
 					if st, ok := oldStages[i].(yaml.MapSlice); ok {
-						oldStages[i] = setPath(st, []string{k}, v)
+						oldStages[i] = workload.DocSet(st, k, v)
 					}
 				}
 			}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/urfave/cli/v3"
 
-	"github.com/plload/plload/bench"
 	"github.com/plload/plload/runner"
+	"github.com/plload/plload/selftest"
 )
 
 func selftestCommand() *cli.Command {
@@ -53,7 +53,7 @@ func selftestCommand() *cli.Command {
 			if err != nil {
 				return badInput("selftest --ladder: %v", err)
 			}
-			cfg := bench.Config{Ladder: ladder, TTFT: cmd.Duration("ttft"), ITL: cmd.Duration("itl"), Tokens: cmd.Int("tokens"),
+			cfg := selftest.Config{Ladder: ladder, TTFT: cmd.Duration("ttft"), ITL: cmd.Duration("itl"), Tokens: cmd.Int("tokens"),
 				Warmup: cmd.Duration("warmup"), Duration: cmd.Duration("duration"), Bound: cmd.Duration("bound"),
 				InProcess: cmd.Bool("in-process"), Target: cmd.String("target"), BusyPoll: cmd.Bool("busy-poll")}
 			switch {
@@ -74,22 +74,22 @@ func selftestCommand() *cli.Command {
 			}
 			ctx, stop := runner.Interruptible(ctx, cmd.Root().ErrWriter)
 			defer stop()
-			steps, runErr := bench.Run(ctx, cfg)
+			steps, runErr := selftest.Run(ctx, cfg)
 			if ctx.Err() != nil {
 				if !cmd.Bool("json") {
 					fmt.Fprintf(out, "INTERRUPTED after %d of %d steps: no verdict\n", len(steps), len(ladder))
 				}
 				return exitErr(exitInterrupted, fmt.Errorf("interrupted"))
 			}
-			verdict := bench.Judge(steps, cfg.Bound, cfg.Target, runErr)
+			verdict := selftest.Judge(steps, cfg.Bound, cfg.Target, runErr)
 			if cmd.Bool("json") {
 				if steps == nil {
-					steps = []bench.Step{}
+					steps = []selftest.Step{}
 				}
 				data, _ := json.MarshalIndent(struct {
-					Steps      []bench.Step  `json:"steps"`
-					Verdict    bench.Verdict `json:"verdict"`
-					Conclusion string        `json:"conclusion"`
+					Steps      []selftest.Step  `json:"steps"`
+					Verdict    selftest.Verdict `json:"verdict"`
+					Conclusion string           `json:"conclusion"`
 				}{steps, verdict, verdict.Line}, "", "  ")
 				fmt.Fprintln(out, string(data))
 			} else {

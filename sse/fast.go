@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/plload/plload/jsonstr"
 )
 
 // fastDecode decodes the common chunk — choices with a delta (or completions text) and a finish
@@ -250,40 +252,12 @@ func (s *scanner) array(item func() bool) bool {
 // rawString returns a string's bytes without its quotes (escapes left as written).
 func (s *scanner) rawString() ([]byte, bool) {
 	s.ws()
-	if s.i >= len(s.b) || s.b[s.i] != '"' {
+	raw, end, ok := jsonstr.Raw(s.b, s.i)
+	if !ok {
 		return nil, false
 	}
-	start := s.i + 1
-	for j := start; j < len(s.b); j++ {
-		switch c := s.b[j]; {
-		case c == '\\':
-			if j+1 >= len(s.b) {
-				return nil, false
-			}
-			switch s.b[j+1] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				j++
-			case 'u':
-				if j+5 >= len(s.b) {
-					return nil, false
-				}
-				for _, h := range s.b[j+2 : j+6] {
-					if !('0' <= h && h <= '9' || 'a' <= h && h <= 'f' || 'A' <= h && h <= 'F') {
-						return nil, false
-					}
-				}
-				j += 5
-			default:
-				return nil, false
-			}
-		case c == '"':
-			s.i = j + 1
-			return s.b[start:j], true
-		case c < 0x20:
-			return nil, false
-		}
-	}
-	return nil, false
+	s.i = end
+	return raw, true
 }
 
 // text reads a string (or null, leaving dst alone) and appends it to dst, as the slow path does.
@@ -305,61 +279,12 @@ func (s *scanner) text(dst *string) bool {
 	// Escapes (every tool-call argument piece has some): unescape here rather than through
 	// encoding/json, which allocates several times per string.
 	var stack [128]byte
-	v, ok := unescape(stack[:0], raw)
+	v, ok := jsonstr.AppendUnescaped(stack[:0], raw)
 	if !ok {
 		return false
 	}
 	*dst += string(v)
 	return true
-}
-
-// unescape appends raw (a string's bytes as rawString checked them) with its escapes decoded. A
-// \u escape of a UTF-16 surrogate returns false: pairs and encoding/json's replacement of lone ones
-// are left to it.
-func unescape(b, raw []byte) ([]byte, bool) {
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		if c != '\\' {
-			b = append(b, c)
-			continue
-		}
-		i++
-		switch raw[i] {
-		case '"', '\\', '/':
-			b = append(b, raw[i])
-		case 'b':
-			b = append(b, '\b')
-		case 'f':
-			b = append(b, '\f')
-		case 'n':
-			b = append(b, '\n')
-		case 'r':
-			b = append(b, '\r')
-		case 't':
-			b = append(b, '\t')
-		case 'u':
-			var r rune
-			for _, h := range raw[i+1 : i+5] {
-				switch {
-				case '0' <= h && h <= '9':
-					h -= '0'
-				case 'a' <= h && h <= 'f':
-					h -= 'a' - 10
-				default:
-					h -= 'A' - 10
-				}
-				r = r<<4 | rune(h)
-			}
-			if 0xD800 <= r && r <= 0xDFFF {
-				return nil, false
-			}
-			b = utf8.AppendRune(b, r)
-			i += 4
-		default:
-			return nil, false
-		}
-	}
-	return b, true
 }
 
 // skip passes over any value: a string, a number or literal, or a nested object or array.

@@ -328,8 +328,8 @@ func FuzzAppendToolCallsJSON(f *testing.F) {
 	})
 }
 
-// TestFastUnescape: escaped strings decode on the fast path as encoding/json decodes them; surrogate
-// escapes are left to encoding/json.
+// TestFastUnescape: escaped strings decode on the fast path as encoding/json decodes them, surrogate
+// escapes included (a pair becomes its rune, a lone half U+FFFD).
 func TestFastUnescape(t *testing.T) {
 	for _, tc := range []struct {
 		lit  string
@@ -338,8 +338,8 @@ func TestFastUnescape(t *testing.T) {
 		{`"{\"city\": \"Paris\"}"`, true},
 		{`"a\/b\\c\b\f\n\r\t\u0000\u001F\u00e9\u4E16\uFFFF"`, true},
 		{`"` + strings.Repeat(`\"x`, 100) + `"`, true}, // longer than the stack buffer
-		{`"\ud83d\ude00"`, false},
-		{`"\udc00"`, false},
+		{`"\ud83d\ude00"`, true},
+		{`"\udc00"`, true},
 	} {
 		data := `{"choices":[{"delta":{"tool_calls":[{"index":0,"function":{"arguments":` + tc.lit + `}}]}}]}`
 		var fast, slow Event

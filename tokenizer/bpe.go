@@ -104,6 +104,8 @@ type bpeMerge struct {
 }
 
 // before orders candidate merges: the lowest rank first, the leftmost among equals.
+//
+//lint:ignore U1000 used through mergeHeap's type constraint, which staticcheck does not follow (dominikh/go-tools#1294)
 func (m bpeMerge) before(o bpeMerge) bool {
 	if m.rank != o.rank {
 		return m.rank < o.rank

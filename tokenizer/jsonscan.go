@@ -4,13 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"unicode/utf16"
-	"unicode/utf8"
+
+	"github.com/plload/plload/jsonstr"
 )
 
 // A minimal JSON scanner for the big parts of a tokenizer.json (the model's vocab and merges, tens
-// of MB): encoding/json would scan them three times and allocate a string per key. Everything else
-// (normalizer, pre_tokenizer, added_tokens, the model's small fields) goes through encoding/json.
+// of MB): encoding/json would scan them three times and allocate a string per key. Its strings are
+// read by jsonstr. Everything else (normalizer, pre_tokenizer, added_tokens, the model's small
+// fields) goes through encoding/json.
 
 var errJSON = errors.New("malformed JSON")
 
@@ -23,18 +24,11 @@ func skipWS(d []byte, i int) int {
 
 // skipString returns the index after the string starting at d[i] == '"'.
 func skipString(d []byte, i int) (int, error) {
-	i++
-	for i < len(d) {
-		switch d[i] {
-		case '"':
-			return i + 1, nil
-		case '\\':
-			i += 2
-		default:
-			i++
-		}
+	_, end, ok := jsonstr.Raw(d, i)
+	if !ok {
+		return 0, errJSON
 	}
-	return 0, errJSON
+	return end, nil
 }
 
 // skipValue returns the index after the JSON value starting at d[i] (after white space).
@@ -78,88 +72,11 @@ func skipValue(d []byte, i int) (int, error) {
 
 // readString decodes the string starting at d[i] == '"', appending its bytes to buf.
 func readString(d []byte, i int, buf []byte) ([]byte, int, error) {
-	if i >= len(d) || d[i] != '"' {
+	buf, end, ok := jsonstr.AppendString(buf, d, i)
+	if !ok {
 		return nil, 0, errJSON
 	}
-	i++
-	start := i
-	for i < len(d) && d[i] != '"' && d[i] != '\\' {
-		i++
-	}
-	buf = append(buf, d[start:i]...)
-	for i < len(d) {
-		c := d[i]
-		switch {
-		case c == '"':
-			return buf, i + 1, nil
-		case c == '\\':
-			if i+1 >= len(d) {
-				return nil, 0, errJSON
-			}
-			e := d[i+1]
-			i += 2
-			switch e {
-			case '"', '\\', '/':
-				buf = append(buf, e)
-			case 'b':
-				buf = append(buf, '\b')
-			case 'f':
-				buf = append(buf, '\f')
-			case 'n':
-				buf = append(buf, '\n')
-			case 'r':
-				buf = append(buf, '\r')
-			case 't':
-				buf = append(buf, '\t')
-			case 'u':
-				r, ok := hex4(d, i)
-				if !ok {
-					return nil, 0, errJSON
-				}
-				i += 4
-				if utf16.IsSurrogate(r) {
-					r2, ok2 := rune(0), false
-					if i+6 <= len(d) && d[i] == '\\' && d[i+1] == 'u' {
-						r2, ok2 = hex4(d, i+2)
-					}
-					if dec := utf16.DecodeRune(r, r2); ok2 && dec != utf8.RuneError {
-						r = dec
-						i += 6
-					} else {
-						r = utf8.RuneError
-					}
-				}
-				buf = utf8.AppendRune(buf, r)
-			default:
-				return nil, 0, errJSON
-			}
-		default:
-			buf = append(buf, c)
-			i++
-		}
-	}
-	return nil, 0, errJSON
-}
-
-func hex4(d []byte, i int) (rune, bool) {
-	if i+4 > len(d) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range d[i : i+4] {
-		r <<= 4
-		switch {
-		case c >= '0' && c <= '9':
-			r |= rune(c - '0')
-		case c >= 'a' && c <= 'f':
-			r |= rune(c - 'a' + 10)
-		case c >= 'A' && c <= 'F':
-			r |= rune(c - 'A' + 10)
-		default:
-			return 0, false
-		}
-	}
-	return r, true
+	return buf, end, nil
 }
 
 // objectFields calls f with each key and raw value of the JSON object d.

@@ -31,10 +31,13 @@ func ScenarioYAML(original []byte, p Part) ([]byte, error) {
 	if err := yaml.UnmarshalWithOptions(original, &doc, yaml.UseOrderedMap()); err != nil {
 		return nil, fmt.Errorf("reading the scenario: %w", err)
 	}
-	name, _ := get(doc, "name").(string)
-	doc = set(doc, []string{"name"}, fmt.Sprintf("%s-%s", name, p.ID))
-	load, _ := get(doc, "load").(yaml.MapSlice)
-	oldMode, _ := get(load, "mode").(string)
+	nameDoc, _ := workload.DocGet(doc, "name")
+	name, _ := nameDoc.(string)
+	doc = workload.DocSet(doc, "name", fmt.Sprintf("%s-%s", name, p.ID))
+	loadDoc, _ := workload.DocGet(doc, "load")
+	load, _ := loadDoc.(yaml.MapSlice)
+	modeDoc, _ := workload.DocGet(load, "mode")
+	oldMode, _ := modeDoc.(string)
 	var kept yaml.MapSlice
 	for _, it := range load {
 		k := fmt.Sprint(it.Key)
@@ -48,13 +51,14 @@ func ScenarioYAML(original []byte, p Part) ([]byte, error) {
 		stages[i] = stageDoc(p.Mode, st)
 	}
 	kept = append(yaml.MapSlice{{Key: "mode", Value: p.Mode}, {Key: "stages", Value: stages}}, kept...)
-	doc = set(doc, []string{"load"}, kept)
-	_, hasSource := get(doc, "workload").(yaml.MapSlice)
+	doc = workload.DocSet(doc, "load", kept)
+	source, _ := workload.DocGet(doc, "workload")
+	_, hasSource := source.(yaml.MapSlice)
 	if p.Mode != workload.ModeRequestRate && !hasSource {
-		session, _ := get(doc, "session").(yaml.MapSlice)
 		for _, kv := range []yaml.MapItem{{Key: "turns", Value: 1}, {Key: "think_time", Value: "0s"}} {
-			if get(session, kv.Key.(string)) == nil {
-				doc = set(doc, []string{"session", kv.Key.(string)}, kv.Value)
+			path := "session." + kv.Key.(string)
+			if v, _ := workload.DocGet(doc, path); v == nil {
+				doc = workload.DocSet(doc, path, kv.Value)
 			}
 		}
 	}
@@ -110,30 +114,4 @@ func SizePools(sc *workload.Scenario, p Part) Part {
 		}
 	}
 	return p
-}
-
-func get(m yaml.MapSlice, key string) any {
-	for _, it := range m {
-		if fmt.Sprint(it.Key) == key {
-			return it.Value
-		}
-	}
-	return nil
-}
-
-// set writes value at the path of keys, creating mappings on the way.
-func set(m yaml.MapSlice, keys []string, value any) yaml.MapSlice {
-	i := slices.IndexFunc(m, func(it yaml.MapItem) bool { return fmt.Sprint(it.Key) == keys[0] })
-	if len(keys) > 1 {
-		var child yaml.MapSlice
-		if i >= 0 {
-			child, _ = m[i].Value.(yaml.MapSlice)
-		}
-		value = set(child, keys[1:], value)
-	}
-	if i < 0 {
-		return append(m, yaml.MapItem{Key: keys[0], Value: value})
-	}
-	m[i].Value = value
-	return m
 }

@@ -1,6 +1,7 @@
-// Package bench proves the injector: the self-test runs the real engine against a server whose timing
-// is known exactly and reports how far the measurement is off, step by step up a concurrency ladder.
-package bench
+// Package selftest proves the injector (`plload selftest`): it runs the real engine against a server
+// whose timing is known exactly and reports how far the measurement is off, step by step up a
+// concurrency ladder.
+package selftest
 
 import (
 	"bufio"
