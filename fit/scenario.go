@@ -132,8 +132,8 @@ func Scenario(s *Summary, opts ScenarioOptions) string {
 // personaCap is the most personas for a session rate (sessions/s): each is drawn about 20 times in
 // a stage's duration, so its first use (a miss) leaves the cached share within about 5 % of the log's.
 func personaCap(sessionsPerS float64) int {
-	stageSeconds, _ := time.ParseDuration(stageDuration)
-	return max(1, int(sessionsPerS*stageSeconds.Seconds()/20))
+	stage, _ := time.ParseDuration(stageDuration)
+	return max(1, int(sessionsPerS*stage.Seconds()/20))
 }
 
 // capNote says how the persona count was chosen.

@@ -22,6 +22,7 @@ var (
 	// ErrNotFound: the hub answered 404 (no such repo, revision or file).
 	ErrNotFound = errors.New("not found on the Hugging Face hub")
 	// ErrUnreachable: the hub could not be reached (network error, refused connection, timeout).
+	//lint:ignore ST1005 the message begins with a proper noun, the hub's name
 	ErrUnreachable = errors.New("Hugging Face hub unreachable")
 	// ErrOffline: offline mode (HF_HUB_OFFLINE) and the tokenizer is not in the cache.
 	ErrOffline = errors.New("not in the Hugging Face cache in offline mode")
@@ -31,6 +32,7 @@ var (
 	// a bad redirect).
 	ErrBadResponse = errors.New("unusable answer from the Hugging Face hub")
 	// ErrCache: the cache could not be written.
+	//lint:ignore ST1005 the message begins with a proper noun, the hub's name
 	ErrCache = errors.New("Hugging Face cache not writable")
 )
 
