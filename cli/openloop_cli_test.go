@@ -8,61 +8,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/resultfiles"
-	"github.com/plload/plload/runner"
 	"github.com/plload/plload/workload"
 )
-
-// TestRunFailures: what makes a finished run exit 1. With no SLO set, no stage "failed the SLO";
-// a replay stage that fell behind its trace did not measure the trace.
-func TestRunFailures(t *testing.T) {
-	errMax := 0.01
-	sloSet := workload.SLO{TTFT: &workload.Limits{P95: workload.Duration(500 * time.Millisecond)}, ErrorRate: &errMax}
-	stage := func(edit func(*metrics.StageSummary)) *resultfiles.StageReport {
-		sum := &metrics.StageSummary{}
-		sum.Requests.Succeeded = 10
-		sum.ErrorRate = metrics.Some(0.0)
-		edit(sum)
-		return &resultfiles.StageReport{Stage: 1, Summary: sum}
-	}
-	fine := func(*metrics.StageSummary) {}
-	for _, tc := range []struct {
-		name     string
-		slo      workload.SLO
-		stage    *resultfiles.StageReport
-		headline bool
-		want     []string
-	}{
-		{"no SLO, no headline", workload.SLO{}, stage(fine), false, nil},
-		{"SLO set, no stage met it", sloSet, stage(fine), false, []string{"no stage met the SLO (TTFT p95 ≤ 500ms, error rate ≤ 0.01)"}},
-		{"SLO met", sloSet, stage(fine), true, nil},
-		{"every stage partial: none could be judged", sloSet, stage(func(s *metrics.StageSummary) { s.Partial = true }), false,
-			[]string{"no stage can be judged against the SLO (TTFT p95 ≤ 500ms, error rate ≤ 0.01): every stage is partial (cut short, or a shard of the run lost: see merge.json), so none is the headline"}},
-		{"error rate over the limit", sloSet, stage(func(s *metrics.StageSummary) { s.ErrorRate = metrics.Some(0.2) }), true,
-			[]string{"stage 01 failed: error rate 20.00% is over the SLO's error rate limit 1.00%"}},
-		{"error rate without a limit", workload.SLO{}, stage(func(s *metrics.StageSummary) { s.ErrorRate = metrics.Some(0.2) }), false, nil},
-		{"replay kept pace", workload.SLO{}, stage(func(s *metrics.StageSummary) { s.ReplayValid = metrics.Some(true) }), false, nil},
-		{"replay fell behind", workload.SLO{}, stage(func(s *metrics.StageSummary) {
-			s.ReplayValid, s.ReplayInvalidReason = metrics.Some(false), "send lag p99 25.0 ms > 10 ms"
-		}), false, []string{"stage 01 is not a valid replay: client could not keep the trace's pace: send lag p99 25.0 ms > 10 ms; raise load.max_in_flight, replay slower (load.time_scale > 1), or run on a machine with more cores"}},
-		{"replay fell behind, no reason given", workload.SLO{}, stage(func(s *metrics.StageSummary) {
-			s.ReplayValid = metrics.Some(false)
-			s.SendLag = metrics.Dist{N: 5, P99: 30, Max: 1500}
-		}), false, []string{"stage 01 is not a valid replay: client could not keep the trace's pace: send lag p99 30.0 ms, max 1500.0 ms (limits: p99 ≤ 10 ms, none > 1000 ms); raise load.max_in_flight, replay slower (load.time_scale > 1), or run on a machine with more cores"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			got := runner.Failures(&workload.Scenario{SLO: tc.slo}, []*resultfiles.StageReport{tc.stage}, tc.headline)
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("failures (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
 
 // TestOpenLoopExamplesRun: the README's request_rate and replay examples run against the bundled
 // mock in seconds; their stages are what the files say, and the exit code agrees with the replay's

@@ -103,7 +103,7 @@ func TestHeadlineWithoutSLO(t *testing.T) {
 		t.Errorf("all partial: %q", got)
 	}
 	md := Markdown(resultfiles.New(sc, stages[:2], resultfiles.Meta{}), sc)
-	for _, bad := range []string{"FAIL", "no stage met", "no complete stage passed"} {
+	for _, bad := range []string{"FAIL", "no stage met", "no complete stage passed", "no stage passed", "no valid stage passed"} {
 		if strings.Contains(md, bad) {
 			t.Errorf("report.md without an SLO says %q", bad)
 		}
@@ -280,7 +280,7 @@ func TestInvalidReplayIsNotTheHeadline(t *testing.T) {
 		t.Fatalf("a valid stage that passed: %q", got)
 	}
 	st.Summary.ReplayValid = metrics.Some(false)
-	want := "no complete stage passed the SLO, so there is no cost at the SLO (1 stage(s) met it as a replay that fell behind its trace: those numbers are not the trace's)."
+	want := "no valid stage passed the SLO, so there is no cost at the SLO (1 stage(s) met it as a replay that fell behind its trace: those numbers are not the trace's)."
 	if got := resultfiles.HeadlineText([]*resultfiles.StageReport{st}); got != want {
 		t.Errorf("headline\n got %q\nwant %q", got, want)
 	}

@@ -28,7 +28,7 @@ func HeadlineText(stages []*StageReport) string {
 	case !set:
 		return noSLOHeadline(stages)
 	case best < 0:
-		return "no complete stage passed the SLO, so there is no cost at the SLO" + unmeasuredNote(sums) + "."
+		return noPassHeadline(sums)
 	}
 	r := stages[best]
 	s := r.Summary
@@ -98,6 +98,22 @@ func ReplayWarning(s *metrics.StageSummary) string {
 			s.SendLag.P99, s.SendLag.Max, metrics.ReplayLagP99LimitMs, metrics.ReplayLateLimitMs)
 	}
 	return "client could not keep the trace's pace: " + why
+}
+
+// noPassHeadline says why no stage is the headline, in the words of the stage tables: stages whose
+// SLO PASS does not stand (a replay that fell behind its trace) are "not valid", stages cut short
+// are "not complete", and stages that FAILed simply did not pass.
+func noPassHeadline(sums []*metrics.StageSummary) string {
+	lead := "no stage passed the SLO"
+	for _, s := range sums {
+		switch {
+		case s != nil && s.Partial:
+			lead = "no complete stage passed the SLO"
+		case s != nil && s.SLO.Verdict == metrics.SLOPass && !s.Measured():
+			return "no valid stage passed the SLO, so there is no cost at the SLO" + unmeasuredNote(sums) + "."
+		}
+	}
+	return lead + ", so there is no cost at the SLO."
 }
 
 // unmeasuredNote says why SLO-passing stages are not the headline: they fell behind their trace

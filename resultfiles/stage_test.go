@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/workload"
 )
 
@@ -22,5 +23,33 @@ func TestReplayFields(t *testing.T) {
 	r.Name = "trace day 1"
 	if got := r.LoadText(); got != "trace day 1: replay ×0.5 ≤ 1000" {
 		t.Errorf("load %q", got)
+	}
+}
+
+// TestNoPassHeadlineNamesTheCause: when no stage is the headline, it says why in the tables' words —
+// stages that FAILed did not pass, a stage cut short is not complete, a replay that fell behind is
+// not valid even though its table says PASS.
+func TestNoPassHeadlineNamesTheCause(t *testing.T) {
+	mk := func(verdict string, partial, replayBehind bool) *metrics.StageSummary {
+		s := &metrics.StageSummary{Partial: partial}
+		s.Throughput.Requests = 10
+		s.SLO.Verdict = verdict
+		if replayBehind {
+			s.ReplayValid = metrics.Some(false)
+		}
+		return s
+	}
+	for _, c := range []struct {
+		name string
+		sums []*metrics.StageSummary
+		want string
+	}{
+		{"every stage failed", []*metrics.StageSummary{mk(metrics.SLOFail, false, false)}, "no stage passed the SLO, so there is no cost at the SLO."},
+		{"one cut short", []*metrics.StageSummary{mk(metrics.SLOFail, false, false), mk(metrics.SLOPass, true, false)}, "no complete stage passed the SLO, so there is no cost at the SLO."},
+		{"a replay that fell behind", []*metrics.StageSummary{mk(metrics.SLOPass, false, true)}, "no valid stage passed the SLO, so there is no cost at the SLO (1 stage(s) met it as a replay that fell behind its trace: those numbers are not the trace's)."},
+	} {
+		if got := noPassHeadline(c.sums); got != c.want {
+			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
+		}
 	}
 }

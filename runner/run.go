@@ -166,7 +166,8 @@ func finish(sc *workload.Scenario, stages []*resultfiles.StageReport, dir string
 // Failures says what makes a finished run exit 1 (README, "Exit codes"): a stage that failed —
 // stopped because the target was unreachable, without one successful request, or with an error rate
 // over slo.error_rate_max —, a replay stage that could not keep the trace's pace, or no stage that
-// met the SLO (no headline; only when the scenario sets one). [] when none.
+// met the SLO (no headline; only when the scenario sets one, and only where the tables show a FAIL
+// or a verdict that could not be reached). Each line names the cause the stage tables show. [] when none.
 func Failures(sc *workload.Scenario, stages []*resultfiles.StageReport, headline bool) []string {
 	var out []string
 	errMax, errSet := sc.SLO.ErrorRateLimit()
@@ -185,20 +186,61 @@ func Failures(sc *workload.Scenario, stages []*resultfiles.StageReport, headline
 		}
 	}
 	if !headline && len(stages) > 0 && sc.SLO.IsSet() {
-		out = append(out, noHeadline(sc, stages))
+		if why := noHeadline(sc, stages); why != "" {
+			out = append(out, why)
+		}
 	}
 	return out
 }
 
-// noHeadline says why no stage is the run's headline: none met the SLO, or none could be judged
-// because every stage is partial (cut short, or a shard of a merged run lost) — not the same news.
+// noHeadline says why no stage is the run's headline, in the words of the stage tables, when no
+// other line of the run's failures says it already ("" then): stages that FAILed the SLO ("no stage
+// met the SLO"), stages none of which could be judged (every one partial, or its verdict N/A). A
+// stage that PASSed but is not the headline — a replay that fell behind its trace — has its own line,
+// and its SLO PASS is never called a failure.
 func noHeadline(sc *workload.Scenario, stages []*resultfiles.StageReport) string {
+	slo := resultfiles.SLOText(sc.SLO)
+	var failed, unmeasuredPass, notApplicable []string
+	partial := 0
 	for _, st := range stages {
-		if !st.Summary.Partial {
-			return fmt.Sprintf("no stage met the SLO (%s)", resultfiles.SLOText(sc.SLO))
+		sum := st.Summary
+		if sum.Partial {
+			partial++
+			continue
+		}
+		switch sum.SLO.Verdict {
+		case metrics.SLOFail:
+			failed = append(failed, fmt.Sprintf("%02d", st.Stage))
+		case metrics.SLOPass:
+			if !sum.Measured() {
+				unmeasuredPass = append(unmeasuredPass, fmt.Sprintf("%02d", st.Stage))
+			}
+		case metrics.SLONA:
+			if sum.Requests.Succeeded > 0 { // a stage without a success has its own "failed" line
+				notApplicable = append(notApplicable, fmt.Sprintf("%02d", st.Stage))
+			}
 		}
 	}
-	return fmt.Sprintf("no stage can be judged against the SLO (%s): every stage is partial (cut short, or a shard of the run lost: see merge.json), so none is the headline", resultfiles.SLOText(sc.SLO))
+	switch {
+	case partial == len(stages):
+		return fmt.Sprintf("no stage can be judged against the SLO (%s): every stage is partial (cut short, or a shard of the run lost: see merge.json), so none is the headline", slo)
+	case len(failed) > 0 && len(unmeasuredPass) > 0:
+		return fmt.Sprintf("no valid stage met the SLO (%s): %s failed it, and %s met it only as a replay that fell behind its trace",
+			slo, stageList(failed), stageList(unmeasuredPass))
+	case len(failed) > 0:
+		return fmt.Sprintf("no stage met the SLO (%s)", slo)
+	case len(notApplicable) > 0:
+		return fmt.Sprintf("no stage could be judged against the SLO (%s): %s has the verdict N/A (a limit's metric has no values: see its stage table)", slo, stageList(notApplicable))
+	}
+	return ""
+}
+
+// stageList names stages: "stage 01", "stages 01, 03".
+func stageList(ids []string) string {
+	if len(ids) == 1 {
+		return "stage " + ids[0]
+	}
+	return "stages " + strings.Join(ids, ", ")
 }
 
 // replayReason says how far behind the trace a replay stage fell, and what to do about it.
