@@ -42,4 +42,3 @@ func sourceName(src *SourceInfo) string {
 	}
 	return fmt.Sprintf("%s %s (%s, sha256 %.12s…)", src.Kind, src.File, src.Format, src.SHA256)
 }
-
