@@ -17,8 +17,9 @@ import (
 // and watched by epoll instances of plload's own (one per P), each itself watched by Go's poller, so
 // a loop goroutine wakes once for every batch of ready sockets and reads each once — no empty read
 // before parking, no goroutine woken per chunk. It priced that design before the engine took it
-// (engine/poller.go) and stays as the floor under it. Its sockets leave Go's poller altogether;
-// plload's stay in it (their requests are written there), which measured about 10 % dearer here.
+// (engine/h1client/poller.go) and stays as the floor under it. Its sockets leave Go's poller
+// altogether; plload's stay in it (their requests are written there), which measured about 10 %
+// dearer here.
 func epollLoop(base string, streams int, span time.Duration) chunkCostResult {
 	u, _ := url.Parse(base)
 	req := fmt.Appendf(nil, "POST %s/chat/completions HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", u.Path, u.Host, len(bareBody), bareBody)

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/plload/plload/engine/h1client"
 	"github.com/plload/plload/sse"
 	"github.com/plload/plload/workload"
 )
@@ -27,16 +28,16 @@ import (
 const HTTPClientEnv = "PLLOAD_HTTP_CLIENT"
 
 // newTransports returns the stage's transport and the one a retry uses (a new connection per
-// request). http:// targets get the lean HTTP/1.1 client (h1.go) with the poller (poller.go)
+// request). http:// targets get the lean HTTP/1.1 client (package h1client) with its poller
 // unless HTTPClientEnv says otherwise; https:// targets always get net/http.
 func newTransports(sc *workload.Scenario, baseURL string, maxConns int, getenv func(string) string) (http.RoundTripper, http.RoundTripper, error) {
 	switch v := getenv(HTTPClientEnv); {
 	case strings.HasPrefix(baseURL, "http://") && (v == "" || v == "h1-blocking"):
-		var p *poller
+		var p *h1client.Poller
 		if v == "" {
-			p, _ = thePoller() // none (not Linux): bodies are read on their requests' goroutines
+			p, _ = h1client.SharedPoller() // none (not Linux): bodies are read on their requests' goroutines
 		}
-		return newH1Transport(maxConns+16, false, p), newH1Transport(0, true, p), nil
+		return h1client.New(h1client.Config{MaxIdle: maxConns + 16, Poller: p}), h1client.New(h1client.Config{NoReuse: true, Poller: p}), nil
 	case v != "" && v != "net/http" && v != "h1-blocking":
 		return nil, nil, fmt.Errorf("%s=%q: accepted are net/http, h1-blocking, or unset for plload's own HTTP/1.1 client on http:// targets", HTTPClientEnv, v)
 	}

@@ -52,7 +52,7 @@ type Config struct {
 	// stops a probe whose failure is already certain; later stages still run.
 	StopWhen func(stage int, rec *metrics.Record) string
 	// OnTokenEvent, when set, sees every token event as it is read (the self-test uses it). It runs on
-	// the poller's goroutine (poller.go), between other streams' reads, or on the request's: keep it
+	// a poller goroutine (h1client.Poller), between other streams' reads, or on the request's: keep it
 	// short, and safe for concurrent use. It takes the event by value: a pointer handed to a function
 	// value would put every chunk's event on the heap (issue 19).
 	OnTokenEvent func(sse.Event)

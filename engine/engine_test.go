@@ -22,6 +22,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plload/plload/engine/h1client"
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/mock"
 	"github.com/plload/plload/workload"
@@ -350,7 +351,7 @@ func checkAllRecords(t *testing.T, recs []map[string]any) {
 
 // leakCheck fails the test when goroutines started during it are still running at its end.
 func leakCheck(t *testing.T) func() {
-	thePoller() // its loops live as long as the process: started before the count, they are not a leak
+	h1client.SharedPoller() // its loops live as long as the process: started before the count, they are not a leak
 	before := runtime.NumGoroutine()
 	return func() {
 		t.Helper()

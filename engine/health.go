@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/plload/plload/engine/h1client"
 	plmetrics "github.com/plload/plload/metrics"
 )
 
@@ -18,9 +19,8 @@ type healthProbe struct {
 	buckets []float64
 	pauseNs uint64
 	waits   map[string]uint64 // run-queue wait per thread at the start
-	// lag and stopLag: the poller's read lag over the stage, when its transport has a poller.
-	lag     *readLag
-	stopLag func()
+	// lag is the poller's read lag over the stage, when its transport has a poller.
+	lag *h1client.ReadLag
 }
 
 const schedMetric = "/sched/latencies:seconds"
@@ -45,15 +45,14 @@ func readSched() ([]uint64, []float64) {
 }
 
 // startProbe starts measuring; pl is the poller that reads the stage's answers (nil: none).
-func startProbe(pl *poller) *healthProbe {
+func startProbe(pl *h1client.Poller) *healthProbe {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	p := &healthProbe{wall: time.Now(), cpu: ProcessCPU(), pauseNs: ms.PauseTotalNs}
 	p.sched, p.buckets = readSched()
 	p.waits = runQueueWait()
 	if pl != nil {
-		p.lag = newReadLag()
-		p.stopLag = pl.measureReadLag(p.lag)
+		p.lag = pl.MeasureReadLag()
 	}
 	return p
 }
@@ -64,8 +63,8 @@ func (p *healthProbe) finish() plmetrics.InjectorHealth {
 	runtime.ReadMemStats(&ms)
 	h := plmetrics.InjectorHealth{Cores: runtime.GOMAXPROCS(0), GCPauseTotalMs: float64(ms.PauseTotalNs-p.pauseNs) / 1e6}
 	if p.lag != nil {
-		p.stopLag()
-		if ms, ok := p.lag.p99Ms(); ok {
+		p.lag.Stop()
+		if ms, ok := p.lag.P99Ms(); ok {
 			h.ReadLagP99Ms = plmetrics.Some(ms)
 		}
 	}

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package engine
+package h1client
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 // pollLoop has no epoll to serve outside Linux: the client reads each body on its own goroutine.
 type pollLoop struct{}
 
-func newPollLoop(*atomic.Pointer[readLag]) (*pollLoop, error) {
+func newPollLoop(*atomic.Pointer[ReadLag]) (*pollLoop, error) {
 	return nil, errors.New("plload's poller needs Linux's epoll")
 }
 

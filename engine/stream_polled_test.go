@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/plload/plload/engine/h1client"
 )
 
 // scriptServer is a loopback HTTP/1.1 server written by hand, for framings and faults Go's server
@@ -106,7 +108,7 @@ func writeSplit(c net.Conn, s string, size int, pause time.Duration) {
 // CRLFs and events, with chunk extensions and a trailer — give the same records, and the
 // connection is kept for the next request when the answer ended cleanly.
 func TestPollerReadsEveryWayTheBytesCome(t *testing.T) {
-	p, err := thePoller()
+	p, err := h1client.SharedPoller()
 	if err != nil {
 		t.Skip(err)
 	}
@@ -133,7 +135,7 @@ func TestPollerReadsEveryWayTheBytesCome(t *testing.T) {
 	for name, send := range cases {
 		t.Run(name, func(t *testing.T) {
 			base, conns := scriptServer(t, func(c net.Conn, _ int) bool { send(c); return true })
-			before := p.watched.Load()
+			before := p.Watched()
 			recs, _, res := runShort(t, base, 0)
 			for _, r := range recs {
 				if r["error"] != nil {
@@ -143,7 +145,7 @@ func TestPollerReadsEveryWayTheBytesCome(t *testing.T) {
 					t.Fatalf("output_sequence_length %v, want %d", n, tokens)
 				}
 			}
-			if watched := p.watched.Load() - before; watched < int64(res.OK) {
+			if watched := p.Watched() - before; watched < int64(res.OK) {
 				t.Fatalf("%d answers, %d read by the poller", res.OK, watched)
 			}
 			if lag := res.Injector.ReadLagP99Ms; manyReads[name] && (!lag.OK || lag.V <= 0 || lag.V > 1000) {
@@ -159,7 +161,7 @@ func TestPollerReadsEveryWayTheBytesCome(t *testing.T) {
 
 // TestPollerFaults: what a server does wrong mid-body gets the record it got before the poller.
 func TestPollerFaults(t *testing.T) {
-	if _, err := thePoller(); err != nil {
+	if _, err := h1client.SharedPoller(); err != nil {
 		t.Skip(err)
 	}
 	half := wholeAnswer(3)[:len(sseHead)+60]
@@ -218,7 +220,7 @@ func TestPollerFaults(t *testing.T) {
 // connection is kept. A terminator that never comes costs the connection after drainLimit; bytes
 // after the terminator cost it at once; the records are successes either way.
 func TestPollerAfterDone(t *testing.T) {
-	if _, err := thePoller(); err != nil {
+	if _, err := h1client.SharedPoller(); err != nil {
 		t.Skip(err)
 	}
 	noEnd := strings.TrimSuffix(wholeAnswer(2), "0\r\n\r\n")

@@ -1,4 +1,4 @@
-package engine
+package h1client
 
 import (
 	"fmt"
@@ -37,19 +37,21 @@ func loopbackPair(t *testing.T) (fd int, server net.Conn) {
 	return fd, server
 }
 
-// watchedBody is a body put straight into loop l, collecting what it is fed.
+// watchedBody is a body put straight into loop l, its own sink, collecting what it is fed.
 type watchedBody struct {
 	*polledBody
 	got    strings.Builder // written under the body's lock, read after its signal
 	endErr error
 }
 
+func (w *watchedBody) Feed(p []byte, _ time.Time) bool { w.got.Write(p); return true }
+
+func (w *watchedBody) End(err error) { w.endErr = err }
+
 func watchOn(t *testing.T, l *pollLoop, fd int) *watchedBody {
 	t.Helper()
 	w := &watchedBody{}
-	w.polledBody = &polledBody{loop: l, fd: fd, signal: make(chan struct{}, 2),
-		feed: func(p []byte, _ time.Time) bool { w.got.Write(p); return true },
-		end:  func(err error) { w.endErr = err }}
+	w.polledBody = &polledBody{loop: l, fd: fd, signal: make(chan struct{}, 2), sink: w}
 	w.mu.Lock() // as watch does: the loop may read the body before add returns
 	defer w.mu.Unlock()
 	if err := l.add(w.polledBody); err != nil {
@@ -76,7 +78,7 @@ func (w *watchedBody) await(t *testing.T, name, want string) {
 
 func newTestLoops(t *testing.T, n int) []*pollLoop {
 	t.Helper()
-	var sink atomic.Pointer[readLag]
+	var sink atomic.Pointer[ReadLag]
 	loops := make([]*pollLoop, n)
 	for i := range loops {
 		l, err := newPollLoop(&sink)

@@ -1,4 +1,4 @@
-package engine
+package h1client
 
 import (
 	"bufio"
@@ -10,15 +10,11 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httptrace"
-	"os"
-	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/plload/plload/workload"
-	"runtime"
 	"weak"
 )
 
@@ -37,9 +33,9 @@ func countingServer(t *testing.T, h http.HandlerFunc) (string, *atomic.Int64) {
 	return ts.URL, &conns
 }
 
-// h1Get sends one request through tr and returns the body read to its end and whether the
+// h1Do sends one request through tr and returns the body read to its end and whether the
 // connection was a pooled one.
-func h1Do(t *testing.T, tr *h1Transport, method, url, body string) (string, bool, *http.Response) {
+func h1Do(t *testing.T, tr *Transport, method, url, body string) (string, bool, *http.Response) {
 	t.Helper()
 	var reused bool
 	ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }})
@@ -87,7 +83,7 @@ func TestH1ReadsEveryFramingAndReusesWhatItMay(t *testing.T) {
 			conn.Close()
 		}
 	})
-	tr := newH1Transport(4, false, nil)
+	tr := New(Config{MaxIdle: 4})
 	defer tr.CloseIdleConnections()
 	steps := []struct {
 		path, body, want string
@@ -118,7 +114,7 @@ func TestH1ReadsEveryFramingAndReusesWhatItMay(t *testing.T) {
 func TestH1RefusesWhatItCannotSendFaithfully(t *testing.T) {
 	var requests atomic.Int64
 	url, _ := countingServer(t, func(http.ResponseWriter, *http.Request) { requests.Add(1) })
-	tr := newH1Transport(4, false, nil)
+	tr := New(Config{MaxIdle: 4})
 	defer tr.CloseIdleConnections()
 	for name, set := range map[string]func(h http.Header){
 		"line break in a value": func(h http.Header) { h["X-Key"] = []string{"a\r\nX-Evil: 1"} },
@@ -151,7 +147,7 @@ func TestH1CancelEndsABlockedReadAndDropsTheConnection(t *testing.T) {
 			}
 		}
 	})
-	tr := newH1Transport(4, false, nil)
+	tr := New(Config{MaxIdle: 4})
 	defer tr.CloseIdleConnections()
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/hang", strings.NewReader("{}"))
@@ -191,7 +187,7 @@ func TestH1FindsAPooledConnectionTheServerClosed(t *testing.T) {
 	}
 	ts.Start()
 	defer ts.Close()
-	tr := newH1Transport(4, false, nil)
+	tr := New(Config{MaxIdle: 4})
 	defer tr.CloseIdleConnections()
 	h1Do(t, tr, http.MethodPost, ts.URL+"/a", "{}")
 	ts.CloseClientConnections() // the server drops the idle connection
@@ -222,101 +218,6 @@ func TestH1FindsAPooledConnectionTheServerClosed(t *testing.T) {
 	}
 }
 
-// TestNetHTTPClientPassesTheSameCases: net/http stays the client for https:// targets and for
-// PLLOAD_HTTP_CLIENT=net/http, so it must pass the fault matrix, the keep-alive and the
-// close-after-response cases and the dead-target abort just as plload's own client does.
-func TestNetHTTPClientPassesTheSameCases(t *testing.T) { passTheSameCasesOn(t, "net/http") }
-
-// passTheSameCasesOn reruns the fault, keep-alive and close tests with HTTPClientEnv set to client.
-func passTheSameCasesOn(t *testing.T, client string) {
-	if testing.Short() {
-		t.Skip("reruns other tests")
-	}
-	t.Setenv(HTTPClientEnv, client)
-	for name, test := range map[string]func(*testing.T){
-		"faults":                      TestErrorsAndFaultsAreRecorded,
-		"more faults":                 TestMoreFaults,
-		"mixed faults":                TestAccountingUnderMixedFaults,
-		"closed keep-alive":           TestClosedKeepAliveIsRetriedOnce,
-		"kept alive":                  TestConnectionsAreKeptAlive,
-		"server closes after answers": TestServerClosingAfterEachAnswer,
-		"dead target":                 TestDeadTargetAbortsTheStage,
-	} {
-		t.Run(name, test)
-	}
-}
-
-// TestHTTPClientChoice: http:// gets plload's client unless the environment asks for net/http;
-// https:// always gets net/http; anything else in the variable is refused by name.
-func TestHTTPClientChoice(t *testing.T) {
-	sc, issues := workload.Parse("t.yaml", []byte(scenarioYAML("http://127.0.0.1:1/v1", shortSessions, "  mode: concurrency\n  stages:\n    - {concurrency: 1, duration: 1s}")), workload.LoadOptions{Getenv: testEnv})
-	if issues.Err() != nil {
-		t.Fatal(issues.Err())
-	}
-	for _, tc := range []struct {
-		base, env        string
-		wantH1, wantPoll bool
-		wantErr          string
-	}{
-		{"http://127.0.0.1:1/v1", "", true, true, ""},
-		{"http://127.0.0.1:1/v1", "h1-blocking", true, false, ""},
-		{"http://127.0.0.1:1/v1", "net/http", false, false, ""},
-		{"https://127.0.0.1:1/v1", "", false, false, ""},
-		{"http://127.0.0.1:1/v1", "fasthttp", false, false, `PLLOAD_HTTP_CLIENT="fasthttp": accepted are net/http, h1-blocking`},
-	} {
-		tr, fresh, err := newTransports(sc, tc.base, 8, func(string) string { return tc.env })
-		if tc.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-				t.Errorf("%s with %q: err %v, want %q", tc.base, tc.env, err, tc.wantErr)
-			}
-			continue
-		}
-		h1, isH1 := tr.(*h1Transport)
-		freshH1, _ := fresh.(*h1Transport)
-		if err != nil || isH1 != tc.wantH1 || (freshH1 != nil) != tc.wantH1 || freshH1 != nil && !freshH1.noReuse {
-			t.Errorf("%s with %q: %T and %T, err %v; want plload's client %v", tc.base, tc.env, tr, fresh, err, tc.wantH1)
-		}
-		if _, perr := thePoller(); perr == nil && isH1 && (h1.poller != nil) != tc.wantPoll {
-			t.Errorf("%s with %q: poller %v, want one: %v", tc.base, tc.env, h1.poller != nil, tc.wantPoll)
-		}
-	}
-}
-
-// TestRTTProbeOfASilentServerEnds: a server that takes GET /models and never answers costs the
-// stage its RTT figure (with a warning), not its start: the stage runs, on both clients.
-func TestRTTProbeOfASilentServerEnds(t *testing.T) {
-	release := make(chan struct{})
-	defer close(release)
-	url, _ := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet {
-			select {
-			case <-release:
-			case <-r.Context().Done():
-			case <-time.After(30 * time.Second):
-			}
-			return
-		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		fmt.Fprint(w, "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}]}\n\ndata: [DONE]\n\n")
-	})
-	for _, client := range []string{"", "net/http"} {
-		t.Run("client "+client, func(t *testing.T) {
-			t.Setenv(HTTPClientEnv, client)
-			text := strings.Replace(scenarioYAML(url+"/v1", shortSessions, "  mode: concurrency\n  drain_timeout: 1s\n  stages:\n    - {concurrency: 1, duration: 500ms}"),
-				"timeout: 10s", "timeout: 1s", 1)
-			began := time.Now()
-			res, dir, err := runScenario(t, context.Background(), text)
-			if err != nil || len(res) != 1 || res[0].OK == 0 || time.Since(began) > 20*time.Second {
-				t.Fatalf("after %v: err %v, %d stages, ok %d", time.Since(began), err, len(res), res[0].OK)
-			}
-			log, _ := os.ReadFile(filepath.Join(dir, "stage_01", "run.log"))
-			if res[0].RTT.N != 0 || !strings.Contains(string(log), "no answer within 1s") {
-				t.Fatalf("RTT %+v; run.log:\n%s", res[0].RTT, log)
-			}
-		})
-	}
-}
-
 // TestH1IdlePoolFollowsRecentUse: after a burst that needed 40 connections, the pool keeps them
 // while they may be needed again, and once use has been low for two windows it keeps only the
 // recent peak plus idleSpare — thinking sessions do not each hold a socket.
@@ -331,7 +232,7 @@ func TestH1IdlePoolFollowsRecentUse(t *testing.T) {
 		}
 		w.Write([]byte("ok"))
 	})
-	tr := newH1Transport(1000, false, nil)
+	tr := New(Config{MaxIdle: 1000})
 	tr.peakWindow = 50 * time.Millisecond
 	defer tr.CloseIdleConnections()
 	done := make(chan struct{}, burst)

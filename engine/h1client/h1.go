@@ -1,4 +1,4 @@
-package engine
+package h1client
 
 import (
 	"bufio"
@@ -16,27 +16,28 @@ import (
 	"time"
 )
 
-// h1Transport is the HTTP/1.1 client for plain-http targets, the common case of a load test (a
+// Transport is the HTTP/1.1 client for plain-http targets, the common case of a load test (a
 // server on the cluster network). It does what net/http's Transport does for plload's requests —
 // kept-alive connections in a pool, the httptrace hooks the engine times with, chunked and sized
 // answers parsed by net/http's own http.ReadResponse — without the two goroutines per connection,
 // the hand-offs between them and the locks on every body read. HTTPS, with its ALPN, certificates
-// and edge cases, stays on net/http. A chunked answer's body is read by the poller (poller.go), one
-// epoll loop per P for all connections, rather than through Read on the request's goroutine.
+// and edge cases, stays on net/http. A chunked answer's body can be read by the Poller (poller.go),
+// one epoll loop per P for all connections, rather than through Read on the request's goroutine:
+// see ReadPolled.
 //
 // Tried and not kept: a reader that, after a short read, waits for the poller before asking the
 // kernel (one read syscall per chunk instead of two, the empty EAGAIN one saved). It needs the
 // connection's whole life inside one RawConn.Read (each call clears the poller's ready token), run
 // as a coroutine, plus a timer for an end that arrives with the last data; side by side at 256
 // streams it cost 5–10 % more CPU per chunk than these plain reads (bench/README.md).
-type h1Transport struct {
+type Transport struct {
 	dialer      net.Dialer
 	maxIdle     int
 	idleTimeout time.Duration
-	// noReuse opens a connection per request and closes it after (the engine's retry client).
+	// noReuse opens a connection per request and closes it after (Config.NoReuse).
 	noReuse bool
-	// poller, when set, reads streamed answers' bodies (poller.go); nil: each on its request's goroutine.
-	poller *poller
+	// poller, when set, reads streamed answers' bodies (ReadPolled); nil: each on its request's goroutine.
+	poller *Poller
 
 	mu    sync.Mutex
 	idle  map[string][]*h1Conn // by host:port, most recently used last
@@ -50,22 +51,42 @@ type h1Transport struct {
 	peakWindow           time.Duration // idlePeakWindow (a test shortens it)
 }
 
-// idlePeakWindow and idleSpare size the idle pool from recent use (see h1Transport.busy).
+// idlePeakWindow and idleSpare size the idle pool from recent use (see Transport.busy).
 const (
 	idlePeakWindow = 10 * time.Second
 	idleSpare      = 16
 )
 
-func newH1Transport(maxIdle int, noReuse bool, p *poller) *h1Transport {
-	return &h1Transport{
-		poller:      p,
+// Config is how a Transport keeps its connections and reads its answers.
+type Config struct {
+	// MaxIdle bounds the idle connections kept for later requests; the recent peak of busy ones
+	// bounds them further (see Transport.busy).
+	MaxIdle int
+	// NoReuse opens a connection per request, asks the server to close it (Connection: close) and
+	// closes it after the answer: the engine's retry of a request whose kept-alive connection the
+	// server had closed.
+	NoReuse bool
+	// Poller, when set, reads chunked answers' bodies (ReadPolled); nil: each is read through its
+	// body's Read, on its request's goroutine.
+	Poller *Poller
+}
+
+// New returns a Transport with no connections yet.
+func New(cfg Config) *Transport {
+	return &Transport{
+		poller:      cfg.Poller,
 		dialer:      net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
-		maxIdle:     maxIdle,
+		maxIdle:     cfg.MaxIdle,
 		idleTimeout: 90 * time.Second,
-		noReuse:     noReuse,
+		noReuse:     cfg.NoReuse,
 		idle:        map[string][]*h1Conn{},
 		peakWindow:  idlePeakWindow,
 	}
+}
+
+// Config is what t was made with.
+func (t *Transport) Config() Config {
+	return Config{MaxIdle: t.maxIdle, NoReuse: t.noReuse, Poller: t.poller}
 }
 
 // h1Conn is one connection with its read buffer and the request buffer it reuses.
@@ -84,7 +105,7 @@ func (c *h1Conn) close() { c.nc.Close() }
 
 // stampedReads reads the connection and keeps the time its last read returned bytes: the bytes of
 // an answer that come in the same read as its headers are stamped with that time, not with the
-// later moment they are handed to the poller (readPolled).
+// later moment they are handed to the poller (ReadPolled).
 type stampedReads struct {
 	conn *net.TCPConn
 	last time.Time
@@ -118,7 +139,7 @@ var aLongTimeAgo = time.Unix(1, 0)
 
 // RoundTrip sends req on a pooled or new connection and returns the answer, whose body gives the
 // connection back to the pool once read to its end.
-func (t *h1Transport) RoundTrip(req *http.Request) (*http.Response, error) {
+func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	if req.URL.Scheme != "http" {
 		closeBody(req)
@@ -259,7 +280,7 @@ func validHeaderName(name string) bool {
 }
 
 // conn takes the most recently used idle connection to addr that is still alive, or dials one.
-func (t *h1Transport) conn(ctx context.Context, addr string) (*h1Conn, bool, error) {
+func (t *Transport) conn(ctx context.Context, addr string) (*h1Conn, bool, error) {
 	for !t.noReuse {
 		c := t.takeIdle(addr)
 		if c == nil {
@@ -292,7 +313,7 @@ func (t *h1Transport) conn(ctx context.Context, addr string) (*h1Conn, bool, err
 	return c, false, nil
 }
 
-func (t *h1Transport) takeIdle(addr string) *h1Conn {
+func (t *Transport) takeIdle(addr string) *h1Conn {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	list := t.idle[addr]
@@ -307,7 +328,7 @@ func (t *h1Transport) takeIdle(addr string) *h1Conn {
 }
 
 // use counts a request taking (+1) or giving back (−1) its connection and keeps the recent peak.
-func (t *h1Transport) use(delta int) {
+func (t *Transport) use(delta int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.busy += delta
@@ -319,7 +340,7 @@ func (t *h1Transport) use(delta int) {
 
 // put returns a connection whose answer was read to its end. Over the idle limit — maxIdle, or the
 // recent peak of busy connections plus idleSpare — the connections idle longest are closed.
-func (t *h1Transport) put(c *h1Conn) {
+func (t *Transport) put(c *h1Conn) {
 	c.idleSince = time.Now()
 	var evicted []*h1Conn
 	t.mu.Lock()
@@ -346,7 +367,7 @@ func (t *h1Transport) put(c *h1Conn) {
 }
 
 // CloseIdleConnections closes every pooled connection (http.Client calls it).
-func (t *h1Transport) CloseIdleConnections() {
+func (t *Transport) CloseIdleConnections() {
 	t.mu.Lock()
 	idle := t.idle
 	t.idle, t.nIdle = map[string][]*h1Conn{}, 0
@@ -359,16 +380,16 @@ func (t *h1Transport) CloseIdleConnections() {
 }
 
 // h1Body is an answer's body. Read to io.EOF on a keep-alive connection, it gives the connection
-// back to the pool; closed earlier (or from another goroutine, as drainBody's timer does), it closes
-// the connection, which also ends a read blocked on it.
+// back to the pool; closed earlier (or from another goroutine, as the engine's drain timer does),
+// it closes the connection, which also ends a read blocked on it.
 type h1Body struct {
 	inner io.ReadCloser
-	t     *h1Transport
+	t     *Transport
 	c     *h1Conn
 	stop  func() bool
 	reuse bool
-	// polled: the body is chunked and the transport has a poller, so a streamed answer's events are
-	// read there (readPolled) rather than through Read.
+	// polled: the body is chunked and the transport has a poller, so a streamed answer can be read
+	// there (ReadPolled) rather than through Read.
 	polled bool
 	done   atomic.Bool
 }

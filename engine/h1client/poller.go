@@ -1,4 +1,4 @@
-package engine
+package h1client
 
 import (
 	"io"
@@ -11,12 +11,12 @@ import (
 	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
-// The poller reads the bodies of streamed answers for every connection of plload's HTTP/1.1 client
-// on a few goroutines, one per P, each waiting on an epoll instance of its own (issue 19). With a
-// goroutine blocked per stream, every chunk cost two read syscalls — the one that returns it and
-// an empty one before the goroutine parks — and a wake-up of that goroutine through Go's poller. A
-// loop here wakes once per batch of ready connections and reads each once: epoll says it has bytes.
-// Each epoll instance is itself watched by Go's poller, so an idle loop is a parked goroutine, not a
+// Poller reads the bodies of streamed answers for every connection of a Transport on a few
+// goroutines, one per P, each waiting on an epoll instance of its own (issue 19). With a goroutine
+// blocked per stream, every chunk cost two read syscalls — the one that returns it and an empty one
+// before the goroutine parks — and a wake-up of that goroutine through Go's poller. A loop here
+// wakes once per batch of ready connections and reads each once: epoll says it has bytes. Each
+// epoll instance is itself watched by Go's poller, so an idle loop is a parked goroutine, not a
 // blocked thread. Side by side at 512 streams, the bare loop of bench/chunkcost_test.go costs
 // 12.4 µs per chunk read this way and 21.2 µs through net/http (bench/README.md).
 //
@@ -27,29 +27,30 @@ import (
 // serves another loop's instance when that one has gone unserved for stallAfter (relieve): a stalled
 // loop no longer holds up its connections' timestamps while the others are free (bench/README.md,
 // "Fifth pass").
-type poller struct {
+type Poller struct {
 	loops []*pollLoop
-	// watched counts the bodies given to the poller (tests check that a path went through it).
+	// watched counts the bodies given to the poller (Watched).
 	watched atomic.Int64
-	// lagSink is the stage whose read lag the loops probe (readLag); nil: none.
-	lagSink atomic.Pointer[readLag]
+	// lagSink is the stage whose read lag the loops probe (ReadLag); nil: none.
+	lagSink atomic.Pointer[ReadLag]
 }
 
 var (
-	sharedPoller     *poller
+	sharedPoller     *Poller
 	sharedPollerErr  error
 	sharedPollerOnce sync.Once
 )
 
-// thePoller is the process's poller, started on first use; an error means the platform would not
-// give one (the client then reads each body on its own goroutine, as before).
-func thePoller() (*poller, error) {
+// SharedPoller is the process's poller, started on first use with a loop per P; its loops live as
+// long as the process. An error means the platform would not give one (not Linux): the client then
+// reads each body on its request's goroutine.
+func SharedPoller() (*Poller, error) {
 	sharedPollerOnce.Do(func() { sharedPoller, sharedPollerErr = startPoller(runtime.GOMAXPROCS(0)) })
 	return sharedPoller, sharedPollerErr
 }
 
-func startPoller(n int) (*poller, error) {
-	p := &poller{}
+func startPoller(n int) (*Poller, error) {
+	p := &Poller{}
 	for range max(n, 1) {
 		l, err := newPollLoop(&p.lagSink)
 		if err != nil {
@@ -68,32 +69,30 @@ type polledBody struct {
 	loop *pollLoop
 	id   uint64
 	fd   int
-	// feed takes the body's bytes, a read at a time, with the time the read returned; false says
-	// the reader needs no more (its last event came). It runs on the loop's goroutine.
-	feed func(payload []byte, at time.Time) bool
-	// end is called once when the body ends before feed said it was done (io.EOF: it ended whole).
-	end func(err error)
+	// sink takes the body's bytes, a read at a time (Sink.Feed), and hears of its end before it said
+	// it needed no more (Sink.End).
+	sink Sink
 
 	mu      sync.Mutex // held by the loop while it reads; by whoever ends the body early
 	dc      dechunker
 	reading bool // a loop read it and has not yet taken what it read: no other loop may read it now
 	woke    bool // its request was signalled since the loop that reads it last looked (took)
-	fed     bool // feed said it was done
+	fed     bool // the sink said it needed no more, or heard of the end
 	out     bool // left the loop: the outcome below is final
 	whole   bool // the body was read to its end with nothing after it: the connection can be kept
 	signal  chan struct{}
 }
 
 // watch starts reading fd's body on a loop, first taking buffered: the bytes of it already read with
-// the headers (rewritten in place). It returns the body, whose signal is sent when feed is done and
-// again when the body leaves the loop (once if both happen together).
-func (p *poller) watch(fd int, buffered []byte, at time.Time, feed func([]byte, time.Time) bool, end func(error)) (*polledBody, error) {
+// the headers (rewritten in place). It returns the body, whose signal is sent when the sink needs
+// no more and again when the body leaves the loop (once if both happen together).
+func (p *Poller) watch(fd int, buffered []byte, at time.Time, sink Sink) (*polledBody, error) {
 	p.watched.Add(1)
 	// A loop drawn at random, not in turn: requests that come in a fixed order (plload ab's two
 	// targets, in step) would otherwise each keep to one loop, and whatever sets one loop apart
 	// from another would read as a difference between them.
 	l := p.loops[rand.IntN(len(p.loops))]
-	b := &polledBody{loop: l, fd: fd, feed: feed, end: end, signal: make(chan struct{}, 2)}
+	b := &polledBody{loop: l, fd: fd, sink: sink, signal: make(chan struct{}, 2)}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if len(buffered) > 0 && b.take(buffered, at) {
@@ -109,7 +108,7 @@ func (p *poller) watch(fd int, buffered []byte, at time.Time, feed func([]byte, 
 // or not). Called with b.mu held.
 func (b *polledBody) take(p []byte, at time.Time) bool {
 	payload, rest, done, err := b.dc.take(p)
-	if len(payload) > 0 && !b.fed && !b.feed(payload, at) {
+	if len(payload) > 0 && !b.fed && !b.sink.Feed(payload, at) {
 		b.fed = true
 		b.signalRequest()
 	}
@@ -130,7 +129,7 @@ func (b *polledBody) take(p []byte, at time.Time) bool {
 func (b *polledBody) finish(err error) {
 	if !b.fed {
 		b.fed = true
-		b.end(err)
+		b.sink.End(err)
 	}
 	b.out = true
 	b.signalRequest()
@@ -173,7 +172,7 @@ func (b *polledBody) abandon(cause error) bool {
 	b.out = true
 	if !b.fed {
 		b.fed = true
-		b.end(cause)
+		b.sink.End(cause)
 	}
 	return true
 }
@@ -186,13 +185,15 @@ func (b *polledBody) ended() (out, whole bool) {
 	return b.out, b.whole
 }
 
-// readLag is how long after bytes arrived the poller read them, for one stage: about every
+// ReadLag is how long after bytes arrived the poller read them, over one stage: about every
 // readLagEvery while it is busy, each loop makes a probe descriptor of its own readable, noting the
-// time, and records the wait when it reads it among the connections. It is the lateness a chunk's timestamp
-// gets from the client, which Go's scheduler latency only stood in for when a goroutine per stream
-// read it (that figure now counts only per-request wake-ups, and reads high: 25–40 ms at 500
-// streams on 2 cores while chunk timestamps stayed within a millisecond of the mock's send times).
-type readLag struct {
+// time, and records the wait when it reads it among the connections. It is the lateness a chunk's
+// timestamp gets from the client, which Go's scheduler latency only stood in for when a goroutine
+// per stream read it (that figure now counts only per-request wake-ups, and reads high: 25–40 ms at
+// 500 streams on 2 cores while chunk timestamps stayed within a millisecond of the mock's send
+// times).
+type ReadLag struct {
+	p  *Poller
 	mu sync.Mutex
 	h  *hdrhistogram.Histogram // µs
 }
@@ -200,16 +201,14 @@ type readLag struct {
 // readLagEvery is how often a busy loop is probed.
 const readLagEvery = 10 * time.Millisecond
 
-func newReadLag() *readLag { return &readLag{h: hdrhistogram.New(1, 60_000_000, 2)} }
-
-func (r *readLag) record(d time.Duration) {
+func (r *ReadLag) record(d time.Duration) {
 	r.mu.Lock()
 	r.h.RecordValue(max(d.Microseconds(), 1))
 	r.mu.Unlock()
 }
 
-// p99Ms is the lag's 99th percentile in ms; false before any probe was read.
-func (r *readLag) p99Ms() (float64, bool) {
+// P99Ms is the lag's 99th percentile in ms; false before any probe was read.
+func (r *ReadLag) P99Ms() (float64, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.h.TotalCount() == 0 {
@@ -218,8 +217,17 @@ func (r *readLag) p99Ms() (float64, bool) {
 	return float64(r.h.ValueAtQuantile(99)) / 1000, true
 }
 
-// measureReadLag has the loops probe their read lag into sink until stop is called.
-func (p *poller) measureReadLag(sink *readLag) (stop func()) {
-	p.lagSink.Store(sink)
-	return func() { p.lagSink.CompareAndSwap(sink, nil) }
+// MeasureReadLag has the loops probe their read lag into a new ReadLag until its Stop; one stage is
+// measured at a time (a later call takes the loops over).
+func (p *Poller) MeasureReadLag() *ReadLag {
+	r := &ReadLag{p: p, h: hdrhistogram.New(1, 60_000_000, 2)}
+	p.lagSink.Store(r)
+	return r
 }
+
+// Stop ends the probes into r; what it measured stays readable.
+func (r *ReadLag) Stop() { r.p.lagSink.CompareAndSwap(r, nil) }
+
+// Watched is how many bodies were given to the poller so far (tests check that a path went
+// through it).
+func (p *Poller) Watched() int64 { return p.watched.Load() }

@@ -1,4 +1,4 @@
-package engine
+package h1client
 
 import (
 	"fmt"
@@ -33,11 +33,11 @@ type pollLoop struct {
 	woke         bool          // a body signalled its request in this batch
 	lastYield    time.Time     // see yield
 	// probeFD is an eventfd in the epoll under id 0 that the loop makes readable itself to measure its
-	// read lag (readLag); probeSink and probeAt are the pending probe's stage and write time, reads
+	// read lag (ReadLag); probeSink and probeAt are the pending probe's stage and write time, reads
 	// counts the bodies read since the last probe.
 	probeFD   int
-	lagSink   *atomic.Pointer[readLag] // the poller's: the stage being measured, if any
-	probeSink *readLag
+	lagSink   *atomic.Pointer[ReadLag] // the poller's: the stage being measured, if any
+	probeSink *ReadLag
 	probeAt   time.Time
 	reads     int
 	// stopped is why the loop's goroutine ended (nil while it serves); add refuses bodies then.
@@ -45,7 +45,7 @@ type pollLoop struct {
 }
 
 // newPollLoop makes a loop's epoll instance; start starts serving it.
-func newPollLoop(lagSink *atomic.Pointer[readLag]) (*pollLoop, error) {
+func newPollLoop(lagSink *atomic.Pointer[ReadLag]) (*pollLoop, error) {
 	epfd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
 	if err != nil {
 		return nil, os.NewSyscallError("epoll_create1", err)

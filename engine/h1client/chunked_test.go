@@ -1,4 +1,4 @@
-package engine
+package h1client
 
 import (
 	"bytes"
