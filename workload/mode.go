@@ -105,14 +105,17 @@ func LookupMode(name string) (*LoadMode, bool) {
 	return m, ok
 }
 
-// LoadMode is the plan's mode; for a name no mode has (which validation refuses), one with no keys
-// and no properties.
-func (l LoadPlan) LoadMode() *LoadMode {
-	if m, ok := loadModes[l.Mode]; ok {
+// ModeOf is the load mode called name; for a name no mode has (which validation refuses, or a
+// results file that names none), one with no keys and no properties.
+func ModeOf(name string) *LoadMode {
+	if m, ok := loadModes[name]; ok {
 		return m
 	}
 	return noMode
 }
+
+// LoadMode is the plan's mode (ModeOf its name).
+func (l LoadPlan) LoadMode() *LoadMode { return ModeOf(l.Mode) }
 
 // IsOpenLoop reports whether the mode starts work on its own terms rather than keeping sessions open.
 func (l LoadPlan) IsOpenLoop() bool { return l.LoadMode().OpenLoop }
@@ -148,8 +151,10 @@ func modesReading(read func(*LoadMode) bool) []string {
 }
 
 // LoadRises reports whether stage i (0-based) raises the load the target sees: a request_rate ramp
-// up, or a step above the stage before it (rate, concurrency or sessions_per_sec); false for the
-// first stage of a step, and for modes whose load is not theirs to raise (replay, batch).
+// that goes up, a rate at its start above the rate the stage before ended at, or more concurrency
+// (or sessions/s) than the stage before. A first stage that does not ramp has nothing before it to
+// rise from (its warmup is the step from idle); a replay's rate is the trace's, not the scenario's,
+// and a batch's load is its count.
 func (l LoadPlan) LoadRises(i int) bool {
 	m := l.LoadMode()
 	if i < 0 || i >= len(l.Stages) || m.rises == nil {
