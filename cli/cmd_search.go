@@ -122,7 +122,10 @@ func newSearchPlan(cmd *cli.Command) (*searchPlan, workload.Issues, error) {
 // searchKnob is --knob, which must be the scenario's own load: a closed loop's sessions or an open
 // loop's rate.
 func searchKnob(sc *workload.Scenario, flag string) (string, error) {
-	natural := map[string]string{workload.ModeConcurrency: knobConcurrency, workload.ModeRequestRate: knobRate, workload.ModeArrivalRate: knobRate}[sc.Load.Mode]
+	natural := "" // the mode's own knob
+	if k := sc.Load.LoadMode().Knob; k != nil {
+		natural = k.Name
+	}
 	switch {
 	case natural == "":
 		return "", badInput("%s: load.mode %s: a replay's rate is its trace's, so there is no knob to turn; accepted: load.mode concurrency, request_rate or arrival_rate (a replay runs faster with load.time_scale < 1 in plload run); nothing was sent", sc.File, sc.Load.Mode)
@@ -138,17 +141,7 @@ func searchKnob(sc *workload.Scenario, flag string) (string, error) {
 }
 
 // startOf is the first stage's value of the knob (0 when it has none).
-func (p *searchPlan) startOf() float64 {
-	switch {
-	case p.knob == knobConcurrency:
-		return float64(p.first.Concurrency)
-	case p.sc.Load.Mode == workload.ModeArrivalRate:
-		return p.first.SessionsPerSec
-	case p.first.Rate != nil:
-		return p.first.Rate.To
-	}
-	return 0
-}
+func (p *searchPlan) startOf() float64 { return p.sc.Load.LoadMode().Knob.Of(p.first) }
 
 // searchOptions reads --start, --max, --resolution and --repeats.
 func searchOptions(cmd *cli.Command, knob string, start float64) (search.Options, error) {
@@ -188,17 +181,8 @@ func unitOf(knob string) string {
 
 // stageAt is the first stage with the knob at v: the probe's spec.
 func (p *searchPlan) stageAt(v float64) workload.Stage {
-	st := p.first
+	st := p.sc.Load.LoadMode().Knob.With(p.first, v)
 	st.Name = ""
-	switch {
-	case p.knob == knobConcurrency:
-		st.Concurrency = int(v)
-	case p.sc.Load.Mode == workload.ModeArrivalRate:
-		st.SessionsPerSec = v
-	default:
-		r := workload.ConstantRate(v)
-		st.Rate = &r
-	}
 	return st
 }
 
@@ -252,12 +236,8 @@ func (p *searchPlan) valueText(v float64) string {
 	switch {
 	case p.knob == knobConcurrency && v == 1:
 		return "1 session" // the search halves down to 1 when nothing passes
-	case p.knob == knobConcurrency:
-		return fmt.Sprintf("%g sessions", v)
-	case p.sc.Load.Mode == workload.ModeArrivalRate:
-		return fmt.Sprintf("%g sessions/s", v)
 	}
-	return fmt.Sprintf("%g req/s", v)
+	return fmt.Sprintf("%g %s", v, p.sc.Load.LoadMode().Knob.Unit)
 }
 
 // prober runs probes as the stages of one results directory.
