@@ -164,8 +164,8 @@ func printValidation(out io.Writer, sc *workload.Scenario, warnings workload.Iss
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "stage\tload\twarmup\tduration\tpool\tE[turns]\trequests (est.)\tin flight (est.)\tprompt tok first/mid/last\tdataset\tsha256")
 	for _, st := range sc.Stats(w) {
-		inFlight := "-" // closed loop: the stage's concurrency bounds it
-		if m := sc.Load.Mode; m == workload.ModeRequestRate || m == workload.ModeReplay || m == workload.ModeBatch {
+		inFlight := "-" // closed loop: the stage's concurrency bounds it (arrival_rate: its max_concurrency)
+		if sc.Load.LoadMode().ReadsLoadKey("max_in_flight") {
 			inFlight = fmt.Sprintf("%.1f", st.Estimate.InFlight)
 		}
 		fmt.Fprintf(tw, "%02d\t%s\t%s\t%s\t%d\t%.2f\t%.0f\t%s\t%.0f / %.0f / %.0f\t%s\t%s\n",

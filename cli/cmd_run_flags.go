@@ -316,8 +316,8 @@ func (d *scenarioDoc) loadFlags() error {
 		return err
 	}
 	if m, _ := d.get("load.mode"); m != mode {
-		for _, k := range []string{"arrival", "cv", "max_in_flight", "time_scale"} {
-			if mode == workload.ModeConcurrency || k == "time_scale" {
+		for _, k := range workload.ModeLoadKeys() {
+			if !workload.ModeOf(mode).ReadsLoadKey(k) {
 				d.del("load." + k) // keys of the mode the file had, which the new one does not read
 			}
 		}
@@ -356,7 +356,7 @@ func (d *scenarioDoc) loadFlags() error {
 func (d *scenarioDoc) keepSingleTurn(flag, mode string) {
 	_, dataset := d.get("workload.dataset")
 	_, trace := d.get("workload.trace")
-	if mode == workload.ModeRequestRate || dataset || trace {
+	if workload.ModeOf(mode).SingleTurn || dataset || trace {
 		return
 	}
 	for k, v := range map[string]any{"session.turns": 1, "session.think_time": "0s"} {
@@ -426,7 +426,7 @@ func (d *scenarioDoc) parse(file string, original []byte, opts workload.LoadOpti
 func (d *scenarioDoc) sizePools(sc *workload.Scenario) bool {
 	old, _ := d.get("load.stages")
 	stages, _ := old.([]any)
-	if sc.Load.Mode != workload.ModeConcurrency || len(stages) != len(sc.Load.Stages) {
+	if sc.Load.IsOpenLoop() || len(stages) != len(sc.Load.Stages) {
 		return false
 	}
 	for i, st := range sc.Load.Stages {

@@ -92,16 +92,12 @@ const assumedTPS = 50.0
 // concurrency stage's sessions (they all start at once), arrival_rate's expected requests in flight
 // (Little's law: a session that thinks between turns streams nothing), and request_rate's and
 // replay's expected requests in flight (capped by load.max_in_flight — the cap itself is a bound,
-// not a need, and its default of 1,000 would size a 10 req/s run like a 1,000-stream one).
+// not a need, and its default of 1,000 would size a 10 req/s run like a 1,000-stream one), and a
+// batch's max_in_flight; each mode says its own (workload.Scenario.AtOnce).
 func PeakStreams(sc *workload.Scenario) int {
 	return peakOverStages(sc, func(st workload.Stage) float64 {
-		switch sc.Load.Mode {
-		case workload.ModeConcurrency:
-			return float64(st.Concurrency)
-		case workload.ModeBatch:
-			return float64(sc.Load.MaxInFlight)
-		}
-		return sc.EstimateStage(st).InFlight // arrival_rate, request_rate, replay
+		streams, _ := sc.AtOnce(st)
+		return streams
 	})
 }
 
@@ -111,22 +107,8 @@ func PeakStreams(sc *workload.Scenario) int {
 // than the streams (replay, batch and single-turn request_rate: the streams).
 func PeakSessions(sc *workload.Scenario) int {
 	open := peakOverStages(sc, func(st workload.Stage) float64 {
-		e := sc.EstimateStage(st)
-		switch sc.Load.Mode {
-		case workload.ModeConcurrency:
-			return float64(st.Concurrency)
-		case workload.ModeArrivalRate:
-			n := st.SessionsPerSec * e.SessionSeconds
-			if st.MaxConcurrency > 0 {
-				n = math.Min(n, float64(st.MaxConcurrency))
-			}
-			return n
-		case workload.ModeRequestRate: // single-turn: an arrival waiting for a slot holds nothing
-			if st.Rate != nil && sc.ExpectedTurns() > 1 {
-				return st.Rate.Mean(st.Warmup.D()+st.Duration.D()) * e.SessionSeconds
-			}
-		}
-		return 0
+		_, sessions := sc.AtOnce(st)
+		return sessions
 	})
 	return max(open, PeakStreams(sc))
 }

@@ -1,8 +1,9 @@
 // Package engine drives a scenario's stages against a server: one goroutine per session, real history,
 // think time, warmup, duration and drain, and one record per request. Each load.mode is a loadModel
-// in its own file (load_concurrency.go, load_arrival.go, load_request_rate.go, load_replay.go): when
-// to start sessions is the model's (the open-loop ones precompute a Schedule, schedule.go, and share
-// one dispatcher, load_open.go); sending them is runSession's, the same for all.
+// in its own file, registered from there (load_concurrency.go, load_arrival_rate.go,
+// load_request_rate.go, load_replay.go, load_batch.go; the registry is load.go): when to start
+// sessions is the model's (the open-loop ones precompute a Schedule, schedule.go, and share one
+// dispatcher, load_open.go); sending them is runSession's, the same for all.
 package engine
 
 import (

@@ -410,22 +410,3 @@ func (s *stageRun) scrub(text string) string {
 	}
 	return text
 }
-
-// stageLoadAttrs are the log attributes of the stage's load, as its mode reads it.
-func stageLoadAttrs(l workload.LoadPlan, st workload.Stage) []any {
-	switch l.Mode {
-	case workload.ModeArrivalRate:
-		return []any{"sessions_per_sec", st.SessionsPerSec, "max_concurrency", st.MaxConcurrency}
-	case workload.ModeRequestRate:
-		rate := ""
-		if st.Rate != nil {
-			rate = st.Rate.String()
-		}
-		return []any{"rate", rate, "arrival", l.Arrival, "max_in_flight", l.MaxInFlight}
-	case workload.ModeReplay:
-		return []any{"time_scale", l.TimeScale, "max_in_flight", l.MaxInFlight}
-	case workload.ModeBatch:
-		return []any{"requests", st.Requests, "max_in_flight", l.MaxInFlight}
-	}
-	return []any{"concurrency", st.Concurrency}
-}

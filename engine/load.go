@@ -28,52 +28,57 @@ type loadRun struct {
 	origin   time.Time
 }
 
-var (
-	_ loadModel = concurrencyLoad{}
-	_ loadModel = arrivalLoad{}
-	_ loadModel = requestRateLoad{}
-	_ loadModel = replayLoad{}
-)
+// loadModelSpec is what the engine knows of one load.mode. Each mode's file (load_<mode>.go)
+// registers its own, as workload's mode_<mode>.go registers the mode's keys and checks.
+type loadModelSpec struct {
+	// build is the stage's model; a scheduled mode draws the whole run's schedule here (and counts
+	// the arrivals this shard runs in s.scheduled).
+	build func(s *stageRun) loadModel
+	// slotPerRequest: every request takes one of load.max_in_flight slots (the dispatcher's
+	// modes); the others bound sessions instead.
+	slotPerRequest bool
+	// logAttrs are the stage's load, as its mode reads it, in the "stage starting" log line.
+	logAttrs func(l workload.LoadPlan, st workload.Stage) []any
+}
+
+// loadModels is the registry, filled in by each mode's file from init.
+var loadModels = map[string]loadModelSpec{}
+
+// registerLoadModel adds the mode's spec. Two of one mode are a bug in plload, found at start.
+func registerLoadModel(mode string, spec loadModelSpec) {
+	if _, dup := loadModels[mode]; dup {
+		panic("engine: load model " + mode + " registered twice")
+	}
+	loadModels[mode] = spec
+}
+
+// loadModelFor is the spec of l's mode; concurrency's for a plan without a mode of its own (a
+// scenario built in code; a parsed one has a registered mode, or validation refused it).
+func loadModelFor(l workload.LoadPlan) loadModelSpec {
+	if spec, ok := loadModels[l.Mode]; ok {
+		return spec
+	}
+	return loadModels[workload.ModeConcurrency]
+}
 
 // newLoadModel is the stage's load model; for request_rate and replay it draws the whole run's
 // schedule (and counts the arrivals this shard runs in s.scheduled).
 func (s *stageRun) newLoadModel() loadModel {
-	l := s.cfg.Scenario.Load
-	spec := s.pool.Spec
-	span := spec.Warmup.D() + spec.Duration.D()
-	switch l.Mode {
-	case workload.ModeArrivalRate:
-		return arrivalLoad{rate: spec.SessionsPerSec, maxOpen: s.split(spec.MaxConcurrency, true)}
-	case workload.ModeBatch:
-		// Sessions back to back, at most max_in_flight open: requests as fast as the server
-		// takes them, until the count ends the stage.
-		return concurrencyLoad{sessions: s.split(max(1, l.MaxInFlight), true)}
-	case workload.ModeRequestRate:
-		rate := workload.ConstantRate(0)
-		if spec.Rate != nil {
-			rate = *spec.Rate
-		}
-		if spec.Duration.D() == 0 && spec.Requests > 0 {
-			span = countSpan(spec, rate)
-		}
-		sched := RequestSchedule(rate, l.Arrival, l.CV, span, s.cfg.Scenario.StageRNG(s.pool.Stage))
-		s.scheduled = owned(s.cfg.Shard, sched.Len())
-		return requestRateLoad{schedule: sched}
-	case workload.ModeReplay:
-		sched := ReplaySchedule(s.pool.Sessions, span)
-		s.scheduled = owned(s.cfg.Shard, sched.Len())
-		return replayLoad{schedule: sched}
-	}
-	return concurrencyLoad{sessions: s.split(spec.Concurrency, false)}
+	return loadModelFor(s.cfg.Scenario.Load).build(s)
 }
 
 // maxInFlight is the cap on requests in flight at once, this shard's part of it (0: none; the
-// closed-loop modes bound sessions instead).
+// closed-loop modes, and batch, bound sessions instead).
 func (s *stageRun) maxInFlight() int {
-	if l := s.cfg.Scenario.Load; l.Mode == workload.ModeRequestRate || l.Mode == workload.ModeReplay {
+	if l := s.cfg.Scenario.Load; loadModelFor(l).slotPerRequest {
 		return s.split(max(1, l.MaxInFlight), true)
 	}
 	return 0
+}
+
+// stageLoadAttrs are the log attributes of the stage's load, as its mode reads it.
+func stageLoadAttrs(l workload.LoadPlan, st workload.Stage) []any {
+	return loadModelFor(l).logAttrs(l, st)
 }
 
 // acquireSlot takes an in-flight slot, waiting for one (never dropping the request); false when the

@@ -1,6 +1,21 @@
 package engine
 
-import "time"
+import (
+	"time"
+
+	"github.com/plload/plload/workload"
+)
+
+func init() {
+	registerLoadModel(workload.ModeConcurrency, loadModelSpec{
+		build: func(s *stageRun) loadModel {
+			return concurrencyLoad{sessions: s.split(s.pool.Spec.Concurrency, false)}
+		},
+		logAttrs: func(_ workload.LoadPlan, st workload.Stage) []any { return []any{"concurrency", st.Concurrency} },
+	})
+}
+
+var _ loadModel = concurrencyLoad{}
 
 // concurrencyLoad keeps a fixed number of sessions open (closed loop at the session level): each slot
 // starts the pool's next session as soon as its last one ends, after a backoff when the server

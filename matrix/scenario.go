@@ -10,21 +10,12 @@ import (
 	"github.com/plload/plload/workload"
 )
 
-// loadKeysOf are the load keys each mode reads beyond mode and stages (workload's openLoopKeys):
-// a part whose mode differs from the file's drops the others, which its mode would refuse.
-var loadKeysOf = map[string][]string{
-	workload.ModeConcurrency: {},
-	workload.ModeArrivalRate: {},
-	workload.ModeRequestRate: {"arrival", "cv", "max_in_flight"},
-	workload.ModeReplay:      {"max_in_flight", "time_scale"},
-	workload.ModeBatch:       {"max_in_flight"},
-}
-
 // ScenarioYAML is the scenario file (its bytes) with the part's load in place of its own: name
 // <name>-<part>, load.mode and load.stages the part's, the load keys that mode does not read
-// removed. A synthetic file that leaves session.turns or think_time out (request_rate's
-// single-turn defaults) gets them written when the part is another mode, which requires them, so
-// every part sends the same sessions. Everything else — target, workload, SLO, cost — stays as
+// removed (the workload's registry says which each mode reads; its mode would refuse the others). A
+// synthetic file that leaves session.turns or think_time out (request_rate's single-turn defaults)
+// gets them written when the part is another mode, which requires them, so every part sends the same
+// sessions. Everything else — target, workload, SLO, cost — stays as
 // written, so `workload.Parse` checks the result as it checks any file.
 func ScenarioYAML(original []byte, p Part) ([]byte, error) {
 	var doc yaml.MapSlice
@@ -38,10 +29,11 @@ func ScenarioYAML(original []byte, p Part) ([]byte, error) {
 	load, _ := loadDoc.(yaml.MapSlice)
 	modeDoc, _ := workload.DocGet(load, "mode")
 	oldMode, _ := modeDoc.(string)
+	mode := workload.ModeOf(p.Mode)
 	var kept yaml.MapSlice
 	for _, it := range load {
 		k := fmt.Sprint(it.Key)
-		if k == "mode" || k == "stages" || (oldMode != p.Mode && !slices.Contains(loadKeysOf[p.Mode], k) && isModeKey(k)) {
+		if k == "mode" || k == "stages" || (oldMode != p.Mode && !mode.ReadsLoadKey(k) && slices.Contains(workload.ModeLoadKeys(), k)) {
 			continue
 		}
 		kept = append(kept, it)
@@ -54,7 +46,7 @@ func ScenarioYAML(original []byte, p Part) ([]byte, error) {
 	doc = workload.DocSet(doc, "load", kept)
 	source, _ := workload.DocGet(doc, "workload")
 	_, hasSource := source.(yaml.MapSlice)
-	if p.Mode != workload.ModeRequestRate && !hasSource {
+	if !mode.SingleTurn && !hasSource {
 		for _, kv := range []yaml.MapItem{{Key: "turns", Value: 1}, {Key: "think_time", Value: "0s"}} {
 			path := "session." + kv.Key.(string)
 			if v, _ := workload.DocGet(doc, path); v == nil {
@@ -65,34 +57,25 @@ func ScenarioYAML(original []byte, p Part) ([]byte, error) {
 	return yaml.MarshalWithOptions(doc, yaml.IndentSequence(true))
 }
 
-// isModeKey reports whether a load key belongs to some modes only.
-func isModeKey(k string) bool {
-	for _, keys := range loadKeysOf {
-		if slices.Contains(keys, k) {
-			return true
-		}
-	}
-	return false
-}
-
 // stageDoc writes a stage with the keys its mode reads.
 func stageDoc(mode string, st workload.Stage) yaml.MapSlice {
 	out := yaml.MapSlice{}
 	if st.Name != "" {
 		out = append(out, yaml.MapItem{Key: "name", Value: st.Name})
 	}
-	switch mode {
-	case workload.ModeConcurrency:
+	m := workload.ModeOf(mode)
+	if m.ReadsStageKey("concurrency") {
 		out = append(out, yaml.MapItem{Key: "concurrency", Value: st.Concurrency})
-	case workload.ModeRequestRate:
-		if r := st.Rate; r != nil && r.IsRamp() {
-			out = append(out, yaml.MapItem{Key: "rate", Value: yaml.MapSlice{{Key: "from", Value: r.From}, {Key: "to", Value: r.To}, {Key: "over", Value: r.Over.String()}}})
-		} else if r != nil {
-			out = append(out, yaml.MapItem{Key: "rate", Value: r.To})
+	}
+	if r := st.Rate; m.ReadsStageKey("rate") && r != nil {
+		var rate any = r.To
+		if r.IsRamp() {
+			rate = yaml.MapSlice{{Key: "from", Value: r.From}, {Key: "to", Value: r.To}, {Key: "over", Value: r.Over.String()}}
 		}
+		out = append(out, yaml.MapItem{Key: "rate", Value: rate})
 	}
 	out = append(out, yaml.MapItem{Key: "warmup", Value: st.Warmup.String()}, yaml.MapItem{Key: "duration", Value: st.Duration.String()})
-	if st.Sessions > 0 && mode != workload.ModeReplay {
+	if st.Sessions > 0 && m.ReadsStageKey("sessions") {
 		out = append(out, yaml.MapItem{Key: "sessions", Value: st.Sessions})
 	}
 	return out
@@ -104,7 +87,7 @@ func stageDoc(mode string, st workload.Stage) yaml.MapSlice {
 // seconds and replay sessions. sc is the part's scenario as parsed; a stage that sets sessions, and
 // a workload from a file (whose sessions are the file's), are left as they are.
 func SizePools(sc *workload.Scenario, p Part) Part {
-	if p.Mode != workload.ModeConcurrency || sc.Source() != nil {
+	if workload.ModeOf(p.Mode).OpenLoop || sc.Source() != nil {
 		return p
 	}
 	p.Stages = slices.Clone(p.Stages)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/resultfiles"
+	"github.com/plload/plload/workload"
 )
 
 // `plload report DIR --by model` (docs/scenario.md): a stage whose sessions asked for several models
@@ -55,7 +56,7 @@ func SplitByModel(runDir string, st *resultfiles.StageReport) (ModelSplit, error
 	slices.Sort(models)
 	w := st.Summary.Window
 	in := metrics.StageInput{T0Ns: metrics.Some(w.T0Ns), Warmup: time.Duration(w.WNs - w.T0Ns), Duration: time.Duration(w.ENs - w.WNs),
-		NeverStarted: -1, SLO: st.SLO, Cost: st.Cost.CostInputs, Replay: st.Mode == "replay", Batch: st.Batch != nil}
+		NeverStarted: -1, SLO: st.SLO, Cost: st.Cost.CostInputs, Replay: workload.ModeOf(st.Mode).TraceClock, Batch: st.Batch != nil}
 	if st.Partial {
 		in.InterruptNs = metrics.Some(w.EEffNs)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/resultfiles"
+	"github.com/plload/plload/workload"
 )
 
 // The stage tables of the terminal, report.md and `plload report`: the metric table people already
@@ -30,12 +31,13 @@ func columnsFor(rows []runStage, withRun bool) columns {
 	for _, rs := range rows {
 		r := rs.st
 		c.ttfo = c.ttfo || r.Summary.ReasoningSeen
-		c.startLag = c.startLag || r.Mode == "arrival_rate"
+		mode := workload.ModeOf(r.Mode)
+		c.startLag = c.startLag || mode.SessionSlots
 		c.server = c.server || (r.Server != nil && r.Server.Samples > 0)
 		// A concurrency stage's intended sends are its think times' ends: their lag is the think
 		// lag of the injector table, not a schedule the load kept.
-		c.openLoop = c.openLoop || r.Mode == "arrival_rate" || r.Mode == "request_rate" || r.Mode == "replay"
-		c.replay = c.replay || r.Mode == "replay" || r.Summary.ReplayValid.OK
+		c.openLoop = c.openLoop || mode.Scheduled
+		c.replay = c.replay || mode.TraceClock || r.Summary.ReplayValid.OK
 		c.agents = c.agents || r.Summary.Tools != nil || r.Summary.Structured != nil
 		c.batch = c.batch || r.Batch != nil
 		for _, l := range r.SLO.Limits() {

@@ -12,40 +12,10 @@ import (
 // sentence that says when the first window broke a latency limit and from when every window met
 // them again. metrics/absorb.go defines the windows.
 
-// LoadRises reports whether stage i (0-based) raises the load the target sees: a request_rate ramp
-// that goes up, a rate at its start above the rate the stage before ended at, or more concurrency
-// (or sessions/s) than the stage before. A first stage that does not ramp has nothing before it to
-// rise from (its warmup is the step from idle); a replay's rate is the trace's, not the scenario's.
-func LoadRises(l workload.LoadPlan, i int) bool {
-	if i < 0 || i >= len(l.Stages) {
-		return false
-	}
-	st := l.Stages[i]
-	var prev *workload.Stage
-	if i > 0 {
-		prev = &l.Stages[i-1]
-	}
-	switch l.Mode {
-	case workload.ModeRequestRate:
-		if st.Rate == nil {
-			return false
-		}
-		if st.Rate.IsRamp() && st.Rate.To > st.Rate.From {
-			return true
-		}
-		return prev != nil && prev.Rate != nil && st.Rate.At(0) > prev.Rate.To
-	case workload.ModeConcurrency:
-		return prev != nil && st.Concurrency > prev.Concurrency
-	case workload.ModeArrivalRate:
-		return prev != nil && st.SessionsPerSec > prev.SessionsPerSec
-	}
-	return false
-}
-
 // absorbWindow is the window the stage's latency limits are judged in for the time to absorb, or 0
 // when its load does not rise.
 func absorbWindow(sc *workload.Scenario, i int) time.Duration {
-	if !LoadRises(sc.Load, i) {
+	if !sc.Load.LoadRises(i) {
 		return 0
 	}
 	return sc.SLO.AbsorbWindow()

@@ -263,27 +263,39 @@ func promptAgreementWarning(tokenizer string, a *metrics.PromptAgreement) string
 	return line + "; check that target.tokenizer is the served model's"
 }
 
-// openLoopFields copies the keys of request_rate and replay into the stage report; each is set only
-// in the mode that reads it, so a concurrency stage's stage.json is as it was.
+// openLoopFields copies the load keys the stage's mode reads into the stage report (rate,
+// arrival, cv, max_in_flight, time_scale); each is set only in a mode that reads it, so a
+// concurrency stage's stage.json is as it was.
 func openLoopFields(r *StageReport, l workload.LoadPlan, st workload.Stage) {
-	switch l.Mode {
-	case workload.ModeRequestRate:
-		if st.Rate != nil {
-			r.Rate = &StageRate{From: st.Rate.From, To: st.Rate.To, Over: st.Rate.Over.String()}
-			if !st.Rate.IsRamp() {
-				r.Rate = &StageRate{From: st.Rate.To, To: st.Rate.To}
-			}
+	m := l.LoadMode()
+	if m.ReadsStageKey("rate") && st.Rate != nil {
+		r.Rate = &StageRate{From: st.Rate.From, To: st.Rate.To, Over: st.Rate.Over.String()}
+		if !st.Rate.IsRamp() {
+			r.Rate = &StageRate{From: st.Rate.To, To: st.Rate.To}
 		}
+	}
+	if m.ReadsLoadKey("arrival") {
 		r.Arrival = l.Arrival
-		if l.Arrival == workload.ArrivalGamma {
-			r.CV = l.CV
-		}
-		r.MaxInFlight = l.MaxInFlight
-	case workload.ModeReplay:
-		r.MaxInFlight, r.TimeScale = l.MaxInFlight, l.TimeScale
-	case workload.ModeBatch:
+	}
+	if m.ReadsLoadKey("cv") && l.Arrival == workload.ArrivalGamma {
+		r.CV = l.CV
+	}
+	if m.ReadsLoadKey("max_in_flight") {
 		r.MaxInFlight = l.MaxInFlight
 	}
+	if m.ReadsLoadKey("time_scale") {
+		r.TimeScale = l.TimeScale
+	}
+}
+
+// stageLoad is the stage's load as its mode reads it, for the load column.
+func (r *StageReport) stageLoad() workload.StageLoad {
+	l := workload.StageLoad{Mode: r.Mode, Concurrency: r.Concurrency, SessionsPerSec: r.SessionsPerSec,
+		MaxConcurrency: r.MaxConcurrency, Arrival: r.Arrival, CV: r.CV, MaxInFlight: r.MaxInFlight, TimeScale: r.TimeScale}
+	if r.Rate != nil {
+		l.Rate = &workload.LoadRate{From: r.Rate.From, To: r.Rate.To, Over: r.Rate.Over}
+	}
+	return l
 }
 
 // StageRate is a request_rate stage's rate in stage.json: a number (requests/s) when it is constant,

@@ -12,14 +12,15 @@ func StageInput(sc *workload.Scenario, i int) metrics.StageInput {
 	if sc.Cost.GPUHourlyUSD != nil {
 		price = *sc.Cost.GPUHourlyUSD
 	}
+	mode := sc.Load.LoadMode()
 	return metrics.StageInput{
 		Warmup: st.Warmup.D(), Duration: st.Duration.D(), NeverStarted: -1,
 		SLO: SLOLimits(sc.SLO),
 		Cost: metrics.CostInputs{GPUHourlyUSD: price, GPUCount: sc.Cost.GPUCount,
 			ExpectedTurns: sc.ExpectedTurns(), Unpriced: sc.Cost.GPUHourlyUSD == nil},
-		Replay:       sc.Load.Mode == workload.ModeReplay,
+		Replay:       mode.TraceClock,
 		AbsorbWindow: absorbWindow(sc, i),
-		Batch:        sc.Load.Mode == workload.ModeBatch,
+		Batch:        mode.Job,
 	}
 }
 

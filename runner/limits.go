@@ -32,13 +32,7 @@ func CheckOpenFiles(sc *workload.Scenario, stderr io.Writer) error {
 		return nil // not knowable here; the run will say so in its errors if it comes to that
 	}
 	for i, st := range sc.Load.Stages {
-		conns, field := st.Concurrency, fmt.Sprintf("load.stages[%d].concurrency", i)
-		switch sc.Load.Mode {
-		case workload.ModeArrivalRate:
-			conns, field = st.MaxConcurrency, fmt.Sprintf("load.stages[%d].max_concurrency", i)
-		case workload.ModeRequestRate, workload.ModeReplay, workload.ModeBatch:
-			conns, field = sc.Load.MaxInFlight, "load.max_in_flight"
-		}
+		conns, field := sc.Load.OpenCap(i)
 		need, mockNote := conns+fileHeadroom, ""
 		if sc.UsesMock() {
 			need += conns
@@ -49,7 +43,7 @@ func CheckOpenFiles(sc *workload.Scenario, stderr io.Writer) error {
 		}
 		msg := fmt.Sprintf("%d open connections need about %d file descriptors%s, but this process may open %d (hard limit %d); raise the limit (`ulimit -n %d` in the shell, LimitNOFILE= for a systemd service) or lower the %s",
 			conns, need, mockNote, lim.Cur, lim.Max, need, field)
-		if sc.Load.Mode == workload.ModeArrivalRate {
+		if sc.Load.LoadMode().SessionSlots {
 			expected := sc.EstimateStage(st).InFlight
 			if want := 2*expected*float64(need-fileHeadroom)/float64(conns) + fileHeadroom; want <= float64(lim.Cur) {
 				warning := sc.IssueAt(field, fmt.Sprintf("%s; a session holds a connection only while its turn streams, and about %.0f are expected at once (with %s), so the run goes on; if more are ever open, their requests fail with \"too many open files\"",

@@ -3,7 +3,6 @@ package workload
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"time"
 
@@ -136,43 +135,15 @@ func splitmix(x uint64) uint64 {
 // cv² times as much as Poisson's), so a pool runs dry about once in 30,000 stages. A stage that ends
 // by count needs at most one session per request: a batch stage's pool is its requests, and an open
 // loop stage's is the smaller of its requests and its expected arrivals (requests alone without a
-// duration).
+// duration). Each mode sizes its own (LoadMode's poolSize).
 func (s *Scenario) PoolSize(st Stage) int {
 	if st.Sessions > 0 {
 		return st.Sessions
 	}
-	if s.Load.Mode == ModeBatch {
-		return max(1, st.Requests)
+	if m := s.Load.LoadMode(); m.poolSize != nil {
+		return m.poolSize(s, st)
 	}
-	n := s.poolSize(st)
-	if st.Requests > 0 && s.Load.Mode != ModeConcurrency && s.Load.Mode != ModeReplay {
-		if st.Duration <= 0 {
-			return st.Requests
-		}
-		n = min(n, st.Requests)
-	}
-	return n
-}
-
-func (s *Scenario) poolSize(st Stage) int {
-	span := st.Warmup.D() + st.Duration.D()
-	arrivals := func(expected, cv float64) int {
-		return max(1, int(math.Ceil(expected+4*cv*math.Sqrt(expected)))+1)
-	}
-	switch s.Load.Mode {
-	case ModeArrivalRate:
-		return arrivals(st.SessionsPerSec*span.Seconds(), 1)
-	case ModeRequestRate:
-		if st.Rate == nil {
-			return 1
-		}
-		cv := 1.0 // Poisson; a constant rate varies less
-		if s.Load.Arrival == ArrivalGamma {
-			cv = max(cv, s.Load.CV)
-		}
-		return arrivals(st.Rate.Mean(span)*span.Seconds(), cv)
-	}
-	return max(1, int(math.Ceil(float64(st.Concurrency)*s.Load.SessionPoolFactor)))
+	return closedPool(s, st)
 }
 
 // Build generates the personas and every stage's session pool and dataset. It must only be called on a

@@ -74,45 +74,10 @@ func (s *Scenario) sourceMean(f func(SourceTurn) float64) float64 {
 	return sum / float64(len(s.source.Sessions))
 }
 
-// EstimateStage returns the expected session length, request count and sessions needed for st. A
-// stage that ends by count sends at most its requests; a batch stage sends them all, max_in_flight
-// at a time.
+// EstimateStage returns the expected session length, request count and sessions needed for st, as
+// its mode runs it (LoadMode's estimate). A stage that ends by count sends at most its requests; a
+// batch stage sends them all, max_in_flight at a time.
 func (s *Scenario) EstimateStage(st Stage) Estimate {
-	e := s.estimateStage(st)
-	if st.Requests <= 0 {
-		return e
-	}
-	n := float64(st.Requests)
-	turns := max(1, s.ExpectedTurns())
-	if s.Load.Mode == ModeBatch || st.Duration <= 0 {
-		e.Requests = n
-	} else {
-		e.Requests = math.Min(e.Requests, n)
-	}
-	if s.Load.Mode == ModeBatch || s.Load.Mode == ModeArrivalRate || s.Load.Mode == ModeRequestRate {
-		if st.Duration <= 0 || s.Load.Mode == ModeBatch {
-			e.SessionsNeeded = math.Ceil(n / turns)
-		} else {
-			e.SessionsNeeded = math.Min(e.SessionsNeeded, n)
-		}
-	}
-	if s.Load.Mode == ModeBatch {
-		e.InFlight = math.Min(n, float64(max(1, s.Load.MaxInFlight)))
-	}
-	return e
-}
-
-// BatchSeconds is the expected completion time of a stage that sends its requests as fast as the
-// server takes them, max_in_flight at a time (on the assumed server speed).
-func (s *Scenario) BatchSeconds(st Stage) float64 {
-	e := s.EstimateStage(st)
-	if e.InFlight <= 0 {
-		return 0
-	}
-	return math.Ceil(e.Requests/e.InFlight) * e.TurnSeconds
-}
-
-func (s *Scenario) estimateStage(st Stage) Estimate {
 	ttft, tps := assumedTTFT.Seconds(), assumedTPS
 	if m := s.Target.Mock; m != nil {
 		ttft, tps = m.TTFT.D().Seconds(), m.TPS
@@ -132,81 +97,19 @@ func (s *Scenario) estimateStage(st Stage) Estimate {
 	e := Estimate{TurnSeconds: ttft + output/tps}
 	think := s.Session.ThinkTime.MeanSeconds()
 	e.SessionSeconds = turns*e.TurnSeconds + (turns-1)*think
-	span := (st.Warmup.D() + st.Duration.D()).Seconds()
-	switch s.Load.Mode {
-	case ModeBatch:
-		return e // EstimateStage fills it from the stage's requests
-	case ModeRequestRate, ModeReplay:
-		s.estimateOpenLoop(st, turns, &e)
-		return e
-	case ModeArrivalRate:
-		arrivals := st.SessionsPerSec * span
-		e.SessionsNeeded = arrivals + 3*math.Sqrt(arrivals) // Poisson: mean + 3σ
-		// Little's law caps the sessions open at once at max_concurrency.
-		open := math.Min(st.SessionsPerSec*e.SessionSeconds, float64(st.MaxConcurrency))
-		e.Requests = open * span / (e.TurnSeconds + think*(turns-1)/turns)
-		e.InFlight = math.Min(e.Requests/max(span, 1e-9)*e.TurnSeconds, open)
-		return e
+	if m := s.Load.LoadMode(); m.estimate != nil {
+		m.estimate(s, st, &e)
 	}
-	c := float64(st.Concurrency)
-	e.SessionsNeeded = c * (1 + span/e.SessionSeconds)
-	e.Requests = c * span / (e.TurnSeconds + think*(turns-1)/turns)
 	return e
 }
 
-// estimateOpenLoop fills e for request_rate and replay. Sessions arrive on the schedule: request_rate
-// at the stage's mean rate (a ramp's integral) with a count that varies by cv²× Poisson's (headroom
-// of 3σ), replay as many as the trace holds in the stage's slice; each brings its turns. Requests in
+// inFlightCapped fills e for an open loop that sends requests over span seconds: requests in
 // flight follow Little's law (request rate × one request's time); past load.max_in_flight requests
 // wait for a slot, so what the stage can send is capped at max_in_flight ÷ TurnSeconds per second.
-func (s *Scenario) estimateOpenLoop(st Stage, turns float64, e *Estimate) {
-	span := (st.Warmup.D() + st.Duration.D()).Seconds()
-	var sessions, requests float64
-	if s.Load.Mode == ModeReplay {
-		sessions, requests = s.replaySlice(st)
-		e.SessionsNeeded = sessions
-	} else {
-		if st.Rate != nil {
-			sessions = st.Rate.Mean(st.Warmup.D()+st.Duration.D()) * span
-		}
-		cv := 1.0
-		if s.Load.Arrival == ArrivalGamma {
-			cv = max(cv, s.Load.CV)
-		}
-		e.SessionsNeeded = sessions + 3*cv*math.Sqrt(sessions)
-		requests = sessions * turns
-	}
+func (s *Scenario) inFlightCapped(span, requests float64, e *Estimate) {
 	capped := float64(max(1, s.Load.MaxInFlight)) * span / e.TurnSeconds
 	e.Requests = math.Min(requests, capped)
 	e.InFlight = math.Min(requests/max(span, 1e-9)*e.TurnSeconds, float64(max(1, s.Load.MaxInFlight)))
-}
-
-// replaySlice is the sessions, and their requests, of the source whose first request falls (after
-// time_scale) in st's slice of the trace: the stages before it take the slices before (workload's
-// replay pools are sliced the same way). A stage is found by value, so of two equal stages both
-// read the first one's slice.
-func (s *Scenario) replaySlice(st Stage) (sessions, requests float64) {
-	if s.source == nil {
-		return 0, 0
-	}
-	var from time.Duration
-	for _, o := range s.Load.Stages {
-		if o == st {
-			break
-		}
-		from += o.Warmup.D() + o.Duration.D()
-	}
-	until := from + st.Warmup.D() + st.Duration.D()
-	for _, ss := range s.source.Sessions {
-		if len(ss.Turns) == 0 || ss.Turns[0].AtMs < 0 {
-			continue
-		}
-		if at := time.Duration(ss.Turns[0].AtMs * s.Load.TimeScale * float64(time.Millisecond)); at >= from && at < until {
-			sessions++
-			requests += float64(len(ss.Turns))
-		}
-	}
-	return sessions, requests
 }
 
 // estimates adds the warnings that need the distributions' expected values.
@@ -274,20 +177,12 @@ func (s *Scenario) Stats(w *Workload) []StageStats {
 	out := make([]StageStats, len(w.Stages))
 	for i, pool := range w.Stages {
 		st := pool.Spec
-		load := fmt.Sprintf("concurrency %d", st.Concurrency)
-		switch s.Load.Mode {
-		case ModeArrivalRate:
-			load = fmt.Sprintf("%g sessions/s (max %d open)", st.SessionsPerSec, st.MaxConcurrency)
-		case ModeRequestRate:
-			if st.Rate != nil {
-				load = fmt.Sprintf("%s %s (max %d in flight)", st.Rate, s.Load.Arrival, s.Load.MaxInFlight)
-			}
-		case ModeReplay:
-			load = fmt.Sprintf("replay × %g (max %d in flight)", s.Load.TimeScale, s.Load.MaxInFlight)
-		case ModeBatch:
-			load = fmt.Sprintf("batch of %d requests (max %d in flight)", st.Requests, s.Load.MaxInFlight)
+		m := s.Load.LoadMode()
+		load := ""
+		if m.describe != nil {
+			load = m.describe(s.Load, st)
 		}
-		if st.Requests > 0 && s.Load.Mode != ModeBatch {
+		if st.Requests > 0 && !m.Job {
 			load += fmt.Sprintf(", ends after %d requests", st.Requests)
 		}
 		ss := StageStats{

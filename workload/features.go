@@ -17,7 +17,7 @@ import (
 )
 
 // The request features of docs/scenario.md: agent sessions with tools, structured output, a model mix,
-// non-streamed requests. Batch stages live with the other load modes (load_check.go, dataset.go).
+// non-streamed requests. Batch stages live with the other load modes (mode_batch.go).
 
 // ToolsSpec is session.tools: every request of the session carries tools, and the server's tool
 // calls are answered with synthetic results, round after round, before the next user turn.

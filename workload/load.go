@@ -333,10 +333,10 @@ func Expand(v string, getenv func(string) string) string {
 	return envRef.ReplaceAllStringFunc(v, func(m string) string { return getenv(m[2 : len(m)-1]) })
 }
 
-// singleTurnDefault reports whether session.<key> was left out of a request_rate or batch scenario,
-// where requests are single-turn by default: turns 1, think time 0.
+// singleTurnDefault reports whether session.<key> was left out of a scenario whose mode makes
+// requests single-turn by default (LoadMode.SingleTurn: request_rate, batch): turns 1, think time 0.
 func singleTurnDefault(s *Scenario, key string) bool {
-	return (s.Load.Mode == ModeRequestRate || s.Load.Mode == ModeBatch) && (key == "turns" || key == "think_time") && !s.has("session."+key)
+	return s.Load.LoadMode().SingleTurn && (key == "turns" || key == "think_time") && !s.has("session."+key)
 }
 
 // syntheticRules checks the personas and the session shape of a synthetic workload.

@@ -137,7 +137,8 @@ type Session struct {
 	ResponseFormat *ResponseFormatSpec `yaml:"response_format,omitempty"`
 }
 
-// LoadPlan is how sessions are started, and the stages of the run.
+// LoadPlan is how sessions are started, and the stages of the run. Each mode (LoadMode, one file
+// mode_<name>.go each) says which of the keys below it reads, and checks and defaults them.
 type LoadPlan struct {
 	Mode              string   `yaml:"mode"`
 	Stages            []Stage  `yaml:"stages,flow"`
@@ -158,32 +159,8 @@ type LoadPlan struct {
 	TimeScale float64 `yaml:"time_scale,omitempty"`
 }
 
-// Load modes.
-const (
-	ModeConcurrency = "concurrency"
-	ModeArrivalRate = "arrival_rate"
-	// ModeRequestRate is open loop per request: requests (or sessions, for multi-turn workloads)
-	// arrive at the stage's rate.
-	ModeRequestRate = "request_rate"
-	// ModeReplay sends each request of a trace at its own time × time_scale.
-	ModeReplay = "replay"
-	// ModeBatch sends each stage's `requests` as fast as the server takes them, with at most
-	// load.max_in_flight open: the nightly job, judged by its completion time.
-	ModeBatch = "batch"
-)
-
-// Arrival processes of request_rate.
-const (
-	ArrivalPoisson  = "poisson"
-	ArrivalGamma    = "gamma"
-	ArrivalConstant = "constant"
-)
-
 // DefaultMaxInFlight is max_in_flight when the file does not set it.
 const DefaultMaxInFlight = 1000
-
-// IsOpenLoop reports whether the mode starts work on a schedule rather than keeping sessions open.
-func (l LoadPlan) IsOpenLoop() bool { return l.Mode != ModeConcurrency }
 
 // Stage is one step of the run. Concurrency stages use Concurrency; arrival_rate stages use
 // SessionsPerSec and MaxConcurrency; request_rate stages use Rate; replay stages only their times;
@@ -360,19 +337,8 @@ func (s *Scenario) loadDefaults() {
 	if !s.has("load.session_pool_factor") {
 		s.Load.SessionPoolFactor = DefaultPoolFactor
 	}
-	if s.Load.IsOpenLoop() && s.Load.Mode != ModeArrivalRate {
-		if s.Load.Arrival == "" && s.Load.Mode == ModeRequestRate {
-			s.Load.Arrival = ArrivalPoisson
-		}
-		if s.Load.Arrival == ArrivalGamma && !s.has("load.cv") {
-			s.Load.CV = 1
-		}
-		if s.Load.MaxInFlight == 0 && !s.has("load.max_in_flight") {
-			s.Load.MaxInFlight = DefaultMaxInFlight
-		}
-		if s.Load.Mode == ModeReplay && !s.has("load.time_scale") {
-			s.Load.TimeScale = 1
-		}
+	if m := s.Load.LoadMode(); m.defaults != nil {
+		m.defaults(s) // the keys only its mode reads (arrival, cv, max_in_flight, time_scale)
 	}
 }
 

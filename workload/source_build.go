@@ -1,10 +1,8 @@
 package workload
 
 import (
-	"cmp"
 	"fmt"
 	"math/rand/v2"
-	"slices"
 	"time"
 )
 
@@ -37,7 +35,7 @@ func (s *Scenario) buildFromSource(g *TextGen) (*Workload, error) {
 			n = min(len(src.Sessions), sourcePoolMax)
 		}
 		picks := replay.stage(st)
-		if s.Load.Mode == ModeReplay {
+		if replay.on {
 			if len(replay.sorted) == 0 {
 				return nil, fmt.Errorf("load.mode replay: %s has no request times; accepted: a trace (mooncake, azure, burstgpt, qwen_bailian) or an aiperf dataset whose turns have \"timestamp\" (ms), or load.mode request_rate", src.File)
 			}
@@ -77,66 +75,6 @@ func (s *Scenario) buildFromSource(g *TextGen) (*Workload, error) {
 		w.Stages = append(w.Stages, pool)
 	}
 	return w, nil
-}
-
-// replaySlicer hands each replay stage its slice of the source's clock: stage k replays the sessions
-// whose first request falls, after time_scale, in the warmup + duration that follows stage k−1's,
-// due at their own times from the stage's origin. Sessions without a time are left out (and said
-// at validate: a replay needs times).
-type replaySlicer struct {
-	on     bool
-	scale  float64
-	times  []time.Duration // each session's first time × scale, −1 when it has none
-	from   time.Duration   // where the next stage's slice starts
-	prev   time.Duration   // where the last stage's slice started
-	sorted []int           // session indexes by time
-}
-
-// turnScale is what a trace's gaps between turns are multiplied by: time_scale in replay, else 1
-// (the trace's own pace).
-func (r *replaySlicer) turnScale() float64 {
-	if r.on {
-		return r.scale
-	}
-	return 1
-}
-
-type replayPick struct {
-	index int
-	at    time.Duration
-}
-
-func newReplaySlicer(s *Scenario) *replaySlicer {
-	r := &replaySlicer{on: s.Load.Mode == ModeReplay, scale: s.Load.TimeScale}
-	if !r.on {
-		return r
-	}
-	for i, ss := range s.source.Sessions {
-		at := time.Duration(-1)
-		if len(ss.Turns) > 0 && ss.Turns[0].AtMs >= 0 {
-			at = time.Duration(ss.Turns[0].AtMs * r.scale * float64(time.Millisecond))
-			r.sorted = append(r.sorted, i)
-		}
-		r.times = append(r.times, at)
-	}
-	slices.SortStableFunc(r.sorted, func(a, b int) int { return cmp.Compare(r.times[a], r.times[b]) })
-	return r
-}
-
-// stage returns the sessions of the next stage's slice, in time order (nil outside replay).
-func (r *replaySlicer) stage(st Stage) []replayPick {
-	if !r.on {
-		return nil
-	}
-	until := r.from + st.Warmup.D() + st.Duration.D()
-	picks := []replayPick{}
-	for _, i := range r.sorted {
-		if t := r.times[i]; t >= r.from && t < until {
-			picks = append(picks, replayPick{index: i, at: t - r.from})
-		}
-	}
-	r.prev, r.from = r.from, until
-	return picks
 }
 
 // outputTokens is a turn's max output tokens: a trace's measured length, else the dataset's

@@ -106,7 +106,10 @@ func badInput(format string, args ...any) error {
 // knobOf is the knob asked for, which must be the scenario's own load: a closed loop's sessions or
 // an open loop's rate.
 func knobOf(sc *workload.Scenario, flag string) (string, error) {
-	natural := map[string]string{workload.ModeConcurrency: KnobConcurrency, workload.ModeRequestRate: KnobRate, workload.ModeArrivalRate: KnobRate}[sc.Load.Mode]
+	natural := "" // the mode's own knob
+	if k := sc.Load.LoadMode().Knob; k != nil {
+		natural = k.Name
+	}
 	switch {
 	case natural == "":
 		return "", badInput("%s: load.mode %s: a replay's rate is its trace's, so there is no knob to turn; accepted: load.mode concurrency, request_rate or arrival_rate (a replay runs faster with load.time_scale < 1 in plload run); nothing was sent", sc.File, sc.Load.Mode)
@@ -122,17 +125,7 @@ func knobOf(sc *workload.Scenario, flag string) (string, error) {
 }
 
 // startOf is the first stage's value of the knob (0 when it has none).
-func (p *Plan) startOf() float64 {
-	switch {
-	case p.knob == KnobConcurrency:
-		return float64(p.first.Concurrency)
-	case p.sc.Load.Mode == workload.ModeArrivalRate:
-		return p.first.SessionsPerSec
-	case p.first.Rate != nil:
-		return p.first.Rate.To
-	}
-	return 0
-}
+func (p *Plan) startOf() float64 { return p.sc.Load.LoadMode().Knob.Of(p.first) }
 
 // searchOptions checks Start, Max, Resolution and Repeats (--start, --max, --resolution, --repeats).
 func searchOptions(in Options, knob string, start float64) (search.Options, error) {
@@ -172,17 +165,8 @@ func unitOf(knob string) string {
 
 // stageAt is the first stage with the knob at v: the probe's spec.
 func (p *Plan) stageAt(v float64) workload.Stage {
-	st := p.first
+	st := p.sc.Load.LoadMode().Knob.With(p.first, v)
 	st.Name = ""
-	switch {
-	case p.knob == KnobConcurrency:
-		st.Concurrency = int(v)
-	case p.sc.Load.Mode == workload.ModeArrivalRate:
-		st.SessionsPerSec = v
-	default:
-		r := workload.ConstantRate(v)
-		st.Rate = &r
-	}
 	return st
 }
 
@@ -199,10 +183,6 @@ func (p *Plan) valueText(v float64) string {
 	switch {
 	case p.knob == KnobConcurrency && v == 1:
 		return "1 session" // the search halves down to 1 when nothing passes
-	case p.knob == KnobConcurrency:
-		return fmt.Sprintf("%g sessions", v)
-	case p.sc.Load.Mode == workload.ModeArrivalRate:
-		return fmt.Sprintf("%g sessions/s", v)
 	}
-	return fmt.Sprintf("%g req/s", v)
+	return fmt.Sprintf("%g %s", v, p.sc.Load.LoadMode().Knob.Unit)
 }

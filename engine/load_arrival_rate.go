@@ -3,7 +3,23 @@ package engine
 import (
 	"math/rand/v2"
 	"time"
+
+	"github.com/plload/plload/workload"
 )
+
+func init() {
+	registerLoadModel(workload.ModeArrivalRate, loadModelSpec{
+		build: func(s *stageRun) loadModel {
+			spec := s.pool.Spec
+			return arrivalLoad{rate: spec.SessionsPerSec, maxOpen: s.split(spec.MaxConcurrency, true)}
+		},
+		logAttrs: func(_ workload.LoadPlan, st workload.Stage) []any {
+			return []any{"sessions_per_sec", st.SessionsPerSec, "max_concurrency", st.MaxConcurrency}
+		},
+	})
+}
+
+var _ loadModel = arrivalLoad{}
 
 // arrivalLoad starts sessions at Poisson arrival times drawn from the stage's seed (arrival_rate),
 // the first at the stage's origin (so the schedule's offsets, and t0, can be read back from the
