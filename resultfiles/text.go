@@ -39,11 +39,3 @@ func (r *StageReport) LoadText() string {
 	}
 	return load
 }
-
-// oneDecimal prints a rate with at least one decimal (2.0, 0.25), so it does not read as a count.
-func oneDecimal(v float64) string {
-	if v == math.Trunc(v) {
-		return fmt.Sprintf("%.1f", v)
-	}
-	return fmt.Sprintf("%g", v)
-}
