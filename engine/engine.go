@@ -72,6 +72,9 @@ type Config struct {
 	// stage sleeps until it and takes it as its origin in every mode, so every shard's stage
 	// boundaries are the same instants. An error fails the run with its message.
 	StageStart func(ctx context.Context, stage int) (time.Time, error)
+	// NoPrepareAhead sends open-loop arrivals the way releases before issue 37 did: the request is
+	// built only once it is due. Only the benchmark that compares the two sets it.
+	NoPrepareAhead bool
 }
 
 // StageResult is what the engine knows of a finished stage; the numbers users read come from the

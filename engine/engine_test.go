@@ -214,7 +214,7 @@ var (
 		"conversation_id": "string", "turn_index": "int", "credit_issued_ns": "int", "request_start_ns": "int",
 		"request_ack_ns": "int", "request_end_ns": "int", "worker_id": "string", "record_processor_id": "string",
 		"benchmark_phase": "string", "was_cancelled": "bool", "cancellation_time_ns": "int",
-		"intended_start_ns": "int", "persona": "int", "dataset_session": "int", "retried": "bool"}
+		"intended_start_ns": "int", "slot_wait_ns": "int", "persona": "int", "dataset_session": "int", "retried": "bool"}
 	metricUnits = map[string]string{"time_to_first_token": "ms", "time_to_second_token": "ms",
 		"time_to_first_output_token": "ms", "request_latency": "ms", "inter_token_latency": "ms",
 		"inter_chunk_latency": "ms", "output_token_throughput_per_user": "tokens/sec/user",
@@ -244,7 +244,7 @@ func float(v any) float64 {
 	return f
 }
 
-// checkRecord checks one record against RECORDS.md; it returns what is wrong.
+// checkRecord checks one record against the layout docs/records.md describes; it returns what is wrong.
 func checkRecord(r map[string]any) []string {
 	var bad []string
 	add := func(f string, a ...any) { bad = append(bad, fmt.Sprintf(f, a...)) }
@@ -344,7 +344,7 @@ func checkAllRecords(t *testing.T, recs []map[string]any) {
 	t.Helper()
 	for i, r := range recs {
 		if bad := checkRecord(r); len(bad) > 0 {
-			t.Fatalf("record %d breaks RECORDS.md: %v", i, bad)
+			t.Fatalf("record %d breaks the records layout (docs/records.md): %v", i, bad)
 		}
 	}
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // TestRecordMathAgainstTheMock runs short stages against the real mock on loopback and checks, on
-// every successful record, the per-request numbers readStream derives from the token times (RECORDS.md,
+// every successful record, the per-request numbers readStream derives from the token times (docs/records.md,
 // as AIPerf computes them):
 //   - TTFT is the first token of any kind, reasoning included: the first visible answer token (TTFO)
 //     comes exactly the first `reasoning` gaps later, and TTFT + Σ gaps is the latency.

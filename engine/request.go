@@ -183,7 +183,7 @@ func (s *stageRun) httpError(ex *exchange, resp *http.Response, islEstimate int)
 		Message: s.scrub(metrics.TruncateMessage(message))}
 }
 
-// readStream reads the SSE answer and computes the record's metrics (RECORDS.md).
+// readStream reads the SSE answer and computes the record's metrics (docs/records.md).
 func (s *stageRun) readStream(ctx, reqCtx context.Context, ex *exchange, body io.Reader, start time.Time, isl int) {
 	rec := &ex.rec
 	st, ok := s.readPolled(reqCtx, ex, body)

@@ -17,11 +17,17 @@ type sessionStart struct {
 	sessionPick
 	scheduled time.Time
 	slotHeld  bool
+	// prepared: an open-loop arrival started ahead of its time (dispatchPrepared); nil otherwise.
+	prepared *preparedStart
 }
 
 // session is a session in progress: its record, the history sent so far and the times its next turn
 // is due by.
 type session struct {
+	// pending is the next request, built ahead of its time (nil: built when it goes); slotWait the
+	// wait for its in-flight slot, for its record.
+	pending  *pendingBody
+	slotWait metrics.Opt[int64]
 	sr       *metrics.SessionRecord
 	history  []message
 	isl      int
@@ -65,9 +71,17 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, st sessionStart)
 			break
 		}
 		ss.setIntended(k, turn)
+		if k == 0 && st.prepared != nil {
+			// Started ahead of its time: the request is built now, so when it is due only its slot
+			// and its write remain.
+			s.prepareTurn(ss, turn, text)
+			if !s.awaitDue(issueCtx, &st, ss) {
+				return last
+			}
+		}
 		// A first request whose slot the dispatcher took is due and goes, even when the stage stopped
 		// issuing a moment after: the dispatcher counted it as started.
-		if !(k == 0 && st.slotHeld) && (!sleepUntil(issueCtx, ss.intended) || !s.acquireSlot(issueCtx)) {
+		if !(k == 0 && st.slotHeld) && (!sleepUntil(issueCtx, ss.intended) || !s.acquireSlotTimed(issueCtx, ss)) {
 			ss.sr.Outcome = metrics.SessionStageEnd
 			return last
 		}
@@ -103,7 +117,7 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, st sessionStart)
 				break // the file's own answer stands in for the server's
 			}
 			ss.addToolResults(ex, s.cfg.Workload, k, round, s.cfg.Scenario.Tokenizer().Count)
-			if round > s.cfg.Workload.MaxToolRounds() || !s.acquireSlot(issueCtx) {
+			if round > s.cfg.Workload.MaxToolRounds() || !s.acquireSlotTimed(issueCtx, ss) {
 				ex = nil // the user's turn ends on its tool results: no answer to add
 				break
 			}
@@ -206,9 +220,62 @@ func (ss *session) setIntended(k int, turn workload.Turn) {
 
 // sendTurn sends turn k, whose user message is text (credit issued at credit), and writes its record.
 func (s *stageRun) sendTurn(reqCtx context.Context, ss *session, k int, turn workload.Turn, text string, credit time.Time) *exchange {
+	if ss.pending == nil { // a prepared turn's message is in the history already
+		ss.history = append(ss.history, newMessage("user", text, turn.UserTokens))
+		ss.isl += turn.UserTokens
+	}
+	return s.sendRequest(reqCtx, ss, k, 0, turn, credit)
+}
+
+// prepareTurn adds turn's user message to the history and builds its request's body ahead of its
+// time, under the request id it will go with.
+func (s *stageRun) prepareTurn(ss *session, turn workload.Turn, text string) {
 	ss.history = append(ss.history, newMessage("user", text, turn.UserTokens))
 	ss.isl += turn.UserTokens
-	return s.sendRequest(reqCtx, ss, k, 0, turn, credit)
+	id := newUUID()
+	ss.pending = &pendingBody{id: id,
+		body: s.body.build(nil, ss.model, withNonce(ss.history, s.cfg.Scenario.NonceAt(), id), turn.MaxOutputTokens, turn.ExactOutput)}
+}
+
+// awaitDue waits, for a prepared first turn, until it is due (never early), then for its in-flight
+// slot; true with the slot held. The wait for the slot, and the dispatcher's wait for a place among
+// the prepared past the due time, are the request's slot wait. false when the stage stopped issuing
+// first: an arrival that was due by then never started, and is recorded so.
+func (s *stageRun) awaitDue(issueCtx context.Context, st *sessionStart, ss *session) bool {
+	defer st.prepared.release()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	if waitPrecisely(issueCtx, timer, ss.intended) {
+		ready := time.Now()
+		if s.acquireSlot(issueCtx) {
+			st.slotHeld = true
+			ss.slotWait = metrics.Some(int64(time.Since(ready) + st.prepared.tokenLate))
+			return true
+		}
+	}
+	ss.pending = nil
+	ss.sr.Outcome = metrics.SessionStageEnd // no session record of its own: never started, or never due
+	if !ss.intended.After(time.Now()) {
+		s.neverStarted(st.sessionPick, st.scheduled)
+	}
+	return false
+}
+
+// acquireSlotTimed is acquireSlot that keeps the wait as the next request's slot wait.
+func (s *stageRun) acquireSlotTimed(ctx context.Context, ss *session) bool {
+	ask := time.Now()
+	if !s.acquireSlot(ctx) {
+		return false
+	}
+	ss.slotWait = metrics.Some(int64(time.Since(ask)))
+	return true
+}
+
+// pendingBody is a request built ahead of its time: its id and body bytes.
+type pendingBody struct {
+	id   string
+	body []byte
 }
 
 // sendRequest sends the session's history as a request of turn k — round 0 the user's message,
@@ -217,9 +284,16 @@ func (s *stageRun) sendRequest(reqCtx context.Context, ss *session, k, round int
 	if round > 0 {
 		ss.intended = ss.lastEnd // no think time before a tool round
 	}
+	id, body := "", []byte(nil)
+	if p := ss.pending; p != nil && round == 0 {
+		id, body, ss.pending = p.id, p.body, nil
+	} else {
+		id = newUUID()
+	}
 	ex := &exchange{rec: metrics.Record{
 		SessionNum:      int(s.counts.issued.Add(1) - 1),
-		XRequestID:      newUUID(),
+		XRequestID:      id,
+		SlotWaitNs:      ss.slotWait,
 		XCorrelationID:  ss.sr.XCorrelationID,
 		ConversationID:  ss.sr.ConversationID,
 		DatasetSession:  ss.datasetSession(),
@@ -233,8 +307,11 @@ func (s *stageRun) sendRequest(reqCtx context.Context, ss *session, k, round int
 	if s.cfg.Workload.MaxToolRounds() > 0 {
 		ex.rec.ToolRound = metrics.Some(round)
 	}
-	// A fresh buffer per request (nil: build sizes it): the transport may still hold the last one.
-	body := s.body.build(nil, ss.model, withNonce(ss.history, s.cfg.Scenario.NonceAt(), ex.rec.XRequestID), turn.MaxOutputTokens, turn.ExactOutput)
+	ss.slotWait = metrics.Opt[int64]{}
+	if body == nil {
+		// A fresh buffer per request (nil: build sizes it): the transport may still hold the last one.
+		body = s.body.build(nil, ss.model, withNonce(ss.history, s.cfg.Scenario.NonceAt(), ex.rec.XRequestID), turn.MaxOutputTokens, turn.ExactOutput)
+	}
 	s.send(reqCtx, ex, body, ss.isl)
 	ss.lastEnd = s.clock.at(ex.rec.RequestEndNs.V)
 	for end := ex.rec.RequestEndNs.V; ; {

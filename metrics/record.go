@@ -50,7 +50,11 @@ type Record struct {
 	WasCancelled       bool
 	CancellationTimeNs Opt[int64]
 	IntendedStartNs    Opt[int64]
-	Persona            Opt[int]
+	// SlotWaitNs is the part of the send lag (credit_issued_ns − intended_start_ns) the request spent
+	// waiting for an in-flight slot (load.max_in_flight, a stage's cap) after it was ready to go; the
+	// rest is the client's own work and scheduling. Absent where the request had no intended start.
+	SlotWaitNs Opt[int64]
+	Persona    Opt[int]
 	// DatasetSession is the dataset (pool) session a reused session replays; absent otherwise.
 	DatasetSession Opt[int]
 	// Retried: the request went out a second time, at once, on a new connection, because the reused

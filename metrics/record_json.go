@@ -49,6 +49,9 @@ func (r *Record) appendMetadata(b []byte) []byte {
 	b = strconv.AppendBool(b, r.WasCancelled)
 	b = appendOptIntField(b, "cancellation_time_ns", r.CancellationTimeNs)
 	b = appendOptIntField(b, "intended_start_ns", r.IntendedStartNs)
+	if r.SlotWaitNs.OK {
+		b = appendIntField(b, "slot_wait_ns", r.SlotWaitNs.V)
+	}
 	if r.Persona.OK {
 		b = appendIntField(b, "persona", int64(r.Persona.V))
 	}

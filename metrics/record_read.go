@@ -35,6 +35,7 @@ type rawRecord struct {
 		WasCancelled       *bool       `json:"was_cancelled"`
 		CancellationTimeNs json.Number `json:"cancellation_time_ns"`
 		IntendedStartNs    json.Number `json:"intended_start_ns"`
+		SlotWaitNs         json.Number `json:"slot_wait_ns"`
 		Persona            json.Number `json:"persona"`
 		DatasetSession     json.Number `json:"dataset_session"`
 		Retried            *bool       `json:"retried"`
@@ -161,6 +162,7 @@ func ParseRecord(line []byte) (*Record, error) {
 	rec.RequestEndNs = num("request_end_ns", md.RequestEndNs)
 	rec.CancellationTimeNs = num("cancellation_time_ns", md.CancellationTimeNs)
 	rec.IntendedStartNs = num("intended_start_ns", md.IntendedStartNs)
+	rec.SlotWaitNs = num("slot_wait_ns", md.SlotWaitNs)
 	if p := num("persona", md.Persona); p.OK {
 		rec.Persona = Some(int(p.V))
 	}

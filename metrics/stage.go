@@ -66,6 +66,7 @@ type Stage struct {
 	gaps                             []float64 // pooled chunk gaps
 	hdr                              *hdrhistogram.Histogram
 	startLag, thinkLag               []float64 // of in-window requests with an intended start
+	slotWait, clientLag              []float64 // their send lag split, where the record has slot_wait_ns
 	sessions                         map[string]*interval
 	flightStarts, flightEnds         []int64 // of the requests in flight in the window, clipped to it
 	flightArea                       int64   // Σ ns in flight within the window
@@ -185,6 +186,10 @@ func (s *Stage) lags(r *Record) {
 		return
 	}
 	lag := Ms(issueNs(r) - r.IntendedStartNs.V)
+	if r.SlotWaitNs.OK {
+		wait := Ms(r.SlotWaitNs.V)
+		s.slotWait, s.clientLag = append(s.slotWait, wait), append(s.clientLag, max(0, lag-wait))
+	}
 	if r.TurnIndex != 0 {
 		s.thinkLag = append(s.thinkLag, lag)
 		return

@@ -95,6 +95,12 @@ type StageSummary struct {
 	// SendLag is credit_issued_ns − intended_start_ns over the in-window requests that have an
 	// intended start: how late the client sent against its schedule.
 	SendLag Dist `json:"send_lag_ms"`
+	// SendLagSlot and SendLagClient split the send lag where the records say how (slot_wait_ns):
+	// the wait for an in-flight slot (raise load.max_in_flight, or the server is slow to answer),
+	// and the rest, the client's own work and scheduling (a busier or smaller machine). Absent when
+	// no record says.
+	SendLagSlot   *Dist `json:"send_lag_slot_ms,omitempty"`
+	SendLagClient *Dist `json:"send_lag_client_ms,omitempty"`
 	// ReplayValid is set for replay stages only (null otherwise): false when the client could not
 	// keep the trace's pace (send lag p99 > ReplayLagP99LimitMs or a request more than
 	// ReplayLateLimitMs late), and ReplayInvalidReason says which.
@@ -182,6 +188,10 @@ func (s *Stage) Summary() *StageSummary {
 	sum.ITL = s.pooledITL()
 	sum.StartLag, sum.ThinkLag = summarize(s.startLag), summarize(s.thinkLag)
 	sum.SendLag = summarizeUnion(s.startLag, s.thinkLag)
+	if len(s.slotWait) > 0 {
+		slot, client := summarize(s.slotWait), summarize(s.clientLag)
+		sum.SendLagSlot, sum.SendLagClient = &slot, &client
+	}
 	counted := sum.Requests.Succeeded + sum.Requests.Errors + sum.Requests.Cancelled
 	if counted > 0 {
 		sum.ErrorRate = Some(float64(sum.Requests.Errors+sum.Requests.Cancelled) / float64(counted))
@@ -284,6 +294,9 @@ func (s *Stage) replayValidity() {
 	sum.ReplayValid = Some(len(why) == 0)
 	if len(why) > 0 {
 		sum.ReplayInvalidReason = strings.Join(why, "; ") // readers put "client could not keep the trace's pace: " before it
+		if split := sum.SendLagSplit(); split != "" {
+			sum.ReplayInvalidReason += " (" + split + ")"
+		}
 	}
 }
 
@@ -335,4 +348,14 @@ func (s *Stage) warnings() []string {
 		out = append(out, fmt.Sprintf("pooled ITL percentiles come from an HDR histogram with 3 significant digits (0.1 %% resolution): more than %d chunk gaps", exactITLLimit))
 	}
 	return out
+}
+
+// SendLagSplit says where the send lag went, when the records say: "waiting for an in-flight slot
+// p99 0.0 ms, the client's own work p99 37.6 ms" ("" when they do not). The first says raise
+// load.max_in_flight (or the server answers slowly); the second, a quieter or bigger machine.
+func (s *StageSummary) SendLagSplit() string {
+	if s.SendLagSlot == nil || s.SendLagClient == nil {
+		return ""
+	}
+	return fmt.Sprintf("waiting for an in-flight slot p99 %.1f ms, the client's own work p99 %.1f ms", s.SendLagSlot.P99, s.SendLagClient.P99)
 }
