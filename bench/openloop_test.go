@@ -68,7 +68,10 @@ load:
 
 // openLoopStage runs one stage of text and reports send lag (credit_issued − intended) p50/p99/max,
 // start lag (request_start − intended) p99, client CPU per request, and the rate actually sent.
-func openLoopStage(b *testing.B, text string, span time.Duration) {
+func openLoopStage(b *testing.B, text string, span time.Duration) { openLoopStageWith(b, text, span, nil) }
+
+// openLoopStageWith is openLoopStage with the engine's Config changed by edit (nil: as it is).
+func openLoopStageWith(b *testing.B, text string, span time.Duration, edit func(*engine.Config)) {
 	sc, issues := workload.Parse("openloop.yaml", []byte(text), workload.LoadOptions{ForRun: true})
 	if err := issues.Err(); err != nil {
 		b.Fatal(err)
@@ -80,7 +83,11 @@ func openLoopStage(b *testing.B, text string, span time.Duration) {
 	runtime.GC()
 	dir := b.TempDir()
 	cpu0 := engine.ProcessCPU()
-	res, err := engine.Run(context.Background(), engine.Config{Scenario: sc, Workload: w, Dir: dir})
+	cfg := engine.Config{Scenario: sc, Workload: w, Dir: dir}
+	if edit != nil {
+		edit(&cfg)
+	}
+	res, err := engine.Run(context.Background(), cfg)
 	cpu := engine.ProcessCPU() - cpu0
 	if err != nil {
 		b.Fatal(err)

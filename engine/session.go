@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"runtime"
 	"time"
 
 	"github.com/plload/plload/metrics"
@@ -106,6 +107,12 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, st sessionStart)
 			ss.sr.StartNs = s.clock.ns(credit)
 			lag := metrics.Ms(int64(credit.Sub(st.scheduled)))
 			ss.sr.StartLagMs = &lag
+			if st.prepared != nil {
+				// Arrivals due at one instant (a trace's burst) were woken together: let the others
+				// issue theirs before this one's connection and write take the core, so that a burst
+				// is issued when due and its writes follow one another, as they would on any wire.
+				runtime.Gosched()
+			}
 		}
 		ex := onItsOwnStack(func() *exchange { return s.sendTurn(reqCtx, ss, k, turn, text, credit) })
 		s.releaseSlot()

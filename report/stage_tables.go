@@ -18,6 +18,10 @@ import (
 // columns decides the optional columns from the stages shown together.
 type columns struct {
 	ttfo, startLag, run, server, openLoop, replay bool
+	// sendSplit: a stage's records say how its send lag split (slot wait against the client's work).
+	sendSplit bool
+	// traceReuse: a stage replayed a trace with block ids, whose own reuse goes beside the cache hit.
+	traceReuse bool
 	// agents: a stage has tool calls or structured output (docs/scenario.md); batch: a stage is a batch job.
 	agents, batch bool
 	// stats lists, by SLO metric, the statistics its cells show: mean, median and p99, plus any
@@ -38,6 +42,8 @@ func columnsFor(rows []runStage, withRun bool) columns {
 		// lag of the injector table, not a schedule the load kept.
 		c.openLoop = c.openLoop || mode.Scheduled
 		c.replay = c.replay || mode.TraceClock || r.Summary.ReplayValid.OK
+		c.sendSplit = c.sendSplit || r.Summary.SendLagSlot != nil
+		c.traceReuse = c.traceReuse || r.TraceBlockReuse != nil
 		c.agents = c.agents || r.Summary.Tools != nil || r.Summary.Structured != nil
 		c.batch = c.batch || r.Batch != nil
 		for _, l := range r.SLO.Limits() {
@@ -170,6 +176,9 @@ func goodputText(r *resultfiles.StageReport) string {
 
 func (c columns) errorsTable(rows []runStage) table {
 	t := table{title: "Goodput, errors and cache", header: c.leadHeader("goodput req/s (% of req)", "err%", "429", "cache hit%", "cache hit% by turn")}
+	if c.traceReuse {
+		t.header = append(t.header, "trace's block reuse%")
+	}
 	for _, rs := range rows {
 		s := rs.st.Summary
 		errPct := "N/A"
@@ -185,7 +194,15 @@ func (c columns) errorsTable(rows []runStage) table {
 		} else if s.Requests.Succeeded == 0 {
 			cache = "N/A"
 		}
-		t.add(c.lead(rs), goodputText(rs.st), errPct, fmt.Sprint(s.Requests.RateLimited), cache, cacheByTurn(s.CacheHitByTurn))
+		cells := []string{goodputText(rs.st), errPct, fmt.Sprint(s.Requests.RateLimited), cache, cacheByTurn(s.CacheHitByTurn)}
+		if c.traceReuse {
+			reuse := "N/A"
+			if r := rs.st.TraceBlockReuse; r != nil {
+				reuse = pct(*r, true)
+			}
+			cells = append(cells, reuse)
+		}
+		t.add(c.lead(rs), cells...)
 	}
 	return t
 }
@@ -258,6 +275,9 @@ func (c columns) openLoopTable(rows []runStage) table {
 	t := table{title: "Open loop: from send vs from the intended send (ms)", header: c.leadHeader(
 		c.statHeader("TTFT", metrics.SLOMetricTTFT), c.statHeader("TTFT from intended", metrics.SLOMetricTTFT),
 		c.statHeader("E2E", metrics.SLOMetricE2E), c.statHeader("E2E from intended", metrics.SLOMetricE2E), "send lag p50/p99/max")}
+	if c.sendSplit {
+		t.header = append(t.header, "send lag p99: slot wait / client")
+	}
 	if c.startLag {
 		t.header = append(t.header, "start lag p50/p95/p99")
 	}
@@ -268,6 +288,9 @@ func (c columns) openLoopTable(rows []runStage) table {
 		s := rs.st.Summary
 		cells := []string{c.statCell(metrics.SLOMetricTTFT, s.TTFT), c.statCell(metrics.SLOMetricTTFT, s.TTFTFromIntended),
 			c.statCell(metrics.SLOMetricE2E, s.E2E), c.statCell(metrics.SLOMetricE2E, s.E2EFromIntended), sendLag(s.SendLag)}
+		if c.sendSplit {
+			cells = append(cells, sendSplit(s))
+		}
 		if c.startLag {
 			cells = append(cells, lats(s.StartLag, 50, 95, 99))
 		}
@@ -286,6 +309,15 @@ func sendLag(d metrics.Dist) string {
 		return "N/A"
 	}
 	return fmt.Sprintf("%.2f/%.2f/%.2f", d.P50, d.P99, d.Max)
+}
+
+// sendSplit is the send lag's p99 split: waiting for an in-flight slot (raise load.max_in_flight, or
+// the server answers slowly) against the client's own work (a quieter or bigger machine).
+func sendSplit(s *metrics.StageSummary) string {
+	if s.SendLagSlot == nil || s.SendLagClient == nil {
+		return "N/A"
+	}
+	return fmt.Sprintf("%.2f / %.2f", s.SendLagSlot.P99, s.SendLagClient.P99)
 }
 
 // replayText is a replay stage's verdict on its pace ("" for a stage that is not a replay).

@@ -83,6 +83,9 @@ type Renderer func(dir string, sc *workload.Scenario, r *Report) error
 func (r *Report) Warnings() []string {
 	out := ReplayWarnings(r.Stages)
 	for _, s := range r.Stages {
+		if line, short := s.CacheAgainstTrace(); short {
+			out = append(out, fmt.Sprintf("stage %02d: %s", s.Stage, line))
+		}
 		for _, w := range s.Summary.Warnings {
 			if line := fmt.Sprintf("stage %02d: %s", s.Stage, w); !slices.Contains(out, line) {
 				out = append(out, line)

@@ -68,6 +68,33 @@ type StageReport struct {
 	// Tokenizer is what every length plload chose was counted in (docs/tokenizers.md); absent in files that
 	// plload did not write.
 	Tokenizer *TokenizerInfo `json:"tokenizer,omitempty"`
+	// TraceBlockReuse is a trace stage's own prefix reuse: the share of its requests' hash-id blocks
+	// that an earlier request of the trace read too — what a prefix cache large enough for the
+	// trace's working set would hit. Absent without block ids.
+	TraceBlockReuse *float64 `json:"trace_block_reuse,omitempty"`
+	// ServerCacheTokens is the target's prefix cache size in tokens where plload knows it (the
+	// bundled mock's); absent otherwise.
+	ServerCacheTokens *int `json:"server_cache_tokens,omitempty"`
+}
+
+// CacheAgainstTrace says how the stage's cache hit compares with its trace's own block reuse, and,
+// when the hit falls more than 5 points short, the likely reason: "cache hit 4.0 % against the
+// trace's block reuse 17.0 %: the server's prefix cache (500000 tokens) is likely smaller than the
+// trace's working set"; short says it fell short. "" without both numbers.
+func (r *StageReport) CacheAgainstTrace() (line string, short bool) {
+	s := r.Summary
+	if r.TraceBlockReuse == nil || s == nil || !s.CacheHit.OK {
+		return "", false
+	}
+	line = fmt.Sprintf("cache hit %.1f %% against the trace's block reuse %.1f %%", 100*s.CacheHit.V, 100**r.TraceBlockReuse)
+	if s.CacheHit.V >= *r.TraceBlockReuse-0.05 {
+		return line, false
+	}
+	cache := "the server's prefix cache"
+	if r.ServerCacheTokens != nil {
+		cache += fmt.Sprintf(" (%d tokens)", *r.ServerCacheTokens)
+	}
+	return line + ": " + cache + " is likely smaller than the trace's working set (the blocks a request reuses were evicted before it came), or the server does not cache prefixes", true
 }
 
 // TokenizerInfo names a tokenizer and the sha256 of its definition (tokenizer.json's bytes).

@@ -1,6 +1,7 @@
 package resultfiles
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -51,5 +52,24 @@ func TestNoPassHeadlineNamesTheCause(t *testing.T) {
 		if got := noPassHeadline(c.sums); got != c.want {
 			t.Errorf("%s:\n got %q\nwant %q", c.name, got, c.want)
 		}
+	}
+}
+
+// TestCacheAgainstTrace: a replay's cache hit is set beside its trace's own block reuse; a hit more
+// than 5 points short names the likely reason, with the server's cache size when known.
+func TestCacheAgainstTrace(t *testing.T) {
+	reuse, size := 0.17, 500000
+	st := &StageReport{Stage: 1, Summary: &metrics.StageSummary{CacheHit: metrics.Some(0.04)}, TraceBlockReuse: &reuse, ServerCacheTokens: &size}
+	line, short := st.CacheAgainstTrace()
+	if want := "cache hit 4.0 % against the trace's block reuse 17.0 %: the server's prefix cache (500000 tokens) is likely smaller than the trace's working set"; !short || !strings.HasPrefix(line, want) {
+		t.Errorf("%q (short %v), want it to start %q", line, short, want)
+	}
+	st.Summary.CacheHit = metrics.Some(0.15)
+	if line, short := st.CacheAgainstTrace(); short || line != "cache hit 15.0 % against the trace's block reuse 17.0 %" {
+		t.Errorf("within 5 points: %q (short %v)", line, short)
+	}
+	st.TraceBlockReuse = nil
+	if line, _ := st.CacheAgainstTrace(); line != "" {
+		t.Errorf("no trace: %q", line)
 	}
 }

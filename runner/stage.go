@@ -10,6 +10,7 @@ import (
 
 	"github.com/plload/plload/engine"
 	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/mock"
 	"github.com/plload/plload/resultfiles"
 	"github.com/plload/plload/workload"
 )
@@ -49,6 +50,14 @@ func SummarizeStage(tool string, sc *workload.Scenario, w *workload.Workload, r 
 		resultfiles.EngineCounts{Issued: r.Issued, Sessions: r.Sessions, Reused: r.Reused, NotStarted: r.NotStarted, Retried: r.Retried, Outages: outagesOf(r), Aborted: r.Aborted})
 	st.Injector, st.NetworkRTT = r.Injector, r.RTT
 	st.Server = serverSummary(r, sum)
+	if pool := w.Stages[i]; pool.TraceBlocks > 0 {
+		reuse := float64(pool.TraceReusedBlocks) / float64(pool.TraceBlocks)
+		st.TraceBlockReuse = &reuse
+		if sc.UsesMock() {
+			size := mock.DefaultConfig().CacheCapacity // the in-process mock's: the scenario cannot change it
+			st.ServerCacheTokens = &size
+		}
+	}
 	st.Shard = shard
 	return st, st.Write(r.Dir)
 }

@@ -88,6 +88,10 @@ type StagePool struct {
 	DatasetSize int64
 	// SHA256 is the hex sha256 of dataset.jsonl: the identity of the stage's workload.
 	SHA256 string
+	// TraceBlocks and TraceReusedBlocks sum the stage's requests' trace blocks and those an earlier
+	// request of the trace read too (SourceTurn's): the trace's own prefix reuse over the stage, to
+	// set beside the cache hit the server gave (0 without block ids).
+	TraceBlocks, TraceReusedBlocks int64
 	// PromptFirst, PromptMid and PromptLast are the mean prompt tokens (system prompt, history at
 	// max output, user message) of a session's first, middle and last turn.
 	PromptFirst, PromptMid, PromptLast float64

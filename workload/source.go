@@ -44,4 +44,8 @@ type SourceTurn struct {
 	Recorded *Recording
 	// Line is the file line (or CSV row) the turn came from, 1-based, for messages.
 	Line int
+	// Blocks are the trace's hash-id blocks the request reads, ReusedBlocks those of them an earlier
+	// request of the trace (in time) read too: the prefix reuse the trace itself has (0 for a source
+	// without block ids).
+	Blocks, ReusedBlocks int32
 }

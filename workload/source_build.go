@@ -58,6 +58,8 @@ func (s *Scenario) buildFromSource(g *TextGen) (*Workload, error) {
 				sp.Persona = persona[ss.System]
 			}
 			for k, t := range ss.Turns {
+				pool.TraceBlocks += int64(t.Blocks)
+				pool.TraceReusedBlocks += int64(t.ReusedBlocks)
 				sp.Turns[k] = Turn{User: t.User, UserTokens: t.UserTokens, MaxOutputTokens: s.outputTokens(t, r),
 					ExactOutput: t.ExactOutput, Recorded: t.Recorded}
 				if k > 0 && t.DelayMs < 0 && t.AtMs >= 0 && ss.Turns[k-1].AtMs >= 0 {

@@ -2,6 +2,7 @@ package workload
 
 import (
 	"bufio"
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -264,6 +265,7 @@ func (tp *tracePrompts) fill(tf *traceFile, src *Source, pending []tracePending)
 			uses[id]++
 		}
 	}
+	tp.reuse(tf, src, pending, uses)
 	w := tp.writer()
 	for id, u := range uses {
 		if u > 1 {
@@ -284,6 +286,35 @@ func (tp *tracePrompts) fill(tf *traceFile, src *Source, pending []tracePending)
 		})
 	}
 	wg.Wait()
+}
+
+// reuse sets each pending request's Blocks and ReusedBlocks: its used blocks, and those an earlier
+// request (in the trace's time, then line order) used too. It walks uses, the count of requests
+// reading each block, and marks a block seen by negating its count, so it needs no second map of a
+// million-row trace's ids; the counts are whole again when it returns.
+func (tp *tracePrompts) reuse(tf *traceFile, src *Source, pending []tracePending, uses map[int64]int32) {
+	order := make([]int, len(pending))
+	for i := range order {
+		order[i] = i
+	}
+	at := func(p tracePending) float64 { return src.Sessions[p.sess].Turns[p.turn].AtMs }
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(at(pending[a]), at(pending[b])) })
+	for _, k := range order {
+		p := pending[k]
+		t := &src.Sessions[p.sess].Turns[p.turn]
+		used := tp.used(tf.ids[p.idsAt:p.idsAt+p.idsN], p.n)
+		t.Blocks = int32(len(used))
+		for _, id := range used {
+			if u := uses[id]; u < 0 {
+				t.ReusedBlocks++
+			} else {
+				uses[id] = -u
+			}
+		}
+	}
+	for id, u := range uses {
+		uses[id] = max(u, -u)
+	}
 }
 
 // traceWriter writes prompts on one goroutine: its own generator and buffer.

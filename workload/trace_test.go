@@ -755,3 +755,28 @@ func BenchmarkReadTrace(b *testing.B) {
 	b.ReportMetric(float64(m.HeapAlloc)/float64(tokens), "heap-B/token")
 	runtime.KeepAlive(src)
 }
+
+// TestTraceBlockReuse: each request of a trace knows its blocks and how many of them an earlier
+// request (in time, whatever the file's order) read too; a stage sums them, for the report to set
+// the trace's own reuse beside the cache hit the server gave.
+func TestTraceBlockReuse(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "t.jsonl")
+	writeTraceLines(t, path,
+		`{"timestamp": 1, "input_length": 1536, "output_length": 5, "hash_ids": [0, 1, 2]}`, // after the next line in time
+		`{"timestamp": 0, "input_length": 1100, "output_length": 5, "hash_ids": [0, 1, 2]}`,
+		`{"timestamp": 2, "input_length": 2000, "output_length": 5, "hash_ids": [0, 1, 2, 9]}`,
+		`{"timestamp": 3, "input_length": 600, "output_length": 5}`,                     // no ids
+		`{"timestamp": 5, "input_length": 700, "output_length": 5, "hash_ids": [0, 4]}`) // reads block 0 only
+	src := mustReadTrace(t, traceScenario(3, "en"), path, TraceSpec{Format: FormatMooncake})
+	got := map[float64][2]int32{}
+	for _, ss := range src.Sessions {
+		for _, tr := range ss.Turns {
+			got[tr.AtMs] = [2]int32{tr.Blocks, tr.ReusedBlocks}
+		}
+	}
+	want := map[float64][2]int32{0: {3, 0}, 1: {3, 3}, 2: {4, 3}, 3: {0, 0}, 5: {2, 1}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("blocks and reused blocks by request time (-want +got):\n%s", diff)
+	}
+}
