@@ -68,7 +68,9 @@ load:
 
 // openLoopStage runs one stage of text and reports send lag (credit_issued − intended) p50/p99/max,
 // start lag (request_start − intended) p99, client CPU per request, and the rate actually sent.
-func openLoopStage(b *testing.B, text string, span time.Duration) { openLoopStageWith(b, text, span, nil) }
+func openLoopStage(b *testing.B, text string, span time.Duration) {
+	openLoopStageWith(b, text, span, nil)
+}
 
 // openLoopStageWith is openLoopStage with the engine's Config changed by edit (nil: as it is).
 func openLoopStageWith(b *testing.B, text string, span time.Duration, edit func(*engine.Config)) {
