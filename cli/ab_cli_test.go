@@ -145,7 +145,7 @@ func TestABBadInputSendsNothing(t *testing.T) {
 // the numbers of each side's own stage.json, each side is a normal results directory, both got the
 // same dataset, and ab.md holds the table printed. With PLLOAD_LONG=1, 20 seeded runs (about 100 s):
 //
-//	PLLOAD_LONG=1 go test . -run ABFindsATenPercent -v -count 1
+//	PLLOAD_LONG=1 go test ./cli -run ABFindsATenPercent -v -count 1
 func TestABFindsATenPercentSlowerTTFT(t *testing.T) {
 	a, b := abMock(t, 50*time.Millisecond, 1), abMock(t, 55*time.Millisecond, 2)
 	code, stdout, stderr, dir := abRun(t, abScenario(t, 4, abStage), "--target", "A="+a, "--target", "B="+b)
@@ -220,12 +220,15 @@ func TestABFindsATenPercentSlowerTTFT(t *testing.T) {
 
 // TestABIdenticalTargetsAreTheSame is the other half of the done-when: two mocks with one config
 // (their jitter drawn from different seeds, as two replicas' noise is their own) show no significant
-// difference in any metric. Two seeds by default; the 20 seeded runs of the done-when (≥ 19 with
-// no difference, about 100 s) with PLLOAD_LONG=1:
+// difference in any metric. The done-when allows one run in 20 to differ (a 95 % interval is wrong
+// once in 20 by design; a difference of 1 % of the mock's chunk gap between two in-process mocks was
+// seen 3 times in 40): by default 2 of 3 seeded runs must show none, which fails by chance about once
+// in 150 CI runs instead of once in 10 for 2 of 2. The 20 seeded runs of the done-when (≥ 19 with no
+// difference, about 100 s) with PLLOAD_LONG=1:
 //
-//	PLLOAD_LONG=1 go test . -run ABIdenticalTargets -v -count 1
+//	PLLOAD_LONG=1 go test ./cli -run ABIdenticalTargets -v -count 1
 func TestABIdenticalTargetsAreTheSame(t *testing.T) {
-	runs, need := 2, 2
+	runs, need := 3, 2
 	if os.Getenv("PLLOAD_LONG") == "1" {
 		runs, need = 20, 19
 	}

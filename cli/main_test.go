@@ -592,7 +592,7 @@ func TestGateCommand(t *testing.T) {
 // It is a measurement of this machine as much as of the gate (a busy neighbour makes real
 // differences between runs), so it runs only when asked:
 //
-//	PLLOAD_LONG=1 go test . -run GateHasNoFalseAlarms -v -count 1
+//	PLLOAD_LONG=1 go test ./cli -run GateHasNoFalseAlarms -v -count 1
 func TestGateHasNoFalseAlarms(t *testing.T) {
 	if os.Getenv("PLLOAD_LONG") != "1" {
 		t.Skip("set PLLOAD_LONG=1 to run 60 real runs (about 90 s) on a quiet machine")

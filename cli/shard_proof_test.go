@@ -59,7 +59,7 @@ func freeLoopbackAddr(t *testing.T) string {
 }
 
 // TestShardProofAsProcesses is issue 18's proof on one machine, run on purpose (it is slow):
-// PLLOAD_SHARD_PROOF=1 go test . -run ShardProof -v (PLLOAD_SHARD_PROOF_SESSIONS sets the
+// PLLOAD_SHARD_PROOF=1 go test ./cli -run ShardProof -v (PLLOAD_SHARD_PROOF_SESSIONS sets the
 // sessions open across the shards; 400 by default, 10000 for the full proof). The mock, the
 // coordinator and 4 shards are separate processes on loopback. It checks: the shards' stages start
 // within 5 ms of each other (their first requests, on the coordinator's clock); nothing is lost (each shard's
