@@ -57,40 +57,81 @@ const prepareLead = 100 * time.Millisecond
 // in-flight slot), so memory holds a short horizon of bodies however long the slots stay full.
 const maxPrepared = 64
 
-// preparedStart is an arrival whose session started ahead of its time: release gives its place among
-// the prepared back (once), and tokenLate is how long past its due time the dispatcher waited for
-// that place — a wait for the in-flight slots that the arrivals ahead of it held.
+// preparedStart is an arrival whose session started ahead of its time: due is closed when the
+// arrival is due (by the dispatcher, which alone waits precisely, so a thousand prepared arrivals do
+// not each spin for their deadline); release gives its place among the prepared back (once);
+// tokenLate is how long past its due time the dispatcher waited for that place — a wait for the
+// in-flight slots that the arrivals ahead of it held.
 type preparedStart struct {
+	due       chan struct{}
 	release   func()
 	tokenLate time.Duration
 }
 
 // dispatchPrepared is dispatch with each arrival prepared ahead: its session starts prepareLead
-// before the arrival is due (at most maxPrepared at once), builds the request, and at its time takes
-// its in-flight slot and sends. The order of arrivals, their absolute deadlines and the never-early
-// rule are dispatch's; a prepared arrival still waiting for its slot when the stage stops issuing
-// never started, as one the dispatcher held back.
+// before the arrival is due (at most maxPrepared at once), builds the request, and when the
+// dispatcher says it is due takes its in-flight slot and sends. The order of arrivals, their
+// absolute deadlines and the never-early rule are dispatch's; a prepared arrival still waiting for
+// its slot when the stage stops issuing never started, as one the dispatcher held back.
 func (l *loadRun) dispatchPrepared(sched Schedule, pick func(i int) sessionPick) {
 	s := l.s
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
 	places := make(chan struct{}, maxPrepared)
+	var waiting []*preparedStart // started, not yet due, in time order
+	var dueAt []time.Time
 	i := 0
 	defer func() { l.neverStarted(sched, i, pick) }()
-	for ; i < sched.Len(); i++ {
-		if !s.cfg.Shard.Owns(i) { // another shard's arrival
+	// signal closes the first waiting arrival's due.
+	signal := func() {
+		close(waiting[0].due)
+		waiting, dueAt = waiting[1:], dueAt[1:]
+	}
+	for {
+		for i < sched.Len() && !s.cfg.Shard.Owns(i) { // another shard's arrival
+			i++
+		}
+		more := i < sched.Len()
+		var at time.Time
+		if more {
+			at = l.origin.Add(sched.Offsets[i])
+		}
+		if len(waiting) > 0 && (!more || !dueAt[0].After(at.Add(-prepareLead))) {
+			if !l.waitUntil(timer, dueAt[0]) {
+				return
+			}
+			signal()
 			continue
 		}
-		at := l.origin.Add(sched.Offsets[i])
+		if !more {
+			return
+		}
 		if !l.waitUntil(timer, at.Add(-prepareLead)) {
 			return
 		}
 		asked := time.Now()
-		select {
-		case places <- struct{}{}:
-		case <-l.issueCtx.Done():
-			return
+		for placed := false; !placed; {
+			select {
+			case places <- struct{}{}:
+				placed = true
+				continue
+			default:
+			}
+			var due <-chan time.Time // the next waiting arrival's time: it is signalled while this one waits
+			if len(waiting) > 0 {
+				timer.Reset(time.Until(dueAt[0]))
+				due = timer.C
+			}
+			select {
+			case places <- struct{}{}:
+				placed = true
+			case <-due:
+				signal()
+			case <-l.issueCtx.Done():
+				return
+			}
+			timer.Stop()
 		}
 		var tokenLate time.Duration
 		if got := time.Now(); got.After(at) {
@@ -98,13 +139,15 @@ func (l *loadRun) dispatchPrepared(sched Schedule, pick func(i int) sessionPick)
 		}
 		p := pick(i)
 		var once sync.Once
-		release := func() { once.Do(func() { <-places }) }
+		ps := &preparedStart{due: make(chan struct{}), release: func() { once.Do(func() { <-places }) }, tokenLate: tokenLate}
+		waiting, dueAt = append(waiting, ps), append(dueAt, at)
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
-			defer release()
-			s.runSession(l.issueCtx, l.reqCtx, sessionStart{sessionPick: p, scheduled: at, prepared: &preparedStart{release: release, tokenLate: tokenLate}})
+			defer ps.release()
+			s.runSession(l.issueCtx, l.reqCtx, sessionStart{sessionPick: p, scheduled: at, prepared: ps})
 		}()
+		i++
 	}
 }
 

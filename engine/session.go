@@ -244,16 +244,17 @@ func (s *stageRun) prepareTurn(ss *session, turn workload.Turn, text string) {
 		body: s.body.build(nil, ss.model, withNonce(ss.history, s.cfg.Scenario.NonceAt(), id), turn.MaxOutputTokens, turn.ExactOutput)}
 }
 
-// awaitDue waits, for a prepared first turn, until it is due (never early), then for its in-flight
+// awaitDue waits, for a prepared first turn, until the dispatcher says it is due (never early), then for its in-flight
 // slot; true with the slot held. The wait for the slot, and the dispatcher's wait for a place among
 // the prepared past the due time, are the request's slot wait. false when the stage stopped issuing
 // first: an arrival that was due by then never started, and is recorded so.
 func (s *stageRun) awaitDue(issueCtx context.Context, st *sessionStart, ss *session) bool {
 	defer st.prepared.release()
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	defer timer.Stop()
-	if waitPrecisely(issueCtx, timer, ss.intended) {
+	select {
+	case <-st.prepared.due:
+	case <-issueCtx.Done():
+	}
+	if issueCtx.Err() == nil {
 		ready := time.Now()
 		if s.acquireSlot(issueCtx) {
 			st.slotHeld = true
