@@ -329,7 +329,11 @@ func noTarget(r Rule, stages []*resultfiles.StageReport) string {
 	}
 	for _, s := range stages {
 		if s.SLO.Set() {
-			return "no stage passed the SLO, so there is no headline stage"
+			sums := make([]*metrics.StageSummary, len(stages))
+			for i, st := range stages {
+				sums[i] = st.Summary
+			}
+			return resultfiles.NoPass(sums) + ", so there is no headline stage"
 		}
 	}
 	return "no SLO was set, so there is no headline stage (the stage that passes it); scope the rule with all: or stage N:"

@@ -62,4 +62,13 @@ func TestGateHeadlineWithoutSLO(t *testing.T) {
 	if checks := Evaluate([]Rule{r}, golden); len(checks) != 1 || checks[0].Message != "no stage passed the SLO, so there is no headline stage" {
 		t.Errorf("SLO failed: %+v", checks)
 	}
+	// A replay that met the SLO but fell behind its trace: its table says PASS, so the gate does not
+	// say none passed; it says none is valid.
+	for _, st := range golden {
+		st.Summary.SLO.Verdict = metrics.SLOPass
+		st.Summary.ReplayValid = metrics.Some(false)
+	}
+	if checks := Evaluate([]Rule{r}, golden); len(checks) != 1 || checks[0].Message != "no valid stage passed the SLO, so there is no headline stage" {
+		t.Errorf("a replay that fell behind: %+v", checks)
+	}
 }

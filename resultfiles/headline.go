@@ -104,16 +104,27 @@ func ReplayWarning(s *metrics.StageSummary) string {
 // SLO PASS does not stand (a replay that fell behind its trace) are "not valid", stages cut short
 // are "not complete", and stages that FAILed simply did not pass.
 func noPassHeadline(sums []*metrics.StageSummary) string {
+	lead := NoPass(sums)
+	if strings.HasPrefix(lead, "no valid") {
+		return lead + ", so there is no cost at the SLO" + unmeasuredNote(sums) + "."
+	}
+	return lead + ", so there is no cost at the SLO."
+}
+
+// NoPass says, in the stage tables' words, why no stage passed the SLO where none is the headline:
+// "no valid stage passed the SLO" (a PASS that does not stand: a replay that fell behind its trace),
+// "no complete stage passed the SLO" (a stage cut short), or "no stage passed the SLO".
+func NoPass(sums []*metrics.StageSummary) string {
 	lead := "no stage passed the SLO"
 	for _, s := range sums {
 		switch {
 		case s != nil && s.Partial:
 			lead = "no complete stage passed the SLO"
 		case s != nil && s.SLO.Verdict == metrics.SLOPass && !s.Measured():
-			return "no valid stage passed the SLO, so there is no cost at the SLO" + unmeasuredNote(sums) + "."
+			return "no valid stage passed the SLO"
 		}
 	}
-	return lead + ", so there is no cost at the SLO."
+	return lead
 }
 
 // unmeasuredNote says why SLO-passing stages are not the headline: they fell behind their trace
