@@ -343,3 +343,53 @@ func TestErrorRateIntervalIsAShareDifference(t *testing.T) {
 		})
 	}
 }
+
+// TestValidityNotesSayWhatTheTablesShow: a stage compared on numbers its tables cannot vouch for is
+// said to be so, per side, in the stage tables' words — partial, not a valid replay, a strained
+// client — and a sound stage, with or without an SLO, gets no such note.
+func TestValidityNotesSayWhatTheTablesShow(t *testing.T) {
+	a, b := resultfiles.ABTarget{Name: "old"}, resultfiles.ABTarget{Name: "new"}
+	sound := func() *resultfiles.StageReport {
+		s := &metrics.StageSummary{}
+		s.Throughput.Requests = 100
+		s.SLO.Verdict = metrics.SLOPass
+		return &resultfiles.StageReport{Stage: 1, Summary: s, Injector: metrics.InjectorHealth{CPUPercent: 40, Cores: 2}}
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(sa, sb *resultfiles.StageReport)
+		want []string
+	}{
+		{"sound", func(_, _ *resultfiles.StageReport) {}, nil},
+		{"no SLO", func(sa, sb *resultfiles.StageReport) {
+			sa.Summary.SLO.Verdict, sb.Summary.SLO.Verdict = metrics.SLONA, metrics.SLONA
+		}, nil},
+		{"partial", func(sa, _ *resultfiles.StageReport) { sa.Summary.Partial = true },
+			[]string{"stage 01 is partial (cut short): its windows are what ran"}},
+		{"a replay that fell behind on B", func(_, sb *resultfiles.StageReport) {
+			sb.Summary.ReplayValid, sb.Summary.ReplayInvalidReason = metrics.Some(false), "send lag p99 37.6 ms (slot wait 0.2 ms, client 37.4 ms)"
+		}, []string{"stage 01 is not a valid replay on new: client could not keep the trace's pace: send lag p99 37.6 ms (slot wait 0.2 ms, client 37.4 ms); its latencies are not the trace's, so this stage's verdicts do not stand"}},
+		{"a strained client while measuring A", func(sa, _ *resultfiles.StageReport) { sa.Injector.CPUPercent = 190 },
+			[]string{"stage 01: the client was strained while it measured old (injector CPU busy: 190 % of 200 %"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			sa, sb := sound(), sound()
+			tc.edit(sa, sb)
+			notes := ValidityNotes(1, a, b, sa, sb)
+			if len(notes) != len(tc.want) {
+				t.Fatalf("notes %q, want %d", notes, len(tc.want))
+			}
+			for i, want := range tc.want {
+				if !strings.HasPrefix(notes[i], want) {
+					t.Errorf("note %q, want it to start %q", notes[i], want)
+				}
+			}
+			r := resultfiles.AB{Targets: []resultfiles.ABTarget{a, b}, Notes: notes}
+			for _, n := range notes {
+				if !strings.Contains(Markdown(r), "- "+n+"\n") {
+					t.Errorf("ab.md lacks the note %q", n)
+				}
+			}
+		})
+	}
+}

@@ -41,6 +41,29 @@ func StageNotes(stage int, a, b resultfiles.ABTarget, ca, cb resultfiles.ABCount
 	return out
 }
 
+// ValidityNotes says where a stage's comparison rests on numbers its tables cannot vouch for, in
+// the words of the stage tables: a stage cut short (partial), a replay that fell behind its trace on
+// a side (not valid: its latencies are not the trace's), a side whose client was strained (its
+// latencies may read long).
+func ValidityNotes(stage int, a, b resultfiles.ABTarget, sa, sb *resultfiles.StageReport) []string {
+	var out []string
+	if sa.Summary.Partial || sb.Summary.Partial {
+		out = append(out, fmt.Sprintf("stage %02d is partial (cut short): its windows are what ran", stage))
+	}
+	for _, side := range []struct {
+		t  resultfiles.ABTarget
+		st *resultfiles.StageReport
+	}{{a, sa}, {b, sb}} {
+		if w := resultfiles.ReplayWarning(side.st.Summary); w != "" {
+			out = append(out, fmt.Sprintf("stage %02d is not a valid replay on %s: %s; its latencies are not the trace's, so this stage's verdicts do not stand", stage, side.t.Name, w))
+		}
+		if w := side.st.Injector.Warnings(); len(w) > 0 {
+			out = append(out, fmt.Sprintf("stage %02d: the client was strained while it measured %s (%s): its latencies may read longer than the server's, never shorter", stage, side.t.Name, strings.Join(w, "; ")))
+		}
+	}
+	return out
+}
+
 // Markdown is the side-by-side table of ab.md, which plload ab also prints.
 func Markdown(r resultfiles.AB) string {
 	if len(r.Targets) != 2 {

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/plload/plload/engine"
+	"github.com/plload/plload/mock"
 )
 
 // longPromptTrace writes a Mooncake trace shaped like the published conversation trace's busy
@@ -71,6 +73,39 @@ func BenchmarkReplayLongPromptBursts(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
 				openLoopStageWith(b, text, span, c.edit)
+			}
+		})
+	}
+}
+
+// BenchmarkReplayLongPromptBurstsInProcess replays the same trace, prepared ahead, against the mock
+// in plload's own process, as a scenario's base_url: mock runs it: the mock preparing requests on
+// every core (as before issue 37's fix), and sharing the process (mock.Config.SharesProcess, what
+// the runner sets), side by side in one run. About a minute:
+//
+//	PLLOAD_OPENLOOP=1 go test ./bench -run '^$' -bench ReplayLongPromptBurstsInProcess -benchtime 1x -count 3 -v
+func BenchmarkReplayLongPromptBurstsInProcess(b *testing.B) {
+	if os.Getenv("PLLOAD_OPENLOOP") != "1" {
+		b.Skip("set PLLOAD_OPENLOOP=1 to run the open-loop benchmarks (about a minute)")
+	}
+	const span = 20 * time.Second
+	trace := longPromptTrace(b, span, 4*time.Second)
+	for _, c := range []struct {
+		name   string
+		shares bool
+	}{{"mock_on_every_core", false}, {"mock_shares_process", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			cfg := mock.DefaultConfig()
+			cfg.Model, cfg.TTFT, cfg.TPS, cfg.SharesProcess = "m", 200*time.Millisecond, 200, c.shares
+			m, err := mock.Start(cfg, "")
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { m.Close(context.Background()) })
+			text := fmt.Sprintf(openLoopScenario, m.BaseURL(), "workload:\n  trace: {file: "+trace+", format: mooncake, block_tokens: 512}",
+				"  mode: replay\n  max_in_flight: 1000\n  stages:\n    - {duration: 20s}")
+			for b.Loop() {
+				openLoopStage(b, text, span)
 			}
 		})
 	}

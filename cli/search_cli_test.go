@@ -384,11 +384,11 @@ func TestSearchCurveModel(t *testing.T) {
 	if png, err := c.Render("png"); err != nil || len(png) < 1000 {
 		t.Errorf("render: %v (%d bytes)", err, len(png))
 	}
-	if got, want := report.SearchHeadline(stages[2], 8), "capacity at SLO: 8 sessions / 40.0 req/s / 800 out tok/s; $0.500 per 1M out, $2.0000 per 1K turns"; got != want {
+	if got, want := report.SearchHeadline(stages[2], 8, false), "capacity at SLO: 8 sessions / 40.0 req/s / 800 out tok/s; $0.500 per 1M out, $2.0000 per 1K turns"; got != want {
 		t.Errorf("headline %q, want %q", got, want)
 	}
 	stages[2].Cost.Unpriced = true
-	if got, want := report.SearchHeadline(stages[2], 8), "capacity at SLO: 8 sessions / 40.0 req/s / 800 out tok/s"; got != want {
+	if got, want := report.SearchHeadline(stages[2], 8, false), "capacity at SLO: 8 sessions / 40.0 req/s / 800 out tok/s"; got != want {
 		t.Errorf("unpriced headline %q, want %q", got, want)
 	}
 }

@@ -240,7 +240,23 @@ const (
 	CauseUnknown = "unknown_value"
 	// CauseNoBaselineStage: the baseline has no stage of that number to compare with.
 	CauseNoBaselineStage = "no_baseline_stage"
+	// CauseNotMeasured: a run's stage did not measure what it set out to (metrics.Measured): it was
+	// cut short (partial), or it is a replay that fell behind its trace. Its numbers, whatever they
+	// are, decide nothing.
+	CauseNotMeasured = "stage_not_measured"
 )
+
+// notMeasured says, in the stage tables' words, why a stage's numbers cannot decide a check: ""
+// when they can. A stage without a success is not among these: its unknown values say so.
+func notMeasured(st *resultfiles.StageReport) string {
+	switch sum := st.Summary; {
+	case sum.Partial:
+		return fmt.Sprintf("stage %02d is partial (cut short): its numbers are not the whole stage's", st.Stage)
+	case sum.ReplayValid.OK && !sum.ReplayValid.V:
+		return fmt.Sprintf("stage %02d is not a valid replay: %s", st.Stage, resultfiles.ReplayWarning(sum))
+	}
+	return ""
+}
 
 // Statuses of a check and verdicts of a gate.
 const (
@@ -301,6 +317,11 @@ func Evaluate(rules []Rule, stages []*resultfiles.StageReport) []Check {
 		}
 		for _, s := range targets {
 			c := Check{Name: r.Text, Kind: "threshold", Stage: s.Stage, Limit: r.Text}
+			if why := notMeasured(s); why != "" {
+				c.Message = why + ", so the rule is not decided"
+				out = append(out, undecided(c, CauseNotMeasured, "candidate", why))
+				continue
+			}
 			if r.Metric == "slo" {
 				ok := (s.Summary.SLO.Verdict == r.Word) == (r.Op == "==")
 				c.Status, c.Message = status(ok), fmt.Sprintf("stage %02d SLO is %s", s.Stage, s.Summary.SLO.Verdict)
@@ -395,7 +416,7 @@ func RunKept(c Check) bool {
 		return false
 	}
 	switch c.Cause {
-	case CauseStrained, CauseNoRecords, CauseUnknown, CauseNoBaselineStage:
+	case CauseStrained, CauseNoRecords, CauseUnknown, CauseNoBaselineStage, CauseNotMeasured:
 		return true
 	}
 	return false

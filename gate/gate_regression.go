@@ -123,6 +123,15 @@ func regression(name string, limit float64, b, c *resultfiles.StageReport, read 
 	series map[string]*metrics.StageSeries, seriesErr map[string]error) Check {
 	ch := Check{Name: fmt.Sprintf("stage %02d %s regression", c.Stage, name), Kind: "regression", Stage: c.Stage,
 		Limit: fmt.Sprintf("≤ %.0f%% worse", 100*limit)}
+	for _, run := range []struct {
+		name string
+		st   *resultfiles.StageReport
+	}{{"baseline", b}, {"candidate", c}} {
+		if why := notMeasured(run.st); why != "" {
+			ch.Message = fmt.Sprintf("%s in the %s run", why, run.name)
+			return undecided(ch, CauseNotMeasured, run.name, why)
+		}
+	}
 	bv, bok := gateMetrics[name].get(b)
 	cv, cok := gateMetrics[name].get(c)
 	if !bok || !cok {

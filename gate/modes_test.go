@@ -72,3 +72,71 @@ func TestGateHeadlineWithoutSLO(t *testing.T) {
 		t.Errorf("a replay that fell behind: %+v", checks)
 	}
 }
+
+// TestGateSaysWhatTheTablesShow: a rule or a regression on a stage that did not measure what it set
+// out to — cut short (partial), or a replay that fell behind its trace — is not decided by its
+// numbers, whatever they are: the check says why in the stage tables' words, and the gate is
+// undecided rather than green on them. A sound stage beside it is still decided.
+func TestGateSaysWhatTheTablesShow(t *testing.T) {
+	rule := func(text string) Rule {
+		r, err := ParseRule(text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name  string
+		edit  func(stages []*resultfiles.StageReport)
+		rules []Rule
+		want  []string // each check's status and message, in order
+	}{
+		{"sound stages are decided", func([]*resultfiles.StageReport) {}, []Rule{rule("all: error_rate < 100%")},
+			[]string{"pass stage 01: error_rate = 0 (limit < 1)", "pass stage 02: error_rate = 0.333333 (limit < 1)"}},
+		{"a partial stage decides nothing", func(s []*resultfiles.StageReport) { s[1].Summary.Partial = true }, []Rule{rule("all: error_rate < 100%")},
+			[]string{"pass stage 01: error_rate = 0 (limit < 1)",
+				"inconclusive stage 02 is partial (cut short): its numbers are not the whole stage's, so the rule is not decided"}},
+		{"a replay that fell behind decides nothing, its SLO PASS included", func(s []*resultfiles.StageReport) {
+			s[0].Summary.SLO.Verdict = metrics.SLOPass
+			s[0].Summary.ReplayValid, s[0].Summary.ReplayInvalidReason = metrics.Some(false), "send lag p99 37.6 ms"
+		}, []Rule{rule("stage 1: slo == PASS")},
+			[]string{"inconclusive stage 01 is not a valid replay: client could not keep the trace's pace: send lag p99 37.6 ms, so the rule is not decided"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, stages := resultstest.GoldenStages(t)
+			tc.edit(stages)
+			checks := Evaluate(tc.rules, stages)
+			var got []string
+			for _, c := range checks {
+				got = append(got, c.Status+" "+c.Message)
+			}
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("checks:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+			want := VerdictPass
+			for _, c := range checks {
+				if c.Status == StatusInconclusive {
+					want = VerdictUndecided
+					if c.Cause != CauseNotMeasured || !BlocksVerdict(c) {
+						t.Errorf("%+v: want the cause %s, blocking a pass", c, CauseNotMeasured)
+					}
+				}
+			}
+			if v := GateVerdict(checks); v != want {
+				t.Errorf("verdict %s, want %s", v, want)
+			}
+		})
+	}
+	// A regression against a partial baseline stage is not decided either, and says which run.
+	_, base := resultstest.GoldenStages(t)
+	_, cand := resultstest.GoldenStages(t)
+	base[0].Summary.Partial = true
+	checks := Regressions(base[:1], cand[:1], Tolerances{"ttft_p95": 0.10}, func(string, *resultfiles.StageReport) (*metrics.StageSeries, error) {
+		t.Error("records were read for a stage that cannot decide")
+		return nil, nil
+	})
+	if len(checks) != 1 || checks[0].Status != StatusInconclusive || checks[0].Cause != CauseNotMeasured ||
+		checks[0].Message != "stage 01 is partial (cut short): its numbers are not the whole stage's in the baseline run" {
+		t.Errorf("a regression against a partial baseline: %+v", checks)
+	}
+}

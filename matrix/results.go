@@ -55,7 +55,9 @@ func (o Outcome) Levels() []Level {
 // stage never counts as met: its window was cut short).
 func (l Level) Met() (met int, all bool) {
 	for _, st := range l.Stages {
-		if st.Summary.SLO.Verdict == metrics.SLOPass && !st.Summary.Partial {
+		// A PASS stands only where the stage measured what it set out to (metrics.Measured): not a
+		// partial stage, nor a replay that fell behind its trace.
+		if st.Summary.SLO.Verdict == metrics.SLOPass && st.Summary.Measured() {
 			met++
 		}
 	}
@@ -152,11 +154,17 @@ func (o Outcome) Table() string {
 	b.WriteString(resultsHeader)
 	for _, l := range o.Levels() {
 		met, _ := l.Met()
-		partial := ""
+		partial, invalid := "", 0
 		for _, st := range l.Stages {
-			if st.Summary.Partial {
+			switch sum := st.Summary; {
+			case sum.Partial:
 				partial = " (partial)"
+			case sum.SLO.Verdict == metrics.SLOPass && !sum.Measured():
+				invalid++
 			}
+		}
+		if invalid > 0 { // a replay's PASS that fell behind its trace is not counted as met
+			partial += fmt.Sprintf(" (%d passed as a replay that fell behind: not valid)", invalid)
 		}
 		fmt.Fprintf(&b, "| %s | %d | %d of %d%s | %s | %s | %s | %s | %s | %s | %s |\n",
 			cell(l.offered()), len(l.Stages), met, len(l.Stages), partial,

@@ -61,7 +61,11 @@ func Headline(in Input) string {
 	case len(b.Runs) == 0:
 		return fmt.Sprintf("part B (open loop) did not run, so no rate was held to the SLO (%s)", slo)
 	case !ok:
-		return fmt.Sprintf("no open-loop rate met the SLO (%s) in every repeat", slo)
+		var stages []*resultfiles.StageReport
+		for _, r := range b.Runs {
+			stages = append(stages, r.Stages...)
+		}
+		return fmt.Sprintf("no open-loop rate met the SLO (%s) in every repeat%s", slo, uncounted(stages))
 	}
 	met, _ := op.Met()
 	return fmt.Sprintf("meets the SLO (%s) up to %s, in %d of %d repeats: goodput %s req/s, %s out tok/s",
@@ -86,6 +90,12 @@ func verdictSection(b *strings.Builder, in Input) {
 			Spread(op.values(func(s *metrics.StageSummary) float64 { return dist(s.TTFT, p95) }), 0),
 			Spread(op.values(func(s *metrics.StageSummary) float64 { return dist(s.TPOT, p95) }), 0),
 			Spread(rtts(op.Stages), 2), usd(op, func(s *metrics.StageSummary) *float64 { return s.Cost.USDPer1MOut }))
+		for _, st := range op.Stages {
+			if w := st.Injector.Warnings(); len(w) > 0 {
+				fmt.Fprintf(b, " **The client was strained** at that point (part B, stage %02d: %s): its latencies may read longer than the server's, never shorter.", st.Stage, w[0])
+				break
+			}
+		}
 	} else {
 		b.WriteString(".")
 	}
@@ -142,11 +152,44 @@ func partLine(o Outcome) string {
 		return "no time to absorb: the SLO sets no latency limit to judge the windows by"
 	}
 	var met, n int
+	var stages []*resultfiles.StageReport
 	for _, l := range o.Levels() {
 		m, _ := l.Met()
 		met, n = met+m, n+len(l.Stages)
+		stages = append(stages, l.Stages...)
 	}
-	return fmt.Sprintf("met the SLO in %d of %d stages", met, n)
+	return fmt.Sprintf("met the SLO in %d of %d stages%s", met, n, uncounted(stages))
+}
+
+// uncounted says, in the stage tables' words, which stages the SLO verdict shows but Level.Met does
+// not count ("" when none): a PASS of a replay that fell behind its trace (not valid), and stages
+// cut short (partial), whatever their verdict.
+func uncounted(stages []*resultfiles.StageReport) string {
+	var invalid, partial []string
+	for _, st := range stages {
+		switch sum := st.Summary; {
+		case sum.Partial:
+			partial = append(partial, fmt.Sprintf("%02d", st.Stage))
+		case sum.SLO.Verdict == metrics.SLOPass && !sum.Measured():
+			invalid = append(invalid, fmt.Sprintf("%02d", st.Stage))
+		}
+	}
+	var out string
+	if len(invalid) > 0 {
+		out += fmt.Sprintf("; %s passed it only as a replay that fell behind its trace, which is not valid", stageList(invalid))
+	}
+	if len(partial) > 0 {
+		out += fmt.Sprintf("; %s partial (cut short), so not counted", stageList(partial))
+	}
+	return out
+}
+
+// stageList names stages: "stage 01", "stages 01, 03".
+func stageList(ids []string) string {
+	if len(ids) == 1 {
+		return "stage " + ids[0]
+	}
+	return "stages " + strings.Join(ids, ", ")
 }
 
 // noneSucceeded reports whether the part sent requests and none of them, in any stage's window,

@@ -63,51 +63,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind endpoint) {
 		s.apiError(w, http.StatusBadRequest, "invalid_request_error", "reading the body: "+err.Error(), "bad_request")
 		return
 	}
-	if err := json.Unmarshal(body, &x.req); err != nil {
-		s.apiError(w, http.StatusBadRequest, "invalid_request_error", "the body is not valid JSON: "+err.Error(), "bad_request")
+	if !s.withCPU(func() bool { return x.prepare(body) }) {
 		return
 	}
-	if !s.cfg.servesModel(x.req.Model) {
-		s.apiError(w, http.StatusNotFound, "NotFoundError", "The model `"+x.req.Model+"` does not exist.", "model_not_found")
-		return
-	}
-	ids, err := x.promptTokens()
-	if err != nil {
-		s.apiError(w, http.StatusBadRequest, "invalid_request_error", err.Error(), "bad_request")
-		return
-	}
-	if x.maxTokens, err = x.req.maxTokens(s.cfg.DefaultMaxTokens, s.cfg.MaxTokensLimit); err != nil {
-		s.apiError(w, http.StatusBadRequest, "invalid_request_error", err.Error(), "bad_request")
-		return
-	}
-	x.plan = s.newPlan(body, &x.req, x.maxTokens)
-	if kind == completionsEndpoint {
-		x.plan.content += x.plan.reasoning // completions have no reasoning channel
-		x.plan.reasoning = 0
-	} else if err := s.planFeatures(&x.plan, &x.req, x.maxTokens); err != nil {
-		s.apiError(w, http.StatusBadRequest, "invalid_request_error", err.Error(), "bad_request")
-		return
-	}
-	switch x.plan.outcome {
-	case outcomeError:
-		s.apiError(w, http.StatusInternalServerError, "internal_error", "mock: injected internal server error (--error-rate)", string(outcomeError))
-		return
-	case outcomeRateLimited:
-		w.Header().Set("Retry-After", strconv.Itoa(int(s.cfg.RetryAfter.Round(time.Second)/time.Second)))
-		s.apiError(w, http.StatusTooManyRequests, "rate_limit_exceeded", "mock: injected rate limit (--rate-limit-rate)", string(outcomeRateLimited))
-		return
-	case faultOutcome(FaultHTML503):
-		s.metrics.requests.WithLabelValues(string(FaultHTML503)).Inc()
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.WriteHeader(http.StatusServiceUnavailable)
-		io.WriteString(w, "<html><head><title>503 Service Temporarily Unavailable</title></head>\n<body><center><h1>503 Service Temporarily Unavailable</h1></center><hr><center>mock (--html-503-rate)</center></body></html>\n")
-		return
-	}
-	x.prompt = len(ids)
-	x.cached = s.cache.lookupAndInsert(ids)
-	s.metrics.promptTokens.Add(float64(x.prompt))
-	s.metrics.cacheQueries.Add(float64(x.prompt))
-	s.metrics.cacheHits.Add(float64(x.cached))
 
 	var ok bool
 	if x.admitted, ok = s.admit(r, x.arrival); !ok {
@@ -124,6 +82,58 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, kind endpoint) {
 	} else {
 		x.complete()
 	}
+}
+
+// prepare parses the request, tokenizes its prompt and looks it up in the prefix cache: the CPU work
+// before admission. False: it answered an error (or an injected fault) itself.
+func (x *exchange) prepare(body []byte) bool {
+	s, w, kind := x.s, x.w, x.kind
+	if err := json.Unmarshal(body, &x.req); err != nil {
+		s.apiError(w, http.StatusBadRequest, "invalid_request_error", "the body is not valid JSON: "+err.Error(), "bad_request")
+		return false
+	}
+	if !s.cfg.servesModel(x.req.Model) {
+		s.apiError(w, http.StatusNotFound, "NotFoundError", "The model `"+x.req.Model+"` does not exist.", "model_not_found")
+		return false
+	}
+	ids, err := x.promptTokens()
+	if err != nil {
+		s.apiError(w, http.StatusBadRequest, "invalid_request_error", err.Error(), "bad_request")
+		return false
+	}
+	if x.maxTokens, err = x.req.maxTokens(s.cfg.DefaultMaxTokens, s.cfg.MaxTokensLimit); err != nil {
+		s.apiError(w, http.StatusBadRequest, "invalid_request_error", err.Error(), "bad_request")
+		return false
+	}
+	x.plan = s.newPlan(body, &x.req, x.maxTokens)
+	if kind == completionsEndpoint {
+		x.plan.content += x.plan.reasoning // completions have no reasoning channel
+		x.plan.reasoning = 0
+	} else if err := s.planFeatures(&x.plan, &x.req, x.maxTokens); err != nil {
+		s.apiError(w, http.StatusBadRequest, "invalid_request_error", err.Error(), "bad_request")
+		return false
+	}
+	switch x.plan.outcome {
+	case outcomeError:
+		s.apiError(w, http.StatusInternalServerError, "internal_error", "mock: injected internal server error (--error-rate)", string(outcomeError))
+		return false
+	case outcomeRateLimited:
+		w.Header().Set("Retry-After", strconv.Itoa(int(s.cfg.RetryAfter.Round(time.Second)/time.Second)))
+		s.apiError(w, http.StatusTooManyRequests, "rate_limit_exceeded", "mock: injected rate limit (--rate-limit-rate)", string(outcomeRateLimited))
+		return false
+	case faultOutcome(FaultHTML503):
+		s.metrics.requests.WithLabelValues(string(FaultHTML503)).Inc()
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		io.WriteString(w, "<html><head><title>503 Service Temporarily Unavailable</title></head>\n<body><center><h1>503 Service Temporarily Unavailable</h1></center><hr><center>mock (--html-503-rate)</center></body></html>\n")
+		return false
+	}
+	x.prompt = len(ids)
+	x.cached = s.cache.lookupAndInsert(ids)
+	s.metrics.promptTokens.Add(float64(x.prompt))
+	s.metrics.cacheQueries.Add(float64(x.prompt))
+	s.metrics.cacheHits.Add(float64(x.cached))
+	return true
 }
 
 // promptTokens tokenizes the prompt as a chat template would lay it out: each message's role on a

@@ -43,6 +43,12 @@ type Config struct {
 	// time of the write. The self-test subtracts it from the client's receive time, which isolates the
 	// client's own delay from the server's lateness (both clocks are this machine's CLOCK_REALTIME).
 	SendTimes bool
+	// SharesProcess says the mock serves from its client's own process (a scenario's base_url: mock).
+	// Then at most GOMAXPROCS−1 requests are parsed and tokenized at once, so a burst of long prompts
+	// (16 of 87k tokens are about a second of CPU) always leaves a core to the client, whose due
+	// arrivals would otherwise wait up to Go's 10 ms preemption for one. A queued request's wait counts
+	// in its TTFT only where it outlasts the TTFT, as a busy server's prefill queue would.
+	SharesProcess bool
 
 	// CloseAfterResponse closes every connection right after its answer while still advertising
 	// keep-alive (`Keep-Alive: timeout=5, max=100`), as llama.cpp's server does: a client that reuses

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -734,5 +736,63 @@ func TestJitterIsSeededAndBounded(t *testing.T) {
 	}
 	if len(delays) < 40 {
 		t.Fatalf("jitter hardly varies: %d distinct TTFTs of 50", len(delays))
+	}
+}
+
+// TestSharesProcessLeavesACore: a mock in its client's process prepares at most GOMAXPROCS−1
+// requests at once, gives its share back on every path (errors and injected faults too), and still
+// answers every request.
+func TestSharesProcessLeavesACore(t *testing.T) {
+	m := start(t, func(c *Config) { c.SharesProcess = true; c.ErrorRate = 0.3 })
+	if want := max(1, runtime.GOMAXPROCS(0)-1); cap(m.cpu) != want {
+		t.Fatalf("cores for preparing requests: %d, want %d", cap(m.cpu), want)
+	}
+	var running, most atomic.Int32
+	var wg sync.WaitGroup
+	for range 6 {
+		wg.Go(func() {
+			m.withCPU(func() bool {
+				n := running.Add(1)
+				for o := most.Load(); n > o && !most.CompareAndSwap(o, n); o = most.Load() {
+				}
+				time.Sleep(5 * time.Millisecond)
+				running.Add(-1)
+				return true
+			})
+		})
+	}
+	wg.Wait()
+	if most.Load() > int32(cap(m.cpu)) {
+		t.Errorf("%d requests prepared at once, more than the share of %d", most.Load(), cap(m.cpu))
+	}
+	client := &http.Client{Timeout: 10 * time.Second}
+	for _, body := range []string{`{`, `{"model":"m","messages":[]}`} {
+		resp := post(t, client, m.BaseURL()+"/chat/completions", []byte(body))
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 400 {
+			t.Errorf("%s: HTTP %d, want 400", body, resp.StatusCode)
+		}
+	}
+	codes := make([]int, 16)
+	for i := range codes {
+		wg.Go(func() {
+			body := chatBody(t, []map[string]string{{"role": "user", "content": strings.Repeat(fmt.Sprintf("request %d asks ", i), 2000)}}, nil)
+			resp, err := client.Post(m.BaseURL()+"/chat/completions", "application/json", bytes.NewReader(body))
+			if err != nil { // codes[i] stays 0: not answered
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			codes[i] = resp.StatusCode
+		})
+	}
+	wg.Wait()
+	answered := map[int]int{}
+	for _, c := range codes {
+		answered[c]++
+	}
+	if answered[200]+answered[500] != len(codes) || answered[200] == 0 || answered[500] == 0 {
+		t.Errorf("answers by status: %v; want every request answered, some 200 and some injected 500", answered)
 	}
 }

@@ -30,6 +30,9 @@ type Server struct {
 	hijacked   map[net.Conn]struct{}
 
 	inFlight atomic.Int64 // requests between admission and their last byte, for BusyPoll
+
+	// cpu bounds the requests being prepared at once (Config.SharesProcess); nil = unbounded.
+	cpu      chan struct{}
 	spinning atomic.Bool
 }
 
@@ -45,6 +48,9 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, tokens: tc, cache: newPrefixCache(cfg.CacheCapacity, cfg.CacheBlock),
 		stop: make(chan struct{}), hijacked: map[net.Conn]struct{}{}}
 	s.slots = newSlots(cfg)
+	if cfg.SharesProcess {
+		s.cpu = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1))
+	}
 	s.metrics = newServerMetrics(cfg.Model, s.cache)
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
@@ -54,6 +60,17 @@ func New(cfg Config) (*Server, error) {
 	s.mux.Handle("GET /metrics", s.metrics.handler())
 	s.mux.HandleFunc("GET /mock/stats", s.metrics.lateness.statsHandler)
 	return s, nil
+}
+
+// withCPU runs prepare, a request's CPU work before admission, within the mock's share of the
+// process's cores (Config.SharesProcess).
+func (s *Server) withCPU(prepare func() bool) bool {
+	if s.cpu == nil {
+		return prepare()
+	}
+	s.cpu <- struct{}{}
+	defer func() { <-s.cpu }()
+	return prepare()
 }
 
 // Config returns the configuration the server runs with.

@@ -169,13 +169,15 @@ func (c SearchCurve) Render(format string) ([]byte, error) {
 // SearchHeadline is the answer in one line: "capacity at SLO: 12 sessions / 35.2 req/s / 1126 out
 // tok/s; $0.62 per 1M out, $0.0197 per 1K turns", from the chosen stage's own numbers and cost (cost
 // only when the scenario gives a price). sessions is the knob's value for a closed loop, the mean of
-// sessions open for an open one.
-func SearchHeadline(chosen *resultfiles.StageReport, sessions float64) string {
-	if chosen == nil {
-		return "capacity at SLO: none — no probe met the SLO"
-	}
+// sessions open for an open one; atLeast writes "at least 12 sessions": the search stopped before a
+// higher load was decided.
+func SearchHeadline(chosen *resultfiles.StageReport, sessions float64, atLeast bool) string {
 	s := chosen.Summary
-	line := fmt.Sprintf("capacity at SLO: %s sessions / %.1f req/s / %.0f out tok/s", trimNumber(sessions), s.Throughput.ReqPerSec, s.Throughput.OutTokPerSec)
+	bound := ""
+	if atLeast {
+		bound = "at least "
+	}
+	line := fmt.Sprintf("capacity at SLO: %s%s sessions / %.1f req/s / %.0f out tok/s", bound, trimNumber(sessions), s.Throughput.ReqPerSec, s.Throughput.OutTokPerSec)
 	if !chosen.Cost.Unpriced {
 		line += fmt.Sprintf("; %s per 1M out, %s per 1K turns", resultfiles.Money(s.Cost.USDPer1MOut, 3), resultfiles.Money(s.Cost.USDPer1KTurns, 4))
 	}

@@ -70,6 +70,7 @@ func startMock(sc *workload.Scenario) (*mock.Running, error) {
 		cfg.JSONValidRate = *m.JSONValidRate
 	}
 	cfg.Models = m.Models
+	cfg.SharesProcess = true
 	return mock.Start(cfg, "")
 }
 

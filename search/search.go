@@ -182,6 +182,9 @@ type Probe struct {
 type Result struct {
 	// Best is the largest value that passed below the first value that did not; nil when none passed.
 	Best *float64
+	// Above is the lowest value over Best that did not pass; nil when none did, so that Best is only
+	// a lower bound unless it is --max (the search stopped before a higher load was decided).
+	Above *float64
 	// Undecided is the lowest and highest value whose repeats could not decide; nil when none.
 	Undecided *[2]float64
 	Probes    []Probe
@@ -224,6 +227,10 @@ func Run(ctx context.Context, opt Options, probe Prober, judge Judge) (Result, e
 	if !math.IsNaN(s.lo) {
 		best := s.lo
 		res.Best = &best
+		if !math.IsNaN(s.hi) {
+			above := s.hi
+			res.Above = &above
+		}
 	}
 	if len(s.undecided) > 0 {
 		res.Undecided = &[2]float64{slices.Min(s.undecided), slices.Max(s.undecided)}

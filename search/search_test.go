@@ -77,6 +77,17 @@ func TestSequence(t *testing.T) {
 			if diff := cmp.Diff(tc.best, res.Best); diff != "" {
 				t.Errorf("best (-want +got):\n%s", diff)
 			}
+			// Above is the lowest value over the best that failed: the bracket's top, none when the
+			// search never found one (a lower bound) or found no pass.
+			var above *float64
+			for _, v := range values(res.Probes) {
+				if res.Best != nil && v > *res.Best && v > tc.limit && (above == nil || v < *above) {
+					above = ptr(v)
+				}
+			}
+			if diff := cmp.Diff(above, res.Above); diff != "" {
+				t.Errorf("above (-want +got):\n%s", diff)
+			}
 			if res.Stop != tc.stop || res.Undecided != nil || res.Invalid {
 				t.Errorf("stop %q (want %q), undecided %v, invalid %v", res.Stop, tc.stop, res.Undecided, res.Invalid)
 			}

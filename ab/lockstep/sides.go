@@ -151,9 +151,7 @@ func compareSides(sides []*side, seed uint64) (resultfiles.AB, error) {
 			res.SameDataset = false
 		}
 		res.Notes = append(res.Notes, ab.StageNotes(sa.Stage, a.target, b.target, xa.Counts, xb.Counts)...)
-		if sa.Summary.Partial || sb.Summary.Partial {
-			res.Notes = append(res.Notes, fmt.Sprintf("stage %02d is partial (cut short): its windows are what ran", sa.Stage))
-		}
+		res.Notes = append(res.Notes, ab.ValidityNotes(sa.Stage, a.target, b.target, sa, sb)...)
 		if cut != "" {
 			res.Notes = append(res.Notes, fmt.Sprintf("stage %02d: %s", sa.Stage, cut))
 		}

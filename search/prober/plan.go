@@ -54,10 +54,10 @@ type Options struct {
 type Renderers struct {
 	// Report writes report.md, report.html and the charts beside report.json (report.Render).
 	Report resultfiles.Renderer
-	// Headline is the answer's first line from the chosen stage, nil when no probe met the SLO;
-	// sessions is the knob for a closed loop, the mean of sessions open for an open one
-	// (report.SearchHeadline).
-	Headline func(chosen *resultfiles.StageReport, sessions float64) string
+	// Headline is the answer's first line from the chosen stage (the search says itself why there is
+	// none); sessions is the knob for a closed loop, the mean of sessions open for an open one;
+	// atLeast, that the search stopped before a higher load was decided (report.SearchHeadline).
+	Headline func(chosen *resultfiles.StageReport, sessions float64, atLeast bool) string
 	// Curve draws the capacity curve (charts/search_curve.*) and puts lines, the chart and the probes
 	// on top of report.md and report.html: chosen is the answer's stage (0: none) and unit the knob's
 	// ("sessions", "req/s"); report.NewSearchCurve and report.WriteSearchReport.

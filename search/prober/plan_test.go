@@ -88,7 +88,7 @@ func TestNewRefuses(t *testing.T) {
 // TestAnswerText: the answer line gives the load with its unit, the undecided range and why the
 // search stopped.
 func TestAnswerText(t *testing.T) {
-	best := 12.0
+	best, above := 12.0, 13.0
 	p, err := New(scenario(t, workload.ModeConcurrency, "{concurrency: 4, duration: 2s}"), Options{Resolution: "5%", Repeats: 3})
 	if err != nil {
 		t.Fatal(err)
@@ -98,8 +98,8 @@ func TestAnswerText(t *testing.T) {
 		res  search.Result
 		want string
 	}{
-		{search.Result{Best: &best, Undecided: &[2]float64{13, 14}, Probes: probes(6), Stop: "resolved"}, "meets SLO up to 12 sessions (13–14 undecided); 6 probes; resolved"},
-		{search.Result{Best: &best, Undecided: &[2]float64{13, 13}, Probes: probes(1), Stop: "resolved"}, "meets SLO up to 12 sessions (13 undecided); 1 probe; resolved"},
+		{search.Result{Best: &best, Above: &above, Undecided: &[2]float64{13, 14}, Probes: probes(6), Stop: "resolved"}, "meets SLO up to 12 sessions (13–14 undecided); 6 probes; resolved"},
+		{search.Result{Best: &best, Above: &above, Undecided: &[2]float64{13, 13}, Probes: probes(1), Stop: "resolved"}, "meets SLO up to 12 sessions (13 undecided); 1 probe; resolved"},
 		{search.Result{LowestFailed: true, Probes: probes(3), Stop: "1 session failed"}, "meets SLO at no load probed; 3 probes; 1 session failed"},
 		{search.Result{Undecided: &[2]float64{1, 4}, Probes: probes(3), Stop: "undecided"}, "undecided at every load probed: none failed, none was shown to meet the SLO (1–4 undecided); 3 probes; undecided"},
 	} {

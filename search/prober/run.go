@@ -74,9 +74,9 @@ func (p *Plan) finish(pr *prober, res search.Result, runErr error, started time.
 		res.Stop = "stopped: " + runErr.Error()
 	}
 	chosen, chosenStage := p.chosen(res, pr.stages)
-	headline := ""
-	if p.given.Render.Headline != nil {
-		headline = p.given.Render.Headline(chosen, p.sessionsAt(res, chosen))
+	headline := p.noCapacityText(res, chosen)
+	if headline == "" && p.given.Render.Headline != nil {
+		headline = p.given.Render.Headline(chosen, p.sessionsAt(res, chosen), p.lowerBound(res))
 	}
 	lines := []string{headline, p.answerText(res)}
 	err := p.writeResults(pr, sc, res, chosenStage, lines, started, interrupted)
@@ -165,8 +165,12 @@ func (p *Plan) sessionsAt(res search.Result, chosen *resultfiles.StageReport) fl
 // answerText is the answer with its range: "meets SLO up to 12 sessions (13–14 undecided)", and why
 // the search stopped.
 func (p *Plan) answerText(res search.Result) string {
-	text := "meets SLO at no load probed"
+	text := "no load probed was decided"
 	switch {
+	case res.LowestFailed:
+		text = "meets SLO at no load probed"
+	case p.lowerBound(res):
+		text = "meets SLO at " + p.valueText(*res.Best) + " at least: the search stopped before a higher load was decided"
 	case res.Best != nil:
 		text = "meets SLO up to " + p.valueText(*res.Best)
 	case !res.LowestFailed && res.Undecided != nil:
@@ -184,4 +188,29 @@ func (p *Plan) answerText(res search.Result) string {
 		probes = "probe"
 	}
 	return fmt.Sprintf("%s; %d %s; %s", text, len(res.Probes), probes, res.Stop)
+}
+
+// lowerBound reports whether the answer is only a lower bound: a load passed, but the search stopped
+// (an invalid probe, the probe budget, an interrupt, an error) before any load above it was decided,
+// and short of --max.
+func (p *Plan) lowerBound(res search.Result) bool {
+	return res.Best != nil && res.Above == nil && *res.Best < p.opt.Max
+}
+
+// noCapacityText is the answer's first line when no stage is the capacity, in the words of the
+// probe table: "none" only where the lowest load probed failed; "undecided" where nothing failed
+// and nothing was shown to pass; "unknown" where the search stopped first. "" when there is a
+// capacity stage (the report's headline renders it).
+func (p *Plan) noCapacityText(res search.Result, chosen *resultfiles.StageReport) string {
+	switch {
+	case chosen != nil:
+		return ""
+	case res.Best != nil:
+		return "capacity at SLO: " + p.valueText(*res.Best) + " met the SLO, but its probe's results are missing"
+	case res.LowestFailed:
+		return "capacity at SLO: none — the lowest load probed failed the SLO"
+	case res.Invalid || len(res.Probes) == 0 || res.Undecided == nil:
+		return "capacity at SLO: unknown — the search stopped before any load was decided (" + res.Stop + ")"
+	}
+	return "capacity at SLO: undecided — no load probed was shown to meet the SLO, and none failed it"
 }
