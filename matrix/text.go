@@ -176,20 +176,12 @@ func uncounted(stages []*resultfiles.StageReport) string {
 	}
 	var out string
 	if len(invalid) > 0 {
-		out += fmt.Sprintf("; %s passed it only as a replay that fell behind its trace, which is not valid", stageList(invalid))
+		out += fmt.Sprintf("; %s passed it only as a replay that fell behind its trace, which is not valid", resultfiles.StageList(invalid))
 	}
 	if len(partial) > 0 {
-		out += fmt.Sprintf("; %s partial (cut short), so not counted", stageList(partial))
+		out += fmt.Sprintf("; %s partial (cut short), so not counted", resultfiles.StageList(partial))
 	}
 	return out
-}
-
-// stageList names stages: "stage 01", "stages 01, 03".
-func stageList(ids []string) string {
-	if len(ids) == 1 {
-		return "stage " + ids[0]
-	}
-	return "stages " + strings.Join(ids, ", ")
 }
 
 // noneSucceeded reports whether the part sent requests and none of them, in any stage's window,

@@ -179,3 +179,11 @@ func batchHeadline(stages []*StageReport) string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// StageList names stages as the final lines do: "stage 01", "stages 01, 03".
+func StageList(ids []string) string {
+	if len(ids) == 1 {
+		return "stage " + ids[0]
+	}
+	return "stages " + strings.Join(ids, ", ")
+}

@@ -226,21 +226,13 @@ func noHeadline(sc *workload.Scenario, stages []*resultfiles.StageReport) string
 		return fmt.Sprintf("no stage can be judged against the SLO (%s): every stage is partial (cut short, or a shard of the run lost: see merge.json), so none is the headline", slo)
 	case len(failed) > 0 && len(unmeasuredPass) > 0:
 		return fmt.Sprintf("no valid stage met the SLO (%s): %s failed it, and %s met it only as a replay that fell behind its trace",
-			slo, stageList(failed), stageList(unmeasuredPass))
+			slo, resultfiles.StageList(failed), resultfiles.StageList(unmeasuredPass))
 	case len(failed) > 0:
 		return fmt.Sprintf("no stage met the SLO (%s)", slo)
 	case len(notApplicable) > 0:
-		return fmt.Sprintf("no stage could be judged against the SLO (%s): %s has the verdict N/A (a limit's metric has no values: see its stage table)", slo, stageList(notApplicable))
+		return fmt.Sprintf("no stage could be judged against the SLO (%s): %s has the verdict N/A (a limit's metric has no values: see its stage table)", slo, resultfiles.StageList(notApplicable))
 	}
 	return ""
-}
-
-// stageList names stages: "stage 01", "stages 01, 03".
-func stageList(ids []string) string {
-	if len(ids) == 1 {
-		return "stage " + ids[0]
-	}
-	return "stages " + strings.Join(ids, ", ")
 }
 
 // replayReason says how far behind the trace a replay stage fell, and what to do about it.
