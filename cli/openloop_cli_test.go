@@ -60,6 +60,13 @@ func TestOpenLoopExamplesRun(t *testing.T) {
 		if len(stages) != 1 || stages[0].Mode != workload.ModeReplay || stages[0].TimeScale != 0.5 {
 			t.Fatalf("stages: %+v", stages)
 		}
+		// The trace's reuse is shown beside the cache hit, with the cache's size as the mock's own
+		// /metrics says it (vLLM's cache_config_info), not a number plload assumed.
+		if st := stages[0]; st.TraceBlockReuse == nil || st.Server == nil || !st.Server.CacheTokens.OK || st.Server.CacheTokens.V != 500000 ||
+			st.ServerCacheTokens == nil || *st.ServerCacheTokens != 500000 {
+			t.Errorf("trace reuse %v, server %+v, server_cache_tokens %v: want the reuse and the mock's 500000 tokens read from its metrics",
+				st.TraceBlockReuse, st.Server, st.ServerCacheTokens)
+		}
 		sum := stages[0].Summary
 		if !sum.ReplayValid.OK || sum.SendLag.N != 40 {
 			t.Fatalf("replay_valid %+v, send lag over %d requests (want all 40 of the trace)", sum.ReplayValid, sum.SendLag.N)

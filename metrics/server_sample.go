@@ -17,6 +17,9 @@ type ServerSample struct {
 	PrefixQueries *float64       `json:"prefix_queries,omitempty"` // cumulative tokens, hits included
 	TTFTBuckets   []ServerBucket `json:"ttft_buckets,omitempty"`   // cumulative, seconds; +Inf left out
 	TTFTCount     float64        `json:"ttft_count,omitempty"`     // all observations (the +Inf bucket)
+	// CacheTokens is the KV cache's size in tokens, where the server says (vLLM's cache_config_info:
+	// num_gpu_blocks × block_size; SGLang's max_total_num_tokens): what its prefix cache can hold.
+	CacheTokens *float64 `json:"cache_tokens,omitempty"`
 }
 
 // ServerBucket is one cumulative histogram bucket.

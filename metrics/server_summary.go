@@ -18,6 +18,9 @@ type ServerSummary struct {
 	TTFTP50Ms    Opt[float64] `json:"ttft_p50_ms"` // from the histogram's increase over the window
 	TTFTP95Ms    Opt[float64] `json:"ttft_p95_ms"`
 	CacheHitRate Opt[float64] `json:"cache_hit_rate"` // Δhits ÷ Δqueries, or the server's own rate
+	// CacheTokens is the KV cache's size in tokens, the last the server said in the window; absent
+	// where its metrics do not say (ServerSample.CacheTokens).
+	CacheTokens Opt[float64] `json:"cache_tokens,omitzero"`
 	// Scrapes and ScrapesOK count the stage's scrape attempts and the ones that gave a sample (a slow
 	// or failed scrape is counted and scraping goes on): "server metrics: 57 of 60 scrapes ok".
 	Scrapes   int    `json:"scrapes"`
@@ -71,6 +74,11 @@ func SummarizeServer(samples []ServerSample, wNs, eNs int64) ServerSummary {
 		rate, _ := meanMax(func(s ServerSample) *float64 { return s.CacheHitRate })
 		if rate.OK && rate.V >= 0 && rate.V <= 1 {
 			out.CacheHitRate = rate
+		}
+	}
+	for _, s := range in {
+		if s.CacheTokens != nil {
+			out.CacheTokens = Some(*s.CacheTokens)
 		}
 	}
 	if delta := bucketDelta(first.TTFTBuckets, last.TTFTBuckets); delta != nil {

@@ -3,6 +3,7 @@ package mock
 import (
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"sync"
 	"time"
 
@@ -49,10 +50,15 @@ func newServerMetrics(model string, cache *prefixCache) *serverMetrics {
 			Buckets: []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}}),
 		lateness: newLatency(),
 	}
+	// vLLM says its cache's size as an info metric whose labels carry it; so does the mock, so that a
+	// run against it reads the size as it would a vLLM server's.
+	cacheInfo := prometheus.NewGauge(prometheus.GaugeOpts{Name: "vllm:cache_config_info", Help: "The prefix cache's configuration.",
+		ConstLabels: prometheus.Labels{"model_name": model, "block_size": strconv.Itoa(cache.block), "num_gpu_blocks": strconv.Itoa(cache.capacity)}})
+	cacheInfo.Set(1)
 	usage := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "vllm:kv_cache_usage_perc",
 		Help: "Share of the prefix cache in use, 0–1.", ConstLabels: labels}, cache.usage)
 	m.registry.MustRegister(m.running, m.waiting, m.promptTokens, m.genTokens, m.cacheQueries, m.cacheHits,
-		m.requests, m.ttft, usage, newLatenessCollector(m.lateness, labels))
+		m.requests, m.ttft, usage, cacheInfo, newLatenessCollector(m.lateness, labels))
 	return m
 }
 

@@ -72,8 +72,8 @@ type StageReport struct {
 	// that an earlier request of the trace read too — what a prefix cache large enough for the
 	// trace's working set would hit. Absent without block ids.
 	TraceBlockReuse *float64 `json:"trace_block_reuse,omitempty"`
-	// ServerCacheTokens is the target's prefix cache size in tokens where plload knows it (the
-	// bundled mock's); absent otherwise.
+	// ServerCacheTokens is the target's prefix cache size in tokens where plload knows it: what the
+	// server's metrics said (Server.CacheTokens), or the bundled mock's; absent otherwise.
 	ServerCacheTokens *int `json:"server_cache_tokens,omitempty"`
 }
 

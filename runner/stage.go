@@ -53,8 +53,12 @@ func SummarizeStage(tool string, sc *workload.Scenario, w *workload.Workload, r 
 	if pool := w.Stages[i]; pool.TraceBlocks > 0 {
 		reuse := float64(pool.TraceReusedBlocks) / float64(pool.TraceBlocks)
 		st.TraceBlockReuse = &reuse
-		if sc.UsesMock() {
-			size := mock.DefaultConfig().CacheCapacity // the in-process mock's: the scenario cannot change it
+		switch {
+		case st.Server != nil && st.Server.CacheTokens.OK: // the server's metrics said it
+			size := int(st.Server.CacheTokens.V)
+			st.ServerCacheTokens = &size
+		case sc.UsesMock(): // scraping off: the in-process mock's, which the scenario cannot change
+			size := mock.DefaultConfig().CacheCapacity
 			st.ServerCacheTokens = &size
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	dto "github.com/prometheus/client_model/go"
@@ -85,6 +86,7 @@ func Parse(r io.Reader, tNs int64) (metrics.ServerSample, error) {
 		if f, ok := families[n.ttft]; ok {
 			s.TTFTBuckets, s.TTFTCount = buckets(f)
 		}
+		s.CacheTokens = cacheTokens(families)
 		break
 	}
 	return s, nil
@@ -169,4 +171,25 @@ func buckets(f *dto.MetricFamily) ([]metrics.ServerBucket, float64) {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].LE < out[j].LE })
 	return out, total
+}
+
+// cacheTokens is the KV cache's size in tokens, summed over the server's engines, where its metrics
+// say: vLLM's cache_config_info (an info metric whose labels carry num_gpu_blocks and block_size),
+// SGLang's max_total_num_tokens gauge. nil when neither is there, or a label is not a number.
+func cacheTokens(families map[string]*dto.MetricFamily) *float64 {
+	if f, ok := families["vllm:cache_config_info"]; ok {
+		var sum float64
+		for _, m := range f.GetMetric() {
+			blocks, err1 := strconv.ParseFloat(labelValue(m, "num_gpu_blocks"), 64)
+			size, err2 := strconv.ParseFloat(labelValue(m, "block_size"), 64)
+			if err1 != nil || err2 != nil || blocks < 0 || size <= 0 {
+				return nil // "None" before the cache is sized, or a layout this does not know
+			}
+			sum += blocks * size
+		}
+		if len(f.GetMetric()) > 0 {
+			return &sum
+		}
+	}
+	return total(families, []string{"sglang:max_total_num_tokens"}, false)
 }

@@ -213,3 +213,51 @@ vllm:gpu_cache_usage_perc{model_name="b"} 0.5
 		t.Fatalf("sample written and read back differs (-parsed +read):\n%s", diff)
 	}
 }
+
+// TestCacheSize: the KV cache's size in tokens, where the server says it: vLLM's cache_config_info
+// (labels as vLLM writes them; num_gpu_blocks × block_size, added over engines), SGLang's
+// max_total_num_tokens (added over data-parallel ranks); not where a label is no number (vLLM writes
+// "None" before the cache is sized) or the engine does not say (llama.cpp).
+func TestCacheSize(t *testing.T) {
+	vllm := `# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{engine="0",model_name="m"} 0
+# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig
+# TYPE vllm:cache_config_info gauge
+vllm:cache_config_info{block_size="16",cache_dtype="auto",enable_prefix_caching="True",engine="0",gpu_memory_utilization="0.9",num_cpu_blocks="None",num_gpu_blocks="27350",prefix_caching_hash_algo="sha256"} 1.0
+`
+	sglang := `# TYPE sglang:num_running_reqs gauge
+sglang:num_running_reqs{model_name="m",dp_rank="0"} 1
+sglang:num_running_reqs{model_name="m",dp_rank="1"} 1
+# TYPE sglang:max_total_num_tokens gauge
+sglang:max_total_num_tokens{model_name="m",dp_rank="0"} 471258
+sglang:max_total_num_tokens{model_name="m",dp_rank="1"} 471258
+`
+	secondEngine := `vllm:cache_config_info{block_size="16",cache_dtype="auto",enable_prefix_caching="True",engine="1",gpu_memory_utilization="0.9",num_cpu_blocks="None",num_gpu_blocks="27350",prefix_caching_hash_algo="sha256"} 1.0
+`
+	for _, tc := range []struct {
+		name, text string
+		want       *float64
+	}{
+		{"vLLM", vllm, ptr(27350 * 16)},
+		{"vLLM, two engines", vllm + secondEngine, ptr(2 * 27350 * 16)},
+		{"vLLM before the cache is sized", strings.Replace(vllm, `num_gpu_blocks="27350"`, `num_gpu_blocks="None"`, 1), nil},
+		{"SGLang", sglang, ptr(2 * 471258)},
+		{"llama.cpp", "# TYPE llamacpp:requests_processing gauge\nllamacpp:requests_processing 0\n", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Parse(strings.NewReader(tc.text), 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, s.CacheTokens); diff != "" {
+				t.Errorf("cache tokens (-want +got):\n%s", diff)
+			}
+			sum := metrics.SummarizeServer([]metrics.ServerSample{s}, 0, 10)
+			if sum.CacheTokens.OK != (tc.want != nil) || tc.want != nil && sum.CacheTokens.V != *tc.want {
+				t.Errorf("summary's cache tokens %+v, want %v", sum.CacheTokens, tc.want)
+			}
+		})
+	}
+}
+
+func ptr(v float64) *float64 { return &v }
