@@ -110,3 +110,52 @@ func BenchmarkReplayLongPromptBurstsInProcess(b *testing.B) {
 		})
 	}
 }
+
+// growingBurstsTrace writes a Mooncake trace of bursts that double, 8 to 512 requests at one
+// millisecond every 300 ms: each burst needs more connections than the pool kept from the last, as a
+// replay's first busy seconds do.
+func growingBurstsTrace(b *testing.B) string {
+	var sb strings.Builder
+	id := 0
+	for k, size := 0, 8; size <= 512; k, size = k+1, 2*size {
+		for range size {
+			fmt.Fprintf(&sb, `{"timestamp": %d, "input_length": 8, "output_length": 2, "hash_ids": [%d]}`+"\n", 100+300*k, id)
+			id++
+		}
+	}
+	path := filepath.Join(b.TempDir(), "growing-bursts.jsonl")
+	if err := os.WriteFile(path, []byte(sb.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	return path
+}
+
+// BenchmarkReplayBurstConnections: bursts that each need new connections (8 to 512 requests at one
+// instant), prepared ahead, sent with each arrival dialing its connection when due (before) and with
+// a connection held for it while it is prepared (now), side by side in one run, against the mock in
+// a child process. About 20 s:
+//
+//	PLLOAD_OPENLOOP=1 go test ./bench -run '^$' -bench ReplayBurstConnections -benchtime 1x -count 3 -v
+func BenchmarkReplayBurstConnections(b *testing.B) {
+	if os.Getenv("PLLOAD_OPENLOOP") != "1" {
+		b.Skip("set PLLOAD_OPENLOOP=1 to run the open-loop benchmarks")
+	}
+	base := childMock(b)
+	trace := growingBurstsTrace(b)
+	const span = 2500 * time.Millisecond
+	text := fmt.Sprintf(openLoopScenario, base, "workload:\n  trace: {file: "+trace+", format: mooncake, block_tokens: 16}",
+		"  mode: replay\n  max_in_flight: 1000\n  stages:\n    - {duration: 2500ms}")
+	for _, c := range []struct {
+		name string
+		edit func(*engine.Config)
+	}{
+		{"dial_when_due", func(c *engine.Config) { c.NoConnAhead = true }},
+		{"connection_held_ahead", nil},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				openLoopStageWith(b, text, span, c.edit)
+			}
+		})
+	}
+}

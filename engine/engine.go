@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/plload/plload/engine/h1client"
 	"github.com/plload/plload/live"
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/sse"
@@ -75,6 +76,9 @@ type Config struct {
 	// NoPrepareAhead sends open-loop arrivals the way releases before issue 37 did: the request is
 	// built only once it is due. Only the benchmark that compares the two sets it.
 	NoPrepareAhead bool
+	// NoConnAhead prepares arrivals ahead but leaves each to dial its connection when it is due, as
+	// before connections were held for them. Only the benchmark that compares the two sets it.
+	NoConnAhead bool
 }
 
 // StageResult is what the engine knows of a finished stage; the numbers users read come from the
@@ -192,7 +196,10 @@ type stageRun struct {
 	freshClient *http.Client
 	url         string
 	host        string
-	headers     http.Header
+	// connAddr is the host:port the HTTP/1.1 client sends to, for connections held for prepared
+	// arrivals ("" when the transport is net/http's, which has no such hold).
+	connAddr string
+	headers  http.Header
 	// sessionHeader is target.session_header: a header carrying the session's id ("" = off).
 	sessionHeader string
 	secrets       []string
@@ -382,6 +389,11 @@ func (s *stageRun) prepareClient() error {
 	}
 	s.client = &http.Client{Transport: tr}
 	s.freshClient = &http.Client{Transport: fresh}
+	if u, err := url.Parse(s.url); err == nil {
+		if _, ok := tr.(*h1client.Transport); ok {
+			s.connAddr = h1client.Addr(u)
+		}
+	}
 	s.headers = http.Header{}
 	s.sessionHeader = sc.Target.SessionHeader
 	s.headers.Set("Content-Type", "application/json")

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/plload/plload/engine/h1client"
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/workload"
 )
@@ -29,6 +30,8 @@ type session struct {
 	// wait for its in-flight slot, for its record.
 	pending  *pendingBody
 	slotWait metrics.Opt[int64]
+	// reserved is the connection held for the prepared first turn (nil: none; it dials when it goes).
+	reserved *h1client.Reserved
 	sr       *metrics.SessionRecord
 	history  []message
 	isl      int
@@ -76,6 +79,10 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, st sessionStart)
 			// Started ahead of its time: the request is built now, so when it is due only its slot
 			// and its write remain.
 			s.prepareTurn(ss, turn, text)
+			if time.Until(st.scheduled) > 0 { // ahead of its time: its connection can be ready too
+				ss.reserved = s.reserveConn(issueCtx)
+			}
+			defer ss.reserved.Release() // a no-op once its request took it
 			if !s.awaitDue(issueCtx, &st, ss) {
 				return last
 			}
@@ -114,7 +121,14 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, st sessionStart)
 				runtime.Gosched()
 			}
 		}
-		ex := onItsOwnStack(func() *exchange { return s.sendTurn(reqCtx, ss, k, turn, text, credit) })
+		turnCtx := reqCtx
+		if k == 0 && ss.reserved != nil {
+			turnCtx = h1client.WithReserved(reqCtx, ss.reserved)
+		}
+		ex := onItsOwnStack(func() *exchange { return s.sendTurn(turnCtx, ss, k, turn, text, credit) })
+		if k == 0 {
+			ss.reserved.Release() // not taken (a retry on a fresh connection, say): back to the pool
+		}
 		s.releaseSlot()
 		last = ex // the slot's backoff reads it: without it a dead target is a flood
 		// An agent's answer with tool calls is followed at once by the tool results and the
@@ -242,6 +256,18 @@ func (s *stageRun) prepareTurn(ss *session, turn workload.Turn, text string) {
 	id := newUUID()
 	ss.pending = &pendingBody{id: id,
 		body: s.body.build(nil, ss.model, withNonce(ss.history, s.cfg.Scenario.NonceAt(), id), turn.MaxOutputTokens, turn.ExactOutput)}
+}
+
+// reserveConn holds a connection for a prepared arrival, so that when it is due its request finds
+// one ready instead of dialing (a burst of 16 arrivals at one instant would dial 16); at most the
+// stage's in-flight cap of connections are busy or held at once. nil where the transport cannot
+// hold one (net/http's, for https:// targets) or the stage has no cap.
+func (s *stageRun) reserveConn(ctx context.Context) *h1client.Reserved {
+	tr, ok := s.client.Transport.(*h1client.Transport)
+	if !ok || s.connAddr == "" || s.slots == nil || s.cfg.NoConnAhead {
+		return nil
+	}
+	return tr.Reserve(ctx, s.connAddr, cap(s.slots))
 }
 
 // awaitDue waits, for a prepared first turn, until the dispatcher says it is due (never early), then for its in-flight

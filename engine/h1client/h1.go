@@ -32,6 +32,7 @@ import (
 // streams it cost 5–10 % more CPU per chunk than these plain reads (bench/README.md).
 type Transport struct {
 	dialer      net.Dialer
+	dial        func(ctx context.Context, network, addr string) (net.Conn, error) // Config.Dial
 	maxIdle     int
 	idleTimeout time.Duration
 	// noReuse opens a connection per request and closes it after (Config.NoReuse).
@@ -47,8 +48,11 @@ type Transport struct {
 	// that recent peak (plus idleSpare): 5,000 sessions that start together and then think for
 	// 30 s between turns need a few dozen connections, not 5,000 open sockets with their buffers.
 	busy, peak, prevPeak int
-	peakSince            time.Time
-	peakWindow           time.Duration // idlePeakWindow (a test shortens it)
+	// reserved counts the connections held for prepared requests (Reserve): with busy, at most the
+	// limit Reserve is given.
+	reserved   int
+	peakSince  time.Time
+	peakWindow time.Duration // idlePeakWindow (a test shortens it)
 }
 
 // idlePeakWindow and idleSpare size the idle pool from recent use (see Transport.busy).
@@ -69,12 +73,16 @@ type Config struct {
 	// Poller, when set, reads chunked answers' bodies (ReadPolled); nil: each is read through its
 	// body's Read, on its request's goroutine.
 	Poller *Poller
+	// Dial opens a TCP connection; nil: a net.Dialer with a 10 s timeout. The benchmark of held
+	// connections gives one that takes a known time, as a distant server's handshake does.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // New returns a Transport with no connections yet.
 func New(cfg Config) *Transport {
 	return &Transport{
 		poller:      cfg.Poller,
+		dial:        cfg.Dial,
 		dialer:      net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second},
 		maxIdle:     cfg.MaxIdle,
 		idleTimeout: 90 * time.Second,
@@ -86,7 +94,7 @@ func New(cfg Config) *Transport {
 
 // Config is what t was made with.
 func (t *Transport) Config() Config {
-	return Config{MaxIdle: t.maxIdle, NoReuse: t.noReuse, Poller: t.poller}
+	return Config{MaxIdle: t.maxIdle, NoReuse: t.noReuse, Poller: t.poller, Dial: t.dial}
 }
 
 // h1Conn is one connection with its read buffer and the request buffer it reuses.
@@ -134,6 +142,12 @@ func (c *h1Conn) usable() bool {
 	return err == nil && ok
 }
 
+// alive reports whether a pooled connection may take a request: idle for less than idleTimeout,
+// nothing unasked-for in its buffer, and not closed by the server.
+func (c *h1Conn) alive(idleTimeout time.Duration) bool {
+	return time.Since(c.idleSince) < idleTimeout && c.br.Buffered() == 0 && c.usable()
+}
+
 // aLongTimeAgo is a deadline in the past: setting it makes a blocked read or write return at once.
 var aLongTimeAgo = time.Unix(1, 0)
 
@@ -145,14 +159,14 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, fmt.Errorf("plload's HTTP/1.1 client serves http:// only, not %s://", req.URL.Scheme)
 	}
-	addr := req.URL.Host
-	if req.URL.Port() == "" {
-		addr = net.JoinHostPort(req.URL.Hostname(), "80")
-	}
-	c, reused, err := t.conn(ctx, addr)
-	if err != nil {
-		closeBody(req)
-		return nil, err
+	addr := Addr(req.URL)
+	c, reused := t.takeReserved(ctx, addr)
+	if c == nil {
+		var err error
+		if c, reused, err = t.conn(ctx, addr); err != nil {
+			closeBody(req)
+			return nil, err
+		}
 	}
 	t.use(+1)
 	trace := httptrace.ContextClientTrace(ctx)
@@ -286,12 +300,16 @@ func (t *Transport) conn(ctx context.Context, addr string) (*h1Conn, bool, error
 		if c == nil {
 			break
 		}
-		if time.Since(c.idleSince) < t.idleTimeout && c.br.Buffered() == 0 && c.usable() {
+		if c.alive(t.idleTimeout) {
 			return c, true, nil
 		}
 		c.close()
 	}
-	nc, err := t.dialer.DialContext(ctx, "tcp", addr)
+	dial := t.dial
+	if dial == nil {
+		dial = t.dialer.DialContext
+	}
+	nc, err := dial(ctx, "tcp", addr)
 	if err != nil {
 		return nil, false, err
 	}

@@ -19,7 +19,7 @@ import (
 )
 
 // countingServer is a loopback server that counts the connections it accepted.
-func countingServer(t *testing.T, h http.HandlerFunc) (string, *atomic.Int64) {
+func countingServer(t testing.TB, h http.HandlerFunc) (string, *atomic.Int64) {
 	t.Helper()
 	var conns atomic.Int64
 	ts := httptest.NewUnstartedServer(h)
