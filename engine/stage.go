@@ -86,7 +86,7 @@ type cancelReason struct {
 
 func (s *stageRun) cancelReason() string {
 	if s.reason.interrupt.Err() != nil {
-		return "cancelled: the run was interrupted (Ctrl+C, SIGTERM or SIGHUP)"
+		return metrics.CancelledByInterrupt
 	}
 	return "cancelled: still running when load.drain_timeout (" + workload.Duration(s.reason.drain).String() + ") expired after the stage's duration"
 }

@@ -121,6 +121,11 @@ type RecordError struct {
 	Message string
 }
 
+// CancelledByInterrupt is the message of a request the user's interrupt (Ctrl+C, SIGTERM, SIGHUP)
+// cancelled in flight: the summary tells these apart from those the drain timeout cancelled, which
+// were too slow and count as errors.
+const CancelledByInterrupt = "cancelled: the run was interrupted (Ctrl+C, SIGTERM or SIGHUP)"
+
 // Error types and codes plload writes (docs/records.md); AIPerf uses the same.
 const (
 	ErrTypeCancelled      = "RequestCancellationError"

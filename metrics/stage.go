@@ -216,6 +216,9 @@ func (s *Stage) outcome(r *Record) bool {
 	switch {
 	case r.WasCancelled:
 		sum.Requests.Cancelled++
+		if r.Error != nil && r.Error.Message == CancelledByInterrupt {
+			sum.Requests.Interrupted++
+		}
 		sum.Censored = true
 		return false
 	case r.Error != nil:

@@ -23,6 +23,9 @@ type StageSummary struct {
 		Succeeded   int `json:"succeeded"`    // of those
 		Errors      int `json:"errors"`       // of those, cancelled excluded
 		Cancelled   int `json:"cancelled"`    // of those
+		// Interrupted: of the cancelled, those the user's interrupt cut off (CancelledByInterrupt).
+		// They never had the chance to finish, so the error rate and the goodput share leave them out.
+		Interrupted int `json:"interrupted,omitempty"`
 		RateLimited int `json:"rate_limited"` // of the errors: HTTP 429
 		Warmup      int `json:"warmup"`       // started before W
 		Late        int `json:"late"`         // started at or after E_eff
@@ -192,9 +195,9 @@ func (s *Stage) Summary() *StageSummary {
 		slot, client := summarize(s.slotWait), summarize(s.clientLag)
 		sum.SendLagSlot, sum.SendLagClient = &slot, &client
 	}
-	counted := sum.Requests.Succeeded + sum.Requests.Errors + sum.Requests.Cancelled
-	if counted > 0 {
-		sum.ErrorRate = Some(float64(sum.Requests.Errors+sum.Requests.Cancelled) / float64(counted))
+	failed := sum.Requests.Errors + sum.Requests.Cancelled - sum.Requests.Interrupted
+	if counted := sum.Requests.Succeeded + failed; counted > 0 {
+		sum.ErrorRate = Some(float64(failed) / float64(counted))
 	}
 	if s.promptCount > 0 && s.promptSum > 0 {
 		sum.CacheHit = Some(float64(s.cachedSum) / float64(s.promptSum))
@@ -234,8 +237,8 @@ func (s *Stage) pooledITL() Dist {
 func (s *Stage) rates() {
 	sum := &s.s
 	t, secs := &sum.Throughput, sum.Window.Seconds
-	if len(s.limits) > 0 && sum.Requests.InWindow > 0 {
-		sum.Goodput.Share = Some(float64(s.goodStarted) / float64(sum.Requests.InWindow))
+	if started := sum.Requests.InWindow - sum.Requests.Interrupted; len(s.limits) > 0 && started > 0 {
+		sum.Goodput.Share = Some(float64(s.goodStarted) / float64(started))
 	}
 	if secs <= 0 {
 		return
@@ -338,8 +341,11 @@ func (s *Stage) warnings() []string {
 	if sum.ClockAnomalies > 0 {
 		out = append(out, fmt.Sprintf("%d records have times out of order (end before start, or TTFT after the last token): check the clock of whatever wrote them", sum.ClockAnomalies))
 	}
-	if sum.Requests.Cancelled > 0 {
-		out = append(out, fmt.Sprintf("%d requests were cancelled (drain timeout or interrupt) and count as errors; latency percentiles are censored lower bounds", sum.Requests.Cancelled))
+	if n := sum.Requests.Cancelled - sum.Requests.Interrupted; n > 0 {
+		out = append(out, fmt.Sprintf("%d requests were cancelled (still running when load.drain_timeout expired) and count as errors; latency percentiles are censored lower bounds", n))
+	}
+	if n := sum.Requests.Interrupted; n > 0 {
+		out = append(out, fmt.Sprintf("%d requests were cut off by the interrupt: left out of the error rate and the goodput share (they never had the chance to finish); latency percentiles are censored lower bounds", n))
 	}
 	if sum.MissingUsage > 0 {
 		out = append(out, fmt.Sprintf("%d of %d successful requests carried no server usage: output tokens are the client's count of streamed chunks, and cache hit %% is N/A without prompt usage", sum.MissingUsage, sum.Requests.Succeeded))

@@ -339,3 +339,34 @@ func TestWarningsOfWhatTheNumbersHide(t *testing.T) {
 		t.Errorf("5 s requests in a 10 s window: %q", s.Warnings)
 	}
 }
+
+// TestInterruptedRequestsAreNoErrors: requests the user's interrupt cut off never had the chance to
+// finish: a partial stage's error rate and goodput share leave them out, so an interrupt alone never
+// turns the SLO to FAIL; requests the drain timeout cancelled were too slow and still count.
+func TestInterruptedRequestsAreNoErrors(t *testing.T) {
+	in := input()
+	in.SLO.ErrorRateMax = 0.05
+	recs := []*Record{ok(2, 100, []float64{20}, 2), ok(3, 100, []float64{20}, 2), ok(4, 100, []float64{20}, 2)}
+	for i := range 2 {
+		r := failed(5+float64(i), CodeCancelled, ErrTypeCancelled)
+		r.Error.Message = CancelledByInterrupt
+		recs = append(recs, r)
+	}
+	sum := summary(in, recs...)
+	if sum.Requests.Cancelled != 2 || sum.Requests.Interrupted != 2 || !sum.ErrorRate.OK || sum.ErrorRate.V != 0 || sum.SLO.Verdict != SLOPass {
+		t.Errorf("cancelled %d, interrupted %d, error rate %+v, SLO %s; want 2 interrupted, error rate 0, PASS",
+			sum.Requests.Cancelled, sum.Requests.Interrupted, sum.ErrorRate, sum.SLO.Verdict)
+	}
+	if !sum.Goodput.Share.OK || sum.Goodput.Share.V != 1 {
+		t.Errorf("goodput share %+v, want 1 (3 good of the 3 that could finish)", sum.Goodput.Share)
+	}
+	if w := strings.Join(sum.Warnings, "\n"); !strings.Contains(w, "2 requests were cut off by the interrupt") || strings.Contains(w, "count as errors") {
+		t.Errorf("warnings %q", w)
+	}
+	// The drain timeout's cancellations are failures of the server's pace.
+	drained := failed(7, CodeCancelled, ErrTypeCancelled)
+	sum = summary(in, append(recs, drained)...)
+	if sum.Requests.Interrupted != 2 || sum.ErrorRate.V != 0.25 || sum.SLO.Verdict != SLOFail {
+		t.Errorf("with a drain cancellation: interrupted %d, error rate %v, SLO %s; want 2, 0.25 (1 of 4), FAIL", sum.Requests.Interrupted, sum.ErrorRate.V, sum.SLO.Verdict)
+	}
+}
