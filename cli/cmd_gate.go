@@ -82,8 +82,7 @@ func runGate(cmd *cli.Command, candDir, baseDir string, scenarioRules []string) 
 	case g.Verdict == gate.VerdictFail:
 		return exitErr(exitFailed, fmt.Errorf("gate failed: see the FAIL lines above (gate.json in %s)", runner.AbsPath(candDir)))
 	case !g.Passed:
-		return exitErr(exitUndecided, fmt.Errorf("gate undecided: see the INCONCLUSIVE and warning lines above for why "+
-			"(more requests per stage, a quieter machine, or the records kept would decide them); --allow-undecided accepts this (gate.json in %s)", runner.AbsPath(candDir)))
+		return exitErr(exitUndecided, fmt.Errorf("gate undecided: %s; --allow-undecided accepts this (gate.json in %s)", gate.UndecidedWhy(g), runner.AbsPath(candDir)))
 	}
 	return nil
 }

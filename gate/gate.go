@@ -246,6 +246,20 @@ const (
 	CauseNotMeasured = "stage_not_measured"
 )
 
+// noneMeasured says why no stage of a run can decide anything ("" when one can): every stage cut
+// short or a replay that fell behind its trace, each named.
+func noneMeasured(stages []*resultfiles.StageReport) string {
+	var whys []string
+	for _, st := range stages {
+		why := notMeasured(st)
+		if why == "" {
+			return ""
+		}
+		whys = append(whys, why)
+	}
+	return strings.Join(whys, "; ")
+}
+
 // notMeasured says, in the stage tables' words, why a stage's numbers cannot decide a check: ""
 // when they can. A stage without a success is not among these: its unknown values say so.
 func notMeasured(st *resultfiles.StageReport) string {
@@ -312,7 +326,13 @@ func Evaluate(rules []Rule, stages []*resultfiles.StageReport) []Check {
 			}
 		}
 		if len(targets) == 0 {
-			out = append(out, Check{Name: r.Text, Kind: "threshold", Limit: r.Text, Status: "fail", Message: noTarget(r, stages)})
+			c := Check{Name: r.Text, Kind: "threshold", Limit: r.Text, Status: "fail", Message: noTarget(r, stages)}
+			if why := noneMeasured(stages); r.Scope == "headline" && why != "" {
+				// No stage could have been the headline: not a failure of the server, an incomplete run.
+				c.Message = why + ", so there is no headline stage and the rule is not decided"
+				c = undecided(c, CauseNotMeasured, "candidate", why)
+			}
+			out = append(out, c)
 			continue
 		}
 		for _, s := range targets {

@@ -175,8 +175,10 @@ func verdictLine(g GateResult) string {
 		return fmt.Sprintf("gate FAILED (%s%s)", count, tail)
 	case VerdictUndecided:
 		what := fmt.Sprintf("gate UNDECIDED (%s, none decided): nothing was checked", count)
-		if undecided < len(g.Checks) {
-			what = fmt.Sprintf("gate UNDECIDED (%s%s): a run kept a possible regression from being decided, see the warning lines", count, tail)
+		if len(g.Checks) > 0 && undecided == len(g.Checks) {
+			what = fmt.Sprintf("gate UNDECIDED (%s, none decided): %s", count, UndecidedWhy(g))
+		} else if undecided > 0 {
+			what = fmt.Sprintf("gate UNDECIDED (%s%s): %s", count, tail, UndecidedWhy(g))
 		}
 		if g.AllowUndecided {
 			return what + "; let through by --allow-undecided"
@@ -184,6 +186,36 @@ func verdictLine(g GateResult) string {
 		return what + " (exit 3; --allow-undecided lets it through)"
 	}
 	return fmt.Sprintf("gate PASSED (%s%s)", count, tail)
+}
+
+// UndecidedWhy says what kept the gate's checks from a decision, and what would decide them, in one
+// phrase per cause, in the order the checks first show it: "a stage cut short or a replay that fell
+// behind its trace (rerun it whole)", "a strained client (a quieter machine)", ….
+func UndecidedWhy(g GateResult) string {
+	phrases := map[string]string{
+		CauseNotMeasured:     "a stage cut short or a replay that fell behind its trace, whose numbers decide nothing (rerun it whole)",
+		CauseStrained:        "a strained client, which could have swayed them (a quieter machine would decide them)",
+		CauseNoRecords:       "records that are gone (keep profile_export.jsonl)",
+		CauseUnknown:         "values a run does not have (no successful request with them)",
+		CauseNoBaselineStage: "stages the baseline does not have",
+		CauseThin:            "thin evidence (more requests per stage would decide them)",
+		CauseFewSamples:      "too few requests (more requests per stage would decide them)",
+	}
+	var out []string
+	seen := map[string]bool{}
+	for _, c := range g.Checks {
+		if c.Status != StatusInconclusive || seen[c.Cause] {
+			continue
+		}
+		seen[c.Cause] = true
+		if p, ok := phrases[c.Cause]; ok {
+			out = append(out, p)
+		}
+	}
+	if len(out) == 0 {
+		return "see the INCONCLUSIVE lines"
+	}
+	return "not decided because of " + strings.Join(out, "; ") + "; see the INCONCLUSIVE and warning lines"
 }
 
 // GitHub writes workflow annotations (::error / ::warning lines) to w and, when summaryPath is set,

@@ -430,7 +430,7 @@ func TestMissingRecordsAreLoud(t *testing.T) {
 	if !strings.Contains(b.String(), line) {
 		t.Fatalf("no line %q in:\n%s", line, b.String())
 	}
-	if g.Verdict != VerdictUndecided || !strings.HasSuffix(b.String(), "gate UNDECIDED (3 checks, 2 not decided): a run kept a possible regression from being decided, see the warning lines (exit 3; --allow-undecided lets it through)\n") {
+	if g.Verdict != VerdictUndecided || !strings.HasSuffix(b.String(), "gate UNDECIDED (3 checks, 2 not decided): not decided because of records that are gone (keep profile_export.jsonl); see the INCONCLUSIVE and warning lines (exit 3; --allow-undecided lets it through)\n") {
 		t.Fatalf("verdict %s:\n%s", g.Verdict, b.String())
 	}
 }
@@ -466,13 +466,14 @@ func TestGateVerdict(t *testing.T) {
 		{"pass and undecided", []Check{pass, und}, false, VerdictPass, true, "gate PASSED (2 checks, 1 not decided)"},
 		{"a failure among undecided", []Check{und, fail}, false, VerdictFail, false, "gate FAILED (2 checks, 1 not decided)"},
 		{"a failure", []Check{fail}, false, VerdictFail, false, "gate FAILED (1 check)"},
-		{"nothing decided", []Check{und, und}, false, VerdictUndecided, false, "gate UNDECIDED (2 checks, none decided): nothing was checked (exit 3; --allow-undecided lets it through)"},
+		{"nothing decided", []Check{und, und}, false, VerdictUndecided, false, "gate UNDECIDED (2 checks, none decided): not decided because of thin evidence (more requests per stage would decide them); see the INCONCLUSIVE and warning lines (exit 3; --allow-undecided lets it through)"},
 		{"a pass beside a check a strained client kept from failing", []Check{pass, strainedFail}, false, VerdictUndecided, false,
-			"gate UNDECIDED (2 checks, 1 not decided): a run kept a possible regression from being decided, see the warning lines (exit 3; --allow-undecided lets it through)"},
+			"gate UNDECIDED (2 checks, 1 not decided): not decided because of a strained client, which could have swayed them (a quieter machine would decide them); see the INCONCLUSIVE and warning lines (exit 3; --allow-undecided lets it through)"},
 		{"a pass beside a pass a strained baseline kept from counting", []Check{pass, strainedPass}, false, VerdictPass, true, "gate PASSED (2 checks, 1 not decided)"},
 		{"the same, allowed", []Check{pass, strainedFail}, true, VerdictUndecided, true,
-			"gate UNDECIDED (2 checks, 1 not decided): a run kept a possible regression from being decided, see the warning lines; let through by --allow-undecided"},
-		{"nothing decided, allowed", []Check{und}, true, VerdictUndecided, true, "gate UNDECIDED (1 check, none decided): nothing was checked; let through by --allow-undecided"},
+			"gate UNDECIDED (2 checks, 1 not decided): not decided because of a strained client, which could have swayed them (a quieter machine would decide them); see the INCONCLUSIVE and warning lines; let through by --allow-undecided"},
+		{"no check at all", nil, false, VerdictUndecided, false, "gate UNDECIDED (0 checks, none decided): nothing was checked (exit 3; --allow-undecided lets it through)"},
+		{"nothing decided, allowed", []Check{und}, true, VerdictUndecided, true, "gate UNDECIDED (1 check, none decided): not decided because of thin evidence (more requests per stage would decide them); see the INCONCLUSIVE and warning lines; let through by --allow-undecided"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewGateResult("/c", "", tc.checks, tc.allow)

@@ -68,8 +68,18 @@ func TestGateHeadlineWithoutSLO(t *testing.T) {
 		st.Summary.SLO.Verdict = metrics.SLOPass
 		st.Summary.ReplayValid = metrics.Some(false)
 	}
+	// Every stage fell behind: none measured anything, so the rule is not decided (not a failure of
+	// the server); beside a stage that measured a FAIL, it is "no valid stage passed".
+	checks = Evaluate([]Rule{r}, golden)
+	if len(checks) != 1 || checks[0].Status != StatusInconclusive || checks[0].Cause != CauseNotMeasured ||
+		!strings.HasPrefix(checks[0].Message, "stage 01 is not a valid replay: client could not keep the trace's pace") ||
+		!strings.HasSuffix(checks[0].Message, ", so there is no headline stage and the rule is not decided") {
+		t.Errorf("every stage a replay that fell behind: %+v", checks)
+	}
+	golden[1].Summary.SLO.Verdict = metrics.SLOFail
+	golden[1].Summary.ReplayValid = metrics.Some(true)
 	if checks := Evaluate([]Rule{r}, golden); len(checks) != 1 || checks[0].Message != "no valid stage passed the SLO, so there is no headline stage" {
-		t.Errorf("a replay that fell behind: %+v", checks)
+		t.Errorf("a replay that fell behind beside one that failed: %+v", checks)
 	}
 }
 
@@ -101,6 +111,10 @@ func TestGateSaysWhatTheTablesShow(t *testing.T) {
 			s[0].Summary.ReplayValid, s[0].Summary.ReplayInvalidReason = metrics.Some(false), "send lag p99 37.6 ms"
 		}, []Rule{rule("stage 1: slo == PASS")},
 			[]string{"inconclusive stage 01 is not a valid replay: client could not keep the trace's pace: send lag p99 37.6 ms, so the rule is not decided"}},
+		{"an interrupted run has no headline stage, and that is no failure", func(s []*resultfiles.StageReport) {
+			s[0].Summary.Partial, s[1].Summary.Partial = true, true
+		}, []Rule{rule("slo == PASS")},
+			[]string{"inconclusive stage 01 is partial (cut short): its numbers are not the whole stage's; stage 02 is partial (cut short): its numbers are not the whole stage's, so there is no headline stage and the rule is not decided"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, stages := resultstest.GoldenStages(t)
@@ -124,6 +138,13 @@ func TestGateSaysWhatTheTablesShow(t *testing.T) {
 			}
 			if v := GateVerdict(checks); v != want {
 				t.Errorf("verdict %s, want %s", v, want)
+			}
+			if want == VerdictUndecided {
+				var b strings.Builder
+				PrintGate(&b, NewGateResult("/c", "", checks, false))
+				if !strings.Contains(b.String(), "not decided because of a stage cut short or a replay that fell behind its trace, whose numbers decide nothing (rerun it whole)") {
+					t.Errorf("the last line does not say why:\n%s", b.String())
+				}
 			}
 		})
 	}
