@@ -95,7 +95,7 @@ func readSearch(t *testing.T, out string) (string, resultfiles.Search) {
 		got = append(got, k)
 	}
 	slices.Sort(got)
-	if diff := cmp.Diff([]string{"best", "knob", "probes", "slo", "undecided"}, got); diff != "" {
+	if diff := cmp.Diff([]string{"best", "complete", "knob", "probes", "slo", "stop", "undecided"}, got); diff != "" {
 		t.Errorf("search.json keys (-want +got):\n%s", diff)
 	}
 	var sf resultfiles.Search
@@ -509,8 +509,9 @@ func TestSearchWithErrorRateLimitFindsKnee(t *testing.T) {
 		t.Errorf("best %g, want the knee 12 ± 1\n%s", *sf.Best, stdout)
 	}
 	for _, pb := range sf.Probes {
-		if pb.Verdict == string(search.Invalid) || strings.HasPrefix(pb.Reason, "saturated: ") || strings.Contains(pb.Reason, "strained") {
-			continue // not judged on its limits: clearly past capacity, or the client's own strain
+		if pb.Verdict == string(search.Invalid) || strings.HasPrefix(pb.Reason, "saturated: ") || strings.HasPrefix(pb.Reason, "stopped early") ||
+			strings.Contains(pb.Reason, "strained") {
+			continue // not judged on every limit: clearly past capacity, stopped by one limit, or the client's own strain
 		}
 		var rules []string
 		for _, d := range pb.Decided {

@@ -17,10 +17,17 @@ type Search struct {
 	Best      *float64          `json:"best"`
 	Undecided *[2]float64       `json:"undecided"`
 	Probes    []SearchProbe     `json:"probes"`
+	// Stop says why the search ended. Complete is whether its own rules ended it (the resolution
+	// reached, every load up to --max passed, nothing passed down to the lowest load); false when it
+	// stopped first — an interrupt, an invalid probe, the probe budget, an error — and Best, if any,
+	// is then only a lower bound.
+	Stop     string `json:"stop"`
+	Complete bool   `json:"complete"`
 }
 
 // SearchProbe is one probe of a capacity search: its load, its verdict (pass, fail, undecided,
-// invalid; pooled with the load's earlier repeats), why, and the stage that holds it (0: none ran).
+// invalid, pooled with the load's earlier repeats; interrupted for the probe an interrupt cut short,
+// never judged), why, and the stage that holds it (0: none ran).
 type SearchProbe struct {
 	Value   float64 `json:"value"`
 	Verdict string  `json:"verdict"`

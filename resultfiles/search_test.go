@@ -24,7 +24,7 @@ func TestSearchFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := string(data)
-	if !strings.HasPrefix(text, "{\n  \"knob\": \"concurrency\",\n  \"slo\": {") || !strings.HasSuffix(text, "\"best\": null,\n  \"undecided\": null,\n  \"probes\": []\n}\n") {
+	if !strings.HasPrefix(text, "{\n  \"knob\": \"concurrency\",\n  \"slo\": {") || !strings.HasSuffix(text, "\"best\": null,\n  \"undecided\": null,\n  \"probes\": [],\n  \"stop\": \"\",\n  \"complete\": false\n}\n") {
 		t.Fatalf("search.json of an empty search:\n%s", text)
 	}
 	best := 12.0

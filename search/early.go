@@ -31,6 +31,15 @@ type EarlyStop struct {
 	errs  int
 	succ  int
 	over  []int // per slo.Latency limit: successes over it
+	// limit is the limit that stopped the probe ("ttft p95", "error rate"; "" while none has).
+	limit string
+}
+
+// Limit is the limit the probe can no longer meet, as search.json names limits ("" while it can).
+func (e *EarlyStop) Limit() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.limit
 }
 
 // NewEarlyStop watches a probe of the given window duration (its warmup excluded).
@@ -63,6 +72,7 @@ func (e *EarlyStop) Check(r *metrics.Record) string {
 	}
 	for i, l := range e.slo.Latency {
 		if l.Stat == metrics.SLOStatMax && e.over[i] > 0 {
+			e.limit = l.Metric + " " + l.Stat
 			return fmt.Sprintf("%s %s cannot be met: a request of the window took longer than %s", l.Metric, l.Stat, ms(l.LimitMs))
 		}
 	}
@@ -77,11 +87,13 @@ func (e *EarlyStop) Check(r *metrics.Record) string {
 		}
 		allowed := 1 - statPercentile(l.Stat)/100
 		if why := e.certain(e.over[i], e.succ, toCome, allowed); why != "" {
+			e.limit = l.Metric + " " + l.Stat
 			return fmt.Sprintf("%s %s cannot be met: %d of %d requests so far over %s, %s", l.Metric, l.Stat, e.over[i], e.succ, ms(l.LimitMs), why)
 		}
 	}
 	if e.slo.ErrorRateSet {
 		if why := e.certain(e.errs, e.n, toCome, e.slo.ErrorRateMax); why != "" {
+			e.limit = "error rate"
 			return fmt.Sprintf("the error rate cannot be met: %d of %d requests so far failed, %s", e.errs, e.n, why)
 		}
 	}

@@ -68,6 +68,10 @@ func TestEarlyStopStopsOnlyOnCertainty(t *testing.T) {
 					case last && tc.want != "" && !strings.Contains(why, tc.want):
 						t.Fatalf("did not stop with %q at the end: %q", tc.want, why)
 					case why != "":
+						// The limit that stopped it, as search.json's decided list names it.
+						if limit := strings.Split(tc.want, " cannot")[0]; e.Limit() != strings.TrimPrefix(limit, "the ") {
+							t.Fatalf("stopped by the limit %q, want %q", e.Limit(), limit)
+						}
 						return
 					}
 				}

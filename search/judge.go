@@ -79,6 +79,12 @@ const (
 	// it is (0 errors in 97 requests: a Wilson interval 0–3.8 % that no short probe could bring
 	// under 1 %).
 	RuleErrorEvidence = "error evidence"
+	// RuleEarlyStop: the probe was stopped before its end because the limit could no longer be met
+	// whatever the rest of its requests did (EarlyStop).
+	RuleEarlyStop = "stopped early"
+	// RuleSaturated: the server was clearly past capacity (latency or send lag rising quarter after
+	// quarter, arrivals never started), whatever the intervals say; the limit is "saturation".
+	RuleSaturated = "saturated"
 )
 
 // Decision is how one limit of the SLO was decided in a probe: search.json's "decided" entries.

@@ -34,6 +34,8 @@ const (
 	// Invalid: the probe measured the client, not the server (the load generator was strained); the
 	// search stops, since every later probe would be heavier.
 	Invalid Verdict = "invalid"
+	// Interrupted: search.json's verdict of the probe the user's interrupt cut short (never judged).
+	Interrupted Verdict = "interrupted"
 )
 
 // DefaultMaxProbes bounds a search: doubling from 1 to 4096 and bisecting to 5 % takes 18.
@@ -51,6 +53,9 @@ type Measurement struct {
 	// Saturated says why the server was clearly past capacity ("" when it was not): the probe fails
 	// whatever its intervals say, and is not repeated.
 	Saturated string
+	// StoppedEarly says why the probe was stopped before its end (EarlyStop): a limit it could no
+	// longer meet, StoppedLimit ("ttft p95", "error rate"). It fails, decided by that limit.
+	StoppedEarly, StoppedLimit string
 	// Invalid says which limit of the client the probe hit ("" when none): the client could not
 	// hold the load (its CPU was full), so the probe says nothing of the server; the search stops.
 	Invalid string
@@ -79,6 +84,7 @@ func (m *Measurement) merge(o Measurement) {
 	m.Requests += o.Requests
 	m.Errors += o.Errors
 	m.Saturated, m.Invalid, m.Strained, m.LateMs = o.Saturated, o.Invalid, o.Strained, o.LateMs
+	m.StoppedEarly, m.StoppedLimit = o.StoppedEarly, o.StoppedLimit
 }
 
 // earlier is m with every latency late ms shorter: what a client late by that much may have seen.
@@ -195,6 +201,9 @@ type Result struct {
 	// LowestFailed: the lowest load probed failed, so the SLO is met at no load probed. Without it a
 	// search with no pass has only undecided loads: its answer is a range, never "none".
 	LowestFailed bool
+	// Stopped: the search ended before its own rules ended it (an invalid probe, the probe budget, a
+	// probe's error or an interrupt), so Best is only a lower bound.
+	Stopped bool
 }
 
 // errStop ends the sequence early with a reason (the probe budget, an invalid probe, --max).
@@ -221,8 +230,9 @@ func Run(ctx context.Context, opt Options, probe Prober, judge Judge) (Result, e
 	res := Result{Probes: s.probes, Stop: stop}
 	var es errStop
 	if errors.As(err, &es) {
-		res.Stop, err = es.why, nil
+		res.Stop, err, res.Stopped = es.why, nil, true
 	}
+	res.Stopped = res.Stopped || err != nil
 	res.Invalid = len(s.probes) > 0 && s.probes[len(s.probes)-1].Verdict == Invalid
 	if !math.IsNaN(s.lo) {
 		best := s.lo
@@ -356,8 +366,11 @@ func (s *sequence) judgeRun(pooled *Measurement, m Measurement, seed uint64, las
 		return Judgement{Verdict: Invalid, Reason: m.Invalid}
 	case m.Unreachable != "":
 		return Judgement{Verdict: Invalid, Reason: m.Unreachable}
-	case m.Saturated != "":
-		return Judgement{Verdict: Fail, Reason: "saturated: " + m.Saturated}
+	case m.Saturated != "": // the diagnosis, when the records show it, of a probe stopped early too
+		return Judgement{Verdict: Fail, Reason: "saturated: " + m.Saturated, Decided: []Decision{{Limit: "saturation", Outcome: "broken", Rule: RuleSaturated}}}
+	case m.StoppedEarly != "":
+		return Judgement{Verdict: Fail, Reason: "stopped early, the load could no longer pass: " + m.StoppedEarly,
+			Decided: []Decision{{Limit: m.StoppedLimit, Outcome: "broken", Rule: RuleEarlyStop}}}
 	case m.Strained == "":
 		pooled.merge(m)
 		return s.judge(*pooled, seed)

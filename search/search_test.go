@@ -235,7 +235,22 @@ func TestInvalidAndSaturatedProbes(t *testing.T) {
 		}
 		res, _ := Run(context.Background(), Options{Start: 4, Max: 8, Resolution: Resolution{Value: 4}, Repeats: 3, Whole: true}, probe, pass)
 		last := res.Probes[len(res.Probes)-1]
-		if len(res.Probes) != 2 || last.Verdict != Fail || last.Reason != "saturated: send lag rose 1 → 2 → 4 → 8 ms" {
+		if len(res.Probes) != 2 || last.Verdict != Fail || last.Reason != "saturated: send lag rose 1 → 2 → 4 → 8 ms" ||
+			len(last.Decided) != 1 || last.Decided[0] != (Decision{Limit: "saturation", Outcome: "broken", Rule: RuleSaturated}) {
+			t.Fatalf("%+v", res.Probes)
+		}
+	})
+	t.Run("a probe stopped early, its records showing no saturation, fails by the limit that stopped it", func(t *testing.T) {
+		probe := func(_ context.Context, v float64) (int, Measurement, error) {
+			if v >= 8 {
+				return 1, Measurement{StoppedEarly: "ttft p95 cannot be met: 30 of 30 requests so far over 1.00 ms", StoppedLimit: "ttft p95"}, nil
+			}
+			return 1, Measurement{}, nil
+		}
+		res, _ := Run(context.Background(), Options{Start: 4, Max: 8, Resolution: Resolution{Value: 4}, Repeats: 3, Whole: true}, probe, pass)
+		last := res.Probes[len(res.Probes)-1]
+		if len(res.Probes) != 2 || last.Verdict != Fail || last.Reason != "stopped early, the load could no longer pass: ttft p95 cannot be met: 30 of 30 requests so far over 1.00 ms" ||
+			len(last.Decided) != 1 || last.Decided[0] != (Decision{Limit: "ttft p95", Outcome: "broken", Rule: RuleEarlyStop}) {
 			t.Fatalf("%+v", res.Probes)
 		}
 	})

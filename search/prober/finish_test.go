@@ -2,8 +2,11 @@ package prober
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +26,7 @@ import (
 // lowest load, and a capacity the search did not bracket is "at least".
 func TestFinishSaysWhatTheProbesShow(t *testing.T) {
 	_, golden := resultstest.GoldenStages(t)
-	eight, sixteen := 8.0, 16.0
+	eight, twelve, sixteen := 8.0, 12.0, 16.0
 	pass := func(v float64, stage int, why string) search.Probe {
 		return search.Probe{Value: v, Verdict: search.Pass, Reason: why, Stage: stage}
 	}
@@ -39,6 +42,8 @@ func TestFinishSaysWhatTheProbesShow(t *testing.T) {
 		answer   string      // the second line's start
 		code     runner.Code // 0: no error
 		errText  string
+		partial  *float64 // the load of the probe an interrupt cut short
+		listed   []string // search.json's verdicts, when checked
 	}{
 		{name: "a capacity bracketed by a failure",
 			res:      search.Result{Best: &eight, Above: &sixteen, Probes: []search.Probe{pass(8, 1, "met"), probe(16, search.Fail, 2, "TTFT p95 broken")}, Stop: "resolution 5% reached between 8 and 16"},
@@ -49,17 +54,21 @@ func TestFinishSaysWhatTheProbesShow(t *testing.T) {
 				probe(16, search.Fail, 2, "TTFT p95 broken")}, Stop: "resolution 5% reached between 8 and 16"},
 			headline: "capacity at 8 sessions", answer: "meets SLO up to 8 sessions; 2 probes"},
 		{name: "an invalid probe after a pass",
-			res:      search.Result{Best: &eight, Probes: []search.Probe{pass(8, 1, "met"), probe(16, search.Invalid, 2, invalidWhy)}, Invalid: true, Stop: "probe at 16 is invalid: " + invalidWhy},
+			res:      search.Result{Best: &eight, Probes: []search.Probe{pass(8, 1, "met"), probe(16, search.Invalid, 2, invalidWhy)}, Invalid: true, Stopped: true, Stop: "probe at 16 is invalid: " + invalidWhy},
 			headline: "capacity at least 8 sessions", answer: "meets SLO at 8 sessions at least: the search stopped before a higher load was decided; 2 probes; probe at 16 is invalid",
 			code: runner.Failed, errText: "the search stopped: probe at 16 is invalid: " + invalidWhy},
 		{name: "an invalid first probe",
-			res:      search.Result{Probes: []search.Probe{probe(8, search.Invalid, 1, invalidWhy)}, Invalid: true, Stop: "probe at 8 is invalid: " + invalidWhy},
-			headline: "capacity at SLO: unknown — the search stopped before any load was decided (probe at 8 is invalid: " + invalidWhy + ")",
+			res:      search.Result{Probes: []search.Probe{probe(8, search.Invalid, 1, invalidWhy)}, Invalid: true, Stopped: true, Stop: "probe at 8 is invalid: " + invalidWhy},
+			headline: "capacity at SLO: unknown — the search stopped before any load was decided: probe at 8 is invalid: " + invalidWhy,
 			answer:   "no load probed was decided; 1 probe; probe at 8 is invalid", code: runner.Failed, errText: "the search stopped: probe at 8 is invalid"},
 		{name: "interrupted, the last probe partial",
-			res: search.Result{Best: &eight, Probes: []search.Probe{pass(8, 1, "met")}}, runErr: engine.ErrInterrupted,
-			headline: "capacity at least 8 sessions", answer: "meets SLO at 8 sessions at least: the search stopped before a higher load was decided; 1 probe; interrupted before the search ended (the last probe is partial)",
-			code: runner.Interrupted, errText: "interrupted: the last probe is partial"},
+			res: search.Result{Best: &eight, Probes: []search.Probe{pass(8, 1, "met")}}, runErr: engine.ErrInterrupted, partial: &sixteen,
+			headline: "capacity at least 8 sessions", answer: "meets SLO at 8 sessions at least: the search stopped before a higher load was decided; 2 probes; interrupted before the search ended, during the probe at 16 sessions (partial, not judged)",
+			code: runner.Interrupted, errText: "interrupted: the last probe is partial", listed: []string{"pass", "interrupted"}},
+		{name: "interrupted while bisecting",
+			res: search.Result{Best: &eight, Above: &sixteen, Probes: []search.Probe{pass(8, 1, "met"), probe(16, search.Fail, 2, "TTFT p95 broken")}}, runErr: engine.ErrInterrupted, partial: &twelve,
+			headline: "capacity at least 8 sessions", answer: "meets SLO at 8 sessions at least (16 did not): the search stopped before narrowing the range; 3 probes; interrupted before the search ended, during the probe at 12 sessions",
+			code: runner.Interrupted, errText: "interrupted: the last probe is partial", listed: []string{"pass", "fail", "interrupted"}},
 		{name: "only undecided loads",
 			res: search.Result{Undecided: &[2]float64{8, 16}, Probes: []search.Probe{probe(8, search.Undecided, 1, "error rate undecided"), probe(16, search.Undecided, 2, "error rate undecided")},
 				Stop: "no probe up to --max 16 was decided"},
@@ -90,8 +99,32 @@ func TestFinishSaysWhatTheProbesShow(t *testing.T) {
 				pr.stages = append(pr.stages, &st)
 				pr.specs = append(pr.specs, p.stageAt(pb.Value))
 			}
+			if tc.partial != nil {
+				k := len(pr.stages) + 1
+				st := *golden[0]
+				st.Stage = k
+				pr.stages, pr.specs = append(pr.stages, &st), append(pr.specs, p.stageAt(*tc.partial))
+				pr.partial = &search.Probe{Value: *tc.partial, Verdict: search.Interrupted, Stage: k, Reason: "interrupted"}
+			}
 			var out bytes.Buffer
 			err = p.finish(pr, tc.res, tc.runErr, time.Now(), &out)
+			data, rerr := os.ReadFile(filepath.Join(pr.dir, "search.json"))
+			var sf resultfiles.Search
+			if rerr != nil || json.Unmarshal(data, &sf) != nil {
+				t.Fatalf("search.json: %v\n%s", rerr, data)
+			}
+			if sf.Complete != (tc.runErr == nil && !tc.res.Stopped) || sf.Stop == "" {
+				t.Errorf("search.json says complete %v, stop %q", sf.Complete, sf.Stop)
+			}
+			if tc.listed != nil {
+				var got []string
+				for _, pb := range sf.Probes {
+					got = append(got, pb.Verdict)
+				}
+				if strings.Join(got, " ") != strings.Join(tc.listed, " ") {
+					t.Errorf("search.json lists the verdicts %v, want %v", got, tc.listed)
+				}
+			}
 			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 			if len(lines) < 2 || lines[0] != tc.headline || !strings.HasPrefix(lines[1], tc.answer) {
 				t.Errorf("printed:\n%s\nwant the lines %q and %q…", out.String(), tc.headline, tc.answer)

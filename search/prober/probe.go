@@ -29,6 +29,9 @@ type prober struct {
 	specs   []workload.Stage           // the probes run, in order: stage k is specs[k-1]
 	stages  []*resultfiles.StageReport // their reports
 	count   int                        // probes judged, for the progress lines
+	// partial is the probe the user's interrupt cut short (nil: none): never judged, but its stage
+	// is in the results, so search.json lists it.
+	partial *search.Probe
 }
 
 // probe runs one stage at v and measures it (a search.Prober). The stage stops early once its
@@ -64,6 +67,8 @@ func (p *prober) probe(ctx context.Context, v float64) (int, search.Measurement,
 	p.stages = append(p.stages, st)
 	switch {
 	case r.Partial:
+		p.partial = &search.Probe{Value: v, Verdict: search.Interrupted, Stage: k,
+			Reason: "the run was interrupted during this probe: its stage is partial, and it was not judged"}
 		return k, search.Measurement{}, engine.ErrInterrupted
 	case r.Aborted != "":
 		return k, search.Measurement{}, fmt.Errorf("probe at %s: %s", p.plan.valueText(v), r.Aborted)
@@ -71,6 +76,9 @@ func (p *prober) probe(ctx context.Context, v float64) (int, search.Measurement,
 		return k, search.Measurement{}, runErr
 	}
 	m, err := p.measure(r, st)
+	if r.Stopped != "" {
+		m.StoppedEarly, m.StoppedLimit = r.Stopped, early.Limit()
+	}
 	return k, m, err
 }
 
@@ -92,9 +100,6 @@ func (p *prober) measure(r engine.StageResult, st *resultfiles.StageReport) (sea
 		os.Remove(path)
 	}
 	m := s.Measurement()
-	if r.Stopped != "" && m.Saturated == "" {
-		m.Saturated = "stopped early, the load could no longer pass: " + r.Stopped
-	}
 	m.Invalid, m.Strained, m.LateMs = clientStrain(r, p.plan.slo)
 	return m, nil
 }

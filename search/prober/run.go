@@ -69,10 +69,15 @@ func (p *Plan) finish(pr *prober, res search.Result, runErr error, started time.
 	interrupted := errors.Is(runErr, engine.ErrInterrupted) || errors.Is(runErr, context.Canceled)
 	switch {
 	case interrupted:
-		res.Stop = "interrupted before the search ended (the last probe is partial)"
+		res.Stop = "interrupted before the search ended"
+		if pr.partial != nil {
+			res.Stop += ", during the probe at " + p.valueText(pr.partial.Value) + " (partial, not judged)"
+			res.Probes = append(res.Probes, *pr.partial)
+		}
 	case runErr != nil:
 		res.Stop = "stopped: " + runErr.Error()
 	}
+	res.Stopped = res.Stopped || runErr != nil
 	chosen, chosenStage := p.chosen(res, pr.stages)
 	headline := p.noCapacityText(res, chosen)
 	if headline == "" && p.given.Render.Headline != nil {
@@ -111,7 +116,8 @@ func (p *Plan) writeResults(pr *prober, sc *workload.Scenario, res search.Result
 	for i, pb := range res.Probes {
 		shown[i] = resultfiles.SearchProbe{Value: pb.Value, Verdict: string(pb.Verdict), Reason: pb.Reason, Stage: pb.Stage, Decided: pb.Decided}
 	}
-	err = errors.Join(err, resultfiles.Search{Knob: p.knob, SLO: p.limits, Best: res.Best, Undecided: res.Undecided, Probes: shown}.Write(dir))
+	err = errors.Join(err, resultfiles.Search{Knob: p.knob, SLO: p.limits, Best: res.Best, Undecided: res.Undecided, Probes: shown,
+		Stop: res.Stop, Complete: !res.Stopped}.Write(dir))
 	if len(pr.stages) == 0 {
 		return err
 	}
@@ -169,6 +175,8 @@ func (p *Plan) answerText(res search.Result) string {
 	switch {
 	case res.LowestFailed:
 		text = "meets SLO at no load probed"
+	case p.lowerBound(res) && res.Above != nil:
+		text = fmt.Sprintf("meets SLO at %s at least (%g did not): the search stopped before narrowing the range", p.valueText(*res.Best), *res.Above)
 	case p.lowerBound(res):
 		text = "meets SLO at " + p.valueText(*res.Best) + " at least: the search stopped before a higher load was decided"
 	case res.Best != nil:
@@ -191,10 +199,10 @@ func (p *Plan) answerText(res search.Result) string {
 }
 
 // lowerBound reports whether the answer is only a lower bound: a load passed, but the search stopped
-// (an invalid probe, the probe budget, an interrupt, an error) before any load above it was decided,
-// and short of --max.
+// (an invalid probe, the probe budget, an interrupt, an error) before it narrowed the range to the
+// resolution, or before any load above it was decided short of --max.
 func (p *Plan) lowerBound(res search.Result) bool {
-	return res.Best != nil && res.Above == nil && *res.Best < p.opt.Max
+	return res.Best != nil && (res.Above == nil && *res.Best < p.opt.Max || res.Stopped)
 }
 
 // noCapacityText is the answer's first line when no stage is the capacity, in the words of the
@@ -210,7 +218,7 @@ func (p *Plan) noCapacityText(res search.Result, chosen *resultfiles.StageReport
 	case res.LowestFailed:
 		return "capacity at SLO: none — the lowest load probed failed the SLO"
 	case res.Invalid || len(res.Probes) == 0 || res.Undecided == nil:
-		return "capacity at SLO: unknown — the search stopped before any load was decided (" + res.Stop + ")"
+		return "capacity at SLO: unknown — the search stopped before any load was decided: " + res.Stop
 	}
 	return "capacity at SLO: undecided — no load probed was shown to meet the SLO, and none failed it"
 }
