@@ -18,11 +18,11 @@ type StageSummary struct {
 	} `json:"window"`
 	Partial  bool `json:"partial"`
 	Requests struct {
-		Total       int `json:"total"`        // records in the file
-		InWindow    int `json:"in_window"`    // started in [W, E_eff)
-		Succeeded   int `json:"succeeded"`    // of those
-		Errors      int `json:"errors"`       // of those, cancelled excluded
-		Cancelled   int `json:"cancelled"`    // of those
+		Total     int `json:"total"`     // records in the file
+		InWindow  int `json:"in_window"` // started in [W, E_eff)
+		Succeeded int `json:"succeeded"` // of those
+		Errors    int `json:"errors"`    // of those, cancelled excluded
+		Cancelled int `json:"cancelled"` // of those
 		// Interrupted: of the cancelled, those the user's interrupt cut off (CancelledByInterrupt).
 		// They never had the chance to finish, so the error rate and the goodput share leave them out.
 		Interrupted int `json:"interrupted,omitempty"`
