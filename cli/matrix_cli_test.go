@@ -234,7 +234,7 @@ slo: {ttft: {p95: 1ms}, error_rate: 0.01}
 `)
 	out := t.TempDir()
 	code, stdout, stderr := plload(t, "matrix", scenario, "--repeats", "1", "--out", out, "--quiet", "--no-preflight")
-	if code != 1 || !strings.Contains(stderr, "no stage passed the SLO (TTFT p95 ≤ 1ms, error rate ≤ 0.01) in any part") || !strings.Contains(stderr, "part C: stage 01 failed: error rate") {
+	if code != 1 || !strings.Contains(stderr, "no stage passed the SLO (TTFT p95 ≤ 1ms, error rate ≤ 1%) in any part") || !strings.Contains(stderr, "part C: stage 01 failed: error rate") {
 		t.Fatalf("exit %d, want 1 for an SLO missed everywhere\n%s\n%s", code, stdout, stderr)
 	}
 	dir := oneDir(t, filepath.Join(out, "mx-matrix-*"))

@@ -142,7 +142,7 @@ func TestDeadTargetWithoutPreflight(t *testing.T) {
 			t.Errorf("stdout lacks %q:\n%s", want, stdout)
 		}
 	}
-	for _, want := range []string{"FAILED (exit 1)", "stage 01 failed: target unreachable", "later stages were skipped", "network RTT not measured"} {
+	for _, want := range []string{"FAILED (exit 1)", "stage 01 failed: target unreachable", "the 1 later stage(s) were skipped", "network RTT not measured"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}

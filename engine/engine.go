@@ -168,8 +168,12 @@ func Run(ctx context.Context, cfg Config) ([]StageResult, error) {
 			return results, ErrInterrupted
 		}
 		// A failed stage stops the run (docs/scenario.md): the next, heavier one would fail the same way.
+		skipped := ""
+		if n := len(cfg.Workload.Stages) - 1 - i; n > 0 {
+			skipped = fmt.Sprintf("; the %d later stage(s) were skipped", n)
+		}
 		if res.Aborted != "" {
-			return results, fmt.Errorf("%w: stage %d was stopped (the target is unreachable); later stages were skipped", ErrStageFailed, res.Stage)
+			return results, fmt.Errorf("%w: stage %d was stopped (the target is unreachable)%s", ErrStageFailed, res.Stage, skipped)
 		}
 		if res.OK == 0 && res.Errors > 0 {
 			cause := ""
@@ -177,7 +181,7 @@ func Run(ctx context.Context, cfg Config) ([]StageResult, error) {
 				k := res.Failures[0]
 				cause = fmt.Sprintf(" (%s × %d, first: %s)", k.Kind, k.Count, k.First)
 			}
-			return results, fmt.Errorf("%w: none of stage %d's %d requests succeeded%s; later stages were skipped", ErrStageFailed, res.Stage, res.Issued, cause)
+			return results, fmt.Errorf("%w: none of stage %d's %d requests succeeded%s%s", ErrStageFailed, res.Stage, res.Issued, cause, skipped)
 		}
 	}
 	return results, nil

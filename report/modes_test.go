@@ -118,12 +118,12 @@ func TestSLOMethodText(t *testing.T) {
 		want, not  []string
 	}{
 		{"blocks", "slo: {ttft: {p95: 500ms, mean: 200ms}, tpot: {p99: 50ms}, e2e: {p90: 10s}, error_rate: 0.01}\ncost: {gpu_hourly_usd: 2.5}\n",
-			[]string{"- SLO: TTFT mean ≤ 200ms, TTFT p95 ≤ 500ms, TPOT p99 ≤ 50ms, E2E p90 ≤ 10s, error rate ≤ 0.01; any known value", "- Cost: $2.5/h × 1 GPU(s)"},
+			[]string{"- SLO: TTFT mean ≤ 200ms, TTFT p95 ≤ 500ms, TPOT p99 ≤ 50ms, E2E p90 ≤ 10s, error rate ≤ 1%; any known value", "- Cost: $2.5/h × 1 GPU(s)"},
 			[]string{"ITL p95", "no SLO set", "no price set"}},
 		{"turn-1 keys", "slo: {ttft_p95: 250ms, itl_p95: 50ms, error_rate_max: 0.2}\ncost: {gpu_hourly_usd: 2}\n",
-			[]string{"- SLO: TTFT p95 ≤ 250ms, ITL p95 ≤ 50ms, error rate ≤ 0.2; any known value"}, []string{"no SLO set"}},
+			[]string{"- SLO: TTFT p95 ≤ 250ms, ITL p95 ≤ 50ms, error rate ≤ 20%; any known value"}, []string{"no SLO set"}},
 		{"error rate only", "slo: {error_rate: 0}\n",
-			[]string{"- SLO: error rate ≤ 0; any known value"}, []string{"TTFT", "no SLO set"}},
+			[]string{"- SLO: error rate ≤ 0%; any known value"}, []string{"TTFT", "no SLO set"}},
 		{"none", "", []string{"- SLO: no SLO set: verdicts are N/A", "- Cost: no price set: cost N/A"}, []string{"≤ 0s", "error rate ≤", "$0/h"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

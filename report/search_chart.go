@@ -223,6 +223,9 @@ func WriteSearchReport(dir string, curve SearchCurve, lines []string, probes []r
 		`<p class="note">Each point is the last run of a probed load at its SLO statistic (x) and achieved throughput (y), labelled with the load; the dashed line is the SLO limit; the ringed point is the capacity found.</p>` + "\n<table><tr><th>probe</th><th>load</th><th>verdict</th><th>stage</th><th>why</th></tr>\n")
 	for i, p := range probes {
 		load := fmt.Sprintf("%g %s", p.Value, unit)
+		if p.Value == 1 && unit == "sessions" {
+			load = "1 session"
+		}
 		fmt.Fprintf(&md, "| %d | %s | %s | %02d | %s |\n", i+1, load, p.Verdict, p.Stage, mdCell(p.Reason))
 		fmt.Fprintf(&page, "<tr><td>%d</td><td>%s</td><td>%s</td><td>%02d</td><td style=\"text-align:left;white-space:normal\">%s</td></tr>\n",
 			i+1, html.EscapeString(load), p.Verdict, p.Stage, html.EscapeString(p.Reason))

@@ -132,7 +132,7 @@ func serverSection(rows []runStage, withRun bool) string {
 			return fmt.Sprintf(f, o.V)
 		}
 		table = append(table, append(stageCells(rs, withRun),
-			fmt.Sprintf("%s (%d scrapes)", metrics.ServerEngineOf(sv.Engine)+orNote(sv), sv.Samples),
+			fmt.Sprintf("%s (%d %s)", metrics.ServerEngineOf(sv.Engine)+orNote(sv), sv.Samples, map[bool]string{true: "scrape", false: "scrapes"}[sv.Samples == 1]),
 			opt(sv.RunningMean, "%.1f")+" / "+opt(sv.RunningMax, "%.0f"), opt(sv.WaitingMean, "%.1f")+" / "+opt(sv.WaitingMax, "%.0f"),
 			pct(sv.KVUsageMean.V, sv.KVUsageMean.OK)+" / "+pct(sv.KVUsageMax.V, sv.KVUsageMax.OK),
 			fmt.Sprintf("%s (client %s)", serverTTFT(sv), lats(s.Summary.TTFT, 50, 95)),

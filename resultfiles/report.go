@@ -3,8 +3,10 @@ package resultfiles
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -83,9 +85,6 @@ type Renderer func(dir string, sc *workload.Scenario, r *Report) error
 func (r *Report) Warnings() []string {
 	out := ReplayWarnings(r.Stages)
 	for _, s := range r.Stages {
-		if line, short := s.CacheAgainstTrace(); short {
-			out = append(out, fmt.Sprintf("stage %02d: %s", s.Stage, line))
-		}
 		for _, w := range s.Summary.Warnings {
 			if line := fmt.Sprintf("stage %02d: %s", s.Stage, w); !slices.Contains(out, line) {
 				out = append(out, line)
@@ -96,7 +95,7 @@ func (r *Report) Warnings() []string {
 }
 
 // SLOText lists every limit the scenario sets, "TTFT p95 ≤ 500ms, TPOT p99 ≤ 50ms, error rate ≤
-// 0.01" (the turn-1 keys as TTFT p95 and ITL p95), in the order stages are judged by them; "" when
+// 1%" (the turn-1 keys as TTFT p95 and ITL p95), in the order stages are judged by them; "" when
 // it sets none.
 func SLOText(slo workload.SLO) string {
 	var parts []string
@@ -104,7 +103,7 @@ func SLOText(slo workload.SLO) string {
 		parts = append(parts, fmt.Sprintf("%s %s ≤ %s", strings.ToUpper(l.Metric), l.Stat, workload.Duration(l.Limit)))
 	}
 	if v, ok := slo.ErrorRateLimit(); ok {
-		parts = append(parts, fmt.Sprintf("error rate ≤ %g", v))
+		parts = append(parts, fmt.Sprintf("error rate ≤ %s%%", strconv.FormatFloat(math.Round(v*1e8)/1e6, 'g', -1, 64))) // as the tables show it
 	}
 	return strings.Join(parts, ", ")
 }

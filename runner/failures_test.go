@@ -39,16 +39,16 @@ func TestRunFailures(t *testing.T) {
 		want     []string
 	}{
 		{"no SLO, no headline", workload.SLO{}, stage(fine), false, nil},
-		{"SLO set, the stage failed it", sloSet, stage(verdict(metrics.SLOFail)), false, []string{"no stage met the SLO (TTFT p95 ≤ 500ms, error rate ≤ 0.01)"}},
+		{"SLO set, the stage failed it", sloSet, stage(verdict(metrics.SLOFail)), false, []string{"no stage met the SLO (TTFT p95 ≤ 500ms, error rate ≤ 1%)"}},
 		{"a replay that fell behind but met the SLO: only the replay is the cause", sloSet, stage(behind), false, []string{replayLine}},
 		{"SLO set, the stage could not be judged", sloSet, stage(verdict(metrics.SLONA)), false,
-			[]string{"no stage could be judged against the SLO (TTFT p95 ≤ 500ms, error rate ≤ 0.01): stage 01 has the verdict N/A (a limit's metric has no values: see its stage table)"}},
+			[]string{"no stage could be judged against the SLO (TTFT p95 ≤ 500ms, error rate ≤ 1%): stage 01 has the verdict N/A (a limit's metric has no values: see its stage table)"}},
 		{"no request succeeded: the stage's own line, never an SLO line", sloSet, stage(func(s *metrics.StageSummary) {
 			s.Requests.Succeeded, s.Requests.Errors, s.SLO.Verdict = 0, 10, metrics.SLONA
 		}), false, []string{"stage 01 failed: no request in its window succeeded (10 errors, 0 cancelled)"}},
 		{"SLO met", sloSet, stage(fine), true, nil},
 		{"every stage partial: none could be judged", sloSet, stage(func(s *metrics.StageSummary) { s.Partial = true }), false,
-			[]string{"no stage can be judged against the SLO (TTFT p95 ≤ 500ms, error rate ≤ 0.01): every stage is partial (cut short, or a shard of the run lost: see merge.json), so none is the headline"}},
+			[]string{"no stage can be judged against the SLO (TTFT p95 ≤ 500ms, error rate ≤ 1%): every stage is partial (cut short, or a shard of the run lost: see merge.json), so none is the headline"}},
 		{"error rate over the limit", sloSet, stage(func(s *metrics.StageSummary) { s.ErrorRate = metrics.Some(0.2) }), true,
 			[]string{"stage 01 failed: error rate 20.00% is over the SLO's error rate limit 1.00%"}},
 		{"error rate without a limit", workload.SLO{}, stage(func(s *metrics.StageSummary) { s.ErrorRate = metrics.Some(0.2) }), false, nil},
@@ -87,7 +87,7 @@ func TestRunFailuresOverStages(t *testing.T) {
 	got := Failures(sc, []*resultfiles.StageReport{mk(1, metrics.SLOPass, false), mk(2, metrics.SLOFail, true)}, false)
 	want := []string{
 		"stage 01 is not a valid replay: client could not keep the trace's pace: send lag p99 0.0 ms, max 0.0 ms (limits: p99 ≤ 10 ms, none > 1000 ms); raise load.max_in_flight, replay slower (load.time_scale > 1), or run on a machine with more cores",
-		"no valid stage met the SLO (TTFT p95 ≤ 500ms, error rate ≤ 0.01): stage 02 failed it, and stage 01 met it only as a replay that fell behind its trace",
+		"no valid stage met the SLO (TTFT p95 ≤ 500ms, error rate ≤ 1%): stage 02 failed it, and stage 01 met it only as a replay that fell behind its trace",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("failures (-want +got):\n%s", diff)

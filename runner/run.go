@@ -146,7 +146,11 @@ func finish(sc *workload.Scenario, stages []*resultfiles.StageReport, dir string
 	failures := Failures(sc, stages, rep.HeadlineStage != nil)
 	switch {
 	case interrupted:
-		fmt.Fprintf(stdout, "interrupted: the last stage is partial and later stages were skipped; results in %s\n", dir)
+		skipped := ""
+		if len(stages) < len(sc.Load.Stages) {
+			skipped = fmt.Sprintf(", and the %d later stage(s) did not run", len(sc.Load.Stages)-len(stages))
+		}
+		fmt.Fprintf(stdout, "interrupted: the last stage is partial%s; results in %s\n", skipped, dir)
 		return "", &Error{Code: Interrupted, Err: errors.New("interrupted")}
 	case summaryErr != nil && runErr != nil: // what stopped the run comes first: the report's failure follows from it
 		return "", &Error{Code: Failed, Err: fmt.Errorf("the run stopped: %v; writing the report: %w (results in %s)", runErr, summaryErr, dir)}

@@ -61,6 +61,9 @@ func SummarizeStage(tool string, sc *workload.Scenario, w *workload.Workload, r 
 			size := mock.DefaultConfig().CacheCapacity
 			st.ServerCacheTokens = &size
 		}
+		if line, short := st.CacheAgainstTrace(); short { // a stage warning: in stage.json and the report
+			sum.Warnings = append(sum.Warnings, line)
+		}
 	}
 	st.Shard = shard
 	return st, st.Write(r.Dir)

@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/plload/plload/engine"
@@ -49,8 +48,12 @@ func (p *Plan) Run(ctx context.Context, stdout, stderr io.Writer) error {
 		return badInput("results directory: %v; choose another with --out or output.dir", err)
 	}
 	pr := &prober{plan: p, baseURL: baseURL, dir: dir, log: log}
-	fmt.Fprintf(stdout, "plload search %s: %s from %g (at most %g, resolution %s, %d runs per load), SLO %s; results in %s\n",
-		p.sc.Name, p.knob, p.opt.Start, p.opt.Max, p.opt.Resolution, p.opt.Repeats, resultfiles.SLOText(p.sc.SLO), dir)
+	runs := "runs"
+	if p.opt.Repeats == 1 {
+		runs = "run"
+	}
+	fmt.Fprintf(stdout, "plload search %s: %s from %g (at most %g, resolution %s, %d %s per load), SLO %s; results in %s\n",
+		p.sc.Name, p.knob, p.opt.Start, p.opt.Max, p.opt.Resolution, p.opt.Repeats, runs, resultfiles.SLOText(p.sc.SLO), dir)
 	opt := p.opt
 	opt.OnProbe = func(pb search.Probe) {
 		fmt.Fprintf(stdout, "probe %02d (stage %02d): %s — %s: %s\n", pr.count, pb.Stage, p.valueText(pb.Value), pb.Verdict, pb.Reason)
@@ -133,7 +136,7 @@ func (p *Plan) writeResults(pr *prober, sc *workload.Scenario, res search.Result
 	if p.given.Render.Curve == nil {
 		return err
 	}
-	unit := strings.TrimPrefix(p.valueText(1), "1 ")
+	unit := p.sc.Load.LoadMode().Knob.Unit // plural: "sessions", "req/s"
 	return errors.Join(err, p.given.Render.Curve(dir, pr.stages, shown, chosenStage, unit, lines))
 }
 
