@@ -29,8 +29,8 @@ type Sample struct {
 	// ITL holds each in-window success's chunk gaps: one group per request, for the cluster
 	// bootstrap (a request's gaps share its batch and its moment).
 	ITL [][]float64
-	// Failed is 1 for each in-window request that failed or was cancelled, 0 for a success: the
-	// error rate is its mean, and resampling it resamples requests.
+	// Failed is 1 for each in-window request that failed or was cancelled (not by the user's interrupt), 0
+	// for a success: the error rate is its mean, and resampling it resamples requests.
 	Failed []float64
 	// Completed are the successes that ended in the window: the throughputs' numerators.
 	Completed []Completion
@@ -69,7 +69,9 @@ func (c *Collector) Add(r *metrics.Record) {
 	switch {
 	case r.WasCancelled: // checked first: a cancelled request carries an error too (499)
 		s.Counts.Cancelled++
-		s.Failed = append(s.Failed, 1)
+		if r.Error == nil || r.Error.Message != metrics.CancelledByInterrupt {
+			s.Failed = append(s.Failed, 1)
+		} // one the user's interrupt cut off is no failure of the server: left out, as stage.json leaves it
 		return
 	case r.Error != nil:
 		s.Counts.Errors++
