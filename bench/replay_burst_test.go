@@ -132,8 +132,8 @@ func growingBurstsTrace(b *testing.B) string {
 
 // BenchmarkReplayBurstConnections: bursts that each need new connections (8 to 512 requests at one
 // instant), prepared ahead, sent with each arrival dialing its connection when due (before) and with
-// a connection held for it while it is prepared (now), side by side in one run, against the mock in
-// a child process. About 20 s:
+// the pool opening connections for prepared arrivals ahead (now), side by side in one run, against
+// the mock in a child process. About 20 s:
 //
 //	PLLOAD_OPENLOOP=1 go test ./bench -run '^$' -bench ReplayBurstConnections -benchtime 1x -count 3 -v
 func BenchmarkReplayBurstConnections(b *testing.B) {
@@ -150,7 +150,7 @@ func BenchmarkReplayBurstConnections(b *testing.B) {
 		edit func(*engine.Config)
 	}{
 		{"dial_when_due", func(c *engine.Config) { c.NoConnAhead = true }},
-		{"connection_held_ahead", nil},
+		{"connection_opened_ahead", nil},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {

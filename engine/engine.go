@@ -77,7 +77,8 @@ type Config struct {
 	// built only once it is due. Only the benchmark that compares the two sets it.
 	NoPrepareAhead bool
 	// NoConnAhead prepares arrivals ahead but leaves each to dial its connection when it is due, as
-	// before connections were held for them. Only the benchmark that compares the two sets it.
+	// before the pool opened connections for them ahead. Only the benchmark that compares the two
+	// sets it.
 	NoConnAhead bool
 }
 

@@ -30,13 +30,14 @@ type session struct {
 	// wait for its in-flight slot, for its record.
 	pending  *pendingBody
 	slotWait metrics.Opt[int64]
-	// reserved is the connection held for the prepared first turn (nil: none; it dials when it goes).
-	reserved *h1client.Reserved
-	sr       *metrics.SessionRecord
-	history  []message
-	isl      int
-	persona  metrics.Opt[int]
-	recorded bool
+	// expectDone ends the connection pool's expectation of the prepared first turn's request
+	// (expectConn); nil when there is none.
+	expectDone func()
+	sr         *metrics.SessionRecord
+	history    []message
+	isl        int
+	persona    metrics.Opt[int]
+	recorded   bool
 	// intended is the turn's intended send time; due the trace's own time of the turn, for turns due
 	// AfterPrevious; lastEnd the previous answer's end.
 	intended, due, lastEnd time.Time
@@ -80,11 +81,16 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, st sessionStart)
 			// and its write remain.
 			s.prepareTurn(ss, turn, text)
 			if time.Until(st.scheduled) > 0 { // ahead of its time: its connection can be ready too
-				ss.reserved = s.reserveConn(issueCtx)
+				if done := s.expectConn(issueCtx); done != nil {
+					defer done() // never due
+					ss.expectDone = done
+				}
 			}
-			defer ss.reserved.Release() // a no-op once its request took it
 			if !s.awaitDue(issueCtx, &st, ss) {
 				return last
+			}
+			if ss.expectDone != nil {
+				ss.expectDone() // due: it takes a pooled connection now, like any request
 			}
 		}
 		// A first request whose slot the dispatcher took is due and goes, even when the stage stopped
@@ -121,14 +127,7 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, st sessionStart)
 				runtime.Gosched()
 			}
 		}
-		turnCtx := reqCtx
-		if k == 0 && ss.reserved != nil {
-			turnCtx = h1client.WithReserved(reqCtx, ss.reserved)
-		}
-		ex := onItsOwnStack(func() *exchange { return s.sendTurn(turnCtx, ss, k, turn, text, credit) })
-		if k == 0 {
-			ss.reserved.Release() // not taken (a retry on a fresh connection, say): back to the pool
-		}
+		ex := onItsOwnStack(func() *exchange { return s.sendTurn(reqCtx, ss, k, turn, text, credit) })
 		s.releaseSlot()
 		last = ex // the slot's backoff reads it: without it a dead target is a flood
 		// An agent's answer with tool calls is followed at once by the tool results and the
@@ -258,16 +257,17 @@ func (s *stageRun) prepareTurn(ss *session, turn workload.Turn, text string) {
 		body: s.body.build(nil, ss.model, withNonce(ss.history, s.cfg.Scenario.NonceAt(), id), turn.MaxOutputTokens, turn.ExactOutput)}
 }
 
-// reserveConn holds a connection for a prepared arrival, so that when it is due its request finds
-// one ready instead of dialing (a burst of 16 arrivals at one instant would dial 16); at most the
-// stage's in-flight cap of connections are busy or held at once. nil where the transport cannot
-// hold one (net/http's, for https:// targets) or the stage has no cap.
-func (s *stageRun) reserveConn(ctx context.Context) *h1client.Reserved {
+// expectConn tells the connection pool that a prepared arrival's request is to go soon, so that the
+// pool opens a connection for it ahead when it has none idle (a burst of 16 arrivals at one instant
+// would dial 16 when due); at most the stage's in-flight cap of connections. It returns the func
+// that ends the expectation; nil where the transport keeps no such pool (net/http's, for https://
+// targets) or the stage has no cap.
+func (s *stageRun) expectConn(ctx context.Context) func() {
 	tr, ok := s.client.Transport.(*h1client.Transport)
 	if !ok || s.connAddr == "" || s.slots == nil || s.cfg.NoConnAhead {
 		return nil
 	}
-	return tr.Reserve(ctx, s.connAddr, cap(s.slots))
+	return tr.Expect(ctx, s.connAddr, cap(s.slots))
 }
 
 // awaitDue waits, for a prepared first turn, until the dispatcher says it is due (never early), then for its in-flight

@@ -48,9 +48,11 @@ type Transport struct {
 	// that recent peak (plus idleSpare): 5,000 sessions that start together and then think for
 	// 30 s between turns need a few dozen connections, not 5,000 open sockets with their buffers.
 	busy, peak, prevPeak int
-	// reserved counts the connections held for prepared requests (Reserve): with busy, at most the
-	// limit Reserve is given.
-	reserved   int
+	// expected counts, per address, the requests soon to go (Expect) and dialing the connections
+	// being opened for them ahead of time: the pool dials ahead while its idle connections and dials
+	// are fewer than the requests expected.
+	expected, dialing map[string]int
+	dialingAll        int
 	peakSince  time.Time
 	peakWindow time.Duration // idlePeakWindow (a test shortens it)
 }
@@ -88,6 +90,8 @@ func New(cfg Config) *Transport {
 		idleTimeout: 90 * time.Second,
 		noReuse:     cfg.NoReuse,
 		idle:        map[string][]*h1Conn{},
+		expected:    map[string]int{},
+		dialing:     map[string]int{},
 		peakWindow:  idlePeakWindow,
 	}
 }
@@ -159,14 +163,10 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		closeBody(req)
 		return nil, fmt.Errorf("plload's HTTP/1.1 client serves http:// only, not %s://", req.URL.Scheme)
 	}
-	addr := Addr(req.URL)
-	c, reused := t.takeReserved(ctx, addr)
-	if c == nil {
-		var err error
-		if c, reused, err = t.conn(ctx, addr); err != nil {
-			closeBody(req)
-			return nil, err
-		}
+	c, reused, err := t.conn(ctx, Addr(req.URL))
+	if err != nil {
+		closeBody(req)
+		return nil, err
 	}
 	t.use(+1)
 	trace := httptrace.ContextClientTrace(ctx)
@@ -305,30 +305,36 @@ func (t *Transport) conn(ctx context.Context, addr string) (*h1Conn, bool, error
 		}
 		c.close()
 	}
+	c, err := t.dialConn(ctx, addr)
+	return c, false, err
+}
+
+// dialConn opens a new connection to addr.
+func (t *Transport) dialConn(ctx context.Context, addr string) (*h1Conn, error) {
 	dial := t.dial
 	if dial == nil {
 		dial = t.dialer.DialContext
 	}
 	nc, err := dial(ctx, "tcp", addr)
 	if err != nil {
-		return nil, false, err
+		return nil, err
 	}
 	tcp, ok := nc.(*net.TCPConn)
 	if !ok {
 		nc.Close()
-		return nil, false, fmt.Errorf("dialing %s gave a %T, not a TCP connection", addr, nc)
+		return nil, fmt.Errorf("dialing %s gave a %T, not a TCP connection", addr, nc)
 	}
 	raw, err := tcp.SyscallConn()
 	if err != nil {
 		nc.Close()
-		return nil, false, err
+		return nil, err
 	}
 	fd := -1
 	raw.Control(func(s uintptr) { fd = int(s) })
 	c := &h1Conn{nc: tcp, raw: raw, fd: fd, addr: addr}
 	c.br = bufio.NewReaderSize(&c.reads, 4<<10)
 	c.reads.conn = tcp
-	return c, false, nil
+	return c, nil
 }
 
 func (t *Transport) takeIdle(addr string) *h1Conn {
@@ -364,7 +370,7 @@ func (t *Transport) put(c *h1Conn) {
 	t.mu.Lock()
 	t.idle[c.addr] = append(t.idle[c.addr], c)
 	t.nIdle++
-	for t.nIdle > min(t.maxIdle, max(t.peak, t.prevPeak)+idleSpare) {
+	for t.nIdle > min(t.maxIdle, max(t.peak, t.prevPeak)+idleSpare+t.expectedAll()) {
 		var oldest *h1Conn
 		addr := ""
 		for a, list := range t.idle {

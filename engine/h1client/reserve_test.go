@@ -13,25 +13,6 @@ import (
 	"time"
 )
 
-// reservedDo sends one request carrying r and returns its body and whether its connection was a
-// pooled one.
-func reservedDo(t *testing.T, tr *Transport, r *Reserved, target string) (string, bool) {
-	t.Helper()
-	var reused bool
-	ctx := httptrace.WithClientTrace(WithReserved(context.Background(), r), &httptrace.ClientTrace{GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }})
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, strings.NewReader("{}"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp, err := (&http.Client{Transport: tr}).Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	return string(b), reused
-}
-
 // waitConns waits until the server has accepted n connections.
 func waitConns(t *testing.T, conns interface{ Load() int64 }, n int64) {
 	t.Helper()
@@ -42,87 +23,77 @@ func waitConns(t *testing.T, conns interface{ Load() int64 }, n int64) {
 	}
 }
 
-// TestReserveHoldsAConnectionForAPreparedRequest: a reservation dials ahead (the request then dials
-// nothing) or takes an idle connection; at most limit connections are busy or held; one given back
-// unused joins the pool; one the server closed while it waited is replaced at the send, not failed.
-func TestReserveHoldsAConnectionForAPreparedRequest(t *testing.T) {
+// idleCount is the pool's idle connections.
+func idleCount(tr *Transport) int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.nIdle
+}
+
+// TestExpectOpensConnectionsAhead: a request expected soon gets a connection dialed ahead into the
+// pool when none is idle, and takes it when it goes (no dial then); an idle one is not dialed for
+// again; no more than limit connections are busy, idle or dialing; ending an expectation twice does
+// nothing; a transport that opens a connection per request dials nothing ahead.
+func TestExpectOpensConnectionsAhead(t *testing.T) {
 	base, conns := countingServer(t, func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) })
 	u, _ := url.Parse(base)
 	addr := Addr(u)
 	tr := New(Config{MaxIdle: 8})
 	defer tr.CloseIdleConnections()
 
-	// Dialed ahead: the server has the connection before the request goes, and the request opens none.
-	r := tr.Reserve(context.Background(), addr, 4)
-	if r == nil {
-		t.Fatal("no reservation under the limit")
-	}
+	done := tr.Expect(context.Background(), addr, 4)
 	waitConns(t, conns, 1)
-	if got, reused := reservedDo(t, tr, r, base+"/a"); got != "ok" || reused || conns.Load() != 1 {
+	for deadline := time.Now().Add(5 * time.Second); idleCount(tr) != 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the connection dialed ahead never reached the pool")
+		}
+	}
+	done()
+	done()
+	if got, reused, _ := h1Do(t, tr, http.MethodPost, base+"/a", "{}"); got != "ok" || !reused || conns.Load() != 1 {
 		t.Fatalf("%q reused %v with %d connections; want ok on the one dialed ahead", got, reused, conns.Load())
 	}
-	r.Release() // after its request took it: nothing happens
 
-	// Taken from the pool: no dial at all.
-	r = tr.Reserve(context.Background(), addr, 4)
-	if got, reused := reservedDo(t, tr, r, base+"/b"); got != "ok" || !reused || conns.Load() != 1 {
-		t.Fatalf("%q reused %v with %d connections; want ok on the pooled one", got, reused, conns.Load())
+	// One idle connection serves one expected request; a second expected one gets a dial of its own.
+	d1 := tr.Expect(context.Background(), addr, 4)
+	if conns.Load() != 1 {
+		t.Fatal("dialed ahead although a connection was idle")
 	}
-
-	// The limit counts busy and held connections.
-	held := []*Reserved{tr.Reserve(context.Background(), addr, 2), tr.Reserve(context.Background(), addr, 2)}
-	if held[0] == nil || held[1] == nil {
-		t.Fatal("no reservation under the limit")
-	}
-	if extra := tr.Reserve(context.Background(), addr, 2); extra != nil {
-		t.Fatal("a third connection held with a limit of 2")
-	}
+	d2 := tr.Expect(context.Background(), addr, 4)
 	waitConns(t, conns, 2)
-	// Given back unused (the arrival never went): both join the pool and serve later requests.
-	held[0].Release()
-	held[1].Release()
-	held[1].Release()
+	// The limit counts busy, idle and dialing connections: with 2 idle and a limit of 2, none more.
+	for deadline := time.Now().Add(5 * time.Second); idleCount(tr) != 2; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the second connection never reached the pool")
+		}
+	}
+	d3 := tr.Expect(context.Background(), addr, 2)
+	time.Sleep(20 * time.Millisecond)
+	if conns.Load() != 2 {
+		t.Fatalf("%d connections with a limit of 2", conns.Load())
+	}
+	d1()
+	d2()
+	d3()
 	tr.mu.Lock()
-	idle, reserved := tr.nIdle, tr.reserved
+	left := len(tr.expected)
 	tr.mu.Unlock()
-	if idle != 2 || reserved != 0 {
-		t.Fatalf("after release: %d idle, %d held; want 2 and 0", idle, reserved)
-	}
-	if got, reused, _ := h1Do(t, tr, http.MethodPost, base+"/c", "{}"); got != "ok" || !reused || conns.Load() != 2 {
-		t.Fatalf("%q reused %v with %d connections; want a released one", got, reused, conns.Load())
+	if left != 0 {
+		t.Fatalf("%d addresses still expected after every expectation ended", left)
 	}
 
-	// A transport that opens a connection per request holds none.
-	if (New(Config{NoReuse: true})).Reserve(context.Background(), addr, 4) != nil {
-		t.Fatal("a no-reuse transport held a connection")
+	nr := New(Config{NoReuse: true})
+	nr.Expect(context.Background(), addr, 4)()
+	time.Sleep(20 * time.Millisecond)
+	if conns.Load() != 2 {
+		t.Fatal("a no-reuse transport dialed ahead")
 	}
-}
-
-// TestReservedConnectionTheServerClosed: a held connection the server closed before the request
-// went is not used; the request goes on a new one and succeeds.
-func TestReservedConnectionTheServerClosed(t *testing.T) {
-	base, conns := countingServer(t, func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Connection", "close")
-		w.Write([]byte("ok"))
-	})
-	u, _ := url.Parse(base)
-	tr := New(Config{MaxIdle: 8})
-	defer tr.CloseIdleConnections()
-	r := tr.Reserve(context.Background(), Addr(u), 4)
-	waitConns(t, conns, 1)
-	<-r.ready
-	r.c.nc.CloseRead() // as if the server's FIN had come in
-	r.c.nc.CloseWrite()
-	if got, reused := reservedDo(t, tr, r, base+"/a"); got != "ok" || reused {
-		t.Fatalf("%q reused %v; want ok on a new connection", got, reused)
-	}
-	waitConns(t, conns, 2)
 }
 
 // BenchmarkBurstConnectTime: 16 requests due at one instant to a server whose connections take
 // 20 ms to open (a distant server's handshake; loopback's take microseconds), each dialing when due
-// against each with a connection held for it 50 ms ahead (Reserve). Reports the time from the due
-// instant to each request having its connection (its start, as records count it), p50 and max.
+// against each expected 50 ms ahead (Expect). Reports the time from the due instant to each request
+// having its connection (its start, as records count it), p50 and max.
 //
 //	go test ./engine/h1client -run '^$' -bench BurstConnectTime -benchtime 5x
 func BenchmarkBurstConnectTime(b *testing.B) {
@@ -134,10 +105,10 @@ func BenchmarkBurstConnectTime(b *testing.B) {
 		time.Sleep(connectTime)
 		return d.DialContext(ctx, network, addr)
 	}
-	for _, held := range []bool{false, true} {
+	for _, ahead := range []bool{false, true} {
 		name := "dial_when_due"
-		if held {
-			name = "connection_held_ahead"
+		if ahead {
+			name = "connection_opened_ahead"
 		}
 		b.Run(name, func(b *testing.B) {
 			var waits []float64
@@ -147,13 +118,13 @@ func BenchmarkBurstConnectTime(b *testing.B) {
 				got := make(chan float64, burst)
 				for range burst {
 					go func() {
-						var r *Reserved
-						if held {
-							r = tr.Reserve(context.Background(), Addr(u), burst)
-							defer r.Release()
+						if ahead {
+							done := tr.Expect(context.Background(), Addr(u), burst)
+							time.Sleep(time.Until(due))
+							done()
 						}
 						time.Sleep(time.Until(due))
-						ctx := httptrace.WithClientTrace(WithReserved(context.Background(), r), &httptrace.ClientTrace{
+						ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
 							GotConn: func(httptrace.GotConnInfo) { got <- float64(time.Since(due).Microseconds()) / 1000 }})
 						req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/", strings.NewReader("{}"))
 						if resp, err := (&http.Client{Transport: tr}).Do(req); err == nil {
