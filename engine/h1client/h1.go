@@ -53,8 +53,8 @@ type Transport struct {
 	// are fewer than the requests expected.
 	expected, dialing map[string]int
 	dialingAll        int
-	peakSince  time.Time
-	peakWindow time.Duration // idlePeakWindow (a test shortens it)
+	peakSince         time.Time
+	peakWindow        time.Duration // idlePeakWindow (a test shortens it)
 }
 
 // idlePeakWindow and idleSpare size the idle pool from recent use (see Transport.busy).
