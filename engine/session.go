@@ -30,14 +30,11 @@ type session struct {
 	// wait for its in-flight slot, for its record.
 	pending  *pendingBody
 	slotWait metrics.Opt[int64]
-	// expectDone ends the connection pool's expectation of the prepared first turn's request
-	// (expectConn); nil when there is none.
-	expectDone func()
-	sr         *metrics.SessionRecord
-	history    []message
-	isl        int
-	persona    metrics.Opt[int]
-	recorded   bool
+	sr       *metrics.SessionRecord
+	history  []message
+	isl      int
+	persona  metrics.Opt[int]
+	recorded bool
 	// intended is the turn's intended send time; due the trace's own time of the turn, for turns due
 	// AfterPrevious; lastEnd the previous answer's end.
 	intended, due, lastEnd time.Time
@@ -80,17 +77,16 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, st sessionStart)
 			// Started ahead of its time: the request is built now, so when it is due only its slot
 			// and its write remain.
 			s.prepareTurn(ss, turn, text)
+			expected := func() {}
 			if time.Until(st.scheduled) > 0 { // ahead of its time: its connection can be ready too
 				if done := s.expectConn(issueCtx); done != nil {
-					defer done() // never due
-					ss.expectDone = done
+					expected = done
 				}
 			}
-			if !s.awaitDue(issueCtx, &st, ss) {
+			due := s.awaitDue(issueCtx, &st, ss)
+			expected() // due, it takes a pooled connection as any request does; or it will never go
+			if !due {
 				return last
-			}
-			if ss.expectDone != nil {
-				ss.expectDone() // due: it takes a pooled connection now, like any request
 			}
 		}
 		// A first request whose slot the dispatcher took is due and goes, even when the stage stopped

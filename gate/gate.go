@@ -8,6 +8,7 @@ package gate
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -260,6 +261,11 @@ func noneMeasured(stages []*resultfiles.StageReport) string {
 	return strings.Join(whys, "; ")
 }
 
+// sloSet reports whether the run's stages were judged by an SLO.
+func sloSet(stages []*resultfiles.StageReport) bool {
+	return slices.ContainsFunc(stages, func(st *resultfiles.StageReport) bool { return st.SLO.Set() })
+}
+
 // notMeasured says, in the stage tables' words, why a stage's numbers cannot decide a check: ""
 // when they can. A stage without a success is not among these: its unknown values say so.
 func notMeasured(st *resultfiles.StageReport) string {
@@ -327,7 +333,7 @@ func Evaluate(rules []Rule, stages []*resultfiles.StageReport) []Check {
 		}
 		if len(targets) == 0 {
 			c := Check{Name: r.Text, Kind: "threshold", Limit: r.Text, Status: "fail", Message: noTarget(r, stages)}
-			if why := noneMeasured(stages); r.Scope == "headline" && why != "" {
+			if why := noneMeasured(stages); r.Scope == "headline" && why != "" && sloSet(stages) {
 				// No stage could have been the headline: not a failure of the server, an incomplete run.
 				c.Message = why + ", so there is no headline stage and the rule is not decided"
 				c = undecided(c, CauseNotMeasured, "candidate", why)
@@ -368,14 +374,12 @@ func noTarget(r Rule, stages []*resultfiles.StageReport) string {
 	if r.Scope != "headline" {
 		return fmt.Sprintf("the run has no stage %d", r.Stage)
 	}
-	for _, s := range stages {
-		if s.SLO.Set() {
-			sums := make([]*metrics.StageSummary, len(stages))
-			for i, st := range stages {
-				sums[i] = st.Summary
-			}
-			return resultfiles.NoPass(sums) + ", so there is no headline stage"
+	if sloSet(stages) {
+		sums := make([]*metrics.StageSummary, len(stages))
+		for i, st := range stages {
+			sums[i] = st.Summary
 		}
+		return resultfiles.NoPass(sums) + ", so there is no headline stage"
 	}
 	return "no SLO was set, so there is no headline stage (the stage that passes it); scope the rule with all: or stage N:"
 }

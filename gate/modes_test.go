@@ -57,6 +57,12 @@ func TestGateHeadlineWithoutSLO(t *testing.T) {
 		!strings.Contains(checks[0].Message, "all: or stage N:") {
 		t.Errorf("no SLO: %+v", checks)
 	}
+	// Cut short as well: without an SLO there would be no headline stage anyway, and that is what to fix.
+	st.Summary.Partial = true
+	if checks := Evaluate([]Rule{r}, []*resultfiles.StageReport{st}); len(checks) != 1 || checks[0].Status != StatusFail ||
+		!strings.Contains(checks[0].Message, "no SLO was set") {
+		t.Errorf("no SLO, a partial stage: %+v", checks)
+	}
 	_, golden := resultstest.GoldenStages(t)
 	golden[0].Summary.SLO.Verdict = metrics.SLOFail
 	if checks := Evaluate([]Rule{r}, golden); len(checks) != 1 || checks[0].Message != "no stage passed the SLO, so there is no headline stage" {
