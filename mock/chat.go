@@ -212,9 +212,15 @@ func (s *Server) admit(r *http.Request, arrival time.Time) (time.Time, bool) {
 
 func (s *Server) release() {
 	s.metrics.running.Dec()
-	if s.slots != nil {
-		<-s.slots
+	if s.slots == nil {
+		return
 	}
+	for c := s.closing.Load(); c > 0; c = s.closing.Load() {
+		if s.closing.CompareAndSwap(c, c-1) {
+			return // a scale down closes this slot: its token stays in
+		}
+	}
+	<-s.slots
 }
 
 // firstTokenDelay is TTFT after the cache and prefill adjustments, with jitter.

@@ -12,7 +12,8 @@ import (
 // knows exactly when the server caught up. The slots are one buffered channel of max(N, M) tokens;
 // while the mock has N of them open, the other M − N are held by tokens put in at start, and the
 // scale takes them out (a queued request is admitted by each one taken). A scale down puts N − M
-// tokens in, each as a running request frees its slot.
+// tokens in: at once for the slots free then, and for the others the running request that ends
+// leaves its own token in (Server.closing), so that no new request takes a slot that is closing.
 
 // scaleClock is when the slots change: ScaleAfter after the first completion request.
 type scaleClock struct {
@@ -69,9 +70,9 @@ func (s *Server) rescale() {
 	}
 	for range n - m {
 		select {
-		case s.slots <- struct{}{}:
-		case <-s.stop:
-			return
+		case s.slots <- struct{}{}: // a free slot closes at once
+		default: // all busy: the next running request to end gives its slot up (release)
+			s.closing.Add(1)
 		}
 	}
 	slog.Info("mock: request slots scaled", "from", n, "to", m)

@@ -31,6 +31,10 @@ type Server struct {
 
 	inFlight atomic.Int64 // requests between admission and their last byte, for BusyPoll
 
+	// closing counts the slots a scale down has still to close: the next running requests to end
+	// leave their tokens in (release) rather than free their slots.
+	closing atomic.Int64
+
 	// cpu bounds the requests being prepared at once (Config.SharesProcess); nil = unbounded.
 	cpu      chan struct{}
 	spinning atomic.Bool
