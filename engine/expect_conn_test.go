@@ -79,7 +79,7 @@ func TestPreparedBurstFindsConnectionsOpen(t *testing.T) {
 			mu.Lock()
 			defer mu.Unlock()
 			burstAt := chats[1] // the lone request came first, 400 ms before
-			early := 0 // accepted at least 20 ms before the burst's first request arrived
+			early := 0          // accepted at least 20 ms before the burst's first request arrived
 			for _, at := range accepted {
 				if burstAt.Sub(at) >= 20*time.Millisecond {
 					early++
