@@ -8,9 +8,11 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/plload/plload/mock"
 	"github.com/plload/plload/resultfiles"
 	"github.com/plload/plload/workload"
 )
@@ -156,5 +158,39 @@ func TestOpenFilesCheckArrivalRateThinkingSessions(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCacheShortOfTheTraceIsAStageWarning: replaying a trace against a server whose prefix cache is
+// far smaller than the trace's working set, the cache hit falls short of the trace's own block reuse;
+// the warning that says so, with the cache's size as the server's /metrics says it, is in stage.json
+// and report.md, not only on the terminal.
+func TestCacheShortOfTheTraceIsAStageWarning(t *testing.T) {
+	base := abMock(t, 50*time.Millisecond, 1, func(c *mock.Config) { c.TPS, c.Jitter, c.CacheCapacity = 1000, 0, 3000 })
+	trace, err := filepath.Abs("scenarios/data/mooncake.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "name: small-cache\nseed: 1\ntarget: {base_url: " + base + ", model: m, timeout: 5s}\n" +
+		"workload: {trace: {file: " + trace + ", format: mooncake, block_tokens: 512}}\n" +
+		"load:\n  mode: replay\n  time_scale: 0.5\n  max_in_flight: 100\n  drain_timeout: 5s\n  stages:\n    - {warmup: 0s, duration: 4s}\n"
+	path := filepath.Join(t.TempDir(), "small-cache.yaml")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	code, stdout, stderr := plload(t, "run", path, "--out", out, "--quiet", "--no-preflight")
+	dir := onlyRun(t, out)
+	stages := readStages(t, dir)
+	if len(stages) != 1 {
+		t.Fatalf("exit %d, %d stages\n%s\n%s", code, len(stages), stdout, stderr)
+	}
+	want := fmt.Sprintf("the server's prefix cache (%d tokens) is likely smaller than the trace's working set", 3000/16*16)
+	warnings := strings.Join(stages[0].Summary.Warnings, "\n")
+	if !strings.Contains(warnings, "against the trace's block reuse") || !strings.Contains(warnings, want) {
+		t.Errorf("stage.json's warnings lack %q:\n%s", want, warnings)
+	}
+	if md, _ := os.ReadFile(filepath.Join(dir, "report.md")); !strings.Contains(string(md), want) {
+		t.Errorf("report.md lacks %q", want)
 	}
 }
