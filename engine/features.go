@@ -101,25 +101,37 @@ func (s *stageRun) readCompletion(ctx, reqCtx context.Context, ex *exchange, bod
 	rec.RequestEndNs = metrics.Some(s.clock.ns(end))
 	rec.RequestLatency = metrics.Some(metrics.Ms(int64(end.Sub(start))))
 	rec.InputSequenceLength, rec.ClientPromptTokens = metrics.Some(isl), metrics.Some(isl)
-	text := c.Content + c.Reasoning
+	answerText := c.Content
 	for _, tc := range c.ToolCalls {
-		text += tc.Name + tc.Arguments
+		answerText += tc.Name + tc.Arguments
 	}
-	rec.OutputChars = metrics.Some(utf8.RuneCountInString(text))
-	osl := s.cfg.Scenario.Tokenizer().Count(text) // without usage: the scenario's tokenizer
-	if c.Usage != nil && c.Usage.HasCompletion {
+	rec.OutputChars = metrics.Some(utf8.RuneCountInString(answerText) + utf8.RuneCountInString(c.Reasoning))
+	hasCompletion := c.Usage != nil && c.Usage.HasCompletion
+	hasServerReasoning := c.Usage != nil && c.Usage.HasReasoning
+	// The scenario's tokenizer counts what the usage does not: the whole output without it, the two
+	// parts' shares when the server counts no reasoning (splitOutput).
+	tok := s.cfg.Scenario.Tokenizer()
+	clientAnswer, clientReasoning := 0, 0
+	if !hasCompletion || c.Reasoning != "" && !hasServerReasoning {
+		clientAnswer = tok.Count(answerText)
+		if c.Reasoning != "" {
+			clientReasoning = tok.Count(c.Reasoning)
+		}
+	}
+	osl := clientAnswer + clientReasoning
+	if hasCompletion {
 		osl = c.Usage.CompletionTokens
 	}
 	rec.OutputSequenceLength = metrics.Some(osl)
-	reasoning := 0
+	serverReasoning := 0
+	if hasServerReasoning {
+		serverReasoning = c.Usage.ReasoningTokens
+	}
+	reasoning, answer := splitOutput(osl, serverReasoning, hasServerReasoning, clientReasoning, clientAnswer)
 	if c.Reasoning != "" {
-		reasoning = s.cfg.Scenario.Tokenizer().Count(c.Reasoning)
-		if c.Usage != nil && c.Usage.HasReasoning {
-			reasoning = c.Usage.ReasoningTokens
-		}
 		rec.ReasoningTokenCount = metrics.Some(reasoning)
 	}
-	rec.OutputTokenCount = metrics.Some(osl - reasoning)
+	rec.OutputTokenCount = metrics.Some(answer)
 	if c.Usage != nil {
 		ex.hasUsage = true
 		applyUsage(rec, c.Usage)
