@@ -56,7 +56,7 @@ func Preflight(ctx context.Context, cfg Config) (warning string, err error) {
 	ex := &exchange{rec: metrics.Record{XRequestID: newUUID(), XCorrelationID: newUUID()}}
 	s.send(ctx, ex, s.body.build(nil, "", history, 1, false), 3)
 	rec := &ex.rec
-	if rec.Error == nil || rec.WasCancelled {
+	if rec.Error == nil || rec.WasCancelled || ex.heldBack {
 		return s.checkModels(ctx)
 	}
 	sc := s.cfg.Scenario
@@ -120,17 +120,27 @@ func (s *stageRun) checkModels(ctx context.Context) (string, error) {
 		return fmt.Sprintf("preflight: GET %s: %s; the models of target.models were not checked", url, s.scrub(err.Error())), nil
 	}
 	defer resp.Body.Close()
+	// llama-server started with -a base-model,sql-lora lists one entry whose aliases name every
+	// name it answers to, and serves each of them: a name counts as served in either place. Aliases
+	// stay raw so that another server's field of that name in another shape never loses the list.
 	var list struct {
 		Data []struct {
-			ID string `json:"id"`
+			ID      string          `json:"id"`
+			Aliases json.RawMessage `json:"aliases"`
 		} `json:"data"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&list); err != nil || resp.StatusCode != http.StatusOK {
 		return fmt.Sprintf("preflight: GET %s answered %s without a model list; the models of target.models were not checked", url, resp.Status), nil
 	}
-	served := make([]string, len(list.Data))
-	for i, m := range list.Data {
-		served[i] = m.ID
+	var served []string
+	for _, m := range list.Data {
+		var aliases []string
+		_ = json.Unmarshal(m.Aliases, &aliases) // absent or not a list of names: none
+		for _, name := range append([]string{m.ID}, aliases...) {
+			if name != "" && !slices.Contains(served, name) {
+				served = append(served, name)
+			}
+		}
 	}
 	for _, m := range names {
 		if !slices.Contains(served, m.Name) {

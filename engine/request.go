@@ -35,6 +35,11 @@ type exchange struct {
 	firstToolCall time.Time
 	// retryAfter is a 429's Retry-After, for the slot's backoff.
 	retryAfter time.Duration
+	// heldBack: a stream ended normally without a token event although the server generated
+	// tokens (its usage counts them, or it stopped at the length limit). A server holds back a token
+	// that is only part of a multibyte character until the rest comes, so a 1-token answer can stream
+	// no text at all; the preflight does not warn about that answer.
+	heldBack bool
 }
 
 // send issues one request for history and fills in ex.rec. It never returns an error: every outcome,
@@ -121,6 +126,7 @@ type streamRead struct {
 	reasoning  int         // reasoning token events
 	chars      int         // Unicode characters of content, reasoning and tool-call text
 	usage      *sse.Usage
+	finish     string    // the last finish_reason
 	last       time.Time // last message of any kind
 	done       bool
 	streamErr  *sse.StreamError
@@ -206,6 +212,7 @@ func (s *stageRun) readStream(ctx, reqCtx context.Context, ex *exchange, body io
 			fmt.Sprintf("the stream ended without data: [DONE] after %d token events (truncated answer?)", len(st.tokens)))
 		return
 	case len(st.tokens) == 0:
+		ex.heldBack = st.finish == "length" || st.usage != nil && st.usage.HasCompletion && st.usage.CompletionTokens > 0
 		s.fail(rec, st.last, isl, metrics.ErrTypeInvalidResult, "the answer has no content: no chunk carried content, reasoning or tool-call text")
 		rec.Error.Code = metrics.Opt[int]{}
 		return
@@ -282,6 +289,9 @@ func (s *stageRun) takeEvent(st *streamRead, ex *exchange, ev sse.Event, err err
 	if ev.Usage != nil {
 		st.usage = ev.Usage
 	}
+	if ev.FinishReason != "" {
+		st.finish = ev.FinishReason
+	}
 	st.done = ev.Done
 	return !st.done
 }
@@ -313,12 +323,14 @@ func (st *streamRead) counts(rec *metrics.Record) {
 	}
 	rec.OutputSequenceLength = metrics.Some(osl)
 	if st.reasoning > 0 {
-		r := st.reasoning
-		if st.usage != nil && st.usage.HasReasoning {
-			r = st.usage.ReasoningTokens
+		// Without the server's reasoning count, its total is split as the token events were.
+		serverReasoning, hasServerReasoning := 0, st.usage != nil && st.usage.HasReasoning
+		if hasServerReasoning {
+			serverReasoning = st.usage.ReasoningTokens
 		}
+		r, answer := splitOutput(osl, serverReasoning, hasServerReasoning, st.reasoning, len(st.tokens)-st.reasoning)
 		rec.ReasoningTokenCount = metrics.Some(r)
-		rec.OutputTokenCount = metrics.Some(osl - r)
+		rec.OutputTokenCount = metrics.Some(answer)
 	} else {
 		rec.OutputTokenCount = metrics.Some(osl)
 	}
