@@ -45,7 +45,7 @@ func mockserverCommand() *cli.Command {
 			&cli.IntFlag{Name: "max-concurrency", Usage: "request slots; beyond them requests queue (0 = unlimited)"},
 			&cli.IntFlag{Name: "scale-max-concurrency", Usage: "with --max-concurrency: the slots after --scale-after (0 = they never change)"},
 			&cli.DurationFlag{Name: "scale-after", Usage: "when the slots change to --scale-max-concurrency, counted from the first completion request"},
-			&cli.BoolFlag{Name: "send-times", Usage: "put a `: sent_ns=<epoch ns>` comment line before every token chunk (the self-test uses it)"},
+			&cli.BoolFlag{Name: "send-times", Usage: "put a comment line \": sent_ns=EPOCH_NS\" before every token chunk (the self-test uses it)"},
 			&cli.BoolFlag{Name: "close-after-response", Usage: "close every connection right after its answer while still advertising keep-alive, as llama.cpp's server does"},
 			&cli.BoolFlag{Name: "busy-poll", Usage: "keep a core busy while streaming so chunks leave within microseconds of schedule, not up to ~1 ms late"},
 			&cli.IntFlag{Name: "cache-capacity", Value: d.CacheCapacity, Usage: "prefix cache size in tokens (0 = off)"},

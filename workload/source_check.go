@@ -33,7 +33,7 @@ func (c *checker) sourceRules() {
 	}
 	for _, k := range []string{"turns", "user_input_tokens", "max_output_tokens", "retrieved_tokens"} {
 		if s.has("session." + k) {
-			c.warnf("session."+k, "ignored with workload.%s: the file gives the turns and their lengths", sourceKey(ds))
+			c.warnf("session."+k, "ignored with workload.%s: %s", sourceKey(ds), usedInstead(ds, k))
 		}
 	}
 	if s.has("session.think_time") && !c.bad["session.think_time"] {
@@ -44,6 +44,29 @@ func (c *checker) sourceRules() {
 		return
 	}
 	c.traceRules(ds.Trace)
+}
+
+// usedInstead says what decides a session key's value when a file is the workload's source, naming
+// the key that sets it, so a user who wrote session.KEY knows where to write it instead.
+func usedInstead(ds *DataSource, key string) string {
+	if ds.Dataset == nil {
+		switch key {
+		case "max_output_tokens":
+			return "the trace's output lengths are used instead, each asked exactly"
+		case "turns":
+			return "the trace gives one turn per request instead"
+		}
+		return "the trace's input lengths are used instead"
+	}
+	switch key {
+	case "turns":
+		return "the file's turns are used instead (workload.dataset.max_turns caps them)"
+	case "user_input_tokens":
+		return "the file's prompts are used instead (workload.dataset.min_input_tokens and max_input_tokens filter them)"
+	case "max_output_tokens":
+		return "workload.dataset.output_tokens is used instead (from_file: each line's own output length)"
+	}
+	return "the file's prompts carry any retrieved text instead"
 }
 
 func sourceKey(ds *DataSource) string {
