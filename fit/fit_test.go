@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -154,7 +155,8 @@ func TestRecoversSessions(t *testing.T) {
 
 	yaml := Scenario(s, ScenarioOptions{Name: "sessions", Sources: []string{path}})
 	sc := loadScenario(t, yaml)
-	within(t, "scenario think mean", sc.Session.ThinkTime.Mean, st.ThinkFit.Mean, 0.01)
+	within(t, "scenario think mean", sc.Session.ThinkTime.MeanSeconds(), st.ThinkMean, 0.01)
+	within(t, "think mean", st.ThinkMean, p.thinkMedian*math.Exp(p.thinkSD*p.thinkSD/2), 0.10)
 	if sc.Load.Mode != workload.ModeRequestRate || sc.Load.Arrival != workload.ArrivalPoisson {
 		t.Errorf("load: mode %q arrival %q, want request_rate with Poisson session arrivals", sc.Load.Mode, sc.Load.Arrival)
 	}
@@ -298,6 +300,8 @@ func TestBadRows(t *testing.T) {
 	}
 }
 
+var correlationID = regexp.MustCompile(`"x_correlation_id": "[^"]*"`)
+
 // TestRecordsSessions: plload's records carry conversation_id, which makes sessions; a failed request
 // without lengths is skipped, not fitted as zero.
 func TestRecordsSessions(t *testing.T) {
@@ -307,7 +311,9 @@ func TestRecordsSessions(t *testing.T) {
 	}
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 	for i := range lines {
+		// plload writes one x_correlation_id per session, shared by its turns.
 		lines[i] = strings.Replace(lines[i], `"conversation_id": null`, fmt.Sprintf(`"conversation_id": "s01-%06d"`, i/3), 1)
+		lines[i] = correlationID.ReplaceAllString(lines[i], fmt.Sprintf(`"x_correlation_id": "session-%d"`, i/3))
 	}
 	failed := `{"metadata": {"request_start_ns": 1762551534797067827, "conversation_id": "s01-000099"}, "metrics": {}, "error": {"code": 500, "type": "x", "message": "boom"}}`
 	l := NewLog()
@@ -544,7 +550,7 @@ func TestScenarioPersonasFromSharing(t *testing.T) {
 		{"mooncake.jsonl", "system_prompt_tokens: {dist: constant, value: 891}   # from logs (40 requests): a first turn (40 measured) shares 890.6 prompt tokens on average, 25.1 % of its prompt"},
 		{"qwen-bailian.jsonl", "count: 4   # assumed: first turns share no prefix in the log (its 50.0 % sharing is sessions' own history"},
 		{"request-log.jsonl", "count: 4   # assumed: no request shares a prefix with an earlier one in the log"},
-		{"azure-2023.csv", "count: 4   # assumed: the log shows no prompt text or block ids"},
+		{"azure-2023.csv", "count: 4   # assumed: the log shows no prompt text, block ids or cached-token counts"},
 	} {
 		l := NewLog()
 		if err := l.ReadFile(filepath.Join("testdata", tc.file), ""); err != nil {

@@ -18,6 +18,9 @@ func (s *Summary) Print(out io.Writer, sources []string) {
 	fmt.Fprintf(out, "\n\narrivals over %.1f s:\n", s.SpanS)
 	fmt.Fprintf(out, "  rate        mean %.4g req/s (%.4g /min), peak minute %.4g req/s (%.4g /min), peak/mean %.2f\n",
 		s.RatePerS.Mean, 60*s.RatePerS.Mean, s.RatePerS.PeakMinute, 60*s.RatePerS.PeakMinute, s.PeakToMean)
+	if s.FlatPeak() {
+		fmt.Fprintf(out, "              the peak minute is within %.0f %% of the mean: the scenario has one stage for both (and one at peak +30 %%)\n", 100*(flatPeak-1))
+	}
 	shape := "burstier than Poisson"
 	switch {
 	case s.Poisson:
@@ -51,8 +54,8 @@ func (s *Summary) Print(out io.Writer, sources []string) {
 	if st := s.Sessions; st != nil {
 		fmt.Fprintf(out, "\nsessions: %d, mean %.2f turns\n", st.Count, st.MeanTurns)
 		fmt.Fprintf(out, "  turns       p50 %s, p95 %s, p99 %s, max %s\n", num(st.Turns.P50), num(st.Turns.P95), num(st.Turns.P99), num(st.Turns.Max))
-		fmt.Fprintf(out, "  think time  p50 %.3g s, p95 %.3g s, p99 %.3g s, max %.3g s (start to next start: an upper bound, the log has no answer end)\n",
-			st.ThinkTime.P50, st.ThinkTime.P95, st.ThinkTime.P99, st.ThinkTime.Max)
+		fmt.Fprintf(out, "  think time  mean %.3g s, p50 %.3g s, p95 %.3g s, p99 %.3g s, max %.3g s (%s)\n",
+			st.ThinkMean, st.ThinkTime.P50, st.ThinkTime.P95, st.ThinkTime.P99, st.ThinkTime.Max, thinkSource(st))
 		fmt.Fprintf(out, "  first turn  prompt tokens p50 %s, p99 %s (later turns carry the history)\n", num(s.FirstInput.P50), num(s.FirstInput.P99))
 		growth := make([]string, len(st.PromptByTurn))
 		for i, v := range st.PromptByTurn {
@@ -64,14 +67,31 @@ func (s *Summary) Print(out io.Writer, sources []string) {
 	}
 	switch {
 	case s.PrefixShare == nil:
-		fmt.Fprintln(out, "prefix sharing: unknown (no hash_ids and no request text in the log)")
+		fmt.Fprintln(out, "prefix sharing: unknown (no hash_ids, no request text and no cached-token counts in the log)")
+	case s.PrefixFrom == "cached_tokens":
+		fmt.Fprintf(out, "prefix sharing: %.1f %% of prompt tokens were answered from the server's prefix cache (cached_tokens in %d records' usage)\n", 100**s.PrefixShare, s.CacheRecords)
 	case s.PrefixFrom == "text":
 		fmt.Fprintf(out, "prefix sharing: %.1f %% of prompt text (bytes) was in a prefix an earlier request had\n", 100**s.PrefixShare)
 	default:
 		fmt.Fprintf(out, "prefix sharing: %.1f %% of prompt blocks were seen in an earlier request (hash_ids)\n", 100**s.PrefixShare)
 	}
 	if sp := s.SharedPrefix; sp != nil {
+		over := plural(sp.Heads, "distinct prefix", "distinct prefixes")
+		if sp.Heads == 0 {
+			over = "prefixes the records do not tell apart"
+		}
 		fmt.Fprintf(out, "  first turns share %.4g prompt tokens on average (%.1f %% of theirs) over %s: the scenario's personas carry it\n",
-			sp.Tokens, 100*sp.Share, plural(sp.Heads, "distinct prefix", "distinct prefixes"))
+			sp.Tokens, 100*sp.Share, over)
 	}
+}
+
+// thinkSource says what the think-time gaps were measured between.
+func thinkSource(st *SessionStats) string {
+	switch st.GapsFromEnd {
+	case st.Gaps:
+		return "answer end to the next turn's start"
+	case 0:
+		return "start to next start: an upper bound, the log has no answer end"
+	}
+	return fmt.Sprintf("%d of %d gaps from an answer's end, the rest start to start", st.GapsFromEnd, st.Gaps)
 }

@@ -67,6 +67,18 @@ type Log struct {
 	// FirstTurnPrefix is the prefix first turns share with earlier requests (see prefixStats).
 	FirstTurnPrefix prefixStats
 
+	// End is each request's answer end in seconds (NaN where unknown) and Turn its user turn in the
+	// session (-1 where unknown): records carry both, and with them think time is measured from an
+	// answer's end, not from its start. Both stay nil until a request carries one, so a trace of
+	// millions of lines pays nothing for them.
+	End  []float64
+	Turn []int32
+	// CachedTokens and CachePromptTokens sum, over the records whose server reported cached prompt
+	// tokens (usage prompt_tokens_details.cached_tokens), those and their prompt tokens;
+	// CacheRecords counts such records.
+	CachedTokens, CachePromptTokens int64
+	CacheRecords                    int
+
 	textSeen map[uint64]struct{}
 	// firstSeen holds the sessions whose first turn prefix sharing has been measured on.
 	firstSeen map[int32]struct{}
@@ -92,6 +104,23 @@ func (l *Log) add(t float64, in, out int, session int32) {
 	l.In = append(l.In, int32(min(in, math.MaxInt32)))
 	l.Out = append(l.Out, int32(min(out, math.MaxInt32)))
 	l.Session = append(l.Session, session)
+	if l.End != nil {
+		l.End = append(l.End, math.NaN())
+		l.Turn = append(l.Turn, -1)
+	}
+}
+
+// timing sets the answer end (seconds) and user turn of the request just added, making room for
+// them on first use.
+func (l *Log) timing(end float64, turn int32) {
+	n := len(l.Start)
+	if l.End == nil {
+		l.End, l.Turn = make([]float64, n), make([]int32, n)
+		for i := range n {
+			l.End[i], l.Turn[i] = math.NaN(), -1
+		}
+	}
+	l.End[n-1], l.Turn[n-1] = end, turn
 }
 
 // session returns the index of a session id; ids are per file, so two files never merge sessions.
@@ -160,9 +189,15 @@ func (l *Log) firstTurnPrefix(head uint64, leading float64) {
 	p.Tokens += tokens
 	if leading > 0 {
 		p.SharedTokens += leading * tokens
-		p.heads[head] = struct{}{}
+		if head != unknownHead {
+			p.heads[head] = struct{}{}
+		}
 	}
 }
+
+// unknownHead is the head of a first turn whose shared prefix cannot be told from others (a record's
+// cached tokens without a persona index): it counts towards the shared tokens, not the heads.
+const unknownHead = math.MaxUint64
 
 // promptBlock is the piece of a plain prompt string hashed as one unit of prefix sharing.
 const promptBlock = 256
@@ -446,8 +481,51 @@ func (l *Log) recordLine(text []byte) error {
 		l.Skipped++ // a failed request: no answer length to fit
 		return nil
 	}
-	l.add(float64(rec.RequestStartNs)/1e9, in.V, rec.OutputSequenceLength.V, l.session(rec.ConversationID))
+	l.add(float64(rec.RequestStartNs)/1e9, in.V, rec.OutputSequenceLength.V, l.session(recordSession(rec)))
+	end := math.NaN()
+	if rec.RequestEndNs.OK && rec.RequestEndNs.V >= rec.RequestStartNs {
+		end = float64(rec.RequestEndNs.V) / 1e9
+	}
+	l.timing(end, int32(min(max(rec.TurnIndex, -1), math.MaxInt32)))
+	l.recordCache(rec, in.V)
 	return nil
+}
+
+// recordSession is the session a record belongs to: its conversation_id, told apart by
+// x_correlation_id, because AIPerf names a dataset conversation in conversation_id (two sessions
+// replaying it share the id) and the session instance in x_correlation_id; plload writes one
+// correlation id per session, so its sessions are the same either way. A record without a
+// conversation_id (AIPerf's single-turn runs) has no session.
+func recordSession(rec *metrics.Record) string {
+	if rec.ConversationID == "" {
+		return ""
+	}
+	return rec.ConversationID + "\x00" + rec.XCorrelationID
+}
+
+// recordCache counts the server's cached prompt tokens of a record that reports them: the prefix
+// sharing the server saw. A first turn's (turn 0, not a tool round) counts towards what first turns
+// share; plload's persona index tells the shared prefixes apart (AIPerf's records carry none).
+func (l *Log) recordCache(rec *metrics.Record, isl int) {
+	if !rec.UsageCachedTokens.OK {
+		return
+	}
+	prompt := isl
+	if rec.UsagePromptTokens.OK {
+		prompt = rec.UsagePromptTokens.V
+	}
+	cached := min(max(rec.UsageCachedTokens.V, 0), prompt)
+	l.CacheRecords++
+	l.CachedTokens += int64(cached)
+	l.CachePromptTokens += int64(prompt)
+	if rec.TurnIndex != 0 || rec.ToolRound.V > 0 || prompt == 0 {
+		return
+	}
+	head := uint64(unknownHead) // no persona: the shared prefixes cannot be told apart
+	if rec.Persona.OK {
+		head = uint64(rec.Persona.V) + 1
+	}
+	l.firstTurnPrefix(head, float64(cached)/float64(prompt))
 }
 
 type mooncakeRow struct {

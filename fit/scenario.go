@@ -62,9 +62,13 @@ func Scenario(s *Summary, opts ScenarioOptions) string {
 		// Every first turn gets a persona's prompt of the mean shared length and keeps the rest as its
 		// own text, so the prompt is as long as in the log and the cached share is the log's. Few
 		// enough personas that each is reused: a persona's first use misses the cache.
-		count := min(sp.Heads, personaCap(s.RatePerS.Mean/meanTurns))
-		w("  count: %d   %s: first turns share %s with earlier requests (told apart by their first %s); %s\n",
-			count, from, plural(sp.Heads, "distinct prefix", "distinct prefixes"), unitName(s.PrefixFrom), capNote(count, sp.Heads))
+		if sp.Heads > 0 {
+			count := min(sp.Heads, personaCap(s.RatePerS.Mean/meanTurns))
+			w("  count: %d   %s: first turns share %s with earlier requests (told apart by their first %s); %s\n",
+				count, from, plural(sp.Heads, "distinct prefix", "distinct prefixes"), unitName(s.PrefixFrom), capNote(count, sp.Heads))
+		} else {
+			w("  count: 1   # assumed: the records say how many prompt tokens the server had cached, not which prefix; one persona carries the whole shared share\n")
+		}
 		w("  system_prompt_tokens: {dist: constant, value: %s}   %s: a first turn (%d measured) shares %s prompt tokens on average, %.1f %% of its prompt (measured on %s), so every persona's prompt carries that share\n",
 			num(math.Round(sp.Tokens)), from, sp.FirstTurns, num(sp.Tokens), 100*sp.Share, measuredOn(s.PrefixFrom))
 		w("  # Each session draws a persona; the persona's prompt is the prefix its requests share, so a server\n")
@@ -89,8 +93,8 @@ func Scenario(s *Summary, opts ScenarioOptions) string {
 	w("  max_output_tokens: %s   %s: completion tokens p50 %s, p99 %s%s\n",
 		countDist(s.OutputFit, s.OutputTokens, maxTokens), from, num(s.OutputTokens.P50), num(s.OutputTokens.P99), fitNote(s.OutputFit))
 	if st := s.Sessions; st != nil && st.Gaps > 1 {
-		w("  think_time: %s   %s: start-to-start gaps between turns p50 %.3gs, p99 %.3gs, an upper bound (the log has no answer end, so the answer's latency is in it)\n",
-			thinkDist(st.ThinkFit, st.ThinkTime), from, st.ThinkTime.P50, st.ThinkTime.P99)
+		w("  think_time: %s   %s: %s mean %.3gs, p50 %.3gs, p99 %.3gs; %s\n",
+			st.Think.yaml(), from, gapsMeasured(st), st.ThinkMean, st.ThinkTime.P50, st.ThinkTime.P99, st.Think.note())
 	} else {
 		w("  think_time: {dist: constant, value: 0s}   # assumed: no turns to measure it between\n")
 	}
@@ -111,16 +115,25 @@ func Scenario(s *Summary, opts ScenarioOptions) string {
 		w("  # With sessions, rate is sessions/s (their turns follow their own think time): requests/s ÷\n")
 		w("  # mean turns per session (%.3g).\n", meanTurns)
 	}
-	w("  stages:   # plload matrix's part B (docs/measurement.md): average, peak minute, peak +30 %%\n")
-	for _, stage := range []struct {
+	type stage struct {
 		name string
 		rate float64
 		why  string
-	}{
+	}
+	stages := []stage{
 		{"average", s.RatePerS.Mean, "mean rate"},
 		{"peak", s.RatePerS.PeakMinute, "peak-minute rate"},
 		{"peak +30 %", 1.3 * s.RatePerS.PeakMinute, "1.3 × peak-minute rate"},
-	} {
+	}
+	if s.FlatPeak() {
+		w("  stages:   # plload matrix's part B (docs/measurement.md): average, peak +30 %%; no peak stage of its own:\n")
+		w("  # the peak minute (%.4g req/s) is within %.0f %% of the mean (%.4g req/s), so a peak stage would\n", s.RatePerS.PeakMinute, 100*(flatPeak-1), s.RatePerS.Mean)
+		w("  # repeat the average one (the run's own arrivals vary that much)\n")
+		stages = []stage{{"average", s.RatePerS.Mean, "mean rate; the peak minute is within 10 % of it"}, stages[2]}
+	} else {
+		w("  stages:   # plload matrix's part B (docs/measurement.md): average, peak minute, peak +30 %%\n")
+	}
+	for _, stage := range stages {
 		w("    - {name: %q, rate: %s, warmup: %s, duration: %s}   # %.4g req/s %s (%s); assumed: warmup and duration\n",
 			stage.name, num(stage.rate/meanTurns), stageWarmup, stageDuration, stage.rate, from[2:], stage.why)
 	}
@@ -154,16 +167,22 @@ func plural(n int, one, many string) string {
 
 // unitName is what a shared prefix begins with in a log measured on from.
 func unitName(from string) string {
-	if from == "text" {
+	switch from {
+	case "text":
 		return "message or 256-byte piece of prompt"
+	case "cached_tokens":
+		return "persona index, with the server's cached prompt tokens"
 	}
 	return "block id"
 }
 
 // measuredOn says what the shared share was measured on.
 func measuredOn(from string) string {
-	if from == "text" {
+	switch from {
+	case "text":
 		return "hashes of the prompt text"
+	case "cached_tokens":
+		return "the server's cached prompt tokens"
 	}
 	return "the blocks' hash ids"
 }
@@ -172,7 +191,9 @@ func measuredOn(from string) string {
 func noSharingReason(s *Summary) string {
 	switch {
 	case s.PrefixShare == nil:
-		return "the log shows no prompt text or block ids, so prefix sharing cannot be measured; set the personas your traffic shares"
+		return "the log shows no prompt text, block ids or cached-token counts, so prefix sharing cannot be measured; set the personas your traffic shares"
+	case *s.PrefixShare == 0 && s.PrefixFrom == "cached_tokens":
+		return "the server cached none of the records' prompt tokens: they share no prefix, or the server kept no prefix cache"
 	case *s.PrefixShare == 0:
 		return "no request shares a prefix with an earlier one in the log"
 	case s.Sessions != nil:
@@ -220,13 +241,15 @@ func countDist(f Lognormal, q Quantiles, limit float64) string {
 	return fmt.Sprintf("{min: %s, max: %s}", num(math.Min(lo, top)), num(top))
 }
 
-// thinkDist writes the think time in seconds.
-func thinkDist(f Lognormal, q Quantiles) string {
-	hi := math.Min(q.Max, maxThinkSec)
-	if f.Good() && f.Sigma >= minSigma {
-		return fmt.Sprintf("{dist: lognormal, mean: %ss, sigma: %.4f, max: %ss}", num(math.Min(f.Mean, maxThinkSec)), f.Sigma, num(hi))
+// gapsMeasured says what the think-time gaps were measured between.
+func gapsMeasured(st *SessionStats) string {
+	switch st.GapsFromEnd {
+	case st.Gaps:
+		return "gaps from an answer's end to the next turn's start (think time)"
+	case 0:
+		return "start-to-start gaps between turns (an upper bound: the log has no answer end, so the answer's latency is in it)"
 	}
-	return fmt.Sprintf("{min: 0s, max: %ss}", num(math.Min(q.P99, maxThinkSec)))
+	return fmt.Sprintf("gaps between turns, %d of %d from an answer's end, the rest start to start (an upper bound)", st.GapsFromEnd, st.Gaps)
 }
 
 // num writes a number with 4 significant digits, never in exponent form (YAML readers differ on it),

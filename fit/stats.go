@@ -27,15 +27,20 @@ type Rate struct {
 type SessionStats struct {
 	Count int       `json:"count"`
 	Turns Quantiles `json:"turns"`
-	// ThinkTime is the gap from one turn's start to the next turn's start: an upper bound on the
-	// user's think time, since a log has no answer end (it includes the answer's own latency).
+	// ThinkTime is the gap from one turn's answer end to the next turn's start where the log has
+	// answer ends (records: request_end_ns), which is the user's think time; elsewhere the gap from
+	// one turn's start to the next turn's start, an upper bound (it includes the answer's latency).
 	ThinkTime Quantiles `json:"think_time_s"`
 
 	// Fits of the same, for the scenario (not in --json, whose keys docs/data.md fixes).
 	TurnsFit, ThinkFit Lognormal `json:"-"`
 	MeanTurns          float64   `json:"-"`
-	// Gaps is the number of think-time gaps measured.
-	Gaps int `json:"-"`
+	// Gaps is the number of think-time gaps measured; GapsFromEnd those measured from an answer's
+	// end (the rest are start to start).
+	Gaps, GapsFromEnd int `json:"-"`
+	// ThinkMean is the gaps' mean (seconds); Think the distribution the scenario writes for them.
+	ThinkMean float64     `json:"-"`
+	Think     ThinkChoice `json:"-"`
 	// PromptByTurn is the median prompt tokens at turns 1, 2, … (up to maxGrowthTurns): how the
 	// history grows.
 	PromptByTurn []float64 `json:"-"`
@@ -60,9 +65,11 @@ type Summary struct {
 	// The rest is for the terminal and the scenario.
 	Formats []string `json:"-"`
 	Skipped int      `json:"-"`
-	// PrefixFrom says what PrefixShare was measured on: "hash_ids" (blocks) or "text" (bytes of
-	// prompt text in a prefix seen before).
-	PrefixFrom string `json:"-"`
+	// PrefixFrom says what PrefixShare was measured on: "hash_ids" (blocks), "text" (bytes of
+	// prompt text in a prefix seen before) or "cached_tokens" (records: the prompt tokens the server
+	// answered from its prefix cache, of CacheRecords records).
+	PrefixFrom   string `json:"-"`
+	CacheRecords int    `json:"-"`
 	// Hourly counts the requests in each hour from the first, when the log spans two hours or more
 	// (the diurnal shape); nil otherwise.
 	Hourly []int `json:"-"`
@@ -203,6 +210,10 @@ func Summarize(l *Log) (*Summary, error) {
 	case l.TextBytes > 0:
 		share := float64(l.SharedTextBytes) / float64(l.TextBytes)
 		s.PrefixShare, s.PrefixFrom = &share, "text"
+	case l.CacheRecords > 0 && l.CachePromptTokens > 0:
+		share := float64(l.CachedTokens) / float64(l.CachePromptTokens)
+		s.PrefixShare, s.PrefixFrom = &share, "cached_tokens"
+		s.CacheRecords = l.CacheRecords
 	}
 	if p := l.FirstTurnPrefix; p.Requests > 0 && p.SharedTokens > 0 && p.Tokens > 0 {
 		s.SharedPrefix = &SharedPrefix{Tokens: p.SharedTokens / float64(p.Requests), Share: p.SharedTokens / p.Tokens,
@@ -215,6 +226,17 @@ func Summarize(l *Log) (*Summary, error) {
 	}
 	return s, nil
 }
+
+// flatPeak is the peak-to-mean ratio under which a log has no peak of its own: its peak minute is
+// less than 10 % above its mean. A 60 s window of Poisson arrivals at the mean rate already varies
+// by ±1/√(60·rate) (±6 % at 5 req/s), its busiest minute more, and a stage at a rate within 10 % of
+// another loads the server the same way within what a stage's own arrivals vary: a second stage
+// there repeats the first and costs its minutes.
+const flatPeak = 1.1
+
+// FlatPeak reports whether the peak minute is within 10 % of the mean rate, so the scenario writes no
+// peak stage apart from the average one.
+func (s *Summary) FlatPeak() bool { return s.RatePerS.PeakMinute < flatPeak*s.RatePerS.Mean }
 
 // peakRate is the most requests in any window of w seconds starting at a request, per second; a log
 // shorter than the window counts over its own span (so a short sample is not read as a lull).
@@ -276,13 +298,15 @@ func sessionStats(l *Log) *SessionStats {
 	idx := bySession(l)
 	turns := make([]float64, 0, l.Sessions())
 	var gaps []float64
+	fromEnd := 0
 	byTurn := make([][]float64, maxGrowthTurns)
 	for i := 0; i < len(idx); {
 		j := i + 1
 		for j < len(idx) && l.Session[idx[j]] == l.Session[idx[i]] {
-			gaps = append(gaps, l.Start[idx[j]]-l.Start[idx[j-1]])
 			j++
 		}
+		g, e := thinkGaps(l, idx[i:j])
+		gaps, fromEnd = append(gaps, g...), fromEnd+e
 		for k := i; k < j && k-i < maxGrowthTurns; k++ {
 			byTurn[k-i] = append(byTurn[k-i], float64(l.In[idx[k]]))
 		}
@@ -291,13 +315,9 @@ func sessionStats(l *Log) *SessionStats {
 	}
 	slices.Sort(turns)
 	slices.Sort(gaps)
-	st := &SessionStats{Count: len(turns), Turns: quantiles(turns), ThinkTime: quantiles(gaps), Gaps: len(gaps),
-		TurnsFit: fitLognormal(turns, 1), ThinkFit: fitLognormal(gaps, 0.001)}
-	sum := 0.0
-	for _, t := range turns {
-		sum += t
-	}
-	st.MeanTurns = sum / float64(len(turns))
+	st := &SessionStats{Count: len(turns), Turns: quantiles(turns), ThinkTime: quantiles(gaps), Gaps: len(gaps), GapsFromEnd: fromEnd,
+		TurnsFit: fitLognormal(turns, 1), ThinkFit: fitLognormal(gaps, 0.001), ThinkMean: mean(gaps), Think: chooseThink(gaps)}
+	st.MeanTurns = mean(turns)
 	for _, v := range byTurn {
 		if len(v) == 0 {
 			break
@@ -306,6 +326,55 @@ func sessionStats(l *Log) *SessionStats {
 		st.PromptByTurn = append(st.PromptByTurn, metrics.Percentile(v, 50))
 	}
 	return st
+}
+
+// thinkGaps measures the pauses between one session's turns (reqs: its requests by start). Where the
+// log knows each request's user turn and answer end (records), a gap runs from the end of turn k's
+// last answer to turn k+1's first request: the user's think time, however long the answers took. Tool
+// rounds within a turn follow their answer at once, so they give no gap; a turn missing from the log
+// (a failed request is not kept) breaks the chain, so no gap spans two turns. Elsewhere a gap runs
+// from one request's start to the next's. fromEnd counts the gaps measured from an answer's end.
+func thinkGaps(l *Log, reqs []int32) (gaps []float64, fromEnd int) {
+	if l.End == nil {
+		for k := 1; k < len(reqs); k++ {
+			gaps = append(gaps, l.Start[reqs[k]]-l.Start[reqs[k-1]])
+		}
+		return gaps, 0
+	}
+	prev := reqs[0]
+	turn, end := l.Turn[prev], l.End[prev] // the current turn and the latest answer end in it
+	for _, r := range reqs[1:] {
+		switch t := l.Turn[r]; {
+		case turn < 0 || t < 0:
+			gaps = append(gaps, l.Start[r]-l.Start[prev]) // no turn index: start to start
+			turn, end = t, l.End[r]
+		case t == turn:
+			end = math.Max(end, l.End[r]) // a tool round of the same turn (NaN where unknown)
+		case t == turn+1 && !math.IsNaN(end):
+			gaps = append(gaps, math.Max(0, l.Start[r]-end))
+			fromEnd++
+			turn, end = t, l.End[r]
+		case t == turn+1:
+			gaps = append(gaps, l.Start[r]-l.Start[prev]) // no answer end (an early layout): start to start
+			turn, end = t, l.End[r]
+		case t > turn:
+			turn, end = t, l.End[r] // a turn missing: no gap to measure
+		}
+		prev = r
+	}
+	return gaps, fromEnd
+}
+
+// mean is the mean of v (0 when empty).
+func mean(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	sum := 0.0
+	for _, x := range v {
+		sum += x
+	}
+	return sum / float64(len(v))
 }
 
 // firstTurnInputs are the prompt lengths of each session's first turn and of requests without a
