@@ -343,6 +343,9 @@ func (s *stageRun) sendRequest(reqCtx context.Context, ss *session, k, round int
 		body = s.body.build(nil, ss.model, withNonce(ss.history, s.cfg.Scenario.NonceAt(), ex.rec.XRequestID), turn.MaxOutputTokens, turn.ExactOutput)
 	}
 	s.send(reqCtx, ex, body, ss.isl)
+	if ex.rec.ClientPromptTokens.OK { // the messages those tokens came in: a chat template adds some per message
+		ex.rec.ClientPromptMessages = metrics.Some(len(ss.history))
+	}
 	ss.lastEnd = s.clock.at(ex.rec.RequestEndNs.V)
 	for end := ex.rec.RequestEndNs.V; ; {
 		if last := s.lastEndNs.Load(); end <= last || s.lastEndNs.CompareAndSwap(last, end) {

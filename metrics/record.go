@@ -94,6 +94,10 @@ type Record struct {
 	// tokenizer (client_prompt_tokens, a plload metric): beside usage_prompt_tokens it shows how
 	// far the client's lengths are from the server's (prompt_tokens_agreement).
 	ClientPromptTokens Opt[int]
+	// ClientPromptMessages is how many messages that request sent (client_prompt_messages, a
+	// plload metric, set with ClientPromptTokens): a chat template adds a few tokens per message,
+	// and prompt_tokens_agreement fits them out.
+	ClientPromptMessages Opt[int]
 	// OutputChars is the Unicode characters of the streamed content (reasoning and tool-call text
 	// included): output_char_count, a plload metric that needs no tokenizer to compare servers.
 	OutputChars Opt[int]

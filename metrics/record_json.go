@@ -92,7 +92,10 @@ const (
 	tagCharCount        = "output_char_count"
 	// tagClientPromptTokens is plload's own count of the request's messages (Record.ClientPromptTokens).
 	tagClientPromptTokens = "client_prompt_tokens"
-	tagPerUserTok         = "output_token_throughput_per_user"
+	// tagClientPromptMessages is how many messages the request sent (Record.ClientPromptMessages).
+	tagClientPromptMessages = "client_prompt_messages"
+	unitMessages            = "messages"
+	tagPerUserTok           = "output_token_throughput_per_user"
 )
 
 // floatMetrics and countMetrics are the record's scalar metrics in the order they are written (the
@@ -123,6 +126,7 @@ var (
 		{"usage_prompt_cache_read_tokens", unitTokens, func(r *Record) *Opt[int] { return &r.UsageCachedTokens }},
 		{"error_isl", unitTokens, func(r *Record) *Opt[int] { return &r.ErrorISL }},
 		{tagClientPromptTokens, unitTokens, func(r *Record) *Opt[int] { return &r.ClientPromptTokens }},
+		{tagClientPromptMessages, unitMessages, func(r *Record) *Opt[int] { return &r.ClientPromptMessages }},
 		{tagCharCount, unitChars, func(r *Record) *Opt[int] { return &r.OutputChars }},
 		{tagToolCalls, unitCalls, func(r *Record) *Opt[int] { return &r.ToolCalls }},
 		{tagToolCallsInvalid, unitCalls, func(r *Record) *Opt[int] { return &r.ToolCallsInvalid }},

@@ -228,6 +228,7 @@ type rawMetrics struct {
 	UsageCachedTokens     rawMetric[number]  `json:"usage_prompt_cache_read_tokens"`
 	ErrorISL              rawMetric[number]  `json:"error_isl"`
 	ClientPromptTokens    rawMetric[number]  `json:"client_prompt_tokens"`
+	ClientPromptMessages  rawMetric[number]  `json:"client_prompt_messages"`
 	OutputChars           rawMetric[number]  `json:"output_char_count"`
 	ToolCalls             rawMetric[number]  `json:"tool_call_count"`
 	ToolCallsInvalid      rawMetric[number]  `json:"tool_call_invalid_arguments"`
@@ -297,6 +298,7 @@ func (m *rawMetrics) apply(rec *Record) error {
 		{"usage_prompt_cache_read_tokens", &m.UsageCachedTokens.Value, &rec.UsageCachedTokens},
 		{"error_isl", &m.ErrorISL.Value, &rec.ErrorISL},
 		{tagClientPromptTokens, &m.ClientPromptTokens.Value, &rec.ClientPromptTokens},
+		{tagClientPromptMessages, &m.ClientPromptMessages.Value, &rec.ClientPromptMessages},
 		{tagCharCount, &m.OutputChars.Value, &rec.OutputChars},
 		{tagToolCalls, &m.ToolCalls.Value, &rec.ToolCalls},
 		{tagToolCallsInvalid, &m.ToolCallsInvalid.Value, &rec.ToolCallsInvalid},

@@ -22,6 +22,7 @@ func TestRoundTrip(t *testing.T) {
 	agent := sampleRecord() // a tool round of an agent session on a model mix, structured output
 	agent.Model, agent.ToolRound, agent.StructuredValid = "lora-a", Some(2), Some(false)
 	agent.ToolCalls, agent.ToolCallsInvalid, agent.TTFToolCall = Some(3), Some(1), Some(88.25)
+	agent.ClientPromptTokens, agent.ClientPromptMessages = Some(540), Some(7)
 	plain := sampleRecord() // non-streamed: no TTFT, ITL or gaps
 	plain.TTFT, plain.TTST, plain.InterChunkLatency, plain.NotStreamed = Opt[float64]{}, Opt[float64]{}, nil, true
 	plain.ToolRound, plain.StructuredValid = Some(0), Some(true)
