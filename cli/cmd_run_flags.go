@@ -49,10 +49,12 @@ func scenarioFlags() []cli.Flag {
 		s("max-in-flight", "with --request-rate: the most requests in flight at once (default 1000); later ones wait, their lag recorded"),
 		s("tokenizer", "the tokenizer every length is counted in: o200k_base (default), cl100k_base, a tokenizer.json (or its directory), or a Hugging Face repo id org/name[@revision] (target.tokenizer)"),
 		s("seed", "the seed every length, text and send time is drawn from (default 1)"),
-		s("duration", "measured time of every stage (default 60s)"),
+		s("duration", "measured time of every stage (default 60s; with --requests and no file: none, the count ends each stage)"),
+		s("requests", "end every stage after N requests were sent, as vllm bench's --num-prompts; without a file and without --duration, a stage is those N requests, all measured (no warmup unless --warmup)"),
 		s("warmup", "unmeasured load before every stage's duration (default 10s)"),
 		s("isl", "prompt tokens of each synthetic user message (default 512)"),
 		s("osl", "max output tokens asked per request (default 128; with --dataset: instead of the file's)"),
+		&cli.BoolFlag{Name: "ignore-eos", Usage: "ask for exactly the max output tokens: ignore_eos in every request body (target.extra_body; vLLM and SGLang honour it); --ignore-eos=false drops a file's"},
 		s("turns", "turns per session (default 1; with --dataset: at most this many turns of each conversation)"),
 		s("dataset", "a dataset file in place of synthetic text (see --dataset-format)"),
 		s("dataset-format", "the dataset's format: prompts, openai, sharegpt or aiperf"),
@@ -69,8 +71,8 @@ func scenarioFlags() []cli.Flag {
 // "flag provided but not defined" and the whole help.
 var otherToolsFlags = map[string]string{
 	"max-concurrency":             "--concurrency N (N sessions open; one request each with --turns 1), or with --request-rate: --max-in-flight N",
-	"num-prompts":                 "--duration (plload runs for a time: requests ≈ rate × duration)",
-	"request-count":               "--duration (plload runs for a time: requests ≈ rate × duration)",
+	"num-prompts":                 "--requests N (each stage ends after N requests; or --duration for a time)",
+	"request-count":               "--requests N (each stage ends after N requests; or --duration for a time)",
 	"burstiness":                  "--arrival gamma --cv C, where C = 1/√B (B 0.25 → --cv 2)",
 	"random-input-len":            "--isl N",
 	"random-output-len":           "--osl N",
@@ -109,12 +111,22 @@ type flagSet map[string]string
 
 func setScenarioFlags(cmd *cli.Command) flagSet {
 	fs := flagSet{}
-	for _, name := range scenarioFlagNames() {
-		if cmd.IsSet(name) {
+	for _, f := range scenarioFlags() {
+		name := f.Names()[0]
+		switch {
+		case !cmd.IsSet(name):
+		case isBoolFlag(f):
+			fs[name] = strconv.FormatBool(cmd.Bool(name))
+		default:
 			fs[name] = cmd.String(name)
 		}
 	}
 	return fs
+}
+
+func isBoolFlag(f cli.Flag) bool {
+	_, ok := f.(*cli.BoolFlag)
+	return ok
 }
 
 // owner is a flag that wrote a key: issues at the key (or below it) name the flag.
@@ -244,6 +256,12 @@ func (d *scenarioDoc) applyFlags() error {
 	if v, ok := fs["window"]; ok {
 		d.set("window", "slo.window", v)
 	}
+	switch fs["ignore-eos"] {
+	case "true":
+		d.set("ignore-eos", "target.extra_body.ignore_eos", true)
+	case "false":
+		d.del("target.extra_body.ignore_eos")
+	}
 	d.workloadFlags()
 	return d.loadFlags()
 }
@@ -300,6 +318,12 @@ func (d *scenarioDoc) loadFlags() error {
 	oldStages, _ := old.([]any)
 	if mode == "" {
 		for i := range oldStages {
+			if v, ok := fs["requests"]; ok {
+				d.owners = append(d.owners, owner{path: fmt.Sprintf("load.stages[%d].requests", i), flag: "requests"})
+				if st, ok := oldStages[i].(yaml.MapSlice); ok {
+					oldStages[i] = workload.DocSet(st, "requests", scalar(v))
+				}
+			}
 			for _, k := range []string{"warmup", "duration"} {
 				if v, ok := fs[k]; ok {
 					d.owners = append(d.owners, owner{path: fmt.Sprintf("load.stages[%d].%s", i, k), flag: k})
@@ -327,10 +351,22 @@ func (d *scenarioDoc) loadFlags() error {
 	stages := make([]any, len(values))
 	for i, v := range values {
 		st := yaml.MapSlice{{Key: key, Value: v}}
+		if n, ok := fs["requests"]; ok {
+			st = append(st, yaml.MapItem{Key: "requests", Value: scalar(n)})
+			d.owners = append(d.owners, owner{path: fmt.Sprintf("load.stages[%d].requests", i), flag: "requests"})
+		}
 		for _, k := range []string{"warmup", "duration"} {
 			val, ok := fs[k]
 			if !ok {
 				val = map[string]string{"warmup": defaultFlagWarmup, "duration": defaultFlagDuration}[k]
+				if _, counted := fs["requests"]; counted && len(oldStages) == 0 {
+					// A count without a time is vllm bench's --num-prompts: that many requests, every
+					// one measured, however long they take.
+					if k == "warmup" {
+						st = append(st, yaml.MapItem{Key: k, Value: "0s"})
+					}
+					continue
+				}
 				if len(oldStages) > 0 {
 					if fileStage, isMap := oldStages[min(i, len(oldStages)-1)].(yaml.MapSlice); isMap {
 						if j := slices.IndexFunc(fileStage, func(it yaml.MapItem) bool { return it.Key == k }); j >= 0 {

@@ -5,12 +5,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/mock"
 	"github.com/plload/plload/resultfiles"
 	"github.com/plload/plload/workload"
@@ -398,5 +400,65 @@ func TestUnjudgedErrorsWarn(t *testing.T) {
 	code, stdout, stderr = plload(t, withErrors("--slo-error-rate", "0.05")...)
 	if code != 1 || !strings.Contains(stderr, "is over the SLO's error rate limit 5.00%") {
 		t.Errorf("with --slo-error-rate: exit %d, want 1\n%s\n%s", code, stdout, stderr)
+	}
+}
+
+// TestRequestsAndIgnoreEOSFlags: --requests N ends each stage of a flags-only run after N requests,
+// all measured (no duration, no warmup), and --ignore-eos asks for exactly --osl tokens, so every
+// answer of the mock, which otherwise stops early at a drawn length, is --osl long.
+func TestRequestsAndIgnoreEOSFlags(t *testing.T) {
+	base, chats := countingMock(t)
+	out := t.TempDir()
+	code, stdout, stderr := plload(t, "run", "--base-url", base, "--model", "m", "--concurrency", "2", "--requests", "12", "--ignore-eos",
+		"--isl", "16", "--osl", "9", "--out", out, "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	dir := onlyRun(t, out)
+	sc, issues := workload.Load(filepath.Join(dir, "scenario.resolved.yaml"), workload.LoadOptions{})
+	if issues.Err() != nil {
+		t.Fatal(issues.Err())
+	}
+	st := sc.Load.Stages[0]
+	if st.Requests != 12 || st.Duration != 0 || st.Warmup != 0 || sc.Target.ExtraBody["ignore_eos"] != true {
+		t.Errorf("resolved: stage %+v, extra_body %v", st, sc.Target.ExtraBody)
+	}
+	if n := chats.Load(); n != 12+1 { // and the preflight's one request
+		t.Errorf("the mock saw %d chat requests, want 12 and the preflight's", n)
+	}
+	f, err := os.Open(filepath.Join(dir, "stage_01", "profile_export.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var lengths []int
+	if err := metrics.ReadRecords(f, func(r *metrics.Record) error { lengths = append(lengths, r.OutputSequenceLength.V); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(lengths) != 12 || slices.ContainsFunc(lengths, func(n int) bool { return n != 9 }) {
+		t.Errorf("output lengths %v, want 12 of 9 tokens", lengths)
+	}
+	// Over a file, --ignore-eos=false drops the file's ignore_eos, and --requests sets every stage's count.
+	code, stdout, stderr = plload(t, "validate", "cli/testdata/tiny.yaml", "--requests", "0")
+	if code != 2 || !strings.Contains(stderr, `--requests "0": load.stages[0].requests: found 0`) {
+		t.Errorf("validate --requests 0: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	code, stdout, stderr = plload(t, "validate", "--base-url", "mock", "--concurrency", "1", "--ignore-eos=false", "--requests", "5")
+	if code != 0 || strings.Contains(stdout, "ignore_eos") || !strings.Contains(stdout, "requests: 5") {
+		t.Errorf("validate --ignore-eos=false: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
+
+// TestMockserverSendTimesHelpTakesNoValue: --send-times is a switch, and its help shows no value
+// placeholder (backquoted text in a usage string is one to urfave/cli).
+func TestMockserverSendTimesHelpTakesNoValue(t *testing.T) {
+	_, stdout, _ := plload(t, "mockserver", "--help")
+	for _, line := range strings.Split(stdout, "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == "--send-times" && f[1] != "put" {
+			t.Errorf("--send-times shows a value: %q", line)
+		}
+	}
+	if !strings.Contains(stdout, "--send-times") {
+		t.Errorf("mockserver --help lacks --send-times:\n%s", stdout)
 	}
 }
