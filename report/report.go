@@ -86,6 +86,7 @@ func methodSection(r *resultfiles.Report, sc *workload.Scenario) string {
 	b.WriteString("- Percentiles: linear interpolation between closest ranks. TTFT: first token event (reasoning included) − request start. ITL: all gaps between consecutive token events, pooled. TPOT: per request, (E2E − TTFT) ÷ (output tokens − 1), reasoning tokens included (vLLM's TPOT, AIPerf's inter_token_latency). Open loop: \"from intended\" latencies start at the send the schedule intended, so a client that fell behind (coordinated omission) shows there; send lag = send − intended send.\n")
 	tok := sc.Tokenizer()
 	fmt.Fprintf(&b, "- Tokenizer: %s (sha256 %.12s…). Every length plload chose (synthetic text, dataset length filters, trace blocks, input lengths without usage) is counted in it; `prompt_tokens_agreement` in stage.json compares it with the server's usage.prompt_tokens.\n", tok.Name(), tok.SHA256())
+	b.WriteString(promptAgreementLines(r.Stages))
 	b.WriteString(sloMethodLine(sc.SLO))
 	b.WriteString(costMethodLine(sc))
 	b.WriteString("\n## Workload\n\n")

@@ -271,25 +271,6 @@ func NewStageReport(tool string, sc *workload.Scenario, i int, sha string, sum *
 	return r
 }
 
-// promptAgreementWarning says when the server counts the prompts more than 10 % apart from the
-// client once the chat template's overhead is out: the scenario's lengths are not the model's.
-func promptAgreementWarning(tokenizer string, a *metrics.PromptAgreement) string {
-	miss, ok := a.Mismatch()
-	if !ok || miss <= metrics.TokenizerMismatch {
-		return ""
-	}
-	ratio := a.Ratio.Mean
-	if a.Slope.OK {
-		ratio = a.Slope.V
-	}
-	line := fmt.Sprintf("the server counts the prompts %.2f× plload's %s count of the same messages (%d requests, the chat template's %+.0f tokens aside): the scenario's lengths are not the model's",
-		ratio, tokenizer, a.Requests, a.Overhead.V)
-	if tokenizer == workload.DefaultTokenizerName {
-		return line + "; pass the model's tokenizer: --tokenizer org/name (or target.tokenizer: a Hugging Face id, or the path of its tokenizer.json)"
-	}
-	return line + "; check that target.tokenizer is the served model's"
-}
-
 // openLoopFields copies the load keys the stage's mode reads into the stage report (rate,
 // arrival, cv, max_in_flight, time_scale); each is set only in a mode that reads it, so a
 // concurrency stage's stage.json is as it was.
