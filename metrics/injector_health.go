@@ -21,7 +21,8 @@ type InjectorHealth struct {
 	// GCPauseTotalMs is the stop-the-world GC pause time during the stage.
 	GCPauseTotalMs float64 `json:"gc_pause_total_ms"`
 	// RunQueueWaitPercent is the time the process's threads spent runnable but waiting for a CPU
-	// (Linux schedstat, summed over threads) ÷ wall time × 100. It sees what SchedLatencyP99Ms
+	// (Linux schedstat, summed over threads) ÷ wall time × 100: 150 is 1.5 threads waiting at a time,
+	// on average, so it is not bounded by 100. It sees what SchedLatencyP99Ms
 	// cannot: other processes taking the cores. Absent where the kernel does not report it.
 	RunQueueWaitPercent Opt[float64] `json:"run_queue_wait_percent,omitzero"`
 }
@@ -54,20 +55,64 @@ func (h InjectorHealth) TimestampLagMs() float64 {
 // Warnings says when the injector may have been the bottleneck.
 func (h InjectorHealth) Warnings() []string {
 	var out []string
-	if h.Cores > 0 && h.CPUPercent > InjectorCPUWarnShare*100*float64(h.Cores) {
-		out = append(out, fmt.Sprintf("injector CPU busy: %.0f %% of %d %% (%d cores; over %.0f %%): the client may be the bottleneck; its timestamps can be late", h.CPUPercent, 100*h.Cores, h.Cores, InjectorCPUWarnShare*100*float64(h.Cores)))
+	for _, s := range h.strains() {
+		out = append(out, s.text)
+	}
+	return out
+}
+
+// Cause is the one warning a line that names a single cause of the strain shows: of the causes —
+// the client's own CPU, its threads waiting for a CPU other processes took, GC pauses — the one
+// furthest over its threshold; the timestamp lag (read lag, scheduler latency) only when it stands
+// alone, since it is what those causes make. "" when there is no warning.
+func (h InjectorHealth) Cause() string {
+	best, bestOver, lag := "", 0.0, ""
+	for _, s := range h.strains() {
+		switch {
+		case s.effect:
+			lag = s.text
+		case s.over > bestOver:
+			best, bestOver = s.text, s.over
+		}
+	}
+	if best == "" {
+		return lag
+	}
+	return best
+}
+
+// strain is one warning: its text, how far over its threshold the signal is (value ÷ threshold), and
+// whether it is an effect of the others (the timestamp lag) rather than a cause.
+type strain struct {
+	text   string
+	over   float64
+	effect bool
+}
+
+func (h InjectorHealth) strains() []strain {
+	var out []strain
+	if cpuWarn := InjectorCPUWarnShare * 100 * float64(h.Cores); h.Cores > 0 && h.CPUPercent > cpuWarn {
+		out = append(out, strain{text: fmt.Sprintf("injector CPU busy: %.0f %% of %d %% (%d cores; over %.0f %%): the client may be the bottleneck; its timestamps can be late", h.CPUPercent, 100*h.Cores, h.Cores, cpuWarn),
+			over: h.CPUPercent / cpuWarn})
 	}
 	switch {
 	case h.ReadLagP99Ms.OK && h.ReadLagP99Ms.V > InjectorSchedWarnMs:
-		out = append(out, fmt.Sprintf("injector read lag p99 %.2f ms (> %.0f ms): the client read bytes that late after they arrived, so chunk timestamps may be late by about that much", h.ReadLagP99Ms.V, InjectorSchedWarnMs))
+		out = append(out, strain{text: fmt.Sprintf("injector read lag p99 %.2f ms (> %.0f ms): the client read bytes that late after they arrived, so chunk timestamps may be late by about that much", h.ReadLagP99Ms.V, InjectorSchedWarnMs),
+			over: h.ReadLagP99Ms.V / InjectorSchedWarnMs, effect: true})
 	case !h.ReadLagP99Ms.OK && h.SchedLatencyP99Ms > InjectorSchedWarnMs:
-		out = append(out, fmt.Sprintf("injector scheduler latency p99 %.2f ms (> %.0f ms): goroutines waited to run, so chunk timestamps may be late by about that much", h.SchedLatencyP99Ms, InjectorSchedWarnMs))
+		out = append(out, strain{text: fmt.Sprintf("injector scheduler latency p99 %.2f ms (> %.0f ms): goroutines waited to run, so chunk timestamps may be late by about that much", h.SchedLatencyP99Ms, InjectorSchedWarnMs),
+			over: h.SchedLatencyP99Ms / InjectorSchedWarnMs, effect: true})
 	}
 	if h.RunQueueWaitPercent.OK && h.RunQueueWaitPercent.V > InjectorRunQueueWarnPercent {
-		out = append(out, fmt.Sprintf("injector threads waited for a CPU %.0f%% of the time (> %d%%): other processes were taking the cores, so timestamps may be late; run the client on a quieter machine", h.RunQueueWaitPercent.V, InjectorRunQueueWarnPercent))
+		// The wait is summed over the process's threads, so as a share of wall time it passes 100 %
+		// when more than one waits at once: say it as the threads waiting at a time, on average.
+		out = append(out, strain{text: fmt.Sprintf("injector threads waited for a CPU: %.2f threads at a time on average were ready to run with no core free (over %.2f): other processes were taking the cores, so timestamps may be late; run the client on a quieter machine",
+			h.RunQueueWaitPercent.V/100, float64(InjectorRunQueueWarnPercent)/100),
+			over: h.RunQueueWaitPercent.V / InjectorRunQueueWarnPercent})
 	}
 	if h.GCPauseTotalMs > InjectorGCPauseWarnMs {
-		out = append(out, fmt.Sprintf("injector GC paused %.0f ms in total (> %d ms)", h.GCPauseTotalMs, InjectorGCPauseWarnMs))
+		out = append(out, strain{text: fmt.Sprintf("injector GC paused %.0f ms in total (> %d ms)", h.GCPauseTotalMs, InjectorGCPauseWarnMs),
+			over: h.GCPauseTotalMs / InjectorGCPauseWarnMs})
 	}
 	return out
 }

@@ -277,7 +277,7 @@ func TestInjectorWarnings(t *testing.T) {
 	}
 	busy := InjectorHealth{CPUPercent: 170, Cores: 2, SchedLatencyP99Ms: 4, GCPauseTotalMs: 250, RunQueueWaitPercent: Some(25.0)}
 	w := strings.Join(busy.Warnings(), "\n")
-	for _, want := range []string{"injector CPU busy: 170 % of 200 % (2 cores; over 160 %)", "scheduler latency p99 4.00 ms", "GC paused 250 ms", "waited for a CPU 25% of the time (> 15%)"} {
+	for _, want := range []string{"injector CPU busy: 170 % of 200 % (2 cores; over 160 %)", "scheduler latency p99 4.00 ms", "GC paused 250 ms", "waited for a CPU: 0.25 threads at a time on average"} {
 		if !strings.Contains(w, want) {
 			t.Errorf("warnings lack %q:\n%s", want, w)
 		}
