@@ -114,52 +114,37 @@ func (r *StageReport) vllmMaxConcurrency() any {
 	return nil
 }
 
-// writeVLLMResult writes vllm_bench_result.json into dir (atomically). The per-request arrays come
-// from the stage's records (profile_export.jsonl in dir), those that started in the window, in file
-// order; without the records they are [] and the plload key says so. itls is streamed to the file,
-// not held: a long stage has hundreds of millions of gaps.
-func (r *StageReport) writeVLLMResult(dir string) (err error) {
-	path := filepath.Join(dir, VLLMResult)
-	tmp, err := os.CreateTemp(dir, "."+VLLMResult+".*.tmp")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if cerr := tmp.Close(); err == nil {
-			err = cerr
-		}
-		if err == nil {
-			err = os.Rename(tmp.Name(), path)
-		}
+// writeVLLMResult writes vllm_bench_result.json into dir (atomically, mode 0644 as every result
+// file). The per-request arrays come from the stage's records (profile_export.jsonl in dir), those
+// that started in the window, in file order; without the records they are [] and the plload key says
+// so. itls is streamed to the file, not held: a long stage has hundreds of millions of gaps.
+func (r *StageReport) writeVLLMResult(dir string) error {
+	return metrics.WriteFileAtomicFrom(filepath.Join(dir, VLLMResult), func(f io.Writer) error {
+		w := bufio.NewWriterSize(f, 256<<10)
+		head, err := json.Marshal(r.vllmHead())
 		if err != nil {
-			os.Remove(tmp.Name())
-			err = fmt.Errorf("writing %s: %w", path, err)
+			return err
 		}
-	}()
-	w := bufio.NewWriterSize(tmp, 256<<10)
-	head, err := json.Marshal(r.vllmHead())
-	if err != nil {
-		return err
-	}
-	w.Write(head[:len(head)-1]) // the object stays open for the arrays
-	w.WriteString(`,"itls":[`)
-	arrays, source, err := r.vllmRequests(filepath.Join(dir, "profile_export.jsonl"), w)
-	if err != nil {
-		return err
-	}
-	w.WriteString("]")
-	tail := ordered{{"input_lens", arrays.inputLens}, {"output_lens", arrays.outputLens}, {"ttfts", arrays.ttfts},
-		{"errors", arrays.errors}, {"plload", ordered{{"version", r.Tool}, {"run", r.Run}, {"stage", r.Stage},
-			{"window", ordered{{"start", isoTime(r.Summary.Window.WNs)}, {"end", isoTime(r.Summary.Window.EEffNs)},
-				{"seconds", r.Summary.Window.Seconds}, {"requests", "started in the window"}}},
-			{"per_request", source}}}}
-	rest, err := json.Marshal(tail)
-	if err != nil {
-		return err
-	}
-	w.WriteString(",")
-	w.Write(append(rest[1:], '\n'))
-	return w.Flush()
+		w.Write(head[:len(head)-1]) // the object stays open for the arrays
+		w.WriteString(`,"itls":[`)
+		arrays, source, err := r.vllmRequests(filepath.Join(dir, "profile_export.jsonl"), w)
+		if err != nil {
+			return err
+		}
+		w.WriteString("]")
+		tail := ordered{{"input_lens", arrays.inputLens}, {"output_lens", arrays.outputLens}, {"ttfts", arrays.ttfts},
+			{"errors", arrays.errors}, {"plload", ordered{{"version", r.Tool}, {"run", r.Run}, {"stage", r.Stage},
+				{"window", ordered{{"start", isoTime(r.Summary.Window.WNs)}, {"end", isoTime(r.Summary.Window.EEffNs)},
+					{"seconds", r.Summary.Window.Seconds}, {"requests", "started in the window"}}},
+				{"per_request", source}}}}
+		rest, err := json.Marshal(tail)
+		if err != nil {
+			return err
+		}
+		w.WriteString(",")
+		w.Write(append(rest[1:], '\n'))
+		return w.Flush()
+	})
 }
 
 // vllmArrays are the per-request arrays but itls, one entry per request that started in the window.
