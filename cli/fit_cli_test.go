@@ -3,6 +3,7 @@ package cli
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -11,6 +12,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/workload"
 )
 
 // writeOpenAILog writes an OpenAI-style request log (single-turn, 2 requests/s) whose messages all
@@ -229,4 +233,133 @@ func TestFitKeepsPrefixSharing(t *testing.T) {
 	} else {
 		t.Logf("cache hit %.3f against the trace's prefix_share %.3f", hit, sum.PrefixShare)
 	}
+}
+
+// TestFitRecordsOfARun: a real run on the mock, sessions whose answers take about 0.2 s and whose
+// users pause for a known think time, is fitted from its own profile_export.jsonl: the scenario's
+// think time has the run's true mean within 10 % (the true pause is each turn's intended start less
+// the previous answer's end, both in the records), where start-to-start gaps would add the answers'
+// latency; and the prefix share is the records' cached tokens ÷ prompt tokens, near the stage's cache hit.
+func TestFitRecordsOfARun(t *testing.T) {
+	for _, tc := range []struct{ name, think string }{
+		{"exponential", "{dist: exponential, mean: 500ms}"},
+		{"uniform", "{min: 300ms, max: 700ms}"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			scenario := filepath.Join(dir, "sessions.yaml")
+			os.WriteFile(scenario, []byte(`name: fit-think
+seed: 7
+target:
+  base_url: mock
+  mock: {ttft: 100ms, tps: 200}
+personas:
+  count: 2
+  system_prompt_tokens: {min: 60, max: 90}
+session:
+  turns: {min: 4, max: 8}
+  user_input_tokens: {min: 10, max: 30}
+  max_output_tokens: {min: 15, max: 25}
+  think_time: `+tc.think+`
+load:
+  mode: concurrency
+  stages:
+    - {concurrency: 12, warmup: 0s, duration: 5s}
+`), 0o644)
+			out := filepath.Join(dir, "results")
+			if code, stdout, stderr := plload(t, "run", scenario, "--out", out, "--quiet"); code != 0 {
+				t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+			}
+			records, _ := filepath.Glob(filepath.Join(out, "*", "stage_01", "profile_export.jsonl"))
+			if len(records) != 1 {
+				t.Fatalf("profile_export.jsonl files: %v", records)
+			}
+			truth, startToStart, cached, prompt := runTruth(t, records[0])
+			if len(truth) < 30 {
+				t.Fatalf("only %d think-time gaps in the run: too few to compare", len(truth))
+			}
+
+			fitted := filepath.Join(dir, "fitted.yaml")
+			code, stdout, stderr := plload(t, "fit", records[0], "--out", fitted)
+			if code != 0 {
+				t.Fatalf("fit: exit %d\n%s\n%s", code, stdout, stderr)
+			}
+			for _, w := range []string{"format records", "(answer end to the next turn's start)", "of prompt tokens were answered from the server's prefix cache"} {
+				if !strings.Contains(stdout, w) {
+					t.Errorf("fit output lacks %q:\n%s", w, stdout)
+				}
+			}
+			sc, issues := workload.Load(fitted, workload.LoadOptions{})
+			if err := issues.Err(); err != nil {
+				yaml, _ := os.ReadFile(fitted)
+				t.Fatalf("the fitted scenario does not load: %v\n%s", err, yaml)
+			}
+			want, got := meanOf(truth), sc.Session.ThinkTime.MeanSeconds()
+			t.Logf("%d gaps: true think-time mean %.4f s, fitted %.4f s (%s), start to start %.4f s",
+				len(truth), want, got, sc.Session.ThinkTime.Kind, meanOf(startToStart))
+			if math.Abs(got-want) > 0.10*want {
+				t.Errorf("fitted think-time mean %.4f s, want the run's %.4f s within 10 %%", got, want)
+			}
+
+			code, jsonOut, stderr := plload(t, "fit", records[0], "--json")
+			if code != 0 {
+				t.Fatalf("fit --json: exit %d\n%s", code, stderr)
+			}
+			var sum struct {
+				PrefixShare *float64 `json:"prefix_share"`
+			}
+			if err := json.Unmarshal([]byte(jsonOut), &sum); err != nil || sum.PrefixShare == nil {
+				t.Fatalf("prefix_share missing (err %v):\n%s", err, jsonOut)
+			}
+			if share := float64(cached) / float64(prompt); prompt == 0 || math.Abs(*sum.PrefixShare-share) > 1e-9 || share < 0.2 {
+				t.Errorf("prefix_share %.4f, want the records' cached ÷ prompt tokens %d ÷ %d (the personas and histories are cached)", *sum.PrefixShare, cached, prompt)
+			}
+		})
+	}
+}
+
+// runTruth reads a run's records: each think-time pause (a turn's intended start less the end of the
+// session's previous answer: what the engine waited), the start-to-start gaps between the same turns,
+// and the sums of cached and prompt tokens the server reported.
+func runTruth(t *testing.T, path string) (pauses, startToStart []float64, cached, prompt int64) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type turnKey struct {
+		session string
+		turn    int
+	}
+	byTurn := map[turnKey]*metrics.Record{}
+	for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		r, err := metrics.ParseRecord([]byte(line))
+		if err != nil {
+			t.Fatalf("line %d: %v", i+1, err)
+		}
+		if r.Error != nil || !r.RequestEndNs.OK {
+			continue
+		}
+		byTurn[turnKey{r.XCorrelationID, r.TurnIndex}] = r
+		if r.UsageCachedTokens.OK && r.UsagePromptTokens.OK {
+			cached, prompt = cached+int64(r.UsageCachedTokens.V), prompt+int64(r.UsagePromptTokens.V)
+		}
+	}
+	for k, r := range byTurn {
+		prev, ok := byTurn[turnKey{k.session, k.turn - 1}]
+		if !ok || !r.IntendedStartNs.OK {
+			continue
+		}
+		pauses = append(pauses, float64(r.IntendedStartNs.V-prev.RequestEndNs.V)/1e9)
+		startToStart = append(startToStart, float64(r.RequestStartNs-prev.RequestStartNs)/1e9)
+	}
+	return pauses, startToStart, cached, prompt
+}
+
+func meanOf(v []float64) float64 {
+	sum := 0.0
+	for _, x := range v {
+		sum += x
+	}
+	return sum / float64(max(1, len(v)))
 }

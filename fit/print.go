@@ -19,7 +19,11 @@ func (s *Summary) Print(out io.Writer, sources []string) {
 	fmt.Fprintf(out, "  rate        mean %.4g req/s (%.4g /min), peak minute %.4g req/s (%.4g /min), peak/mean %.2f\n",
 		s.RatePerS.Mean, 60*s.RatePerS.Mean, s.RatePerS.PeakMinute, 60*s.RatePerS.PeakMinute, s.PeakToMean)
 	if s.FlatPeak() {
-		fmt.Fprintf(out, "              the peak minute is within %.0f %% of the mean: the scenario has one stage for both (and one at peak +30 %%)\n", 100*(flatPeak-1))
+		why := fmt.Sprintf("the peak minute is within %.0f %% of the mean", 100*(flatPeak-1))
+		if s.SpanS < 60 {
+			why = "the log is shorter than a minute, so its peak minute is its mean"
+		}
+		fmt.Fprintf(out, "              %s: the scenario has one stage for both (and one at peak +30 %%)\n", why)
 	}
 	shape := "burstier than Poisson"
 	switch {

@@ -204,7 +204,7 @@ func TestRecordsCachedPrefix(t *testing.T) {
 		wantHeads int
 		wantLine  string
 	}{
-		{"plload records", true, 3, "count: 3   # from logs (181 requests): first turns share 3 distinct prefixes with earlier requests (told apart by their first persona index"},
+		{"plload records", true, 3, "count: 3   # from logs (181 requests): first turns share 3 distinct prefixes with earlier requests (told apart by the persona index of the records with cached tokens"},
 		{"AIPerf records", false, 0, "count: 1   # assumed: the records say how many prompt tokens the server had cached, not which prefix"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

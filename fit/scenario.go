@@ -64,7 +64,7 @@ func Scenario(s *Summary, opts ScenarioOptions) string {
 		// enough personas that each is reused: a persona's first use misses the cache.
 		if sp.Heads > 0 {
 			count := min(sp.Heads, personaCap(s.RatePerS.Mean/meanTurns))
-			w("  count: %d   %s: first turns share %s with earlier requests (told apart by their first %s); %s\n",
+			w("  count: %d   %s: first turns share %s with earlier requests (told apart by %s); %s\n",
 				count, from, plural(sp.Heads, "distinct prefix", "distinct prefixes"), unitName(s.PrefixFrom), capNote(count, sp.Heads))
 		} else {
 			w("  count: 1   # assumed: the records say how many prompt tokens the server had cached, not which prefix; one persona carries the whole shared share\n")
@@ -127,8 +127,13 @@ func Scenario(s *Summary, opts ScenarioOptions) string {
 	}
 	if s.FlatPeak() {
 		w("  stages:   # plload matrix's part B (docs/measurement.md): average, peak +30 %%; no peak stage of its own:\n")
-		w("  # the peak minute (%.4g req/s) is within %.0f %% of the mean (%.4g req/s), so a peak stage would\n", s.RatePerS.PeakMinute, 100*(flatPeak-1), s.RatePerS.Mean)
-		w("  # repeat the average one (the run's own arrivals vary that much)\n")
+		if s.SpanS < 60 {
+			w("  # the log is shorter than a minute, so its peak minute is its mean (%.4g req/s): a peak stage\n", s.RatePerS.Mean)
+			w("  # would repeat the average one\n")
+		} else {
+			w("  # the peak minute (%.4g req/s) is within %.0f %% of the mean (%.4g req/s), so a peak stage would\n", s.RatePerS.PeakMinute, 100*(flatPeak-1), s.RatePerS.Mean)
+			w("  # load the server as the average one does, within what a stage's own arrivals vary\n")
+		}
 		stages = []stage{{"average", s.RatePerS.Mean, "mean rate; the peak minute is within 10 % of it"}, stages[2]}
 	} else {
 		w("  stages:   # plload matrix's part B (docs/measurement.md): average, peak minute, peak +30 %%\n")
@@ -169,11 +174,11 @@ func plural(n int, one, many string) string {
 func unitName(from string) string {
 	switch from {
 	case "text":
-		return "message or 256-byte piece of prompt"
+		return "their first message or 256-byte piece of prompt"
 	case "cached_tokens":
-		return "persona index, with the server's cached prompt tokens"
+		return "the persona index of the records with cached tokens"
 	}
-	return "block id"
+	return "their first block id"
 }
 
 // measuredOn says what the shared share was measured on.

@@ -55,26 +55,34 @@ func TestChooseThink(t *testing.T) {
 }
 
 // TestFlatPeakOneStage: when the peak minute is within 10 % of the mean, the scenario writes one stage
-// for both (and the one at peak +30 %), saying why; a bursty log keeps all three.
+// for both (and the one at peak +30 %), saying why in the scenario and the summary; a bursty log keeps
+// all three.
 func TestFlatPeakOneStage(t *testing.T) {
+	lengths := params{inMedian: 100, inSigma: 0.3, outMedian: 50, outSigma: 0.3}
+	with := func(rate, cv float64) params { p := lengths; p.rate, p.cv = rate, cv; return p }
 	tests := []struct {
 		name       string
 		p          params
 		n          int
 		wantStages []string
-		wantNote   bool
+		wantYAML   string // "" where all three stages are written
+		wantPrint  string
 	}{
-		// Under a minute of requests: the peak minute is the whole log's rate, the mean.
-		{"shorter than a minute", params{rate: 5, cv: 0.5, inMedian: 100, inSigma: 0.3, outMedian: 50, outSigma: 0.3}, 250, []string{"average", "peak +30 %"}, true},
-		{"bursty", params{rate: 20, cv: 2, inMedian: 100, inSigma: 0.3, outMedian: 50, outSigma: 0.3}, 20000, []string{"average", "peak", "peak +30 %"}, false},
+		{"shorter than a minute", with(5, 0.5), 250, []string{"average", "peak +30 %"},
+			"# the log is shorter than a minute, so its peak minute is its mean",
+			"the log is shorter than a minute, so its peak minute is its mean: the scenario has one stage for both"},
+		{"regular arrivals", with(5, 0.1), 3000, []string{"average", "peak +30 %"},
+			"is within 10 % of the mean (4.994 req/s), so a peak stage would",
+			"the peak minute is within 10 % of the mean: the scenario has one stage for both"},
+		{"bursty", with(20, 2), 20000, []string{"average", "peak", "peak +30 %"}, "", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := t.TempDir() + "/log.jsonl"
 			writeRequestLog(t, path, tt.n, tt.p, 5)
 			s := fitFile(t, path, "")
-			if s.FlatPeak() != tt.wantNote {
-				t.Fatalf("peak/mean %.3f: flat %v, want %v", s.PeakToMean, s.FlatPeak(), tt.wantNote)
+			if s.FlatPeak() != (tt.wantYAML != "") {
+				t.Fatalf("peak/mean %.3f: flat %v, want %v", s.PeakToMean, s.FlatPeak(), tt.wantYAML != "")
 			}
 			yaml := Scenario(s, ScenarioOptions{Sources: []string{"log.jsonl"}})
 			sc := loadScenario(t, yaml)
@@ -85,12 +93,15 @@ func TestFlatPeakOneStage(t *testing.T) {
 			if !slices.Equal(names, tt.wantStages) {
 				t.Errorf("stages %q, want %q\n%s", names, tt.wantStages, yaml)
 			}
-			const note = "is within 10 % of the mean"
 			var out strings.Builder
 			s.Print(&out, []string{"log.jsonl"})
-			if strings.Contains(yaml, note) != tt.wantNote || strings.Contains(out.String(), "the peak minute is within 10 % of the mean") != tt.wantNote {
-				t.Errorf("the reason for one stage: in the scenario %v, in the summary %v, want %v\n%s\n%s",
-					strings.Contains(yaml, note), !tt.wantNote, tt.wantNote, yaml, out.String())
+			switch {
+			case tt.wantYAML == "" && (strings.Contains(yaml, "no peak stage") || strings.Contains(out.String(), "one stage for both")):
+				t.Errorf("a bursty log said to have no peak:\n%s\n%s", yaml, out.String())
+			case !strings.Contains(yaml, tt.wantYAML):
+				t.Errorf("the scenario lacks %q:\n%s", tt.wantYAML, yaml)
+			case !strings.Contains(out.String(), tt.wantPrint):
+				t.Errorf("the summary lacks %q:\n%s", tt.wantPrint, out.String())
 			}
 		})
 	}
