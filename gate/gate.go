@@ -307,7 +307,11 @@ func compare(v float64, op string, limit float64) bool {
 	return v != limit
 }
 
-// Evaluate applies threshold rules to a run's stages.
+// Evaluate applies threshold rules to a run's stages. A rule without a scope is judged on the
+// headline stage; where there is none — no SLO was set, or no stage passed it — on every stage, each
+// check saying why, so `ttft_p95 < 500ms` reports each stage's ttft_p95 against 500 ms rather than
+// failing for a limit the rule does not name (docs/measurement.md). A rule that fails on a stage whose
+// client was strained is not decided where the strain could have made it fail (strainedThreshold).
 func Evaluate(rules []Rule, stages []*resultfiles.StageReport) []Check {
 	var out []Check
 	sums := make([]*metrics.StageSummary, len(stages))
@@ -317,6 +321,7 @@ func Evaluate(rules []Rule, stages []*resultfiles.StageReport) []Check {
 	head := metrics.Headline(sums)
 	for _, r := range rules {
 		var targets []*resultfiles.StageReport
+		lead := "" // why the rule is judged on every stage, when it is for want of a headline stage
 		switch r.Scope {
 		case "all":
 			targets = stages
@@ -327,61 +332,154 @@ func Evaluate(rules []Rule, stages []*resultfiles.StageReport) []Check {
 				}
 			}
 		default:
-			if head >= 0 {
+			switch why := noneMeasured(stages); {
+			case head >= 0:
 				targets = append(targets, stages[head])
+			case why != "" && sloSet(stages):
+				// No stage could have been the headline: not a failure of the server, an incomplete run.
+				c := Check{Name: r.Text, Kind: "threshold", Limit: r.Text, Message: why + ", so there is no headline stage and the rule is not decided"}
+				out = append(out, undecided(c, CauseNotMeasured, "candidate", why))
+				continue
+			default:
+				targets, lead = stages, noHeadlineWhy(stages)+": with no headline stage, the rule is judged on every stage; "
 			}
 		}
 		if len(targets) == 0 {
-			c := Check{Name: r.Text, Kind: "threshold", Limit: r.Text, Status: "fail", Message: noTarget(r, stages)}
-			if why := noneMeasured(stages); r.Scope == "headline" && why != "" && sloSet(stages) {
-				// No stage could have been the headline: not a failure of the server, an incomplete run.
-				c.Message = why + ", so there is no headline stage and the rule is not decided"
-				c = undecided(c, CauseNotMeasured, "candidate", why)
-			}
-			out = append(out, c)
+			out = append(out, Check{Name: r.Text, Kind: "threshold", Limit: r.Text, Status: "fail", Message: noTarget(r, stages)})
 			continue
 		}
 		for _, s := range targets {
-			c := Check{Name: r.Text, Kind: "threshold", Stage: s.Stage, Limit: r.Text}
-			if why := notMeasured(s); why != "" {
-				c.Message = why + ", so the rule is not decided"
-				out = append(out, undecided(c, CauseNotMeasured, "candidate", why))
-				continue
-			}
-			if r.Metric == "slo" {
-				ok := (s.Summary.SLO.Verdict == r.Word) == (r.Op == "==")
-				c.Status, c.Message = status(ok), fmt.Sprintf("stage %02d SLO is %s", s.Stage, s.Summary.SLO.Verdict)
-				out = append(out, c)
-				continue
-			}
-			v, known := gateMetrics[r.Metric].get(s)
-			if !known {
-				c.Status, c.Message = "fail", fmt.Sprintf("stage %02d: %s is unknown (no data)", s.Stage, r.Metric)
-			} else {
-				c.Candidate = ptr(v)
-				c.Status = status(compare(v, r.Op, r.Value))
-				c.Message = fmt.Sprintf("stage %02d: %s = %s (limit %s %s)", s.Stage, r.Metric, fmtG(v), r.Op, fmtG(r.Value))
-			}
+			c := threshold(r, s)
+			c.Message = lead + c.Message
 			out = append(out, c)
 		}
 	}
 	return out
 }
 
-// noTarget says why a rule has no stage to check: the stage number is not in the run, or there is no
-// headline stage because none passed the SLO, or because the scenario set none.
+// threshold judges one rule on one stage.
+func threshold(r Rule, s *resultfiles.StageReport) Check {
+	c := Check{Name: r.Text, Kind: "threshold", Stage: s.Stage, Limit: r.Text}
+	if why := notMeasured(s); why != "" {
+		c.Message = why + ", so the rule is not decided"
+		return undecided(c, CauseNotMeasured, "candidate", why)
+	}
+	if r.Metric == "slo" {
+		ok := (s.Summary.SLO.Verdict == r.Word) == (r.Op == "==")
+		c.Status, c.Message = status(ok), fmt.Sprintf("stage %02d SLO is %s", s.Stage, s.Summary.SLO.Verdict)
+		if broken := s.Summary.SLO.Broken(); broken != "" {
+			c.Message += " (" + broken + ")"
+		}
+		return strainedThreshold(c, r, s)
+	}
+	m := gateMetrics[r.Metric]
+	v, known := m.get(s)
+	if !known {
+		c.Status, c.Message = "fail", fmt.Sprintf("stage %02d: %s is unknown (no data)", s.Stage, r.Metric)
+		return c
+	}
+	unit := ""
+	if m.unit == unitMs {
+		unit = " ms"
+	}
+	c.Candidate = ptr(v)
+	c.Status = status(compare(v, r.Op, r.Value))
+	c.Message = fmt.Sprintf("stage %02d: %s = %s%s (limit %s %s%s)", s.Stage, r.Metric, fmtG(v), unit, r.Op, fmtG(r.Value), unit)
+	return strainedThreshold(c, r, s)
+}
+
+// strainReads is how a strained client moves a metric: +1 it reads higher (latencies, and the cost
+// per unit of work, as less work is done), −1 lower (throughputs), 0 not at all (errors, cache hits,
+// requests in flight: counts the server's answers decide).
+func strainReads(metric string) int {
+	switch {
+	case gateMetrics[metric].unit == unitMs, strings.HasPrefix(metric, "usd_"):
+		return 1
+	case metric == "error_rate", metric == "cache_hit", strings.HasPrefix(metric, "in_flight"):
+		return 0
+	}
+	return -1
+}
+
+// strainedThreshold leaves a failed threshold undecided where the stage's client was strained and
+// the strain could have made it fail, as a regression's is (strainedInjector): a strained client
+// reads latencies longer and throughput lower, never the other way, so a pass stands, a failure in
+// the direction the strain cannot push stands, and so does one that still fails with every latency
+// shorter by the strain's bounded lateness (when the only warning is the timestamp lag). The reason
+// names the largest cause of the strain.
+func strainedThreshold(c Check, r Rule, s *resultfiles.StageReport) Check {
+	h := s.Injector
+	if c.Status != StatusFail || len(h.Warnings()) == 0 {
+		return c
+	}
+	late, bounded := boundedLateness(h)
+	stands := false
+	if r.Metric == "slo" {
+		stands = sloFailStands(r, s, late, bounded)
+	} else {
+		dir := strainReads(r.Metric)
+		lowerIsPass := r.Op == "<" || r.Op == "<="
+		switch {
+		case dir == 0, dir > 0 && (r.Op == ">" || r.Op == ">="), dir < 0 && lowerIsPass:
+			stands = true // the strain pushes the value the other way from this failure
+		case bounded && dir > 0 && gateMetrics[r.Metric].unit == unitMs && c.Candidate != nil:
+			stands = !compare(*c.Candidate-late, r.Op, r.Value)
+		}
+	}
+	if stands {
+		c.Message += fmt.Sprintf("; the client was strained (%s), which cannot have made this fail", h.Cause())
+		return c
+	}
+	why := fmt.Sprintf("the client was strained (%s): it reads latencies longer and throughput lower than the server's, so this failure may be the client's", h.Cause())
+	c.Message += "; not decided: " + why
+	return undecided(c, CauseStrained, "candidate", why)
+}
+
+// sloFailStands reports whether a failed slo rule stands on a strained stage: the verdict the rule
+// refused is not the one the strain can fake (a FAIL), or a limit the strain cannot move was broken
+// (the error rate), or a latency limit is broken even with the strain's bounded lateness taken off.
+func sloFailStands(r Rule, s *resultfiles.StageReport, late float64, bounded bool) bool {
+	if s.Summary.SLO.Verdict != metrics.SLOFail {
+		return true
+	}
+	for _, ch := range s.Summary.SLO.Checks {
+		if ch.Pass == nil || *ch.Pass || ch.Value == nil {
+			continue
+		}
+		if ch.Name == "error_rate" || bounded && *ch.Value-late > ch.Limit {
+			return true
+		}
+	}
+	return false
+}
+
+// noTarget says why a rule scoped to a stage number has no stage to check.
 func noTarget(r Rule, stages []*resultfiles.StageReport) string {
 	if r.Scope != "headline" {
 		return fmt.Sprintf("the run has no stage %d", r.Stage)
 	}
-	if sloSet(stages) {
-		sums := make([]*metrics.StageSummary, len(stages))
-		for i, st := range stages {
-			sums[i] = st.Summary
-		}
-		return resultfiles.NoPass(sums) + ", so there is no headline stage"
+	return noHeadlineWhy(stages) + ", so there is no headline stage"
+}
+
+// noHeadlineWhy says why the run has no headline stage: no SLO was set, or no stage passed it
+// (naming what each stage broke, in the stage tables' words).
+func noHeadlineWhy(stages []*resultfiles.StageReport) string {
+	if !sloSet(stages) {
+		return "no SLO was set (the headline stage is the one that passes it)"
 	}
-	return "no SLO was set, so there is no headline stage (the stage that passes it); scope the rule with all: or stage N:"
+	sums := make([]*metrics.StageSummary, len(stages))
+	var broken []string
+	for i, st := range stages {
+		sums[i] = st.Summary
+		if b := st.Summary.SLO.Broken(); b != "" {
+			broken = append(broken, fmt.Sprintf("stage %02d: %s", st.Stage, b))
+		}
+	}
+	why := resultfiles.NoPass(sums)
+	if len(broken) > 0 {
+		why += " (" + strings.Join(broken, "; ") + ")"
+	}
+	return why
 }
 
 func status(ok bool) string {

@@ -172,7 +172,7 @@ func verdictLine(g GateResult) string {
 	}
 	switch g.verdict() {
 	case VerdictFail:
-		return fmt.Sprintf("gate FAILED (%s%s)", count, tail)
+		return fmt.Sprintf("gate FAILED (%s%s): %s", count, tail, failedWhy(g.Checks))
 	case VerdictUndecided:
 		what := fmt.Sprintf("gate UNDECIDED (%s, none decided): nothing was checked", count)
 		if len(g.Checks) > 0 && undecided == len(g.Checks) {
@@ -186,6 +186,29 @@ func verdictLine(g GateResult) string {
 		return what + " (exit 3; --allow-undecided lets it through)"
 	}
 	return fmt.Sprintf("gate PASSED (%s%s)", count, tail)
+}
+
+// failedWhy names the first failed check and its numbers, and how many more failed, so the last line
+// of a failed gate says what failed without a scroll up.
+func failedWhy(checks []Check) string {
+	var first *Check
+	n := 0
+	for i, c := range checks {
+		if c.Status == StatusFail {
+			if first == nil {
+				first = &checks[i]
+			}
+			n++
+		}
+	}
+	if first == nil {
+		return "no check failed"
+	}
+	why := first.Name + " — " + first.Message
+	if n > 1 {
+		why += fmt.Sprintf("; and %d more failed", n-1)
+	}
+	return why
 }
 
 // UndecidedWhy says what kept the gate's checks from a decision, and what would decide them, in one

@@ -325,15 +325,17 @@ func strainedInjector(base, cand *resultfiles.StageReport, status string, sways 
 	if status == StatusFail {
 		side, st = "candidate", cand
 	}
-	w := st.Injector.Warnings()
-	if len(w) == 0 {
+	// The cause named is the largest (metrics.InjectorHealth.Cause): a read lag beside threads that
+	// waited for a CPU is the wait's effect, not the reason to give.
+	cause := st.Injector.Cause()
+	if cause == "" {
 		return "", "", ""
 	}
 	if late, bounded := boundedLateness(st.Injector); bounded && !sways(st, late) {
 		return "", "", fmt.Sprintf("the %s run's client was strained (%s), too little to sway this: %d × that delay, %.2g ms, cannot move the interval across the tolerance",
-			side, w[0], metrics.InjectorLateEvents, late)
+			side, cause, metrics.InjectorLateEvents, late)
 	}
 	what := map[string]string{"baseline": "an inflated baseline can hide a regression",
 		"candidate": "an inflated candidate can fake one"}[side]
-	return side, fmt.Sprintf("the client was strained in the %s run (%s), and %s", side, w[0], what), ""
+	return side, fmt.Sprintf("the client was strained in the %s run (%s), and %s", side, cause, what), ""
 }

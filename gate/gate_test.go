@@ -126,7 +126,7 @@ func TestRegressionsAreNoiseAware(t *testing.T) {
 	}
 	// A client short of CPU in either run decides nothing, either way.
 	cand[0].Injector.RunQueueWaitPercent = metrics.Some(30.0)
-	if c := run(samplesOf(500, 1, 1), samplesOf(500, 1.3, 2)); c.Status != "inconclusive" || !strings.Contains(c.Message, "client was strained in the candidate run (injector threads waited for a CPU 30%") {
+	if c := run(samplesOf(500, 1, 1), samplesOf(500, 1.3, 2)); c.Status != "inconclusive" || !strings.Contains(c.Message, "client was strained in the candidate run (injector threads waited for a CPU: 0.30 threads at a time") {
 		t.Fatalf("strained candidate: %+v", c)
 	}
 	cand[0].Injector.RunQueueWaitPercent = metrics.Opt[float64]{}
@@ -299,8 +299,8 @@ func TestPrintGateSaysWhatWasNotDecided(t *testing.T) {
 		t.Fatalf("%q", b.String())
 	}
 	b.Reset()
-	PrintGate(&b, GateResult{Checks: []Check{{Name: "a", Status: "fail"}}})
-	if !strings.HasSuffix(b.String(), "gate FAILED (1 check)\n") {
+	PrintGate(&b, GateResult{Checks: []Check{{Name: "a", Status: "fail", Message: "stage 01: ttft_p95 = 612 ms (limit < 500 ms)"}}})
+	if !strings.HasSuffix(b.String(), "gate FAILED (1 check): a — stage 01: ttft_p95 = 612 ms (limit < 500 ms)\n") {
 		t.Fatalf("%q", b.String())
 	}
 }
@@ -451,7 +451,7 @@ func TestCandidateStageWithoutBaselineIsSaid(t *testing.T) {
 // undecided (exit 3 unless allowed); passes beside thin checks pass, and the last line says how many
 // were not decided.
 func TestGateVerdict(t *testing.T) {
-	pass, fail, und := Check{Name: "p", Status: StatusPass}, Check{Name: "f", Status: StatusFail}, Check{Name: "u", Status: StatusInconclusive, Message: "too thin", Cause: CauseThin}
+	pass, fail, und := Check{Name: "p", Status: StatusPass}, Check{Name: "f", Status: StatusFail, Message: "stage 01: error_rate = 0.2 (limit < 0.01)"}, Check{Name: "u", Status: StatusInconclusive, Message: "too thin", Cause: CauseThin}
 	strainedFail := Check{Name: "s", Status: StatusInconclusive, Cause: CauseStrained, Run: "candidate", Reason: "the client was strained in the candidate run"}
 	strainedPass := Check{Name: "s", Status: StatusInconclusive, Cause: CauseStrained, Run: "baseline", Reason: "the client was strained in the baseline run"}
 	for _, tc := range []struct {
@@ -464,8 +464,9 @@ func TestGateVerdict(t *testing.T) {
 	}{
 		{"all pass", []Check{pass, pass}, false, VerdictPass, true, "gate PASSED (2 checks)"},
 		{"pass and undecided", []Check{pass, und}, false, VerdictPass, true, "gate PASSED (2 checks, 1 not decided)"},
-		{"a failure among undecided", []Check{und, fail}, false, VerdictFail, false, "gate FAILED (2 checks, 1 not decided)"},
-		{"a failure", []Check{fail}, false, VerdictFail, false, "gate FAILED (1 check)"},
+		{"a failure among undecided", []Check{und, fail}, false, VerdictFail, false, "gate FAILED (2 checks, 1 not decided): f — stage 01: error_rate = 0.2 (limit < 0.01)"},
+		{"a failure", []Check{fail}, false, VerdictFail, false, "gate FAILED (1 check): f — stage 01: error_rate = 0.2 (limit < 0.01)"},
+		{"two failures", []Check{fail, fail}, false, VerdictFail, false, "gate FAILED (2 checks): f — stage 01: error_rate = 0.2 (limit < 0.01); and 1 more failed"},
 		{"nothing decided", []Check{und, und}, false, VerdictUndecided, false, "gate UNDECIDED (2 checks, none decided): not decided because of thin evidence (more requests per stage would decide them); see the INCONCLUSIVE and warning lines (exit 3; --allow-undecided lets it through)"},
 		{"a pass beside a check a strained client kept from failing", []Check{pass, strainedFail}, false, VerdictUndecided, false,
 			"gate UNDECIDED (2 checks, 1 not decided): not decided because of a strained client, which could have swayed them (a quieter machine would decide them); see the INCONCLUSIVE and warning lines (exit 3; --allow-undecided lets it through)"},
