@@ -58,9 +58,6 @@ func mergeStage(dir string, sc *workload.Scenario, set *shardSet, n int, tool st
 	}
 	explained := resultfiles.FailuresExplainStrain(eng.Aborted, len(eng.Outages), tally.errors, tally.ok)
 	in.Warnings = append(in.Warnings, shardWarnings(set, n, parts, explained)...)
-	if reuse := resultfiles.ReuseWarning(sc, bytes.Count(dataset, []byte("\n")), eng.Reused, explained); reuse != "" {
-		in.Warnings = append(in.Warnings, reuse)
-	}
 	sum, err := metrics.SummarizeFile(filepath.Join(out, "profile_export.jsonl"), in, sc.Load.IsOpenLoop())
 	if err != nil {
 		return nil, fmt.Errorf("stage %d: %w", n, err)
@@ -69,6 +66,10 @@ func mergeStage(dir string, sc *workload.Scenario, set *shardSet, n int, tool st
 		sum.Partial = sum.Partial || p.stage.issue != ""
 	}
 	sum.Partial = sum.Partial || len(parts) < set.count
+	if reuse := resultfiles.ReuseWarning(sc, resultfiles.StageReuse{Pool: bytes.Count(dataset, []byte("\n")), Sessions: eng.Sessions, Reused: eng.Reused,
+		Cache: sum.ReuseCache, Explained: explained}); reuse != "" {
+		sum.Warnings = append(sum.Warnings, reuse)
+	}
 	sha := ""
 	for _, p := range parts {
 		if p.stage.report != nil {
@@ -332,6 +333,7 @@ func mergedServer(out string, parts []stagePart, sum *metrics.StageSummary) *met
 		}
 		os.WriteFile(filepath.Join(out, "server_metrics.jsonl"), b.Bytes(), 0o644)
 		srv := metrics.SummarizeServer(samples, sum.Window.WNs, sum.Window.EEffNs)
+		srv.WithClientCacheHit(sum)
 		srv.Scrapes, srv.ScrapesOK, srv.Note = r.Server.Scrapes, r.Server.ScrapesOK, r.Server.Note
 		return &srv
 	}

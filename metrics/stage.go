@@ -63,7 +63,9 @@ type Stage struct {
 	latTTFO, latE2E, itlPerReq, tpot []float64
 	ttst, isl, osl, perUser          []float64
 	ttftIntended, e2eIntended        []float64
-	gaps                             []float64 // pooled chunk gaps
+	gaps                             []float64 // pooled ITL: token gaps (token_gaps.go)
+	chunkGaps                        *gapPool  // the plain chunk gaps, once they differ from gaps
+	scratch                          []float64 // one record's token gaps
 	hdr                              *hdrhistogram.Histogram
 	startLag, thinkLag               []float64 // of in-window requests with an intended start
 	slotWait, clientLag              []float64 // their send lag split, where the record has slot_wait_ns
@@ -139,6 +141,7 @@ func (s *Stage) Add(r *Record) {
 	sum := &s.s
 	sum.Requests.Total++
 	s.feat.add(r)
+	s.markCache(r)
 	widenSession(s.sessions, r)
 	s.inFlight(r)
 	s.absorb.add(r)
@@ -262,7 +265,7 @@ func (s *Stage) success(r *Record) {
 	if r.ReasoningTokenCount.OK && r.ReasoningTokenCount.V > 0 {
 		sum.ReasoningSeen = true
 	}
-	s.addGaps(r.InterChunkLatency)
+	s.addRecordGaps(r)
 	if r.UsageCompletionTokens.OK {
 		sum.UsageReported++
 	} else {

@@ -40,7 +40,10 @@ type StageSummary struct {
 	OSL     Dist `json:"osl_tokens"`
 	PerUser Dist `json:"out_tok_per_sec_per_user"`
 	E2E     Dist `json:"e2e_ms"`
-	ITL     Dist `json:"itl_ms"` // pooled gaps between token events
+	ITL     Dist `json:"itl_ms"` // pooled per token: a gap before a chunk of k tokens is k gaps of 1/k
+	// InterChunk is the pooled gaps between token events as they are (AIPerf's inter_chunk_latency);
+	// absent when every chunk carried one token, where it is ITL.
+	InterChunk *Dist `json:"inter_chunk_ms,omitempty"`
 	// TPOT is time per output token, per request: (E2E − TTFT) ÷ (OSL − 1) with OSL =
 	// output_sequence_length (reasoning included) — AIPerf's inter_token_latency, vLLM's TPOT.
 	TPOT      Dist   `json:"tpot_ms"`
@@ -63,6 +66,8 @@ type StageSummary struct {
 	// Goodput counts the requests that met every per-request limit of the SLO (DistServe).
 	Goodput        Goodput      `json:"goodput"`
 	CacheHit       Opt[float64] `json:"cache_hit"` // 0–1
+	// cacheMarks are the successful requests' first-token times and prompt counts (cache_span.go).
+	cacheMarks []cacheMark
 	CachedReported int          `json:"cached_reported"`
 	UsageReported  int          `json:"usage_reported"`
 	MissingUsage   int          `json:"missing_usage"`
@@ -75,6 +80,9 @@ type StageSummary struct {
 	// CacheHitByRound is the cache hit by tool round (0: the user turn's request), in round order;
 	// absent when no record has tool_round.
 	CacheHitByRound []RoundCacheHit `json:"cache_hit_by_round,omitempty"`
+	// ReuseCache is the cache hit of the requests whose session repeated a conversation the run had
+	// sent (records with dataset_session) against the others'; absent when none did.
+	ReuseCache *ReuseCache `json:"reuse_cache_hit,omitempty"`
 	// Structured counts the answers checked against response_format; absent when none was.
 	Structured *StructuredSummary `json:"structured,omitempty"`
 	// Batch is a batch stage's job over every record; stage.json has it beside the summary (its
@@ -188,7 +196,7 @@ func (s *Stage) Summary() *StageSummary {
 	sum.ITLPerRequest, sum.TPOT = summarize(s.itlPerReq), summarize(s.tpot)
 	sum.TTST, sum.ISL, sum.OSL, sum.PerUser = summarize(s.ttst), summarize(s.isl), summarize(s.osl), summarize(s.perUser)
 	sum.TTFTFromIntended, sum.E2EFromIntended = summarize(s.ttftIntended), summarize(s.e2eIntended)
-	sum.ITL = s.pooledITL()
+	sum.ITL, sum.InterChunk = s.pooledITL(), s.interChunk()
 	sum.StartLag, sum.ThinkLag = summarize(s.startLag), summarize(s.thinkLag)
 	sum.SendLag = summarizeUnion(s.startLag, s.thinkLag)
 	if len(s.slotWait) > 0 {

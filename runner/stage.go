@@ -36,15 +36,16 @@ func SummarizeStage(tool string, sc *workload.Scenario, w *workload.Workload, r 
 	if strain := r.Injector.Warnings(); len(strain) > 0 && !FailuresExplainStrain(r) {
 		in.Warnings = append(in.Warnings, strain...)
 	}
-	if reuse := resultfiles.ReuseWarning(sc, len(w.Stages[i].Sessions), r.Reused, FailuresExplainStrain(r)); reuse != "" {
-		in.Warnings = append(in.Warnings, reuse) // engine.reused counts them either way
-	}
 	sum, err := metrics.SummarizeFile(filepath.Join(r.Dir, "profile_export.jsonl"), in, sc.Load.IsOpenLoop())
 	if err != nil {
 		return nil, fmt.Errorf("stage %d: %w", r.Stage, err)
 	}
 	if r.Partial {
 		sum.Partial = true
+	}
+	if reuse := resultfiles.ReuseWarning(sc, resultfiles.StageReuse{Pool: len(w.Stages[i].Sessions), Sessions: r.Sessions, Reused: r.Reused,
+		Cache: sum.ReuseCache, Explained: FailuresExplainStrain(r)}); reuse != "" {
+		sum.Warnings = append(sum.Warnings, reuse) // a stage warning: in stage.json and the report
 	}
 	st := resultfiles.NewStageReport(tool, sc, i, w.Stages[i].SHA256, sum,
 		resultfiles.EngineCounts{Issued: r.Issued, Sessions: r.Sessions, Reused: r.Reused, NotStarted: r.NotStarted, Retried: r.Retried, Outages: outagesOf(r), Aborted: r.Aborted})
@@ -83,6 +84,7 @@ func serverSummary(r engine.StageResult, sum *metrics.StageSummary) *metrics.Ser
 		}
 	}
 	out := metrics.SummarizeServer(samples, sum.Window.WNs, sum.Window.EEffNs)
+	out.WithClientCacheHit(sum)
 	out.Scrapes, out.ScrapesOK = r.Scrapes, r.ScrapesOK
 	if r.ServerMetricsNote != "" {
 		out.Note = r.ServerMetricsNote

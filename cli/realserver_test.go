@@ -1,0 +1,142 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/plload/plload/llamaserver"
+)
+
+// The real-server tier: plload against a real llama.cpp server (package llamaserver), where the
+// mock cannot show what a real server does: its chat template's tokens, its own prefix cache and
+// counters, its aliases, its streaming. Each test skips, saying why, where the server is not
+// unpacked (.ci/llama-server.sh), and fails instead under PLLOAD_REAL_SERVER=require, as in CI.
+
+// realScenario writes a scenario for the real server: body is everything after target.
+func realScenario(t *testing.T, s *llamaserver.Server, name, model, body string) string {
+	t.Helper()
+	tok, err := llamaserver.TokenizerJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := fmt.Sprintf("name: %s\nseed: 7\ntarget:\n  base_url: %s\n  model: %s\n  tokenizer: %s\n  timeout: 60s\n%s", name, s.URL, model, tok, body)
+	path := filepath.Join(t.TempDir(), name+".yaml")
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// realRun runs a scenario and returns the exit code, the output and its stage.json files, parsed.
+func realRun(t *testing.T, scenario string, args ...string) (int, string, []map[string]any) {
+	t.Helper()
+	out := t.TempDir()
+	code, stdout, stderr := plload(t, append([]string{"run", scenario, "--out", out, "--quiet"}, args...)...)
+	files, _ := filepath.Glob(filepath.Join(out, "*", "stage_*", "stage.json"))
+	var stages []map[string]any
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		stages = append(stages, m)
+	}
+	return code, stdout + stderr, stages
+}
+
+// at reads a value from parsed JSON by a dotted path ("summary.requests.errors"); nil when absent.
+func at(m map[string]any, path string) any {
+	var v any = m
+	for _, k := range strings.Split(path, ".") {
+		mm, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = mm[k]
+	}
+	return v
+}
+
+func num(t *testing.T, m map[string]any, path string) float64 {
+	t.Helper()
+	f, ok := at(m, path).(float64)
+	if !ok {
+		t.Fatalf("stage.json has no number at %s (%v)", path, at(m, path))
+	}
+	return f
+}
+
+// checkClean: the stage ran, every in-window request succeeded, and the run exited 0.
+func checkClean(t *testing.T, code int, out string, stages []map[string]any, want int) {
+	t.Helper()
+	if code != 0 || len(stages) != want {
+		t.Fatalf("exit %d, %d stages (want 0 and %d):\n%s", code, len(stages), want, out)
+	}
+	for i, st := range stages {
+		if ok, errs := num(t, st, "summary.requests.succeeded"), num(t, st, "summary.requests.errors"); ok < 5 || errs != 0 {
+			t.Errorf("stage %d: %v succeeded, %v errors:\n%s", i+1, ok, errs, out)
+		}
+	}
+}
+
+// TestRealServerPersonaChat: personas shared by multi-turn sessions. No errors; the client's cache hit
+// (cached_tokens over prompt_tokens of its records) equals the server's own counters within a point;
+// the prompt counts agree once the chat template's tokens are fitted, so no tokenizer warning.
+func TestRealServerPersonaChat(t *testing.T) {
+	s := llamaserver.Require(t, llamaserver.ModelOptions{}, llamaserver.Options{Aliases: []string{"tiny"}})
+	sc := realScenario(t, s, "real-chat", "tiny", `personas:
+  count: 3
+  system_prompt_tokens: {min: 300, max: 500}
+session:
+  turns: {min: 2, max: 4}
+  user_input_tokens: {min: 20, max: 60}
+  max_output_tokens: {min: 8, max: 16}
+  think_time: {min: 100ms, max: 300ms}
+load:
+  mode: concurrency
+  drain_timeout: 60s
+  stages:
+    - {concurrency: 4, warmup: 2s, duration: 15s}
+`)
+	code, out, stages := realRun(t, sc)
+	checkClean(t, code, out, stages, 1)
+	st := stages[0]
+	client, server := num(t, st, "server.client_cache_hit_same_span"), num(t, st, "server.cache_hit_rate")
+	if client < 0.3 || math.Abs(client-server) > 0.01 {
+		t.Errorf("cache hit over the server's span: client %.4f, server %.4f: want equal within a point (and the shared personas cached; the window's: %v)",
+			client, server, at(st, "summary.cache_hit"))
+	}
+	agreement, _ := at(st, "summary.prompt_tokens_agreement").(map[string]any)
+	if agreement == nil {
+		t.Fatalf("no prompt_tokens_agreement in stage.json:\n%s", out)
+	}
+	if slope, ok := agreement["slope"].(float64); !ok || math.Abs(slope-1) > 0.01 {
+		t.Errorf("prompt agreement slope %v, want 1 (the tokenizer is the server's): %v", agreement["slope"], agreement)
+	}
+	for _, w := range stageWarnings(st) {
+		if strings.Contains(w, "tokenizer") {
+			t.Errorf("a tokenizer warning on the server's own tokenizer: %s", w)
+		}
+	}
+}
+
+func stageWarnings(st map[string]any) []string {
+	var out []string
+	for _, path := range []string{"summary.warnings", "warnings"} {
+		if ws, ok := at(st, path).([]any); ok {
+			for _, w := range ws {
+				out = append(out, fmt.Sprint(w))
+			}
+		}
+	}
+	return out
+}
