@@ -39,7 +39,7 @@ func TestRunFailures(t *testing.T) {
 		want     []string
 	}{
 		{"no SLO, no headline", workload.SLO{}, stage(fine), false, nil},
-		{"SLO set, the stage failed it", sloSet, stage(verdict(metrics.SLOFail)), false, []string{"no stage met the SLO (TTFT p95 ≤ 500ms, error rate ≤ 1%)"}},
+		{"SLO set, the stage failed it", sloSet, stage(verdict(metrics.SLOFail)), false, []string{"no stage met the SLO (TTFT p95 ≤ 500ms, error rate ≤ 1%): stage 01 failed it"}},
 		{"a replay that fell behind but met the SLO: only the replay is the cause", sloSet, stage(behind), false, []string{replayLine}},
 		{"SLO set, the stage could not be judged", sloSet, stage(verdict(metrics.SLONA)), false,
 			[]string{"no stage could be judged against the SLO (TTFT p95 ≤ 500ms, error rate ≤ 1%): stage 01 has the verdict N/A (a limit's metric has no values: see its stage table)"}},
@@ -95,5 +95,54 @@ func TestRunFailuresOverStages(t *testing.T) {
 	strained := mk(1, metrics.SLOPass, true, "stage 01: injector threads waited for a CPU 54% of the time (> 15%)")
 	if got := Failures(sc, []*resultfiles.StageReport{strained}, true); len(got) != 0 {
 		t.Errorf("a strained client that met the SLO failed the run: %v", got)
+	}
+}
+
+// TestRunFailuresNameTheCause: the line that says no stage met the SLO names what each stage broke,
+// with its value and limit, and a strained client's largest cause beside it, so the last lines of a
+// run say what its tables show: one limit failing, a strained client, an invalid replay, a partial
+// stage, no SLO.
+func TestRunFailuresNameTheCause(t *testing.T) {
+	errMax := 0.01
+	sc := &workload.Scenario{SLO: workload.SLO{TTFT: &workload.Limits{P95: workload.Duration(500 * time.Millisecond)},
+		ITL: &workload.Limits{P95: workload.Duration(50 * time.Millisecond)}, ErrorRate: &errMax}}
+	v := func(f float64) *float64 { return &f }
+	b := func(x bool) *bool { return &x }
+	itlOnly := metrics.SLOResult{Verdict: metrics.SLOFail, Checks: []metrics.SLOCheck{
+		{Name: "ttft_p95_ms", Limit: 500, Value: v(138), Pass: b(true)},
+		{Name: "itl_p95_ms", Limit: 50, Value: v(122), Pass: b(false)},
+		{Name: "error_rate", Limit: 0.01, Value: v(0), Pass: b(true)}}}
+	stage := func(edit func(*resultfiles.StageReport)) []*resultfiles.StageReport {
+		sum := &metrics.StageSummary{SLO: itlOnly}
+		sum.Requests.Succeeded, sum.Throughput.Requests = 10, 10
+		sum.ErrorRate = metrics.Some(0.0)
+		st := &resultfiles.StageReport{Stage: 1, Summary: sum}
+		edit(st)
+		return []*resultfiles.StageReport{st}
+	}
+	const slo = "no stage met the SLO (TTFT p95 ≤ 500ms, ITL p95 ≤ 50ms, error rate ≤ 1%): "
+	for _, tc := range []struct {
+		name   string
+		sc     *workload.Scenario
+		stages []*resultfiles.StageReport
+		want   []string
+	}{
+		{"one limit failing", sc, stage(func(*resultfiles.StageReport) {}), []string{slo + "stage 01 broke ITL p95 122 ms > 50 ms"}},
+		{"strained", sc, stage(func(st *resultfiles.StageReport) {
+			st.Injector = metrics.InjectorHealth{Cores: 2, CPUPercent: 50, ReadLagP99Ms: metrics.Some(4.48), RunQueueWaitPercent: metrics.Some(62.0)}
+		}), []string{slo + "stage 01 broke ITL p95 122 ms > 50 ms (its client was strained: injector threads waited for a CPU: 0.62 threads at a time on average were ready to run with no core free (over 0.15): other processes were taking the cores, so timestamps may be late; run the client on a quieter machine; its latencies may read longer than the server's, never shorter)"}},
+		{"invalid: a replay that fell behind and failed", sc, stage(func(st *resultfiles.StageReport) {
+			st.Summary.ReplayValid, st.Summary.ReplayInvalidReason = metrics.Some(false), "send lag p99 25.0 ms > 10 ms"
+		}), []string{"stage 01 is not a valid replay: client could not keep the trace's pace: send lag p99 25.0 ms > 10 ms; raise load.max_in_flight, replay slower (load.time_scale > 1), or run on a machine with more cores",
+			slo + "stage 01 broke ITL p95 122 ms > 50 ms"}},
+		{"partial", sc, stage(func(st *resultfiles.StageReport) { st.Summary.Partial = true }),
+			[]string{"no stage can be judged against the SLO (TTFT p95 ≤ 500ms, ITL p95 ≤ 50ms, error rate ≤ 1%): every stage is partial (cut short, or a shard of the run lost: see merge.json), so none is the headline"}},
+		{"no SLO", &workload.Scenario{}, stage(func(st *resultfiles.StageReport) { st.Summary.SLO = metrics.SLOResult{Verdict: metrics.SLONA} }), nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, Failures(tc.sc, tc.stages, false)); diff != "" {
+				t.Errorf("failures (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
