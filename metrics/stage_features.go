@@ -9,13 +9,16 @@ import (
 // (records with tool_round), structured output's validity (structured_valid) and batch work (a
 // stage of load.mode batch, whose every record counts).
 
-// ToolsSummary is an agent stage's tool calls, over its successful in-window requests: a turn is a
-// request with tool_round 0 (a user turn's first), a round one with tool_round > 0 (sent after tool
-// results).
+// ToolsSummary is an agent stage's tool calls, over the whole turns the window holds: a turn is a
+// user turn's requests, its first (tool_round 0) and the rounds sent after tool results (tool_round
+// > 0). A turn counts when its first request started in the window and succeeded, and it ran to its
+// end: its last answer called no tool, or its round was the stage's highest. So a turn begun in the
+// warmup, whose rounds fall in the window, or one the window's end cut short, is left out, and
+// rounds per turn never reads past session.tool_rounds' cap.
 type ToolsSummary struct {
 	Turns  int `json:"turns"`
-	Calls  int `json:"calls"`  // Σ tool_call_count
-	Rounds int `json:"rounds"` // requests with tool_round > 0
+	Calls  int `json:"calls"`  // Σ tool_call_count over the turns' successful requests
+	Rounds int `json:"rounds"` // the turns' successful requests with tool_round > 0
 	// CallsPerTurn and RoundsPerTurn divide by the turns; null without one.
 	CallsPerTurn  Opt[float64] `json:"calls_per_turn"`
 	RoundsPerTurn Opt[float64] `json:"rounds_per_turn"`
@@ -64,13 +67,16 @@ type BatchResult struct {
 
 // features accumulates the §18 numbers of a stage.
 type features struct {
-	toolsSeen, roundsSeen         bool
-	turns, calls, rounds, invalid int
-	ttfTool                       []float64
-	ttftUser, ttftRound           []float64
-	e2eUser, e2eRound             []float64
-	byRound                       map[int]*turnCache
-	structured                    *StructuredSummary
+	toolsSeen, roundsSeen bool
+	// agentTurns tallies each agent turn's successful requests, wherever they started; highestRound
+	// is the highest tool_round of any (a turn that reached it ran to the cap).
+	agentTurns          map[agentTurnKey]*agentTurn
+	highestRound        int
+	ttfTool             []float64
+	ttftUser, ttftRound []float64
+	e2eUser, e2eRound   []float64
+	byRound             map[int]*turnCache
+	structured          *StructuredSummary
 	// batch: over every record
 	first, last        int64
 	any                bool
@@ -92,6 +98,9 @@ func (f *features) add(r *Record) {
 		f.last = endNs(r)
 	}
 	f.any = true
+	if r.OK() && r.ToolRound.OK {
+		f.tallyTurn(r)
+	}
 	if r.OK() {
 		f.succeeded++
 		if r.OutputSequenceLength.OK {
@@ -115,19 +124,12 @@ func (f *features) success(r *Record) {
 	if !r.ToolRound.OK {
 		return
 	}
-	if r.ToolCalls.OK {
-		f.calls += r.ToolCalls.V
-	}
-	if r.ToolCallsInvalid.OK {
-		f.invalid += r.ToolCallsInvalid.V
-	}
 	appendOpt(&f.ttfTool, r.TTFToolCall)
 	if r.ToolRound.V == 0 {
-		f.turns++
+		f.turnOf(r).begunInWindow = true
 		appendOpt(&f.ttftUser, r.TTFT)
 		appendOpt(&f.e2eUser, r.RequestLatency)
 	} else {
-		f.rounds++
 		appendOpt(&f.ttftRound, r.TTFT)
 		appendOpt(&f.e2eRound, r.RequestLatency)
 	}
@@ -149,6 +151,56 @@ func (f *features) success(r *Record) {
 	tc.requests, tc.prompt, tc.cached = tc.requests+1, tc.prompt+prompt, tc.cached+cached
 }
 
+// agentTurnKey names a user turn of a conversation.
+type agentTurnKey struct {
+	conversation string
+	turn         int
+}
+
+// agentTurn is one user turn's successful requests: its rounds, their tool calls, and its last
+// (highest) round so far and whether that answer called a tool (the turn went on, or was cut).
+type agentTurn struct {
+	begunInWindow        bool // its first request started in the window (features.success)
+	rounds, calls        int
+	invalid              int
+	lastRound            int
+	lastCalled, lastSeen bool
+}
+
+// tallyTurn adds a successful agent request to its turn. Records may come in any order (the
+// reader is parallel), so the last round is the highest seen, not the latest read.
+func (f *features) tallyTurn(r *Record) {
+	t := f.turnOf(r)
+	round := r.ToolRound.V
+	if round > 0 {
+		t.rounds++
+	}
+	if r.ToolCalls.OK {
+		t.calls += r.ToolCalls.V
+	}
+	if r.ToolCallsInvalid.OK {
+		t.invalid += r.ToolCallsInvalid.V
+	}
+	if !t.lastSeen || round > t.lastRound {
+		t.lastRound, t.lastCalled, t.lastSeen = round, r.ToolCalls.OK && r.ToolCalls.V > 0, true
+	}
+	f.highestRound = max(f.highestRound, round)
+}
+
+// turnOf is r's turn's tally, new if need be.
+func (f *features) turnOf(r *Record) *agentTurn {
+	if f.agentTurns == nil {
+		f.agentTurns = map[agentTurnKey]*agentTurn{}
+	}
+	k := agentTurnKey{r.ConversationID, r.TurnIndex}
+	t := f.agentTurns[k]
+	if t == nil {
+		t = &agentTurn{}
+		f.agentTurns[k] = t
+	}
+	return t
+}
+
 // share is part ÷ whole, null when the whole is 0.
 func share(part, whole int) Opt[float64] {
 	if whole <= 0 {
@@ -160,11 +212,17 @@ func share(part, whole int) Opt[float64] {
 // result fills the summary's §18 parts.
 func (f *features) result(sum *StageSummary, in StageInput) {
 	if f.toolsSeen {
-		t := &ToolsSummary{Turns: f.turns, Calls: f.calls, Rounds: f.rounds, InvalidArguments: f.invalid,
-			InvalidArgumentsShare: share(f.invalid, f.calls), TTFToolCall: summarize(f.ttfTool)}
-		if f.turns > 0 {
-			t.CallsPerTurn = Some(float64(f.calls) / float64(f.turns))
-			t.RoundsPerTurn = Some(float64(f.rounds) / float64(f.turns))
+		t := &ToolsSummary{TTFToolCall: summarize(f.ttfTool)}
+		for _, turn := range f.agentTurns {
+			if turn.begunInWindow && (!turn.lastCalled || turn.lastRound >= f.highestRound) {
+				t.Turns, t.Rounds = t.Turns+1, t.Rounds+turn.rounds
+				t.Calls, t.InvalidArguments = t.Calls+turn.calls, t.InvalidArguments+turn.invalid
+			}
+		}
+		t.InvalidArgumentsShare = share(t.InvalidArguments, t.Calls)
+		if t.Turns > 0 {
+			t.CallsPerTurn = Some(float64(t.Calls) / float64(t.Turns))
+			t.RoundsPerTurn = Some(float64(t.Rounds) / float64(t.Turns))
 		}
 		sum.Tools = t
 		sum.CacheHitByRound = make([]RoundCacheHit, 0, len(f.byRound))

@@ -18,17 +18,23 @@ func agentRec(startS, ttft float64, round, calls, invalid int, ttfTool float64) 
 	return r
 }
 
+// inTurn puts r in turn k of conversation c.
+func inTurn(r *Record, c string, k int) *Record {
+	r.ConversationID, r.TurnIndex = c, k
+	return r
+}
+
 // TestStageTools: calls, rounds and their per-turn rates, the invalid-arguments share, TTF tool call,
 // TTFT and E2E by user turn vs tool round, and the cache hit by round, over successful in-window
 // requests only.
 func TestStageTools(t *testing.T) {
-	warm := agentRec(0.5, 999, 0, 9, 9, 999) // warmup: not counted
-	fail := failed(5, 500, "Internal Server Error")
+	warm := inTurn(agentRec(0.5, 999, 0, 9, 9, 999), "w", 0) // warmup: not counted
+	fail := inTurn(failed(5, 500, "Internal Server Error"), "b", 0)
 	fail.ToolRound = Some(1)
-	r1 := agentRec(2, 100, 0, 2, 1, 150) // turn 1: two calls, one with bad arguments
-	r2 := agentRec(2.5, 300, 1, 1, 0, 320)
-	r3 := agentRec(3, 500, 2, 0, 0, 0) // answers without calls: the turn ends
-	r4 := agentRec(4, 200, 0, 0, 0, 0) // turn 2: no tool call at all
+	r1 := inTurn(agentRec(2, 100, 0, 2, 1, 150), "a", 0) // turn 1: two calls, one with bad arguments
+	r2 := inTurn(agentRec(2.5, 300, 1, 1, 0, 320), "a", 0)
+	r3 := inTurn(agentRec(3, 500, 2, 0, 0, 0), "a", 0) // answers without calls: the turn ends
+	r4 := inTurn(agentRec(4, 200, 0, 0, 0, 0), "a", 1) // turn 2: no tool call at all
 	r2.UsageCachedTokens, r3.UsageCachedTokens, r4.UsageCachedTokens = Some(90), Some(80), Some(10)
 	s := summary(input(), warm, fail, r1, r2, r3, r4)
 	tl := s.Tools
@@ -63,6 +69,35 @@ func TestStageTools(t *testing.T) {
 	if s.Structured != nil || s.Batch != nil {
 		t.Fatalf("structured %+v batch %+v on a stage without them", s.Structured, s.Batch)
 	}
+}
+
+// TestRoundsPerTurnAcrossTheWindowEdges: rounds per turn counts whole turns, so it never reads
+// past the cap (3 rounds here). A turn begun in the warmup, whose rounds fall in the window, and a
+// turn the window's end cut after one round are left out (counting requests, they made it 10
+// rounds over 3 turns: 3.33); the turns that ran to the cap count, whatever order their records
+// come in.
+func TestRoundsPerTurnAcrossTheWindowEdges(t *testing.T) {
+	turn := func(c string, startS float64, rounds int) []*Record {
+		var out []*Record
+		for k := 0; k <= rounds; k++ {
+			out = append(out, inTurn(agentRec(startS+0.05*float64(k), 100, k, 1, 0, 50), c, 0))
+		}
+		return out
+	}
+	var recs []*Record
+	recs = append(recs, turn("begun-in-warmup", 0.95, 3)...) // its rounds start at 1.0, 1.05, 1.1 s
+	recs = append(recs, turn("whole", 3, 3)...)
+	capped := turn("whole-read-backwards", 6, 3)
+	for i := len(capped) - 1; i >= 0; i-- {
+		recs = append(recs, capped[i])
+	}
+	recs = append(recs, turn("cut-by-the-end", 10.9, 1)...) // window [1 s, 11 s): round 2 never went
+	tl := summary(input(), recs...).Tools
+	if tl == nil || tl.Turns != 2 || tl.Rounds != 6 || tl.Calls != 8 {
+		t.Fatalf("tools %+v: want the 2 whole turns, their 6 rounds and 8 calls", tl)
+	}
+	near(t, "rounds_per_turn", tl.RoundsPerTurn.V, 3)
+	near(t, "calls_per_turn", tl.CallsPerTurn.V, 4)
 }
 
 // TestStageWithoutFeatures: a plain stage's summary has none of the §18 keys.
