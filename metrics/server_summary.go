@@ -22,8 +22,9 @@ type ServerSummary struct {
 	// two scrapes CacheHitRate's counters were read at: the same prompts, so the two agree where the
 	// client's counts are the server's (cache_span.go). Absent where the server has no counters.
 	ClientCacheHit Opt[float64] `json:"client_cache_hit_same_span"`
-	// countersFromNs and countersToNs are the times of those two scrapes.
-	countersFromNs, countersToNs int64
+	// CountersFromNs and CountersToNs are the times of those two scrapes (absent without counters).
+	CountersFromNs int64 `json:"counters_from_ns,omitempty"`
+	CountersToNs   int64 `json:"counters_to_ns,omitempty"`
 	// CacheTokens is the KV cache's size in tokens, the last the server said in the window; absent
 	// where its metrics do not say (ServerSample.CacheTokens).
 	CacheTokens Opt[float64] `json:"cache_tokens,omitzero"`
@@ -73,7 +74,7 @@ func SummarizeServer(samples []ServerSample, wNs, eNs int64) ServerSummary {
 		dq, dh := *last.PrefixQueries-*first.PrefixQueries, *last.PrefixHits-*first.PrefixHits
 		if dq > 0 && dh >= 0 && dh <= dq {
 			out.CacheHitRate = Some(dh / dq)
-			out.countersFromNs, out.countersToNs = first.TNs, last.TNs
+			out.CountersFromNs, out.CountersToNs = first.TNs, last.TNs
 		}
 	} else {
 		// The server's own rate gauge, when it has no counters; one out of [0, 1] (a percent, say)

@@ -141,7 +141,6 @@ func (s *Stage) Add(r *Record) {
 	sum := &s.s
 	sum.Requests.Total++
 	s.feat.add(r)
-	s.markCache(r)
 	widenSession(s.sessions, r)
 	s.inFlight(r)
 	s.absorb.add(r)

@@ -66,8 +66,6 @@ type StageSummary struct {
 	// Goodput counts the requests that met every per-request limit of the SLO (DistServe).
 	Goodput        Goodput      `json:"goodput"`
 	CacheHit       Opt[float64] `json:"cache_hit"` // 0–1
-	// cacheMarks are the successful requests' first-token times and prompt counts (cache_span.go).
-	cacheMarks []cacheMark
 	CachedReported int          `json:"cached_reported"`
 	UsageReported  int          `json:"usage_reported"`
 	MissingUsage   int          `json:"missing_usage"`
