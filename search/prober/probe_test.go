@@ -23,7 +23,7 @@ func TestClientStrain(t *testing.T) {
 	}{
 		{"calm", metrics.InjectorHealth{CPUPercent: 40, Cores: 2, SchedLatencyP99Ms: 0.3}, 0, "", "", 0},
 		{"CPU full", metrics.InjectorHealth{CPUPercent: 190, Cores: 2}, 0, "the client was the limit, not the server: injector CPU busy: 190 % of 200 %", "", 0},
-		{"other processes on the cores", metrics.InjectorHealth{CPUPercent: 40, Cores: 2, RunQueueWaitPercent: metrics.Some(22.0)}, 0, "", "injector threads waited for a CPU 22% of the time", 36},
+		{"other processes on the cores", metrics.InjectorHealth{CPUPercent: 40, Cores: 2, RunQueueWaitPercent: metrics.Some(22.0)}, 0, "", "injector threads waited for a CPU: 0.22 threads at a time", 36},
 		{"a small scheduling delay", metrics.InjectorHealth{CPUPercent: 40, Cores: 2, SchedLatencyP99Ms: 5}, 0, "", "", 0},
 		{"a scheduling delay that matters", metrics.InjectorHealth{CPUPercent: 40, Cores: 2, SchedLatencyP99Ms: 12}, 0, "", "injector scheduler latency p99 12.00 ms", 36},
 		{"a long scheduling delay beside waits for a CPU", metrics.InjectorHealth{CPUPercent: 40, Cores: 2, SchedLatencyP99Ms: 20, RunQueueWaitPercent: metrics.Some(22.0)}, 0, "", "injector scheduler latency p99 20.00 ms", 60},

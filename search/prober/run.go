@@ -7,6 +7,9 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/plload/plload/engine"
@@ -84,7 +87,7 @@ func (p *Plan) finish(pr *prober, res search.Result, runErr error, started time.
 	chosen, chosenStage := p.chosen(res, pr.stages)
 	headline := p.noCapacityText(res, chosen)
 	if headline == "" && p.given.Render.Headline != nil {
-		headline = p.given.Render.Headline(chosen, p.sessionsAt(res, chosen), p.lowerBound(res))
+		headline = p.given.Render.Headline(chosen, p.sessionsAt(res, chosen), p.lowerBound(res)) + p.undecidedNote(res)
 	}
 	lines := []string{headline, p.answerText(res)}
 	err := p.writeResults(pr, sc, res, chosenStage, lines, started, interrupted)
@@ -99,8 +102,12 @@ func (p *Plan) finish(pr *prober, res search.Result, runErr error, started time.
 	case res.Invalid:
 		return &runner.Error{Code: runner.Failed, Err: fmt.Errorf("the search stopped: %s; results in %s", res.Stop, dir)}
 	case res.Best == nil && !res.LowestFailed && res.Undecided != nil:
-		// Nothing failed: the evidence says neither yes nor no, which is not "none".
-		return &runner.Error{Code: runner.Undecided, Err: fmt.Errorf("no load probed could be decided against the SLO (%s): %s; longer probes (the first stage's duration) or more --repeats decide it; results in %s", resultfiles.SLOText(p.sc.SLO), res.Stop, dir)}
+		// The lowest load is undecided: the evidence says neither yes nor no there, which is not "none".
+		what := "no load probed could be decided against the SLO"
+		if failed := failedLoads(res); len(failed) > 0 {
+			what = fmt.Sprintf("no load probed met the SLO, and the lowest could not be decided (%s failed; %s undecided)", p.listText(failed), p.rangeText(*res.Undecided))
+		}
+		return &runner.Error{Code: runner.Undecided, Err: fmt.Errorf("%s (%s): %s; longer probes (the first stage's duration) or more --repeats decide it; results in %s", what, resultfiles.SLOText(p.sc.SLO), res.Stop, dir)}
 	case res.Best == nil:
 		return &runner.Error{Code: runner.Failed, Err: fmt.Errorf("no probe met the SLO (%s): %s; results in %s", resultfiles.SLOText(p.sc.SLO), res.Stop, dir)}
 	}
@@ -184,6 +191,8 @@ func (p *Plan) answerText(res search.Result) string {
 		text = "meets SLO at " + p.valueText(*res.Best) + " at least: the search stopped before a higher load was decided"
 	case res.Best != nil:
 		text = "meets SLO up to " + p.valueText(*res.Best)
+	case !res.LowestFailed && res.Undecided != nil && len(failedLoads(res)) > 0:
+		text = "meets SLO at no load shown: " + p.listText(failedLoads(res)) + " failed, and the lowest load probed was undecided"
 	case !res.LowestFailed && res.Undecided != nil:
 		text = "undecided at every load probed: none failed, none was shown to meet the SLO"
 	}
@@ -223,5 +232,61 @@ func (p *Plan) noCapacityText(res search.Result, chosen *resultfiles.StageReport
 	case res.Invalid || len(res.Probes) == 0 || res.Undecided == nil:
 		return "capacity at SLO: unknown — the search stopped before any load was decided: " + res.Stop
 	}
+	if failed := failedLoads(res); len(failed) > 0 {
+		// Loads failed above an undecided lowest one: the capacity is below the lowest failure, if
+		// there is one at all.
+		return fmt.Sprintf("capacity at SLO: undecided, below %s — %s failed the SLO and %s undecided; none was shown to meet it",
+			p.valueText(failed[0]), p.listText(failed), p.rangeText(*res.Undecided))
+	}
 	return "capacity at SLO: undecided — no load probed was shown to meet the SLO, and none failed it"
+}
+
+// undecidedNote is what the headline of a capacity adds when loads were left undecided, so the
+// first line never reads as the whole answer while the range is on the next: "; 8–10 sessions
+// undecided, so the capacity may be higher". "" when none was.
+func (p *Plan) undecidedNote(res search.Result) string {
+	u := res.Undecided
+	if u == nil || res.Best == nil {
+		return ""
+	}
+	if u[1] > *res.Best {
+		return "; " + p.rangeText(*u) + " undecided, so the capacity may be higher"
+	}
+	return "; " + p.rangeText(*u) + " undecided"
+}
+
+// failedLoads are the loads whose last probe failed, lowest first.
+func failedLoads(res search.Result) []float64 {
+	last := map[float64]search.Verdict{}
+	for _, pb := range res.Probes {
+		last[pb.Value] = pb.Verdict
+	}
+	var out []float64
+	for v, verdict := range last {
+		if verdict == search.Fail {
+			out = append(out, v)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// listText writes loads as the probe table does: "2, 4 and 16 sessions".
+func (p *Plan) listText(values []float64) string {
+	if len(values) == 1 {
+		return p.valueText(values[0])
+	}
+	parts := make([]string, len(values)-1)
+	for i, v := range values[:len(values)-1] {
+		parts[i] = strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	return strings.Join(parts, ", ") + " and " + p.valueText(values[len(values)-1])
+}
+
+// rangeText writes an undecided range: "1 session", "8–10 sessions".
+func (p *Plan) rangeText(u [2]float64) string {
+	if u[0] == u[1] {
+		return p.valueText(u[0])
+	}
+	return strconv.FormatFloat(u[0], 'g', -1, 64) + "–" + p.valueText(u[1])
 }
