@@ -86,8 +86,8 @@ func (c *Collector) Add(r *metrics.Record) {
 	appendOpt(&s.TTFT, r.TTFT)
 	appendOpt(&s.TTFO, r.TTFO)
 	appendOpt(&s.E2E, r.RequestLatency)
-	if len(r.InterChunkLatency) > 0 {
-		s.ITL = append(s.ITL, r.InterChunkLatency)
+	if gaps := r.TokenGaps(); len(gaps) > 0 { // per token, as stage.json's pooled ITL
+		s.ITL = append(s.ITL, gaps)
 	}
 	if !r.TTFT.OK || !r.RequestLatency.OK {
 		return

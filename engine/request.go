@@ -131,6 +131,11 @@ type streamRead struct {
 	done       bool
 	streamErr  *sse.StreamError
 	readFailed error
+	// text is every token event's text, reasoning, content and tool-call text in turn, and ends the
+	// end of each event's part in it: how many tokens each carried is counted from them after the
+	// stream, and only when the server counted more tokens than events (chunk_tokens.go).
+	text []byte
+	ends []int
 }
 
 // streamReads keeps released streamReads with their token-time slices, so a stream's times are
@@ -141,11 +146,14 @@ var streamReads = sync.Pool{New: func() any { return new(streamRead) }}
 // release gives st back for reuse; nothing may use it after. A slice grown past a long answer's
 // size is dropped rather than kept.
 func (st *streamRead) release() {
-	tokens := st.tokens[:0]
+	tokens, text, ends := st.tokens[:0], st.text[:0], st.ends[:0]
 	if cap(tokens) > 8192 {
-		tokens = nil
+		tokens, ends = nil, nil
 	}
-	*st = streamRead{tokens: tokens}
+	if cap(text) > 64<<10 {
+		text = nil
+	}
+	*st = streamRead{tokens: tokens, text: text, ends: ends}
 	streamReads.Put(st)
 }
 
@@ -220,6 +228,9 @@ func (s *stageRun) readStream(ctx, reqCtx context.Context, ex *exchange, body io
 	rec.RequestEndNs = metrics.Some(s.clock.ns(st.last))
 	st.timings(rec, start)
 	st.counts(rec)
+	if st.usage != nil && st.usage.HasCompletion {
+		rec.ChunkTokens = st.chunkTokens(st.usage.CompletionTokens, s.cfg.Scenario.Tokenizer().Count)
+	}
 	rec.InputSequenceLength = metrics.Some(isl)
 	rec.ClientPromptTokens = metrics.Some(isl)
 	if st.usage != nil {
@@ -269,6 +280,8 @@ func (s *stageRun) takeEvent(st *streamRead, ex *exchange, ev sse.Event, err err
 			s.cfg.OnTokenEvent(ev)
 		}
 		st.tokens = append(st.tokens, ev.At)
+		st.text = append(append(append(st.text, ev.Reasoning...), ev.Content...), ev.ToolCall...)
+		st.ends = append(st.ends, len(st.text))
 		st.chars += utf8.RuneCountInString(ev.Content) + utf8.RuneCountInString(ev.Reasoning) + utf8.RuneCountInString(ev.ToolCall)
 		if ev.Reasoning != "" {
 			st.reasoning++

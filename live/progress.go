@@ -129,7 +129,7 @@ func (l *Progress) Record(r *metrics.Record) {
 	if r.RequestLatency.OK {
 		st.latency.RecordValue(us(r.RequestLatency.V))
 	}
-	for _, g := range r.InterChunkLatency {
+	for _, g := range r.TokenGaps() { // per token, as stage.json's pooled ITL
 		st.itl.RecordValue(us(g))
 		st.recent.itl[b].RecordValue(us(g))
 	}

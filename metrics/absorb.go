@@ -146,7 +146,7 @@ func (a *absorbWindows) add(r *Record) {
 		w.values[l.Metric] = append(w.values[l.Metric], v)
 	}
 	if r.OK() && a.hasITL() {
-		w.addGaps(r.InterChunkLatency)
+		w.addGaps(r.TokenGaps())
 	}
 }
 

@@ -80,6 +80,7 @@ type Record struct {
 	RequestLatency        Opt[float64] // ms
 	InterTokenLatency     Opt[float64] // ms, per-request mean
 	InterChunkLatency     []float64    // ms, gaps between consecutive token events
+	ChunkTokens           []int        // chunk_tokens: output tokens of each token event; nil: one each (TokenGaps)
 	ThroughputPerUser     Opt[float64] // tokens/sec/user
 	InputSequenceLength   Opt[int]
 	OutputTokenCount      Opt[int]

@@ -152,6 +152,16 @@ func (r *Record) appendMetrics(b []byte) []byte {
 		}
 		b = closeMetric(append(b, ']'), unitMs)
 	}
+	if len(r.ChunkTokens) > 0 {
+		b = append(openMetric(b, &n, tagChunkTokens), '[')
+		for i, k := range r.ChunkTokens {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(k), 10)
+		}
+		b = closeMetric(append(b, ']'), unitTokens)
+	}
 	if r.ThroughputPerUser.OK {
 		b = closeMetric(appendFloat(openMetric(b, &n, tagPerUserTok), r.ThroughputPerUser.V), unitPerUser)
 	}

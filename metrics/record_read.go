@@ -194,6 +194,9 @@ func ParseRecord(line []byte) (*Record, error) {
 	if cut {
 		rec.InterChunkLatency = gaps
 	}
+	if err := checkChunkTokens(rec); err != nil {
+		return nil, err
+	}
 	if e := raw.Error; e != nil {
 		rec.Error = &RecordError{Type: deref(e.Type), Message: deref(e.Message)}
 		if e.Code != "" {
@@ -234,6 +237,7 @@ type rawMetrics struct {
 	ToolCallsInvalid      rawMetric[number]  `json:"tool_call_invalid_arguments"`
 	TTFToolCall           rawMetric[number]  `json:"time_to_first_tool_call"`
 	InterChunkLatency     rawMetric[numbers] `json:"inter_chunk_latency"`
+	ChunkTokens           rawMetric[numbers] `json:"chunk_tokens"`
 	// The early (2025) layout's tags (aiperf_layout.go maps them).
 	EarlyTTFT     rawMetric[number]      `json:"ttft"`
 	EarlyTTST     rawMetric[number]      `json:"ttst"`
@@ -310,6 +314,15 @@ func (m *rawMetrics) apply(rec *Record) error {
 		return fmt.Errorf("metrics.inter_chunk_latency: %v", gaps.err)
 	} else if len(gaps.v) > 0 {
 		rec.InterChunkLatency = gaps.v
+	}
+	if counts := m.ChunkTokens.Value; counts.err != nil {
+		return fmt.Errorf("metrics.%s: %v", tagChunkTokens, counts.err)
+	} else if len(counts.v) > 0 {
+		k, err := chunkTokensFrom(counts.v)
+		if err != nil {
+			return err
+		}
+		rec.ChunkTokens = k
 	}
 	return nil
 }

@@ -171,7 +171,7 @@ type SLOResult struct {
 }
 
 // judge checks every limit set — each latency limit against the stage's distribution of its metric
-// (itl: the pooled gaps; tpot: the per-request TPOT), then the error rate.
+// (itl: the pooled per-token gaps; tpot: the per-request TPOT), then the error rate.
 func judge(l SLOLimits, s *StageSummary) SLOResult {
 	r := SLOResult{Checks: []SLOCheck{}} // [] in JSON, never null
 	check := func(name string, limit float64, known bool, value float64) {

@@ -73,9 +73,9 @@ func (b *SeriesBuilder) Add(r *Record) {
 	}
 	appendOpt(&s.TTFT, r.TTFT)
 	appendOpt(&s.E2E, r.RequestLatency)
-	s.ITL = append(s.ITL, r.InterChunkLatency...)
-	if len(r.InterChunkLatency) > 0 {
-		s.ITLByRequest = append(s.ITLByRequest, r.InterChunkLatency)
+	if gaps := r.TokenGaps(); len(gaps) > 0 {
+		s.ITL = append(s.ITL, gaps...)
+		s.ITLByRequest = append(s.ITLByRequest, gaps)
 	}
 }
 

@@ -63,6 +63,10 @@ func (m aiperfMetric) MarshalJSON() ([]byte, error) {
 // so that request_throughput = request_count ÷ benchmark_duration holds as in AIPerf;
 // error_request_count over the errors and cancellations that started in it.
 func aiperfMetrics(s *metrics.StageSummary) []aiperfMetric {
+	chunks := &s.ITL // the same as the per-token ITL unless some chunk carried several tokens
+	if s.InterChunk != nil {
+		chunks = s.InterChunk
+	}
 	dists := []aiperfMetric{
 		{"time_to_first_token", "Time to First Token", "ms", &s.TTFT, 0},
 		{"time_to_second_token", "Time to Second Token", "ms", &s.TTST, 0},
@@ -70,7 +74,7 @@ func aiperfMetrics(s *metrics.StageSummary) []aiperfMetric {
 		{"request_latency", "Request Latency", "ms", &s.E2E, 0},
 		// AIPerf's inter_token_latency is (latency − TTFT) ÷ (OSL − 1) per request: plload's TPOT.
 		{"inter_token_latency", "Inter Token Latency", "ms", &s.TPOT, 0},
-		{"inter_chunk_latency", "Inter Chunk Latency", "ms", &s.ITL, 0},
+		{"inter_chunk_latency", "Inter Chunk Latency", "ms", chunks, 0},
 		{"output_sequence_length", "Output Sequence Length", "tokens", &s.OSL, 0},
 		{"input_sequence_length", "Input Sequence Length", "tokens", &s.ISL, 0},
 		{"output_token_throughput_per_user", "Output Token Throughput Per User", "tokens/sec/user", &s.PerUser, 0},

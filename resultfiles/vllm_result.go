@@ -50,10 +50,14 @@ func (r *StageReport) vllmHead() ordered {
 		{"output_throughput", t.OutTokPerSec},
 		{"total_token_throughput", t.TotalTokPerSec},
 	}
+	chunks := s.ITL // vLLM's itl is the gaps between chunks, as its per-request itls
+	if s.InterChunk != nil {
+		chunks = *s.InterChunk
+	}
 	for _, m := range []struct {
 		name string
 		d    metrics.Dist
-	}{{"ttft", s.TTFT}, {"tpot", s.TPOT}, {"itl", s.ITL}, {"e2el", s.E2E}} {
+	}{{"ttft", s.TTFT}, {"tpot", s.TPOT}, {"itl", chunks}, {"e2el", s.E2E}} {
 		o = append(o, kv{"mean_" + m.name + "_ms", stat(m.d, "mean")}, kv{"median_" + m.name + "_ms", stat(m.d, "p50")},
 			kv{"std_" + m.name + "_ms", stat(m.d, "std")})
 		for _, p := range VLLMPercentiles {

@@ -147,13 +147,14 @@ func (s *Sampler) Measurement() Measurement {
 	return m
 }
 
-// requestValues is one successful request's sample of an SLO metric, in ms: its chunk gaps for itl
-// (the pooled distribution the limit is judged on), else its one value.
+// requestValues is one successful request's sample of an SLO metric, in ms: its token gaps for itl
+// (the pooled, per-token distribution the limit is judged on), else its one value.
 func requestValues(metric string, r *metrics.Record) ([]float64, bool) {
 	var v metrics.Opt[float64]
 	switch metric {
 	case metrics.SLOMetricITL:
-		return r.InterChunkLatency, len(r.InterChunkLatency) > 0
+		gaps := r.TokenGaps()
+		return gaps, len(gaps) > 0
 	case metrics.SLOMetricTTFT:
 		v = r.TTFT
 	case metrics.SLOMetricTTFO:
