@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -60,8 +61,16 @@ func TestOpenAIConversationsReplay(t *testing.T) {
 			}
 			cap.mu.Lock()
 			defer cap.mu.Unlock()
-			checked := map[int]bool{}
+			checked, tagged := map[int]bool{}, 0
 			for _, reqs := range cap.requests {
+				// A session that repeats a conversation (the file is shorter than the stage) carries
+				// its own nonce before the first user message (load.session_reuse: wrap); the rest is
+				// the file's, byte for byte.
+				for k, rq := range reqs {
+					if untagRepeat(rq.body) && k == 0 {
+						tagged++
+					}
+				}
 				first := reqs[0].body["messages"].([]any)
 				conv := -1
 				for i, c := range conversations {
@@ -107,6 +116,9 @@ func TestOpenAIConversationsReplay(t *testing.T) {
 			if len(checked) != len(conversations) {
 				t.Fatalf("conversations replayed in full: %v of %d", checked, len(conversations))
 			}
+			if tagged != res[0].Reused || tagged == 0 {
+				t.Errorf("%d sessions began with a repeat's nonce; %d repeated a conversation (want the same, > 0)", tagged, res[0].Reused)
+			}
 		})
 	}
 }
@@ -132,6 +144,7 @@ func TestRecordedToolCallsReplayVerbatim(t *testing.T) {
 		if len(reqs) < 2 {
 			continue
 		}
+		untagRepeat(reqs[1].body)
 		raw, _ := json.Marshal(reqs[1].body["messages"])
 		want := `[{"content":"Weather in Lisbon?","role":"user"},` + canonical(t, call) + `,` + canonical(t, result) + `,` + canonical(t, answer) + `,{"content":"And tomorrow?","role":"user"}]`
 		if string(raw) != want {
@@ -140,6 +153,25 @@ func TestRecordedToolCallsReplayVerbatim(t *testing.T) {
 		return
 	}
 	t.Fatal("no session reached its second turn")
+}
+
+// repeatTag is the nonce a session that repeats a conversation carries before its first user message.
+var repeatTag = regexp.MustCompile(`^\[s\d{2}-\d{6}\] `)
+
+// untagRepeat removes a repeat's nonce from the captured body's messages; true when there was one.
+// Only the first user message may carry it.
+func untagRepeat(body map[string]any) bool {
+	for _, m := range body["messages"].([]any) {
+		mm := m.(map[string]any)
+		if mm["role"] != "user" {
+			continue
+		}
+		text, _ := mm["content"].(string)
+		tag := repeatTag.FindString(text)
+		mm["content"] = strings.TrimPrefix(text, tag)
+		return tag != ""
+	}
+	return false
 }
 
 // canonical re-encodes JSON with sorted keys, as the captured body is.

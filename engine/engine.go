@@ -97,7 +97,7 @@ type StageResult struct {
 	OutTokens int // output_sequence_length of successful requests
 	NoUsage   int // successful requests whose answer carried no usage
 	Sessions  int // session instances started
-	Reused    int // sessions that reused a dataset entry because the pool ran dry
+	Reused    int // sessions that repeated a conversation the run had sent: the pool ran dry (load.session_reuse: wrap), or its file started over
 	// NotStarted counts the open-loop modes' arrivals (arrival_rate, request_rate and replay sessions)
 	// that were due but still waiting for a slot when the stage stopped issuing.
 	NotStarted int
@@ -356,7 +356,9 @@ func (s *stageRun) fillResult(res *StageResult, interrupted bool) {
 		res.Stopped, res.InterruptNs = s.stopped, clk.ns(s.stoppedAt)
 	}
 	if res.Reused > 0 {
-		log.Warn("the session pool ran dry: sessions were reused", "reused", res.Reused, "pool", len(s.pool.Sessions))
+		// stage.json and report.md say it too, with the cache hit of the repeats (a stage warning).
+		log.Warn("sessions repeated conversations the run had sent: the pool ran dry, or its file started over", "reused", res.Reused,
+			"sessions", res.Sessions, "pool", len(s.pool.Sessions), "session_reuse", s.pool.Reuse, "nonce_after_system", s.pool.NoncesRepeats())
 	}
 	if res.NoUsage > 0 {
 		log.Warn("the server sent no usage for some answers: output tokens were counted from chunks", "requests", res.NoUsage)

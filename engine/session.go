@@ -72,6 +72,9 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, st sessionStart)
 		if !ok {
 			break
 		}
+		if k == 0 && st.reused && s.pool.NoncesRepeats() {
+			text, turn.UserTokens = s.repeatNonce(ss, text, turn.UserTokens)
+		}
 		ss.setIntended(k, turn)
 		if k == 0 && st.prepared != nil {
 			// Started ahead of its time: the request is built now, so when it is due only its slot

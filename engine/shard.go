@@ -25,8 +25,10 @@ func owned(sh workload.Shard, n int) int {
 	return (n - sh.Index + sh.Count - 1) / sh.Count
 }
 
-// sessionPick is a session the load takes from the pool: the plan, its index in the pool, the
-// global ordinal of this instance, and whether the pool had wrapped around to it.
+// sessionPick is a session the load takes from the pool: the plan, its index in the pool (past the
+// pool's end for a session drawn anew, load.session_reuse: fresh), the global ordinal of this
+// instance, and whether it repeats a conversation the run already sent (the pool had wrapped
+// around to it, or a file's entry repeats an earlier one).
 type sessionPick struct {
 	plan           *workload.SessionPlan
 	index, ordinal int
@@ -36,7 +38,8 @@ type sessionPick struct {
 // conversationID is the instance's conversation id: the plan's own, or for a reused entry the
 // plan's prefix with the instance's global ordinal (`s01-000015` replaying entry 3 of a pool of
 // 12), so no two instances of a run, sharded or not, share an id (docs/deployment.md); the record's
-// metadata.dataset_session says which entry was replayed.
+// metadata.dataset_session says which entry was replayed. A session drawn past the pool has its
+// ordinal's id already.
 func (p sessionPick) conversationID() string {
 	if !p.reused {
 		return p.plan.ID
@@ -49,18 +52,33 @@ func (p sessionPick) conversationID() string {
 	return fmt.Sprintf("%s%06d", id[:i], p.ordinal)
 }
 
-// poolAt is the session of global ordinal n (an open-loop arrival's), wrapping around the pool (and
-// saying so) when it is shorter than the schedule.
+// poolAt is the session of global ordinal n (an open-loop arrival's). Past the pool's end it is
+// session n drawn anew (load.session_reuse: fresh), or the pool's again from its start, said to be
+// a reuse.
 func (s *stageRun) poolAt(n int) sessionPick {
-	size := len(s.pool.Sessions)
-	return sessionPick{plan: &s.pool.Sessions[n%size], index: n % size, ordinal: n, reused: n >= size}
+	if n < len(s.pool.Sessions) || s.pool.DrawsPastPool() {
+		return s.pick(n, n, false)
+	}
+	return s.pick(n%len(s.pool.Sessions), n, true)
 }
 
-// nextSession takes the concurrency model's next session: the pool's next in order, wrapping
-// around (and saying so) when it runs dry. A shard takes only its own residue class of the pool,
-// in order, and wraps within it; a pool shorter than the shard count leaves a shard none of its
-// own, and it then replays the pool's from its index on, every one a reuse. The shard's n-th
-// session is global ordinal Index + n·Count, so ordinals stay in the shard's residue class.
+// pick is pool entry (or drawn session) index as the instance of global ordinal ordinal; wrapped
+// says the pool had started over to reach it.
+func (s *stageRun) pick(index, ordinal int, wrapped bool) sessionPick {
+	if index >= len(s.pool.Sessions) { // drawn anew: its plan is kept by the session alone
+		sp := s.pool.Session(index)
+		return sessionPick{plan: &sp, index: index, ordinal: ordinal}
+	}
+	return sessionPick{plan: &s.pool.Sessions[index], index: index, ordinal: ordinal, reused: wrapped || index >= s.pool.FirstRepeat()}
+}
+
+// nextSession takes the concurrency model's next session: the pool's next in order, and past its
+// end a session drawn anew (load.session_reuse: fresh) or the pool's again from its start (and
+// saying so). A shard takes only its own residue class of the pool, in order. The shard's n-th
+// session is global ordinal Index + n·Count, so ordinals stay in the shard's residue class; drawn
+// anew, the session is that ordinal's. Wrapping, a shard wraps within its class; a pool shorter
+// than the shard count leaves a shard none of its own, and it then replays the pool's from its
+// index on, every one a reuse.
 func (s *stageRun) nextSession() sessionPick {
 	n := int(s.counts.next.Add(1) - 1)
 	sh, size := s.cfg.Shard, len(s.pool.Sessions)
@@ -68,13 +86,14 @@ func (s *stageRun) nextSession() sessionPick {
 		return s.poolAt(n)
 	}
 	ordinal := sh.Index + n*sh.Count
+	if ordinal < size || s.pool.DrawsPastPool() {
+		return s.pick(ordinal, ordinal, false)
+	}
 	m := owned(sh, size)
 	if m == 0 {
-		i := ordinal % size
-		return sessionPick{plan: &s.pool.Sessions[i], index: i, ordinal: ordinal, reused: true}
+		return s.pick(ordinal%size, ordinal, true)
 	}
-	i := sh.Index + (n%m)*sh.Count
-	return sessionPick{plan: &s.pool.Sessions[i], index: i, ordinal: ordinal, reused: n >= m}
+	return s.pick(sh.Index+(n%m)*sh.Count, ordinal, n >= m)
 }
 
 // split is this shard's part of a whole-run cap (concurrency, max_concurrency, max_in_flight); at
@@ -112,4 +131,15 @@ func (s *stageRun) startInstant(ctx context.Context) (time.Time, error) {
 	defer timer.Stop()
 	waitPrecisely(ctx, timer, at)
 	return at, nil
+}
+
+// repeatNonce is a repeated session's first user message with the instance's nonce in front of it,
+// and that message's tokens: `[s01-000015] ` (its conversation id, unique in the run) right after
+// the system prompt, where load.session_reuse is wrap. The rest of the session follows it, so the
+// server can cache the persona and the session's own history, but not the conversation it repeats.
+// Counted again whole: a tokenizer may merge across the join.
+func (s *stageRun) repeatNonce(ss *session, text string, tokens int) (string, int) {
+	tagged := "[" + ss.sr.ConversationID + "] " + text
+	count := s.cfg.Scenario.Tokenizer().Count
+	return tagged, tokens + count(tagged) - count(text)
 }

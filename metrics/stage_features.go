@@ -77,6 +77,7 @@ type features struct {
 	e2eUser, e2eRound   []float64
 	byRound             map[int]*turnCache
 	structured          *StructuredSummary
+	reuse               reuseTally // repeated conversations' cache hit against new ones'
 	// batch: over every record
 	first, last        int64
 	any                bool
@@ -109,8 +110,10 @@ func (f *features) add(r *Record) {
 	}
 }
 
-// success takes a successful in-window request's tool calls, round and validity.
+// success takes a successful in-window request's tool calls, round and validity, and whether its
+// session repeated a conversation.
 func (f *features) success(r *Record) {
+	f.reuse.add(r)
 	if r.StructuredValid.OK {
 		if f.structured == nil {
 			f.structured = &StructuredSummary{}
@@ -239,6 +242,7 @@ func (f *features) result(sum *StageSummary, in StageInput) {
 		sum.TTFTByRound = &RoundSplit{UserTurn: summarize(f.ttftUser), ToolRound: summarize(f.ttftRound)}
 		sum.E2EByRound = &RoundSplit{UserTurn: summarize(f.e2eUser), ToolRound: summarize(f.e2eRound)}
 	}
+	sum.ReuseCache = f.reuse.result()
 	if st := f.structured; st != nil {
 		st.ShareValid = share(st.Valid, st.Valid+st.Invalid)
 		sum.Structured = st

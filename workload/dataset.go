@@ -75,11 +75,17 @@ type StagePool struct {
 	// text writes released synthetic text again (nil for a pool from files, whose text is kept).
 	text *textSource
 	// draw draws a synthetic session again, text included, and start begins drawing it turn by
-	// turn (both nil for a pool from files).
+	// turn (both nil for a pool from files). Both take any index: past the pool they draw the
+	// stage's later sessions (load.session_reuse: fresh).
 	draw  func(g *TextGen, i int) SessionPlan
-	start func(i int) *sessionDraw
+	start func(i int) (SessionPlan, *sessionDraw)
+	// repeats is how many of the pool's last entries repeat a conversation an earlier entry of the
+	// run already sent (a file shorter than the sessions its stages take starts over); 0: none.
+	repeats int
 	// personas are the workload's, for the dataset lines' system prompts.
 	personas []Persona
+	// Reuse is load.session_reuse: what the stage does once it needs more sessions than the pool.
+	Reuse    SessionReuse
 	Stage    int // 1-based
 	Spec     Stage
 	Sessions []SessionPlan
@@ -192,9 +198,9 @@ func (s *Scenario) Build() (*Workload, error) {
 
 func (s *Scenario) buildStage(g *TextGen, w *Workload, stage int, st Stage) StagePool {
 	pool := StagePool{Stage: stage, Spec: st, Sessions: make([]SessionPlan, s.PoolSize(st)), personas: w.Personas,
-		text: newTextSource(s.Session.Language, s.Tokenizer())}
+		text: newTextSource(s.Session.Language, s.Tokenizer()), Reuse: s.Load.SessionReuse}
 	pool.draw = func(g *TextGen, i int) SessionPlan { return s.buildSession(g, w, stage, i) }
-	pool.start = func(i int) *sessionDraw { _, d := s.startSession(w, stage, i); return d }
+	pool.start = func(i int) (SessionPlan, *sessionDraw) { return s.startSession(w, stage, i) }
 	lines := newDatasetHash()
 	for i := range pool.Sessions {
 		sp := s.buildSession(g, w, stage, i)
@@ -206,9 +212,10 @@ func (s *Scenario) buildStage(g *TextGen, w *Workload, stage int, st Stage) Stag
 	return pool
 }
 
-// buildSession draws session i of a stage's pool, text included. Every draw comes from the
-// session's own generator, so the same session is drawn again, byte for byte, whenever it is asked
-// for (StagePool.Cursor, StagePool.WriteDataset).
+// buildSession draws session i of a stage, text included. Every draw comes from the session's own
+// generator, of (seed, stage, i), so the same session is drawn again, byte for byte, whenever it is
+// asked for (StagePool.Cursor, StagePool.WriteDataset), and an i past the pool is a session as new
+// as the pool's own (StagePool.Session).
 func (s *Scenario) buildSession(g *TextGen, w *Workload, stage, i int) SessionPlan {
 	sp, d := s.startSession(w, stage, i)
 	sp.Turns = make([]Turn, 0, sp.planned)

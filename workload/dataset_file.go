@@ -50,8 +50,12 @@ func newDatasetEncoder(w io.Writer) *json.Encoder {
 }
 
 // finish sets the pool's dataset identity and turns its prompt sums into means.
+// The sha256 covers dataset.jsonl and then one line naming the sessions past the pool
+// (SessionReuse.ruleLine), which the file does not hold; DatasetSize is the file's alone.
 func (p *StagePool) finish(d *datasetHash) {
-	p.DatasetSize, p.SHA256 = d.n.n, hex.EncodeToString(d.sum.Sum(nil))
+	p.DatasetSize = d.n.n
+	_, _ = io.WriteString(d.sum, p.Reuse.ruleLine())
+	p.SHA256 = hex.EncodeToString(d.sum.Sum(nil))
 	if n := float64(len(p.Sessions)); n > 0 {
 		p.PromptFirst, p.PromptMid, p.PromptLast = p.PromptFirst/n, p.PromptMid/n, p.PromptLast/n
 	}

@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -365,14 +366,15 @@ func BenchmarkWriteDatasetPersonaShared(b *testing.B) {
 }
 
 // datasetOf is the pool's dataset.jsonl as WriteDataset writes it, checked against the pool's
-// sha256 and size (what the build hashed is what is written).
+// sha256 (of the file and then the line naming the sessions past the pool) and size (what the build
+// hashed is what is written).
 func datasetOf(t testing.TB, p *StagePool) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	if err := p.WriteDataset(&buf); err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256(buf.Bytes())
+	sum := sha256.Sum256(append(slices.Clone(buf.Bytes()), p.Reuse.ruleLine()...))
 	if got := hex.EncodeToString(sum[:]); got != p.SHA256 || int64(buf.Len()) != p.DatasetSize {
 		t.Fatalf("stage %d: dataset written as %d bytes, sha256 %s; the build said %d bytes, %s", p.Stage, buf.Len(), got, p.DatasetSize, p.SHA256)
 	}

@@ -138,8 +138,9 @@ func (c *checker) estimates() {
 		if st.Duration > 0 && st.Duration.D().Seconds() < e.SessionSeconds {
 			c.warnf(p+".duration", "duration %s is shorter than a typical session (about %.0fs with %s): most sessions will be cut by the end of the stage", st.Duration, e.SessionSeconds, s.Assumption())
 		}
-		if pool := s.PoolSize(st); e.SessionsNeeded > float64(pool) {
-			c.warnf(p, "the pool of %d sessions is likely to run dry (about %.0f sessions will start, with %s): sessions will be reused; raise load.session_pool_factor or sessions", pool, e.SessionsNeeded, s.Assumption())
+		if pool := s.PoolSize(st); e.SessionsNeeded > float64(pool) && s.Load.SessionReuse.Wraps() {
+			// With fresh, a stage past its pool draws new sessions: nothing to warn of.
+			c.warnf(p, "the pool of %d sessions is likely to run dry (about %.0f sessions will start, with %s): sessions will be sent again (load.session_reuse: %s); raise load.session_pool_factor or sessions%s", pool, e.SessionsNeeded, s.Assumption(), s.Load.SessionReuse, freshAdvice(s))
 		}
 	}
 	turns := s.Session.Turns.MaxValue()

@@ -20,6 +20,7 @@ func (c *checker) load() {
 	if l.SessionPoolFactor < 1 {
 		c.errorf("load.session_pool_factor", "found %g; accepted: a factor ≥ 1", l.SessionPoolFactor)
 	}
+	c.sessionReuse()
 	if l.DrainTimeout > 0 && l.DrainTimeout < s.Target.Timeout {
 		c.warnf("load.drain_timeout", "drain_timeout %s is shorter than target.timeout %s: slow requests at the end of each stage will be cancelled and counted as errors", l.DrainTimeout, s.Target.Timeout)
 	}

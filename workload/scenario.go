@@ -144,6 +144,10 @@ type LoadPlan struct {
 	Stages            []Stage  `yaml:"stages,flow"`
 	DrainTimeout      Duration `yaml:"drain_timeout"`
 	SessionPoolFactor float64  `yaml:"session_pool_factor"`
+	// SessionReuse is what a stage does once it needs more sessions than its pool holds (ReuseFresh,
+	// ReuseWrap, ReuseWrapIdentical): a resent conversation is a prefix the server may have cached,
+	// so only a scenario that asks for it sends one byte for byte.
+	SessionReuse SessionReuse `yaml:"session_reuse"`
 	// AbortAfter stops a stage as failed when every request for this long failed before any
 	// response byte: the target is unreachable, and more load would only flood it.
 	AbortAfter Duration `yaml:"abort_after"`
@@ -336,6 +340,9 @@ func (s *Scenario) loadDefaults() {
 	}
 	if !s.has("load.session_pool_factor") {
 		s.Load.SessionPoolFactor = DefaultPoolFactor
+	}
+	if !s.has("load.session_reuse") {
+		s.Load.SessionReuse = s.defaultSessionReuse()
 	}
 	if m := s.Load.LoadMode(); m.defaults != nil {
 		m.defaults(s) // the keys only its mode reads (arrival, cv, max_in_flight, time_scale)

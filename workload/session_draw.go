@@ -41,8 +41,34 @@ func (p *StagePool) Cursor(i int) *TurnCursor {
 	if p.start == nil {
 		return &TurnCursor{pool: p, turns: p.Sessions[i].Turns}
 	}
-	return &TurnCursor{pool: p, draw: p.start(i)}
+	_, d := p.start(i)
+	return &TurnCursor{pool: p, draw: d}
 }
+
+// DrawsPastPool reports whether the stage draws new sessions once it has started its pool's
+// (load.session_reuse: fresh, on a synthetic pool): Session and Cursor then take any index.
+func (p *StagePool) DrawsPastPool() bool { return p.start != nil && p.Reuse == ReuseFresh }
+
+// Session is the plan of the stage's session i: the pool's entry, or past the pool (DrawsPastPool)
+// session i drawn from (seed, stage, i) as the pool drew its own — persona and turn count here, its
+// turns by Cursor(i) — and kept nowhere, so a stage of 100,000 sessions holds only those running.
+func (p *StagePool) Session(i int) SessionPlan {
+	if i < len(p.Sessions) || !p.DrawsPastPool() {
+		return p.Sessions[i]
+	}
+	sp, _ := p.start(i)
+	return sp
+}
+
+// FirstRepeat is the first pool entry whose conversation the run already sent in an earlier entry
+// (a dataset or trace shorter than the sessions its stages take starts over, each stage going on
+// where the last stopped); len(Sessions) when no entry repeats one.
+func (p *StagePool) FirstRepeat() int { return max(0, len(p.Sessions)-p.repeats) }
+
+// NoncesRepeats reports whether a session that repeats a conversation carries a nonce of its own
+// after the system prompt (load.session_reuse: wrap), so the server cannot answer it from its cache
+// beyond the persona.
+func (p *StagePool) NoncesRepeats() bool { return p.Reuse == ReuseWrap }
 
 // Next is the next turn (its User left empty: the text is returned beside it) and its user text;
 // false after the last turn.

@@ -13,7 +13,7 @@ const sourcePoolMax = 10_000
 // buildFromSource makes the stages' pools from the dataset or trace the scenario read: personas are
 // the distinct system prompts (so sessions that share one share its prefix on the server), and each
 // stage takes the next sessions of the source in order — its `sessions`, else the whole source up
-// to sourcePoolMax — wrapping around at the end.
+// to sourcePoolMax — wrapping around at the end (the entries past it are repeats: FirstRepeat).
 func (s *Scenario) buildFromSource(g *TextGen) (*Workload, error) {
 	src := s.source
 	w := &Workload{}
@@ -44,7 +44,12 @@ func (s *Scenario) buildFromSource(g *TextGen) (*Workload, error) {
 			}
 			n = len(picks)
 		}
-		pool := StagePool{Stage: i + 1, Spec: st, Sessions: make([]SessionPlan, n), personas: w.Personas}
+		pool := StagePool{Stage: i + 1, Spec: st, Sessions: make([]SessionPlan, n), personas: w.Personas, Reuse: s.Load.SessionReuse}
+		// The entries from the file's end on repeat conversations the run already sent (a replay's
+		// picks are each the trace's own, once).
+		if picks == nil {
+			pool.repeats = n - min(n, max(0, len(src.Sessions)-next))
+		}
 		lines := newDatasetHash()
 		for j := range pool.Sessions {
 			ss := &src.Sessions[next%len(src.Sessions)]

@@ -152,7 +152,8 @@ func TestValidationRules(t *testing.T) {
 		{"warn think time", []edit{{13, "  think_time: {min: 0s, max: 90s}"}}, true, "session.think_time", 13, "{", "think time can reach 1m30s (> 60s)"},
 		{"warn drain", []edit{{0, "  drain_timeout: 10s"}}, true, "load.drain_timeout", 0, "10s", "drain_timeout 10s is shorter than target.timeout 2m"},
 		{"warn short stage", []edit{{17, "    - {concurrency: 2, duration: 1s}"}}, true, "load.stages[0].duration", 17, "1s", "shorter than a typical session"},
-		{"warn pool dry", []edit{{17, "    - {concurrency: 2, duration: 600s, sessions: 3}"}}, true, "load.stages[0]", 17, "{", "the pool of 3 sessions is likely to run dry"},
+		{"warn pool dry", []edit{{15, "  mode: concurrency\n  session_reuse: wrap"}, {17, "    - {concurrency: 2, duration: 600s, sessions: 3}"}}, true, "load.stages[0]", 18, "{", "the pool of 3 sessions is likely to run dry"},
+		{"session_reuse unknown", []edit{{15, "  mode: concurrency\n  session_reuse: loop"}}, false, "load.session_reuse", 16, "loop", `found "loop"; accepted: fresh, wrap, wrap_identical`},
 		{"warn history", []edit{{10, "  turns: {min: 200, max: 300}"}, {12, "  max_output_tokens: {min: 500, max: 1000}"}}, true, "session.turns", 10, "{", "history is likely to reach about"},
 		{"warn unset env", []edit{{0, "  api_key_env: PLLOAD_TEST_UNSET_KEY"}}, true, "target.api_key_env", 0, "PLLOAD", "environment variable PLLOAD_TEST_UNSET_KEY is not set"},
 	}
