@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -109,5 +110,24 @@ func TestChunkTokensRoundTrip(t *testing.T) {
 		if _, err := ParseRecord([]byte(strings.TrimSpace(bad))); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("chunk_tokens %s: error %v, want one saying %q", value, err, want)
 		}
+	}
+}
+
+// TestChunkGapsAfterHDR: a stage whose pooled ITL already went to its HDR histogram when the first
+// record with chunk_tokens comes starts its chunk gaps from a copy of that histogram (until then the
+// two are the same), and the two go on apart.
+func TestChunkGapsAfterHDR(t *testing.T) {
+	s := NewStage(input())
+	s.hdr = hdrhistogram.New(1, int64(time.Hour), 3)
+	for range 5 {
+		s.hdr.RecordValue(nsOf(10))
+	}
+	r := &Record{InterChunkLatency: []float64{60}, ChunkTokens: []int{1, 6}}
+	s.addRecordGaps(r)
+	if s.chunkGaps == nil || s.chunkGaps.hdr == nil || s.chunkGaps.hdr.TotalCount() != 6 || s.hdr.TotalCount() != 11 {
+		t.Fatalf("chunk gaps %+v, pooled ITL over %d values: want 5 + 1 chunk gaps and 5 + 6 token gaps", s.chunkGaps, s.hdr.TotalCount())
+	}
+	if d := s.chunkGaps.dist(); d.N != 6 || d.Max < 59.9 {
+		t.Fatalf("chunk gaps %+v: want 6 up to 60 ms", d)
 	}
 }
