@@ -47,7 +47,7 @@ func TestFinalLinesAgreeWithTheTables(t *testing.T) {
 				}
 				in.Outcomes[3].Runs = nil
 			},
-			headline: "no open-loop rate met the SLO (" + slo + ") in every repeat; stages 01, 02, 04 passed it only as a replay that fell behind its trace, which is not valid",
+			headline: "no open-loop rate met the SLO (" + slo + ") in every repeat: the lowest, mean: 8 req/s, met it in 0 of 2; stages 01, 02, 04 passed it only as a replay that fell behind its trace, which is not valid",
 			table:    "| mean: 8 req/s | 2 | 0 of 2 (2 passed as a replay that fell behind: not valid) |",
 			code:     runner.Failed, errText: "no valid stage passed the SLO (" + slo + ") in any part"},
 		{name: "partial: an interrupted matrix",
@@ -70,8 +70,28 @@ func TestFinalLinesAgreeWithTheTables(t *testing.T) {
 					}
 				}
 			},
-			headline: "no open-loop rate met the SLO (" + slo + ") in every repeat; stages 01, 02, 03, 04, 05, 06 partial (cut short), so not counted",
+			headline: "no open-loop rate met the SLO (" + slo + ") in every repeat: the lowest, mean: 8 req/s, met it in 0 of 2; stages 01, 02, 03, 04, 05, 06 partial (cut short), so not counted",
 			code:     runner.Failed, errText: "no complete stage passed the SLO (" + slo + ") in any part"},
+		{name: "one limit failing: the headline names it",
+			edit: func(in *Input) {
+				v, no, yes := 122.0, false, true
+				ttft := 60.0
+				for _, st := range in.Outcomes[1].Runs[0].Stages {
+					st.Summary.SLO = metrics.SLOResult{Verdict: metrics.SLOFail, Checks: []metrics.SLOCheck{
+						{Name: "ttft_p95_ms", Limit: 150, Value: &ttft, Pass: &yes}, {Name: "itl_p95_ms", Limit: 50, Value: &v, Pass: &no}}}
+				}
+			},
+			headline: "no open-loop rate met the SLO (" + slo + ") in every repeat: the lowest, mean: 8 req/s, met it in 0 of 2 (ITL p95 122 ms > 50 ms)",
+			table:    "| mean: 8 req/s | 2 | 0 of 2 |"}, // part A's stages met it: the matrix exits 0
+		{name: "a higher rate met above one that did not: not the operating point",
+			edit: func(in *Input) {
+				st := in.Outcomes[1].Runs[0].Stages
+				st[1].Summary.SLO.Verdict = metrics.SLOFail
+				st[2].Summary.SLO.Verdict, st[5].Summary.SLO.Verdict = metrics.SLOPass, metrics.SLOPass
+			},
+			headline: "meets the SLO (" + slo + ") up to mean: 8 req/s, in 2 of 2 repeats",
+			verdict:  []string{"; peak+30%: 19 req/s met it in every repeat, above peak: 16 req/s, which met it in 0 of 2: noise or a server warming up, not capacity"},
+			table:    "| peak: 16 req/s | 2 | 0 of 2 |"},
 		{name: "no SLO",
 			edit: func(in *Input) {
 				sc := *in.Scenario

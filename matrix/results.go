@@ -3,6 +3,7 @@ package matrix
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -179,8 +180,10 @@ func (o Outcome) Table() string {
 	return b.String()
 }
 
-// Operating is the operating point: the highest level of part B whose every repeat met the SLO
-// (open loop proves the SLO; closed-loop latency hides queueing). ok false when none did.
+// Operating is the operating point: the highest level of part B whose every repeat met the SLO, with
+// every level below it met too (open loop proves the SLO; closed-loop latency hides queueing). "Up
+// to" a rate means every rate under it: a higher level that met the SLO above one that did not is not
+// the operating point (Unordered says so). ok false when the lowest level did not meet it.
 func Operating(outcomes []Outcome) (Level, bool) {
 	var best Level
 	found := false
@@ -189,12 +192,50 @@ func Operating(outcomes []Outcome) (Level, bool) {
 			continue
 		}
 		for _, l := range o.Levels() {
-			if _, all := l.Met(); all {
-				best, found = l, true
+			if _, all := l.Met(); !all {
+				break
 			}
+			best, found = l, true
 		}
 	}
 	return best, found
+}
+
+// Unordered says where part B's levels met the SLO out of order ("" when they did not): the first
+// level that did not meet it in every repeat, and a higher one that did. Latency rises with load, so
+// this is noise or a server warming up, not capacity; more repeats decide it.
+func Unordered(outcomes []Outcome) string {
+	for _, o := range outcomes {
+		if o.Part.ID != PartB {
+			continue
+		}
+		var missed *Level
+		levels := o.Levels()
+		for i, l := range levels {
+			_, all := l.Met()
+			switch {
+			case !all && missed == nil:
+				missed = &levels[i]
+			case all && missed != nil:
+				m, _ := missed.Met()
+				return fmt.Sprintf("%s met it in every repeat, above %s, which met it in %d of %d: noise or a server warming up, not capacity; more repeats decide it",
+					l.offered(), missed.offered(), m, len(missed.Stages))
+			}
+		}
+	}
+	return ""
+}
+
+// brokenAt says what the level's repeats broke, in the stage tables' words: "ITL p95 122 ms > 50 ms"
+// ("" when no repeat has a broken limit on record).
+func (l Level) brokenAt() string {
+	var out []string
+	for _, st := range l.Stages {
+		if b := st.Summary.SLO.Broken(); b != "" && !slices.Contains(out, b) {
+			out = append(out, b)
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // saturation is part A's highest throughput level (by its median out tok/s over the repeats) and

@@ -65,13 +65,29 @@ func Headline(in Input) string {
 		for _, r := range b.Runs {
 			stages = append(stages, r.Stages...)
 		}
-		return fmt.Sprintf("no open-loop rate met the SLO (%s) in every repeat%s", slo, uncounted(stages))
+		line := fmt.Sprintf("no open-loop rate met the SLO (%s) in every repeat", slo)
+		if levels := b.Levels(); len(levels) > 0 && len(levels[0].Stages) > 0 {
+			lowest := levels[0]
+			m, _ := lowest.Met()
+			line += fmt.Sprintf(": the lowest, %s, met it in %d of %d", lowest.offered(), m, len(lowest.Stages))
+			if broken := lowest.brokenAt(); broken != "" {
+				line += " (" + broken + ")"
+			}
+		}
+		if u := Unordered(in.Outcomes); u != "" {
+			line += "; " + u
+		}
+		return line + uncounted(stages)
 	}
 	met, _ := op.Met()
-	return fmt.Sprintf("meets the SLO (%s) up to %s, in %d of %d repeats: goodput %s req/s, %s out tok/s",
+	line := fmt.Sprintf("meets the SLO (%s) up to %s, in %d of %d repeats: goodput %s req/s, %s out tok/s",
 		slo, op.offered(), met, len(op.Stages),
 		Spread(op.values(func(s *metrics.StageSummary) float64 { return opt(s.Goodput.ReqPerSec) }), 2),
 		Spread(op.values(func(s *metrics.StageSummary) float64 { return s.Throughput.OutTokPerSec }), 0))
+	if u := Unordered(in.Outcomes); u != "" {
+		line += "; " + u
+	}
+	return line
 }
 
 func outcome(in Input, id string) (Outcome, bool) {
@@ -91,8 +107,8 @@ func verdictSection(b *strings.Builder, in Input) {
 			Spread(op.values(func(s *metrics.StageSummary) float64 { return dist(s.TPOT, p95) }), 0),
 			Spread(rtts(op.Stages), 2), usd(op, func(s *metrics.StageSummary) *float64 { return s.Cost.USDPer1MOut }))
 		for _, st := range op.Stages {
-			if w := st.Injector.Warnings(); len(w) > 0 {
-				fmt.Fprintf(b, " **The client was strained** at that point (part B, stage %02d: %s): its latencies may read longer than the server's, never shorter.", st.Stage, w[0])
+			if cause := st.Injector.Cause(); cause != "" {
+				fmt.Fprintf(b, " **The client was strained** at that point (part B, stage %02d: %s): its latencies may read longer than the server's, never shorter.", st.Stage, cause)
 				break
 			}
 		}
