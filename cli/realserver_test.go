@@ -35,7 +35,13 @@ func realScenario(t *testing.T, s *llamaserver.Server, name, model, body string)
 // realRun runs a scenario and returns the exit code, the output and its stage.json files, parsed.
 func realRun(t *testing.T, scenario string, args ...string) (int, string, []map[string]any) {
 	t.Helper()
-	out := t.TempDir()
+	code, out, stages, _ := realRunIn(t, t.TempDir(), scenario, args...)
+	return code, out, stages
+}
+
+// realRunIn is realRun into the results base directory out; it also returns the run's directory.
+func realRunIn(t *testing.T, out, scenario string, args ...string) (int, string, []map[string]any, string) {
+	t.Helper()
 	code, stdout, stderr := plload(t, append([]string{"run", scenario, "--out", out, "--quiet"}, args...)...)
 	files, _ := filepath.Glob(filepath.Join(out, "*", "stage_*", "stage.json"))
 	var stages []map[string]any
@@ -50,7 +56,12 @@ func realRun(t *testing.T, scenario string, args ...string) (int, string, []map[
 		}
 		stages = append(stages, m)
 	}
-	return code, stdout + stderr, stages
+	dirs, _ := filepath.Glob(filepath.Join(out, "*"))
+	dir := ""
+	if len(dirs) == 1 {
+		dir = dirs[0]
+	}
+	return code, stdout + stderr, stages, dir
 }
 
 // at reads a value from parsed JSON by a dotted path ("summary.requests.errors"); nil when absent.
@@ -139,4 +150,78 @@ func stageWarnings(st map[string]any) []string {
 		}
 	}
 	return out
+}
+
+// TestRealServerAgentsAndModelMix: agent sessions (tools on every request, a structured final answer)
+// spread over two model names that llama-server serves as aliases of one model (-a base-model,sql-lora):
+// the preflight finds both names in /v1/models' aliases, and every request succeeds.
+func TestRealServerAgentsAndModelMix(t *testing.T) {
+	s := llamaserver.Require(t, llamaserver.ModelOptions{}, llamaserver.Options{Aliases: []string{"base-model", "sql-lora"}})
+	sc := realScenario(t, s, "real-agent", "base-model", `  models:
+    - {name: base-model, weight: 3}
+    - {name: sql-lora, weight: 1}
+personas:
+  count: 2
+  system_prompt_tokens: {min: 100, max: 200}
+session:
+  turns: {min: 2, max: 3}
+  user_input_tokens: {min: 20, max: 40}
+  max_output_tokens: {min: 8, max: 16}
+  think_time: {min: 100ms, max: 200ms}
+  tools:
+    count: 3
+    schema_tokens: {min: 40, max: 80}
+    choice: auto
+    result_tokens: {min: 50, max: 100}
+    max_rounds: 2
+  response_format:
+    type: json_schema
+    schema:
+      type: object
+      properties:
+        answer: {type: string}
+      required: [answer]
+load:
+  mode: concurrency
+  drain_timeout: 60s
+  stages:
+    - {concurrency: 4, warmup: 1s, duration: 10s}
+`)
+	code, out, stages, dir := realRunIn(t, t.TempDir(), sc)
+	checkClean(t, code, out, stages, 1)
+	data, err := os.ReadFile(filepath.Join(dir, "stage_01", "profile_export.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"base-model", "sql-lora"} {
+		if !strings.Contains(string(data), `"model":"`+name+`"`) {
+			t.Errorf("no record asked for %s: the model mix did not reach the server", name)
+		}
+	}
+}
+
+// TestRealServerNonStreamed: stream: false gets whole answers; their output and prompt tokens come
+// from the server's usage, and none is negative.
+func TestRealServerNonStreamed(t *testing.T) {
+	s := llamaserver.Require(t, llamaserver.ModelOptions{}, llamaserver.Options{Aliases: []string{"tiny"}})
+	sc := realScenario(t, s, "real-whole", "tiny", `  stream: false
+personas:
+  count: 2
+  system_prompt_tokens: {min: 100, max: 200}
+session:
+  turns: {min: 1, max: 3}
+  user_input_tokens: {min: 20, max: 40}
+  max_output_tokens: {min: 8, max: 16}
+  think_time: {min: 100ms, max: 200ms}
+load:
+  mode: concurrency
+  drain_timeout: 60s
+  stages:
+    - {concurrency: 2, warmup: 1s, duration: 8s}
+`)
+	code, out, stages := realRun(t, sc)
+	checkClean(t, code, out, stages, 1)
+	if osl := num(t, stages[0], "summary.osl_tokens.min"); osl < 1 {
+		t.Errorf("an answer of %v output tokens: the server was asked for at least 8", osl)
+	}
 }
