@@ -11,11 +11,17 @@ type StageSeries struct {
 	T0Ns, WNs, EEffNs int64
 	Seconds           []float64 // bucket start, seconds after t0
 	ReqPerSec         []float64 // successful requests that ended in the bucket
-	OutTokPerSec      []float64
-	TTFTP95Ms         []float64 // of successful requests that started in the bucket; NaN when none
-	ActiveSessions    []float64 // open at the bucket's middle
-	TTFT, ITL         []float64 // in-window successes, sorted (ITL thinned to at most maxCDFPoints)
-	E2E               []float64 // request latency of in-window successes
+	// ErrorsPerSec is the failed requests (errors, and cancellations but the user's interrupt's)
+	// that ended in the bucket: an outage shows as errors, not only as a gap in ReqPerSec.
+	ErrorsPerSec []float64
+	// SentPerSec is the requests that started in the bucket, whatever their outcome: the load
+	// offered, against what was answered.
+	SentPerSec     []float64
+	OutTokPerSec   []float64
+	TTFTP95Ms      []float64 // of successful requests that started in the bucket; NaN when none
+	ActiveSessions []float64 // open at the bucket's middle
+	TTFT, ITL      []float64 // in-window successes, sorted (ITL thinned to at most maxCDFPoints)
+	E2E            []float64 // request latency of in-window successes
 	// ITLByRequest holds each in-window success's chunk gaps (not thinned; it shares the records'
 	// memory), for statistics that must know which gaps came from the same request.
 	ITLByRequest [][]float64
@@ -40,6 +46,8 @@ type SeriesBuilder struct {
 	last     int64
 	sessions map[string]*interval
 	points   []seriesPoint
+	// failEnds and starts are the failed requests' ends and every request's start.
+	failEnds, starts []int64
 }
 
 // seriesPoint is what the one-second buckets need of a record.
@@ -62,7 +70,11 @@ func (b *SeriesBuilder) Add(r *Record) {
 		b.last = max(b.last, r.RequestEndNs.V)
 	}
 	widenSession(b.sessions, r)
+	b.starts = append(b.starts, r.RequestStartNs)
 	if !r.OK() {
+		if r.Error == nil || r.Error.Message != CancelledByInterrupt {
+			b.failEnds = append(b.failEnds, endNs(r))
+		}
 		return
 	}
 	b.points = append(b.points, seriesPoint{start: r.RequestStartNs, end: r.RequestEndNs.V, osl: r.OutputSequenceLength.V,
@@ -73,9 +85,9 @@ func (b *SeriesBuilder) Add(r *Record) {
 	}
 	appendOpt(&s.TTFT, r.TTFT)
 	appendOpt(&s.E2E, r.RequestLatency)
-	if gaps := r.TokenGaps(); len(gaps) > 0 {
-		s.ITL = append(s.ITL, gaps...)
-		s.ITLByRequest = append(s.ITLByRequest, gaps)
+	s.ITL = append(s.ITL, r.InterChunkLatency...)
+	if len(r.InterChunkLatency) > 0 {
+		s.ITLByRequest = append(s.ITLByRequest, r.InterChunkLatency)
 	}
 }
 
@@ -88,7 +100,10 @@ func (b *SeriesBuilder) Series() StageSeries {
 	}
 	s.Seconds = make([]float64, n)
 	s.ReqPerSec, s.OutTokPerSec, s.TTFTP95Ms, s.ActiveSessions = make([]float64, n), make([]float64, n), make([]float64, n), make([]float64, n)
+	s.ErrorsPerSec, s.SentPerSec = make([]float64, n), make([]float64, n)
 	ttftBy := s.fill(b.points, n)
+	s.count(s.ErrorsPerSec, b.failEnds)
+	s.count(s.SentPerSec, b.starts)
 	for i := range n {
 		s.Seconds[i] = float64(i)
 		s.TTFTP95Ms[i] = math.NaN()
@@ -115,17 +130,29 @@ func (b *SeriesBuilder) Series() StageSeries {
 	return s
 }
 
+// bucket is the one-second bucket of ns among n, or −1 outside them.
+func (s *StageSeries) bucket(ns int64, n int) int {
+	b := int((ns - s.T0Ns) / 1e9)
+	if ns < s.T0Ns || b >= n { // not b < 0: the division truncates [t0 − 1 s, t0) to bucket 0
+		return -1
+	}
+	return b
+}
+
+// count adds one to each time's bucket of per.
+func (s *StageSeries) count(per []float64, times []int64) {
+	for _, ns := range times {
+		if b := s.bucket(ns, len(per)); b >= 0 {
+			per[b]++
+		}
+	}
+}
+
 // fill counts the successes into the n one-second buckets, and returns the TTFTs of each bucket's
 // starts.
 func (s *StageSeries) fill(points []seriesPoint, n int) [][]float64 {
 	ttftBy := make([][]float64, n)
-	bucket := func(ns int64) int {
-		b := int((ns - s.T0Ns) / 1e9)
-		if ns < s.T0Ns || b >= n { // not b < 0: the division truncates [t0 − 1 s, t0) to bucket 0
-			return -1
-		}
-		return b
-	}
+	bucket := func(ns int64) int { return s.bucket(ns, n) }
 	for _, p := range points {
 		if b := bucket(p.end); b >= 0 {
 			s.ReqPerSec[b]++

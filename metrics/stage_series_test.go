@@ -23,6 +23,10 @@ func TestSeriesHandComputed(t *testing.T) {
 		{CreditIssuedNs: sec(4), RequestStartNs: sec(4)},     // no end, no session: a record still open
 		{CreditIssuedNs: sec(5), RequestStartNs: sec(5), TTFT: Some(1.0), RequestEndNs: Some(sec(5.1)),
 			Error: &RecordError{Type: "x", Message: "m"}, XCorrelationID: "E"}, // an error: counts only as a session
+		{CreditIssuedNs: sec(6), RequestStartNs: sec(6), WasCancelled: true, CancellationTimeNs: Some(sec(6.2)),
+			Error: &RecordError{Type: ErrTypeCancelled, Message: CancelledByInterrupt}}, // the user's interrupt: no error
+		{CreditIssuedNs: sec(7), RequestStartNs: sec(7), WasCancelled: true, CancellationTimeNs: Some(sec(7.3)),
+			Error: &RecordError{Type: ErrTypeCancelled, Message: "drain timeout"}}, // the drain's: an error, at its cancellation
 	}
 	sum := summary(input(), recs...)
 	s := Series(recs, sum)
@@ -33,6 +37,8 @@ func TestSeriesHandComputed(t *testing.T) {
 		Seconds:      []float64{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12},
 		ReqPerSec:    []float64{1, 2, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1, 0}, // by end: 0.7; 1.6, 1.76; 3.5; 11.605
 		OutTokPerSec: []float64{3, 6, 0, 2, 0, 0, 0, 0, 0, 0, 0, 2, 0},
+		ErrorsPerSec: []float64{0, 0, 1, 0, 0, 1, 0, 1, 0, 0, 0, 0, 0}, // by end: 2.51 (B's 500), 5.1 (E), 7.3 (the drain's)
+		SentPerSec:   []float64{1, 2, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 0}, // by start, every outcome; Z before t0 in none
 		// By start: bucket 1 holds TTFT 300 and 200: p95 = 200 + 0.95 × 100 = 295.
 		TTFTP95Ms: []float64{100, 295, nan, 150, nan, nan, nan, nan, nan, nan, nan, 100, nan},
 		// Open at each middle: A [0.5, 1.6], B [1.5, 2.51], C [3.2, 3.5), D [11.5, 11.605], E [5, 5.1].

@@ -90,7 +90,7 @@ func TestAbsorbOnTheTimeSeries(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			p, err := seriesPlot("ttft", "ms", s, s.TTFTP95Ms, c.a)
+			p, err := seriesPlot("ttft", "ms", s, s.TTFTP95Ms, c.a, false)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -105,14 +105,14 @@ func TestChartLegendsNeverCoverData(t *testing.T) {
 	// With a time to absorb: a shaded window and the absorption's mark add two legend entries.
 	absorb := &metrics.Absorb{WindowS: 1, FirstViolationS: metrics.Some(1.0), AbsorbedS: metrics.Some(2.0),
 		Windows: []metrics.AbsorbWindow{{StartS: 0, EndS: 1, State: metrics.WindowMet}, {StartS: 1, EndS: 2, State: metrics.WindowViolated}, {StartS: 2, EndS: 3, State: metrics.WindowMet}}}
-	for _, ys := range [][]float64{s.ReqPerSec, s.OutTokPerSec, s.TTFTP95Ms, s.ActiveSessions} {
-		p, err := seriesPlot("series", "y", s, ys, absorb)
+	for i, ys := range [][]float64{s.ReqPerSec, s.ErrorsPerSec, s.OutTokPerSec, s.SentPerSec, s.TTFTP95Ms, s.ActiveSessions} {
+		p, err := seriesPlot("series", "y", s, ys, absorb, i < 4) // the counts with a rolling mean
 		if err != nil {
 			t.Fatal(err)
 		}
 		panels = append(panels, p)
 	}
-	checkLegends(t, "time series", [][]*chart{{panels[0], panels[1]}, {panels[2], panels[3]}}, 11*vg.Inch, 7*vg.Inch)
+	checkLegends(t, "time series", [][]*chart{{panels[0], panels[1]}, {panels[2], panels[3]}, {panels[4], panels[5]}}, 11*vg.Inch, 10.5*vg.Inch)
 	if math.IsNaN(s.TTFTP95Ms[1]) {
 		t.Fatal("the series has no TTFT in its second bucket; the chart would be empty")
 	}

@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
 
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/resultfiles"
@@ -60,9 +61,33 @@ func cdfPlot(title string, sorted []float64, slo float64) (*chart, error) {
 	return p, nil
 }
 
+// rollingSeconds is the window of the rolling mean drawn over the per-second counts: one second's
+// count of a few requests jumps between 0 and 3, and five seconds read as a rate.
+const rollingSeconds = 5
+
+// rollingMean is the centred mean of ys over window buckets (fewer at the ends), NaNs skipped.
+func rollingMean(ys []float64, window int) []float64 {
+	out := make([]float64, len(ys))
+	half := window / 2
+	for i := range ys {
+		sum, n := 0.0, 0
+		for j := max(0, i-half); j <= min(len(ys)-1, i+window-1-half); j++ {
+			if !math.IsNaN(ys[j]) {
+				sum, n = sum+ys[j], n+1
+			}
+		}
+		out[i] = math.NaN()
+		if n > 0 {
+			out[i] = sum / float64(n)
+		}
+	}
+	return out
+}
+
 // seriesPlot is one time-series panel with warmup shaded and the window's ends marked, and, for a
 // stage whose load rose, the windows that broke a latency limit shaded and the absorption marked.
-func seriesPlot(title, ylabel string, s metrics.StageSeries, ys []float64, absorb *metrics.Absorb) (*chart, error) {
+// A rolling panel draws each second's value as a faint dot and the rolling mean as the line.
+func seriesPlot(title, ylabel string, s metrics.StageSeries, ys []float64, absorb *metrics.Absorb, rolling bool) (*chart, error) {
 	p := newChart()
 	p.Title.Text = title
 	p.X.Label.Text = "seconds since t0"
@@ -92,7 +117,12 @@ func seriesPlot(title, ylabel string, s metrics.StageSeries, ys []float64, absor
 		l.Color, l.Dashes = sloGray, []vg.Length{vg.Points(3), vg.Points(2)}
 		p.Add(l)
 	}
-	if len(xy) > 0 {
+	switch {
+	case len(xy) > 0 && rolling:
+		if err := addRolling(p, s, ys, xy); err != nil {
+			return nil, err
+		}
+	case len(xy) > 0:
 		l, pts, err := plotter.NewLinePoints(xy)
 		if err != nil {
 			return nil, err
@@ -106,8 +136,38 @@ func seriesPlot(title, ylabel string, s metrics.StageSeries, ys []float64, absor
 	return p, nil
 }
 
+// faintBlue is the per-second dots under a rolling mean.
+var faintBlue = color.NRGBA{31, 119, 180, 120}
+
+// addRolling draws the per-second values xy as faint dots and their rolling mean as the line.
+func addRolling(p *chart, s metrics.StageSeries, ys []float64, xy plotter.XYs) error {
+	dots, err := plotter.NewScatter(xy)
+	if err != nil {
+		return err
+	}
+	dots.Color, dots.Radius, dots.Shape = faintBlue, vg.Points(1.8), draw.CircleGlyph{}
+	var mean plotter.XYs
+	for i, y := range rollingMean(ys, rollingSeconds) {
+		if !math.IsNaN(y) {
+			mean = append(mean, plotter.XY{X: s.Seconds[i] + 0.5, Y: y})
+		}
+	}
+	l, err := plotter.NewLine(mean)
+	if err != nil {
+		return err
+	}
+	l.Color, l.Width = palette[0], vg.Points(1.5)
+	p.Add(dots, l)
+	p.addPoints(xy)
+	p.addLegend("each second", dots)
+	p.addLegend(fmt.Sprintf("%d s rolling mean", rollingSeconds), l)
+	return nil
+}
+
 // WriteStageCharts writes charts/stage_NN_cdf.{svg,png} (TTFT and ITL distributions) and
-// charts/stage_NN_timeseries.{svg,png} (req/s, out tok/s, TTFT p95, active sessions per second).
+// charts/stage_NN_timeseries.{svg,png}: requests answered and failed per second (an outage shows as
+// errors, not only as a gap), output tokens/s, requests sent/s, TTFT p95 and active sessions; the
+// counts with a rolling mean over the per-second dots.
 func WriteStageCharts(dir string, st *resultfiles.StageReport, s metrics.StageSeries) error {
 	if err := os.MkdirAll(filepath.Join(dir, "charts"), 0o755); err != nil {
 		return err
@@ -116,7 +176,7 @@ func WriteStageCharts(dir string, st *resultfiles.StageReport, s metrics.StageSe
 	if err != nil {
 		return err
 	}
-	itl, err := cdfPlot(fmt.Sprintf("stage %02d: ITL distribution (per token)", st.Stage), s.ITL, st.SLO.ITLP95Ms)
+	itl, err := cdfPlot(fmt.Sprintf("stage %02d: ITL distribution (chunk gaps)", st.Stage), s.ITL, st.SLO.ITLP95Ms)
 	if err != nil {
 		return err
 	}
@@ -124,9 +184,11 @@ func WriteStageCharts(dir string, st *resultfiles.StageReport, s metrics.StageSe
 	for _, p := range []struct {
 		title, ylabel string
 		ys            []float64
-	}{{"requests/s", "req/s", s.ReqPerSec}, {"output tokens/s", "tok/s", s.OutTokPerSec},
-		{"TTFT p95 of requests started each second", "ms", s.TTFTP95Ms}, {"active sessions", "sessions", s.ActiveSessions}} {
-		pl, err := seriesPlot(fmt.Sprintf("stage %02d: %s", st.Stage, p.title), p.ylabel, s, p.ys, st.Summary.Absorb)
+		rolling       bool
+	}{{"requests answered/s", "req/s", s.ReqPerSec, true}, {"errors/s (failed requests, by end)", "errors/s", s.ErrorsPerSec, true},
+		{"output tokens/s", "tok/s", s.OutTokPerSec, true}, {"requests sent/s", "req/s", s.SentPerSec, true},
+		{"TTFT p95 of requests started each second", "ms", s.TTFTP95Ms, false}, {"active sessions", "sessions", s.ActiveSessions, false}} {
+		pl, err := seriesPlot(fmt.Sprintf("stage %02d: %s", st.Stage, p.title), p.ylabel, s, p.ys, st.Summary.Absorb, p.rolling)
 		if err != nil {
 			return err
 		}
@@ -137,7 +199,7 @@ func WriteStageCharts(dir string, st *resultfiles.StageReport, s metrics.StageSe
 		if err != nil {
 			return err
 		}
-		ts, err := render(format, [][]*chart{{panels[0], panels[1]}, {panels[2], panels[3]}}, 11*vg.Inch, 7*vg.Inch)
+		ts, err := render(format, [][]*chart{{panels[0], panels[1]}, {panels[2], panels[3]}, {panels[4], panels[5]}}, 11*vg.Inch, 10.5*vg.Inch)
 		if err != nil {
 			return err
 		}
