@@ -414,3 +414,23 @@ func TestABSideCutShortIsComparedOverTheSameWindow(t *testing.T) {
 		t.Errorf("notes lack the cut:\n%s", note)
 	}
 }
+
+// TestABFailOnWorse: --fail-on worse turns B's verdict into the exit code: a B clearly slower than A
+// exits 1 with a last line naming the worse metric and its numbers; a bad value is refused before
+// anything is sent. (A client too busy to vouch for B's numbers exits 3, and the test then skips.)
+func TestABFailOnWorse(t *testing.T) {
+	code, _, stderr, _ := abRun(t, abScenario(t, 4, abStage), "--target", "A=http://127.0.0.1:1/v1", "--target", "B=http://127.0.0.1:1/v1", "--fail-on", "slower")
+	if code != 2 || !strings.Contains(stderr, `--fail-on "slower": accepted: worse`) {
+		t.Errorf("--fail-on slower: exit %d\n%s", code, stderr)
+	}
+	a, b := abMock(t, 5*time.Millisecond, 1), abMock(t, 80*time.Millisecond, 2)
+	code, stdout, stderr, _ := abRun(t, abScenario(t, 4, "{concurrency: 4, warmup: 100ms, duration: 1500ms}"), "--target", "A="+a, "--target", "B="+b, "--fail-on", "worse")
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	last := lines[len(lines)-1]
+	if code == 3 && strings.Contains(last, "strained") {
+		t.Skipf("busy: the client was strained while it measured B: %s", last)
+	}
+	if code != 1 || !strings.HasPrefix(last, "A/B: B (B) is worse than A (A): stage 01 ") || !strings.Contains(stderr, "FAILED (exit 1, --fail-on worse): B is worse") {
+		t.Errorf("exit %d, last line %q\n%s", code, last, stderr)
+	}
+}

@@ -36,6 +36,9 @@ type RunOptions struct {
 	// Render writes the files people read (report.md, report.html, charts) beside each side's
 	// report.json: the rendering floor's, passed in so that running an A/B never links it.
 	Render resultfiles.Renderer
+	// FailOnWorse makes B's verdicts the exit code (plload ab --fail-on worse): 1 when B is worse on
+	// a metric whose numbers stand, 3 when it read worse only on numbers that cannot vouch for it.
+	FailOnWorse bool
 }
 
 // Run runs the scenario against both targets at once (A first), each stage starting on both at one
@@ -70,8 +73,42 @@ func Run(ctx context.Context, sc *workload.Scenario, targets []Target, opt RunOp
 	if err := writeResult(dir, res); err != nil {
 		return &runner.Error{Code: runner.Failed, Err: fmt.Errorf("writing the comparison: %w", err)}
 	}
-	fmt.Fprintf(stdout, "\n%s\ncomparison: %s\n", ab.Markdown(res), filepath.Join(dir, "ab.md"))
-	return outcome(ctx, sides, dir)
+	decision := ab.Decide(res, doubts(sides))
+	fmt.Fprintf(stdout, "\n%s\ncomparison: %s\n%s\n", ab.Markdown(res), filepath.Join(dir, "ab.md"), decision.Line(sides[0].target.Name, sides[1].target.Name))
+	if err := outcome(ctx, sides, dir); err != nil || !opt.FailOnWorse {
+		return err
+	}
+	return verdictOutcome(decision, dir)
+}
+
+// verdictOutcome is --fail-on worse's exit code: 1 when B is worse on a metric whose numbers stand,
+// 3 when it read worse only where the numbers cannot vouch for it (a strained client measuring B, a
+// stage cut short, a replay that fell behind), else nil.
+func verdictOutcome(d ab.Decision, dir string) error {
+	switch {
+	case len(d.Worse) > 0:
+		return &runner.Error{Code: runner.Failed, Err: fmt.Errorf("FAILED (exit 1, --fail-on worse): B is worse:\n  %s\nresults in %s", strings.Join(d.Worse, "\n  "), dir)}
+	case len(d.Undecided) > 0:
+		return &runner.Error{Code: runner.Undecided, Err: fmt.Errorf("UNDECIDED (exit 3, --fail-on worse): B read worse only on numbers that cannot vouch for it:\n  %s\nrerun on a quieter machine, or the stage whole; results in %s", strings.Join(d.Undecided, "\n  "), dir)}
+	}
+	return nil
+}
+
+// doubts says, per stage both sides ran, why a worse verdict of B could not stand on it: a stage
+// cut short, a side's replay that fell behind its trace, the client strained while it measured B.
+func doubts(sides []*side) ab.Doubts {
+	out := ab.Doubts{}
+	a, b := sides[0], sides[1]
+	for _, sb := range b.stages {
+		var d ab.Doubt
+		for _, sa := range a.stages {
+			if sa.Stage == sb.Stage {
+				d = ab.StageDoubt(sa, sb, b.target.Name)
+			}
+		}
+		out[sb.Stage] = d
+	}
+	return out
 }
 
 // runSides runs both targets' engines at once, each stage starting on both at one instant.
