@@ -26,14 +26,16 @@ func selftestCommand() *cli.Command {
 			"Per step it prints the measured TTFT and chunk gap (p50/p99, |error| p99), the mock's send lateness,\n" +
 			"the client delay, start and think lag, the client's health (CPU busy, waiting for a CPU, Go\n" +
 			"scheduler latency) and the step's verdict. It ends with one final line that agrees with the steps:\n" +
-			"\"PASS: …\" when every step passed, else \"FAIL: …\" naming the failed steps; both say the largest\n" +
-			"concurrency proven (\"this machine measures within ±X ms up to N concurrent streams\").\n\n" +
+			"\"PASS: …\" when every step passed; \"PASS up to N streams: …\" when the steps from the bottom up to\n" +
+			"N passed and higher ones broke --bound (named, with why); \"FAIL: …\" when the first step did not\n" +
+			"pass. Each states the bound proven (\"this machine measures within ±X ms up to N concurrent streams\").\n\n" +
 			"With --target (your own server, which sends no stamps) the steps judge |measured − configured| of\n" +
 			"TTFT and chunk gap, the server's lateness included: the verdict is about the measurement, and it\n" +
 			"blames this machine only where the client's health says it was strained.\n\n" +
 			"By default the mock runs as a separate `plload mockserver` process, so the two do not share a Go\n" +
-			"runtime. Exit 0 when every step passed; 1 when a step broke --bound or could not run; 2 for bad\n" +
-			"flags; 130 when interrupted.",
+			"runtime. Exit 0 when the final line states a bound (every step passed, or every step up to N);\n" +
+			"1 when no step holds (the first step broke --bound or failed) or the ladder could not run; 2 for\n" +
+			"bad flags; 130 when interrupted.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "ladder", Value: "1,10,100,500,1000,2000", Usage: "concurrent streams per step, comma-separated"},
 			&cli.DurationFlag{Name: "ttft", Value: 200 * time.Millisecond, Usage: "the mock's time to first token"},
@@ -97,6 +99,9 @@ func selftestCommand() *cli.Command {
 			}
 			if runErr != nil {
 				return exitErr(exitFailed, fmt.Errorf("selftest: %w", runErr))
+			}
+			if verdict.Holds {
+				return nil // a bound is stated: up to the last step of the unbroken run from the bottom
 			}
 			for _, s := range steps {
 				if !s.Pass && s.Errors > 0 {

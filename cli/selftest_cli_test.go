@@ -73,7 +73,7 @@ func TestSelftestFinalVerdictAgreesWithSteps(t *testing.T) {
 			if len(o.steps) != 2 {
 				t.Fatalf("%d step lines, want 2:\n%s%s", len(o.steps), out, errOut)
 			}
-			if c.wantCode == 0 && code != 0 && strainedFailure(o) {
+			if c.wantCode == 0 && (code != 0 || strings.HasPrefix(o.final, "PASS up to")) && strainedFailure(o) {
 				t.Skipf("the client was strained by other load on this machine; the self-test said so:\n%s", out)
 			}
 			if code != c.wantCode || !strings.HasPrefix(o.final, c.want) {
