@@ -225,3 +225,93 @@ load:
 		t.Errorf("an answer of %v output tokens: the server was asked for at least 8", osl)
 	}
 }
+
+// freshScenario is single-turn sessions whose user message is most of the prompt, at concurrency 2
+// with a pool of 2 sessions: every stage runs through the pool many times over.
+const freshScenario = `personas:
+  count: 2
+  system_prompt_tokens: {min: 40, max: 60}
+session:
+  turns: 1
+  user_input_tokens: {min: 150, max: 250}
+  max_output_tokens: {min: 4, max: 8}
+  think_time: 0s
+load:
+  mode: concurrency
+  drain_timeout: 60s
+  session_pool_factor: 1
+%s  stages:
+    - {concurrency: 2, warmup: 1s, duration: 8s}
+slo:
+  ttft: {p95: 5s}
+`
+
+// TestRealServerFreshSessionsPastThePool: a pool that runs dry draws new sessions (the default), so a
+// real server's prefix cache answers only the shared personas, as it would for as many sessions in a
+// pool; replaying the pool byte for byte (session_reuse: wrap_identical, asked for) lets the cache
+// answer nearly the whole prompt, the inflation that made a capacity search read high.
+func TestRealServerFreshSessionsPastThePool(t *testing.T) {
+	s := llamaserver.Require(t, llamaserver.ModelOptions{}, llamaserver.Options{Slots: 2, Context: 8192, Aliases: []string{"tiny"}})
+	hit := func(reuse string) (float64, map[string]any) {
+		sc := realScenario(t, s, "real-fresh", "tiny", fmt.Sprintf(freshScenario, reuse))
+		code, out, stages := realRun(t, sc)
+		checkClean(t, code, out, stages, 1)
+		return num(t, stages[0], "server.cache_hit_rate"), stages[0]
+	}
+	fresh, st := hit("")
+	if sessions, pool := num(t, st, "engine.sessions"), 2.0; sessions < 4*pool {
+		t.Fatalf("%v sessions started from a pool of %v: the stage never ran the pool dry", sessions, pool)
+	}
+	identical, _ := hit("  session_reuse: wrap_identical\n")
+	t.Logf("the server's cache hit: %.3f with fresh sessions, %.3f replaying the pool", fresh, identical)
+	if fresh > 0.6 || identical < 0.9 {
+		t.Errorf("the server's cache hit: %.3f with fresh sessions (want the personas' share, under 0.6), %.3f replaying the pool byte for byte (want over 0.9)", fresh, identical)
+	}
+}
+
+// TestRealServerSearch: a short capacity search on a server with 2 slots, over fresh sessions: it
+// decides, and its first line agrees with its exit code and search.json.
+func TestRealServerSearch(t *testing.T) {
+	s := llamaserver.Require(t, llamaserver.ModelOptions{}, llamaserver.Options{Slots: 2, Context: 8192, Aliases: []string{"tiny"}})
+	sc := realScenario(t, s, "real-search", "tiny", fmt.Sprintf(freshScenario, ""))
+	out := t.TempDir()
+	code, stdout, stderr := plload(t, "search", sc, "--start", "1", "--max", "4", "--resolution", "1", "--repeats", "1", "--out", out)
+	files, _ := filepath.Glob(filepath.Join(out, "*", "search.json"))
+	if len(files) != 1 {
+		t.Fatalf("exit %d, no search.json:\n%s%s", code, stdout, stderr)
+	}
+	data, _ := os.ReadFile(files[0])
+	var res map[string]any
+	if err := json.Unmarshal(data, &res); err != nil {
+		t.Fatal(err)
+	}
+	first := ""
+	for _, line := range strings.Split(stdout, "\n") {
+		if strings.HasPrefix(line, "capacity at SLO: ") {
+			first = line
+			break
+		}
+	}
+	t.Logf("exit %d: %s", code, first)
+	switch code {
+	case 0:
+		if !strings.HasPrefix(first, "capacity at SLO: ") || strings.Contains(first, "none") || strings.Contains(first, "undecided") {
+			t.Errorf("exit 0 with the first line %q", first)
+		}
+	case 3:
+		if !strings.Contains(first, "undecided") && !strings.Contains(first, "unknown") {
+			t.Errorf("exit 3 with the first line %q", first)
+		}
+	default:
+		t.Fatalf("exit %d (want 0, or 3 on a machine too busy to decide):\n%s%s", code, stdout, stderr)
+	}
+	stages, _ := filepath.Glob(filepath.Join(filepath.Dir(files[0]), "stage_*", "stage.json"))
+	for _, f := range stages {
+		data, _ := os.ReadFile(f)
+		var st map[string]any
+		json.Unmarshal(data, &st)
+		if h, ok := at(st, "server.cache_hit_rate").(float64); ok && h > 0.6 {
+			t.Errorf("%s: the server's cache hit %.3f: sessions were replayed", f, h)
+		}
+	}
+}
