@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -60,5 +61,20 @@ func TestTimeSeriesHasAnErrorsPanel(t *testing.T) {
 		if !bytes.Contains(svg, []byte(want)) {
 			t.Errorf("the time series lacks %q", want)
 		}
+	}
+}
+
+// TestHTMLStageTableAboveTheFold: report.html shows the stage tables right after the headline and
+// its verdict, before any chart: the numbers are the first thing read.
+func TestHTMLStageTableAboveTheFold(t *testing.T) {
+	_, stages := goldenStages(t)
+	page, err := HTML([]Run{{Name: "run", Stages: stages}}, "plload test", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(page)
+	verdict, table, chart := strings.Index(s, `class="verdict"`), strings.Index(s, "<table>"), strings.Index(s, "<svg")
+	if verdict < 0 || table < 0 || chart < 0 || !(verdict < table && table < chart) {
+		t.Errorf("verdict at %d, first table at %d, first chart at %d: want verdict, then the table, then the charts", verdict, table, chart)
 	}
 }

@@ -35,6 +35,7 @@ func agentRecords() []*metrics.Record {
 	for k := range 4 {
 		r := rec(1.5+float64(k), 100+50*float64(k), 10, "a")
 		r.ToolRound = metrics.Some(k % 2)
+		r.ConversationID, r.TurnIndex = "a", k/2 // two turns of a user request and one tool round
 		r.ToolCalls, r.ToolCallsInvalid, r.TTFToolCall = metrics.Some(2), metrics.Some(k/3), metrics.Some(120.0)
 		r.StructuredValid = metrics.Some(k != 2)
 		recs = append(recs, r)
@@ -138,8 +139,8 @@ func TestNotStreamedTables(t *testing.T) {
 	lat = lat[:strings.Index(lat, "\n\n")]
 	row := strings.Split(strings.TrimSpace(lat), "\n")
 	cells := strings.Split(row[len(row)-1], "|")
-	// | stage | load | TTFT | TPOT | ITL | E2E | SLO |
-	if strings.TrimSpace(cells[3]) != "N/A" || strings.TrimSpace(cells[4]) != "N/A" || strings.TrimSpace(cells[5]) != "N/A" || !strings.Contains(cells[6], "400") {
+	// | stage | load | requests (ok) | TTFT | TPOT | ITL | E2E | SLO |
+	if strings.TrimSpace(cells[3]) != "3 (3)" || strings.TrimSpace(cells[4]) != "N/A" || strings.TrimSpace(cells[5]) != "N/A" || strings.TrimSpace(cells[6]) != "N/A" || !strings.Contains(cells[7], "400") {
 		t.Fatalf("latency row %q", row[len(row)-1])
 	}
 	_, stageSchema := schemas(t)

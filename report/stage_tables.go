@@ -24,14 +24,25 @@ type columns struct {
 	traceReuse bool
 	// agents: a stage has tool calls or structured output (docs/scenario.md); batch: a stage is a batch job.
 	agents, batch bool
-	// stats lists, by SLO metric, the statistics its cells show: mean, median and p99, plus any
-	// other one an SLO of these stages limits (ttft p95, e2e p90).
-	stats map[string][]string
+	// limited marks, by SLO metric, the statistics an SLO of these stages limits (ttft p95): their
+	// values are bold in the cells, whose statistics never change (tableStats).
+	limited map[string]map[string]bool
 }
 
+// tableStats are the statistics every latency cell shows, whatever the SLO: mean, median, p90, p95
+// and p99, the columns vLLM's and AIPerf's users read.
+var tableStats = []string{metrics.SLOStatMean, metrics.SLOStatP50, metrics.SLOStatP90, metrics.SLOStatP95, metrics.SLOStatP99}
+
+// fewRequests is the count of requests below which a cell's percentiles are marked (fewMark): of 19
+// values, p95 and p99 are the largest one or two, not a tail.
+const (
+	fewRequests = 20
+	fewMark     = "‡"
+)
+
 func columnsFor(rows []runStage, withRun bool) columns {
-	c := columns{run: withRun, stats: map[string][]string{}}
-	limited := map[string]map[string]bool{}
+	c := columns{run: withRun, limited: map[string]map[string]bool{}}
+	limited := c.limited
 	for _, rs := range rows {
 		r := rs.st
 		c.ttfo = c.ttfo || r.Summary.ReasoningSeen
@@ -51,13 +62,6 @@ func columnsFor(rows []runStage, withRun bool) columns {
 				limited[l.Metric] = map[string]bool{}
 			}
 			limited[l.Metric][l.Stat] = true
-		}
-	}
-	for _, m := range metrics.SLOMetrics {
-		for _, st := range metrics.SLOStats {
-			if st == metrics.SLOStatMean || st == metrics.SLOStatP50 || st == metrics.SLOStatP99 || limited[m][st] {
-				c.stats[m] = append(c.stats[m], st)
-			}
 		}
 	}
 	return c
@@ -95,10 +99,10 @@ func (c columns) leadHeader(rest ...string) []string {
 	return append([]string{"stage", "load"}, rest...)
 }
 
-// statHeader is a latency column's title: "TTFT mean/median/p99" (median is p50).
+// statHeader is a latency column's title: "TTFT mean/median/p90/p95/p99" (median is p50).
 func (c columns) statHeader(label, metric string) string {
-	names := make([]string, len(c.stats[metric]))
-	for i, st := range c.stats[metric] {
+	names := make([]string, len(tableStats))
+	for i, st := range tableStats {
 		names[i] = map[string]string{metrics.SLOStatP50: "median"}[st]
 		if names[i] == "" {
 			names[i] = st
@@ -107,16 +111,36 @@ func (c columns) statHeader(label, metric string) string {
 	return label + " " + strings.Join(names, "/")
 }
 
-// statCell is a latency cell with the statistics of statHeader.
+// statCell is a latency cell with the statistics of statHeader, the SLO's in bold, marked when
+// its percentiles rest on fewer than fewRequests requests (the distribution's own count).
 func (c columns) statCell(metric string, d metrics.Dist) string {
+	return c.statCellOf(metric, d, d.N)
+}
+
+// statCellOf is statCell where the requests behind the values are not the distribution's count
+// (ITL pools the chunk gaps of requests).
+func (c columns) statCellOf(metric string, d metrics.Dist, requests int) string {
 	if !d.Known() {
 		return "N/A"
 	}
-	parts := make([]string, len(c.stats[metric]))
-	for i, st := range c.stats[metric] {
+	parts := make([]string, len(tableStats))
+	for i, st := range tableStats {
 		parts[i] = lat(statOf(d, st))
+		if c.limited[metric][st] {
+			parts[i] = "**" + parts[i] + "**"
+		}
 	}
-	return strings.Join(parts, "/")
+	cell := strings.Join(parts, "/")
+	if requests < fewRequests {
+		cell += " " + fewMark
+	}
+	return cell
+}
+
+// requestsCell is the requests a stage's latencies rest on: those that started in the window, and
+// of them the successes ("76 (74)").
+func requestsCell(s *metrics.StageSummary) string {
+	return fmt.Sprintf("%d (%d)", s.Requests.InWindow, s.Requests.Succeeded)
 }
 
 // statOf is one statistic of a distribution.
@@ -231,7 +255,7 @@ func cacheByTurn(turns []metrics.TurnCacheHit) string {
 }
 
 func (c columns) latencyTable(rows []runStage) table {
-	t := table{title: "Latency (ms)", header: c.leadHeader(c.statHeader("TTFT", metrics.SLOMetricTTFT))}
+	t := table{title: "Latency (ms)", header: c.leadHeader("requests (ok)", c.statHeader("TTFT", metrics.SLOMetricTTFT))}
 	if c.ttfo {
 		t.header = append(t.header, c.statHeader("TTFO", metrics.SLOMetricTTFO))
 	}
@@ -239,11 +263,12 @@ func (c columns) latencyTable(rows []runStage) table {
 		c.statHeader("E2E", metrics.SLOMetricE2E), "SLO")
 	for _, rs := range rows {
 		s := rs.st.Summary
-		cells := []string{c.statCell(metrics.SLOMetricTTFT, s.TTFT)}
+		cells := []string{requestsCell(s), c.statCell(metrics.SLOMetricTTFT, s.TTFT)}
 		if c.ttfo {
 			cells = append(cells, c.statCell(metrics.SLOMetricTTFO, s.TTFO))
 		}
-		cells = append(cells, c.statCell(metrics.SLOMetricTPOT, s.TPOT), c.statCell(metrics.SLOMetricITL, s.ITL),
+		// ITL pools gaps: its percentiles rest on the requests that streamed two tokens or more, TPOT's.
+		cells = append(cells, c.statCell(metrics.SLOMetricTPOT, s.TPOT), c.statCellOf(metrics.SLOMetricITL, s.ITL, s.TPOT.N),
 			c.statCell(metrics.SLOMetricE2E, s.E2E), sloText(rs.st))
 		t.add(c.lead(rs), cells...)
 	}

@@ -124,13 +124,37 @@ func markdownTable(header []string, rows [][]string) string {
 // stageTables renders the stage tables of rows as Markdown, each under its title.
 func stageTables(rows []runStage, withRun bool) string {
 	var b strings.Builder
-	for i, t := range columnsFor(rows, withRun).tables(rows) {
+	tables := columnsFor(rows, withRun).tables(rows)
+	for i, t := range tables {
 		if i > 0 {
 			b.WriteString("\n")
 		}
 		b.WriteString(t.title + ":\n\n" + markdownTable(t.header, t.rows))
 	}
+	b.WriteString(tableFootnotes(tables))
 	b.WriteString(absorbSection(rows, withRun))
+	return b.String()
+}
+
+// tableFootnotes say what the tables' marks mean, under them, when a cell has one: the SLO's
+// statistic in bold, percentiles of too few requests.
+func tableFootnotes(tables []table) string {
+	bold, few := false, false
+	for _, t := range tables {
+		for _, row := range t.rows {
+			for _, cell := range row {
+				bold = bold || strings.Contains(cell, "**")
+				few = few || strings.HasSuffix(cell, " "+fewMark)
+			}
+		}
+	}
+	var b strings.Builder
+	if bold {
+		b.WriteString("\nIn bold: the statistic the SLO limits.\n")
+	}
+	if few {
+		fmt.Fprintf(&b, "\n%s: the percentiles rest on fewer than %d requests (of so few, p95 and p99 are the largest one or two values, not a tail): lengthen the stage or raise its load to measure them.\n", fewMark, fewRequests)
+	}
 	return b.String()
 }
 
