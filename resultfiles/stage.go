@@ -268,7 +268,24 @@ func NewStageReport(tool string, sc *workload.Scenario, i int, sha string, sum *
 	if w := promptAgreementWarning(r.Tokenizer.Name, sum.PromptTokensAgreement); w != "" {
 		sum.Warnings = append(sum.Warnings, w)
 	}
+	if w := NoneEndedWarning(sum); w != "" {
+		sum.Warnings = append(sum.Warnings, w)
+	}
 	return r
+}
+
+// NoneEndedWarning says when requests started in the stage's window but none ended in it: its
+// answers outlast the window, so every throughput reads 0 while the server was busy ("" otherwise).
+func NoneEndedWarning(sum *metrics.StageSummary) string {
+	if sum == nil || sum.Requests.InWindow == 0 || sum.Throughput.Requests > 0 || sum.Partial {
+		return ""
+	}
+	line := fmt.Sprintf("no request ended in the window: %d started in its %s s, and every answer outlasted it (throughput reads 0)",
+		sum.Requests.InWindow, Seconds(sum.Window.Seconds))
+	if sum.E2E.Known() {
+		line += fmt.Sprintf("; requests took %.1f s (E2E p50)", sum.E2E.P50/1000)
+	}
+	return line + ": lengthen the stage (load.stages[].duration, or --duration) to several answers' length"
 }
 
 // openLoopFields copies the load keys the stage's mode reads into the stage report (rate,
