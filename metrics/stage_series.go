@@ -22,8 +22,9 @@ type StageSeries struct {
 	ActiveSessions []float64 // open at the bucket's middle
 	TTFT, ITL      []float64 // in-window successes, sorted (ITL thinned to at most maxCDFPoints)
 	E2E            []float64 // request latency of in-window successes
-	// ITLByRequest holds each in-window success's chunk gaps (not thinned; it shares the records'
-	// memory), for statistics that must know which gaps came from the same request.
+	// ITLByRequest holds each in-window success's per-token gaps (a chunk of k tokens is k gaps, as
+	// the stage's ITL counts them; not thinned), for statistics that must know which gaps came from
+	// the same request.
 	ITLByRequest [][]float64
 }
 
@@ -85,9 +86,9 @@ func (b *SeriesBuilder) Add(r *Record) {
 	}
 	appendOpt(&s.TTFT, r.TTFT)
 	appendOpt(&s.E2E, r.RequestLatency)
-	s.ITL = append(s.ITL, r.InterChunkLatency...)
-	if len(r.InterChunkLatency) > 0 {
-		s.ITLByRequest = append(s.ITLByRequest, r.InterChunkLatency)
+	if gaps := r.TokenGaps(); len(gaps) > 0 {
+		s.ITL = append(s.ITL, gaps...)
+		s.ITLByRequest = append(s.ITLByRequest, gaps)
 	}
 }
 

@@ -176,7 +176,7 @@ func WriteStageCharts(dir string, st *resultfiles.StageReport, s metrics.StageSe
 	if err != nil {
 		return err
 	}
-	itl, err := cdfPlot(fmt.Sprintf("stage %02d: ITL distribution (chunk gaps)", st.Stage), s.ITL, st.SLO.ITLP95Ms)
+	itl, err := cdfPlot(fmt.Sprintf("stage %02d: ITL distribution (per token)", st.Stage), s.ITL, st.SLO.ITLP95Ms)
 	if err != nil {
 		return err
 	}
