@@ -35,7 +35,7 @@ load:
   stages: [{concurrency: 2, duration: 400ms}]
 slo: {ttft_p95: 1s, itl_p95: 100ms, error_rate_max: 0.01}
 cost: {gpu_hourly_usd: 1}
-gate: ["ttft_p95 < 1ms"]
+gate: ["error_rate > 50%"] # fails on any run; a strained client cannot sway an error rate
 `
 	personas := `{"name":"Ada","system_prompt":"You are Ada, a careful tutor."}` + "\n"
 	for name, text := range map[string]string{"scenario.yaml": scenario, "personas.jsonl": personas} {
@@ -45,7 +45,7 @@ gate: ["ttft_p95 < 1ms"]
 	}
 	t.Chdir(src)
 	code, out, errOut := plload(t, "run", "scenario.yaml", "--out", "results", "--quiet")
-	if code != exitFailed || !strings.Contains(out, "FAIL         ttft_p95 < 1ms") {
+	if code != exitFailed || !strings.Contains(out, "FAIL         error_rate > 50%") {
 		t.Fatalf("the run with its failing gate: rule: exit %d, want %d\n%s%s", code, exitFailed, out, errOut)
 	}
 	dirs, _ := filepath.Glob(filepath.Join(src, "results", "personas-gate-*"))
@@ -57,13 +57,13 @@ gate: ["ttft_p95 < 1ms"]
 	elsewhere := t.TempDir()
 	t.Chdir(elsewhere)
 	code, out, errOut = plload(t, "gate", "--candidate", runDir, "--check", "error_rate < 100%")
-	if code != exitFailed || !strings.Contains(out, "FAIL         ttft_p95 < 1ms") || !strings.Contains(out, "PASS         error_rate < 100%") {
+	if code != exitFailed || !strings.Contains(out, "FAIL         error_rate > 50%") || !strings.Contains(out, "PASS         error_rate < 100%") {
 		t.Fatalf("gate from another directory: exit %d, want %d (the scenario's own rule fails)\n%s%s", code, exitFailed, out, errOut)
 	}
 
 	// Reproducible from anywhere: the resolved scenario runs and builds the same dataset.
 	code, out, errOut = plload(t, "run", filepath.Join(runDir, "scenario.resolved.yaml"), "--out", "again", "--quiet")
-	if code != exitFailed || !strings.Contains(out, "FAIL         ttft_p95 < 1ms") {
+	if code != exitFailed || !strings.Contains(out, "FAIL         error_rate > 50%") {
 		t.Fatalf("plload run of the resolved scenario from another directory: exit %d, want %d\n%s%s", code, exitFailed, out, errOut)
 	}
 	again, _ := filepath.Glob(filepath.Join(elsewhere, "again", "personas-gate-*"))

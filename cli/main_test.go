@@ -559,8 +559,11 @@ func TestGateCommand(t *testing.T) {
 	if !caught && !excused {
 		t.Fatalf("3× TTFT: exit %d\n%s", code, out)
 	}
+	// A broken threshold fails — or, when this machine starved the client, which can make a latency
+	// read over its limit, is not decided and says why (exit 3); never passed.
 	code, out, _ = plload(t, "gate", "--candidate", cand, "--check", "ttft_p95 < 30ms")
-	if code != 1 || !strings.Contains(out, "FAIL") || !strings.Contains(out, "limit < 30") {
+	broken := code == 1 && strings.Contains(out, "FAIL") && strings.Contains(out, "limit < 30 ms")
+	if excused := code == 3 && strings.Contains(out, "limit < 30 ms; not decided: the client was strained"); !broken && !excused {
 		t.Fatalf("a broken threshold: exit %d\n%s", code, out)
 	}
 	for _, args := range [][]string{
