@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/plload/plload/workload"
 )
 
 // Print writes the summary for a terminal: rates per second and per minute, the length quantiles
@@ -19,7 +21,7 @@ func (s *Summary) Print(out io.Writer, sources []string) {
 	fmt.Fprintf(out, "  rate        mean %.4g req/s (%.4g /min), peak minute %.4g req/s (%.4g /min), peak/mean %.2f\n",
 		s.RatePerS.Mean, 60*s.RatePerS.Mean, s.RatePerS.PeakMinute, 60*s.RatePerS.PeakMinute, s.PeakToMean)
 	if s.FlatPeak() {
-		why := fmt.Sprintf("the peak minute is within %.0f %% of the mean", 100*(flatPeak-1))
+		why := fmt.Sprintf("the peak minute is within %.0f %% of the mean", 100*(workload.FlatPeakRatio-1))
 		if s.SpanS < 60 {
 			why = "the log is shorter than a minute, so its peak minute is its mean"
 		}

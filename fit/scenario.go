@@ -131,7 +131,7 @@ func Scenario(s *Summary, opts ScenarioOptions) string {
 			w("  # the log is shorter than a minute, so its peak minute is its mean (%.4g req/s): a peak stage\n", s.RatePerS.Mean)
 			w("  # would repeat the average one\n")
 		} else {
-			w("  # the peak minute (%.4g req/s) is within %.0f %% of the mean (%.4g req/s), so a peak stage would\n", s.RatePerS.PeakMinute, 100*(flatPeak-1), s.RatePerS.Mean)
+			w("  # the peak minute (%.4g req/s) is within %.0f %% of the mean (%.4g req/s), so a peak stage would\n", s.RatePerS.PeakMinute, 100*(workload.FlatPeakRatio-1), s.RatePerS.Mean)
 			w("  # load the server as the average one does, within what a stage's own arrivals vary\n")
 		}
 		stages = []stage{{"average", s.RatePerS.Mean, "mean rate; the peak minute is within 10 % of it"}, stages[2]}

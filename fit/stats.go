@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/workload"
 )
 
 // Quantiles are the percentiles the summary reports (metrics' interpolation: numpy's default).
@@ -227,16 +228,9 @@ func Summarize(l *Log) (*Summary, error) {
 	return s, nil
 }
 
-// flatPeak is the peak-to-mean ratio under which a log has no peak of its own: its peak minute is
-// less than 10 % above its mean. A 60 s window of Poisson arrivals at the mean rate already varies
-// by ±1/√(60·rate) (±6 % at 5 req/s), its busiest minute more, and a stage at a rate within 10 % of
-// another loads the server the same way within what a stage's own arrivals vary: a second stage
-// there repeats the first and costs its minutes.
-const flatPeak = 1.1
-
-// FlatPeak reports whether the peak minute is within 10 % of the mean rate, so the scenario writes no
-// peak stage apart from the average one.
-func (s *Summary) FlatPeak() bool { return s.RatePerS.PeakMinute < flatPeak*s.RatePerS.Mean }
+// FlatPeak reports whether the peak minute is within 10 % of the mean rate (workload.FlatPeak), so
+// the scenario writes no peak stage apart from the average one.
+func (s *Summary) FlatPeak() bool { return workload.FlatPeak(s.RatePerS.Mean, s.RatePerS.PeakMinute) }
 
 // peakRate is the most requests in any window of w seconds starting at a request, per second; a log
 // shorter than the window counts over its own span (so a short sample is not read as a lull).

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"time"
 
@@ -145,6 +146,13 @@ func NewPlan(sc *workload.Scenario, rates Rates, repeats int) Plan {
 		name string
 		rate float64
 	}{{"mean", rates.Mean}, {"peak", rates.Peak}, {"peak+30%", round4(PeakFactor * rates.Peak)}}
+	if workload.FlatPeak(rates.Mean, rates.Peak) {
+		// A peak within 10 % of the mean loads the server as the mean does: its stage would repeat
+		// the mean's and cost its minutes.
+		levels = slices.Delete(levels, 1, 2)
+		b.Notes = append(b.Notes, fmt.Sprintf("no peak stage: the peak (%g %s) is within %.0f %% of the mean, so it would repeat the mean's stage",
+			rates.Peak, p.RateUnit, 100*(workload.FlatPeakRatio-1)))
+	}
 	for r := 1; r <= repeats; r++ {
 		for _, c := range p.Ladder {
 			st := workload.Stage{Name: fmt.Sprintf("A c=%d #%d", c, r), Concurrency: c, Warmup: first.Warmup, Duration: first.Duration}

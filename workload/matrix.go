@@ -71,3 +71,13 @@ func (c *checker) matrixRules() {
 	c.positive("matrix.ramp", m.Ramp)
 	c.positive("matrix.hold", m.Hold)
 }
+
+// FlatPeakRatio is the peak-to-mean ratio under which traffic has no peak of its own: a peak less
+// than 10 % above the mean. A minute of Poisson arrivals at the mean rate already varies by
+// ±1/√(60·rate) (±6 % at 5 req/s), and a stage at a rate within 10 % of another loads the server the
+// same way within what a stage's own arrivals vary: a peak stage there repeats the mean one and
+// costs its minutes. plload fit writes no peak stage then, and plload matrix runs none.
+const FlatPeakRatio = 1.1
+
+// FlatPeak reports whether peak is within FlatPeakRatio of mean.
+func FlatPeak(mean, peak float64) bool { return peak < FlatPeakRatio*mean }
