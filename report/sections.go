@@ -165,7 +165,9 @@ func injectorSection(rows []runStage, withRun bool) string {
 		h := rs.st.Injector
 		wait := "N/A"
 		if h.RunQueueWaitPercent.OK {
-			wait = fmt.Sprintf("%.0f%% of the time", h.RunQueueWaitPercent.V)
+			// Summed over the process's threads, the wait passes 100 % of wall time when several
+			// threads wait at once: it reads as the threads waiting at a time, on average.
+			wait = fmt.Sprintf("%.2f threads at a time", h.RunQueueWaitPercent.V/100)
 		}
 		readLag := "N/A"
 		if h.ReadLagP99Ms.OK {
@@ -178,8 +180,8 @@ func injectorSection(rows []runStage, withRun bool) string {
 		return ""
 	}
 	return "\n## Injector health\n\n" + markdownTable(stageHeader(withRun, "client CPU", "waiting for a CPU", "read lag p99", "scheduler latency p99", "GC pauses", "think lag p99", "start lag p99"), table) +
-		fmt.Sprintf("\nA warning is raised when the client's CPU passes %.0f%% of its cores, its threads wait for a CPU more than %d%% of the time (other processes taking the cores; Linux only), or its read lag p99 passes %.0f ms (how long after bytes arrived its poller read them; where no poller read the answers — https:// targets — the Go scheduler's latency p99 stands in): then its own timestamps may be late. With the bundled mock in-process, the CPU figure includes the mock's.\n",
-			100*metrics.InjectorCPUWarnShare, metrics.InjectorRunQueueWarnPercent, metrics.InjectorSchedWarnMs)
+		fmt.Sprintf("\nA warning is raised when the client's CPU passes %.0f%% of its cores, more than %.2f of its threads at a time, on average, wait for a CPU (other processes taking the cores; Linux only), or its read lag p99 passes %.0f ms (how long after bytes arrived its poller read them; where no poller read the answers — https:// targets — the Go scheduler's latency p99 stands in): then its own timestamps may be late. With the bundled mock in-process, the CPU figure includes the mock's.\n",
+			100*metrics.InjectorCPUWarnShare, float64(metrics.InjectorRunQueueWarnPercent)/100, metrics.InjectorSchedWarnMs)
 }
 
 func lagText(d metrics.Dist) string {
