@@ -138,6 +138,11 @@ func TestRunFailuresNameTheCause(t *testing.T) {
 		{"partial", sc, stage(func(st *resultfiles.StageReport) { st.Summary.Partial = true }),
 			[]string{"no stage can be judged against the SLO (TTFT p95 ≤ 500ms, ITL p95 ≤ 50ms, error rate ≤ 1%): every stage is partial (cut short, or a shard of the run lost: see merge.json), so none is the headline"}},
 		{"no SLO", &workload.Scenario{}, stage(func(st *resultfiles.StageReport) { st.Summary.SLO = metrics.SLOResult{Verdict: metrics.SLONA} }), nil},
+		{"every answer outlasted the window", &workload.Scenario{}, stage(func(st *resultfiles.StageReport) {
+			st.Summary.SLO = metrics.SLOResult{Verdict: metrics.SLONA}
+			st.Summary.Requests.InWindow, st.Summary.Requests.Succeeded, st.Summary.Throughput.Requests = 3, 0, 0
+			st.Summary.Window.Seconds = 2
+		}), []string{"stage 01 failed: no request ended in the window: 3 started in its 2 s, and every answer outlasted it (throughput reads 0): lengthen the stage (load.stages[].duration, or --duration) to several answers' length"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, Failures(tc.sc, tc.stages, false)); diff != "" {

@@ -180,6 +180,9 @@ func Failures(sc *workload.Scenario, stages []*resultfiles.StageReport, headline
 		switch {
 		case st.Engine.Aborted != "":
 			out = append(out, fmt.Sprintf("stage %02d failed: %s", st.Stage, st.Engine.Aborted))
+		case sum.Requests.Succeeded == 0 && sum.Requests.Errors == 0 && resultfiles.NoneEndedWarning(sum) != "":
+			// Nothing failed: every answer outlasted the window (and the drain), so say that, not "no success".
+			out = append(out, fmt.Sprintf("stage %02d failed: %s", st.Stage, resultfiles.NoneEndedWarning(sum)))
 		case sum.Requests.Succeeded == 0:
 			out = append(out, fmt.Sprintf("stage %02d failed: no request in its window succeeded (%d errors, %d cancelled)", st.Stage, sum.Requests.Errors, sum.Requests.Cancelled))
 		case errSet && sum.ErrorRate.OK && sum.ErrorRate.V > errMax:
