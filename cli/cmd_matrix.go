@@ -15,7 +15,7 @@ import (
 func matrixCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "matrix",
-		Usage:     "run the seed's run matrix from one scenario: A closed-loop ladder, B open loop at mean/peak/peak+30 %, C replay, D ramp",
+		Usage:     "run the standard benchmark matrix from one scenario: A closed-loop ladder, B open loop at mean/peak/peak+30 %, C replay, D ramp",
 		ArgsUsage: "SCENARIO.yaml",
 		UsageText: "plload matrix SCENARIO.yaml [--repeats 3] [--out DIR]",
 		Description: "Runs the standard run matrix of a customer benchmark, each part a scenario of its own (the file with\n" +
@@ -29,7 +29,7 @@ func matrixCommand() *cli.Command {
 			"Rates come from matrix: {mean_rate, peak_rate} (a request_rate stage's unit), else from the\n" +
 			"comments plload fit writes into a fitted scenario. Every point of A and B has the warmup and\n" +
 			"duration of the scenario's first stage; A, B and C run --repeats times and the report gives the\n" +
-			"spread (min–max) of each number. report.md and report.html follow the seed's template:\n" +
+			"spread (min–max) of each number. report.md and report.html follow a performance engagement's report:\n" +
 			"Verdict, Question, Workload, Configuration, Method, Results, Cost, Limitations, Reproduce.\n\n" +
 			"Exit codes: 0 every part ran and some stage met the SLO (or none is set); 1 a part failed to run\n" +
 			"or had a failed stage (as plload run decides), or no stage of any part met the SLO; 2 bad input\n" +

@@ -13,7 +13,7 @@ import "math"
 //     per stream covers the 335 KiB and the stacks. The soak (500 sessions for 10 min) held a flat
 //     RSS of 270 MiB, under the 128 MiB + 500 × 384 KiB = 316 MiB this gives. A session thinking
 //     between turns holds no connection and a small stack: 100,000 of them (arrival_rate, 60–120 s
-//     think, 10 minutes) peaked at 27.1 KiB each, garbage included ("Third pass" under issue 19);
+//     think, 10 minutes) peaked at 27.1 KiB each, garbage included (bench/README.md, "Third pass");
 //     48 KiB per thinking session leaves room for longer histories than those 20–60-token turns.
 const (
 	memPerThinkingBytes = 48 << 10

@@ -202,7 +202,7 @@ func jsonable(v any) any {
 //
 // The content is kept only inside encoded, at its exact size: a session holds its history for its
 // whole life, thinking most of it, and a second copy of every message's text (with the slack of the
-// buffers it was built in) doubled what the history held (issue 19). text() reads it back for the
+// buffers it was built in) doubled what the history held (bench/README.md's memory passes). text() reads it back for the
 // rare uses that need it.
 type message struct {
 	role    string
@@ -267,7 +267,7 @@ func (b *bodyBuilder) build(buf []byte, model string, history []message, maxToke
 	}
 	if buf == nil && b.chat {
 		// Sized to fit: a guessed size either copies the body again as it grows or zeroes kilobytes
-		// it never uses, on every request (issue 19).
+		// it never uses, on every request (bench/README.md, "CPU per chunk").
 		n := len(prefix) + len(b.fixedTail) + 96 // 96: the max-tokens field, its value and ignore_eos
 		for _, m := range history {
 			n += len(m.encoded) + 1

@@ -55,7 +55,7 @@ type Config struct {
 	// OnTokenEvent, when set, sees every token event as it is read (the self-test uses it). It runs on
 	// a poller goroutine (h1client.Poller), between other streams' reads, or on the request's: keep it
 	// short, and safe for concurrent use. It takes the event by value: a pointer handed to a function
-	// value would put every chunk's event on the heap (issue 19).
+	// value would put every chunk's event on the heap (bench/README.md, "CPU per chunk").
 	OnTokenEvent func(sse.Event)
 	// ServerMetricsURL is the target's Prometheus endpoint, scraped every second during each stage
 	// ("" = off).
@@ -73,7 +73,7 @@ type Config struct {
 	// stage sleeps until it and takes it as its origin in every mode, so every shard's stage
 	// boundaries are the same instants. An error fails the run with its message.
 	StageStart func(ctx context.Context, stage int) (time.Time, error)
-	// NoPrepareAhead sends open-loop arrivals the way releases before issue 37 did: the request is
+	// NoPrepareAhead sends open-loop arrivals the way earlier releases did, before arrivals were prepared ahead: the request is
 	// built only once it is due. Only the benchmark that compares the two sets it.
 	NoPrepareAhead bool
 	// NoConnAhead prepares arrivals ahead but leaves each to dial its connection when it is due, as

@@ -50,7 +50,7 @@ func (l *loadRun) dispatch(sched Schedule, pick func(i int) sessionPick) {
 // builds its first request (the whole body: a trace's long prompt is hundreds of kilobytes of JSON),
 // then waits for its time. A burst — a trace's 16 requests of up to 87k tokens in one millisecond —
 // then costs each request only its slot and its write when it is due, not the bodies of the
-// requests before it (issue 37: send lag p99 41 ms on an idle 2-core machine, built when due).
+// requests before it (bench/README.md, "Open loop": send lag p99 41 ms on an idle 2-core machine, built when due).
 const prepareLead = 100 * time.Millisecond
 
 // maxPrepared bounds the arrivals prepared and not yet sent (waiting for their time, or for an

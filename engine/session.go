@@ -194,7 +194,7 @@ func (s *stageRun) newSession(st sessionStart) *session {
 	sp := st.plan
 	ss := &session{
 		sr: st.sessionRecord(s.clock.ns(st.scheduled)),
-		// Grown as turns are answered: a thinking session holds only the history it has (issue 19:
+		// Grown as turns are answered: a thinking session holds only the history it has (bench/README.md's third pass:
 		// room for every turn from the start was 7 KiB a session in a 50-turn chat).
 		history:  make([]message, 0, min(1+2*sp.PlannedTurns(), 8)),
 		recorded: s.cfg.Scenario.Workload != nil && s.cfg.Scenario.Workload.Dataset != nil && s.cfg.Scenario.Workload.Dataset.History == "recorded",

@@ -108,6 +108,7 @@ func Start(ctx context.Context, root string, opt Options) (*Server, error) {
 	args = append(args, opt.Extra...)
 	cmd := exec.Command(in.loader, args...)
 	cmd.Dir = in.backends
+	cmd.SysProcAttr = procAttr()
 	s := &Server{Host: fmt.Sprintf("http://127.0.0.1:%d", port), cmd: cmd, log: &bytes.Buffer{}, mu: &sync.Mutex{}, done: make(chan struct{})}
 	s.URL = s.Host + "/v1"
 	cmd.Stdout, cmd.Stderr = lockedWriter{s}, lockedWriter{s}

@@ -1,4 +1,4 @@
-// Package matrix builds the seed's standard run matrix (docs/measurement.md)
+// Package matrix builds the standard benchmark matrix (docs/measurement.md)
 // from one scenario, runs it and writes its report's text: A a closed-loop saturation ladder, B open
 // loop at the traffic's mean, peak and peak +30 % rate, C a replay of the trace when the scenario
 // names one, D the scale event (a rate ramp from mean to peak +30 %, then held). Each part is a
@@ -19,14 +19,14 @@ import (
 	"github.com/plload/plload/workload"
 )
 
-// PeakFactor is how far over the peak part B's last rate and part D's ramp go: the seed's 30 %.
+// PeakFactor is how far over the peak part B's last rate and part D's ramp go: 30 %, a margin over the busiest minute for growth.
 const PeakFactor = 1.3
 
 // DefaultMaxConcurrency tops part A's ladder when neither matrix.max_concurrency nor a stage of the
 // scenario gives a concurrency.
 const DefaultMaxConcurrency = 64
 
-// Part IDs, in the seed's order.
+// Part IDs, in the order they run.
 const (
 	PartA = "A"
 	PartB = "B"

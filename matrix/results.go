@@ -145,7 +145,7 @@ func (l Level) unit() string {
 	return l.Unit
 }
 
-// resultsHeader is the seed's results table, with the SLO and throughput columns beside it.
+// resultsHeader is the matrix's results table, with the SLO and throughput columns beside it.
 const resultsHeader = "| offered | repeats | SLO met | achieved req/s | goodput req/s | out tok/s | TTFT p50 / p95 / p99 ms | TPOT p50 / p95 / p99 ms | error rate % | 429s |\n" +
 	"| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"
 

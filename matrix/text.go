@@ -12,8 +12,7 @@ import (
 	"github.com/plload/plload/workload"
 )
 
-// Sections are the report's sections in the seed's template order (performance-testing-engagements
-// §8): the verdict first, for a reader who reads only the first paragraph.
+// Sections are the report's sections in a performance engagement report's order: the verdict first, for a reader who reads only the first paragraph.
 var Sections = []string{"Verdict", "Question", "Workload", "Configuration", "Method", "Results", "Cost", "Limitations", "Reproduce"}
 
 // Input is what the report is written from.

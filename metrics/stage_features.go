@@ -65,7 +65,7 @@ type BatchResult struct {
 	CostPerJobUSD *float64 `json:"cost_per_job_usd"`
 }
 
-// features accumulates the §18 numbers of a stage.
+// features accumulates a stage's numbers of the request features (tools, structured output, model mix, batch; docs/scenario.md).
 type features struct {
 	toolsSeen, roundsSeen bool
 	// agentTurns tallies each agent turn's successful requests, wherever they started; highestRound
@@ -212,7 +212,7 @@ func share(part, whole int) Opt[float64] {
 	return Some(float64(part) / float64(whole))
 }
 
-// result fills the summary's §18 parts.
+// result fills the summary's request-feature parts.
 func (f *features) result(sum *StageSummary, in StageInput) {
 	if f.toolsSeen {
 		t := &ToolsSummary{TTFToolCall: summarize(f.ttfTool)}

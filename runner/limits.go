@@ -24,7 +24,7 @@ const fileHeadroom = 64
 // latency stays under the limit never opens that many. An arrival_rate session holds a connection
 // only while its turn streams (the idle pool keeps no more than the recent peak), so sessions that
 // think between turns need far fewer: when twice the connections expected at once (Little's law,
-// Estimate.InFlight) fit, max_concurrency over the limit is a warning too (issue 19: 100,000
+// Estimate.InFlight) fit, max_concurrency over the limit is a warning too (bench/README.md's third pass: 100,000
 // thinking sessions under a 20,000-file limit).
 func CheckOpenFiles(sc *workload.Scenario, stderr io.Writer) error {
 	var lim syscall.Rlimit

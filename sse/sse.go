@@ -125,7 +125,7 @@ type Reader struct {
 
 // readers keeps released Readers with their buffers: a load generator opens a stream per request,
 // and a buffer another stream just let go of is still in the CPU's cache, where a new one would be
-// zeroed memory (issue 19).
+// zeroed memory (bench/README.md, "CPU per chunk").
 var readers = sync.Pool{New: func() any {
 	tr := &timedReader{}
 	return &Reader{tr: tr, br: bufio.NewReaderSize(tr, 4<<10)}
@@ -234,7 +234,7 @@ func (r *Reader) reset() {
 // `data:` line whose blank line is already in the buffer. Its payload is returned in place (valid
 // until the next read) and the blank line consumed; anything else — a second data line to join, an
 // end not yet in the buffer — takes the copying path. Comment and event lines before it were kept
-// as usual (issue 19: the copies into the line and data buffers were a share of plload's CPU per
+// as usual (bench/README.md, "CPU per chunk": the copies into the line and data buffers were a share of plload's CPU per
 // chunk).
 func (r *Reader) wholeDataMessage(line []byte) ([]byte, bool) {
 	// Buffered bytes only: a Peek past them would refill the buffer under line.

@@ -28,7 +28,7 @@ type Turn struct {
 	ExactOutput bool
 	// Recorded is what a dataset recorded after this turn's user message; nil for synthetic turns.
 	// Behind a pointer because a stage's pool holds every turn of every session for the whole run,
-	// and most turns record nothing (issue 19: 40 of a turn's 152 bytes).
+	// and most turns record nothing (bench/README.md's third pass: 40 of a turn's 152 bytes).
 	Recorded *Recording
 }
 
@@ -69,7 +69,7 @@ type SessionPlan struct {
 // A synthetic pool keeps no text and no turns: each session's turns are drawn again from its own
 // generator, with its text, as the session reaches it (Cursor); the dataset file is written the
 // same way (WriteDataset). A stage's pool holds session_pool_factor × the sessions
-// running for the whole run, so what it keeps per session is memory every session pays (issue 19:
+// running for the whole run, so what it keeps per session is memory every session pays (bench/README.md's third pass:
 // 100,000 thinking sessions in 4 GiB). A pool from files keeps its turns and text.
 type StagePool struct {
 	// text writes released synthetic text again (nil for a pool from files, whose text is kept).

@@ -11,7 +11,7 @@ import (
 )
 
 // A stage's dataset.jsonl is never held in memory: the build hashes its lines as it draws them, and
-// WriteDataset draws them again into the file (issue 19: for a pool of 50-turn chats the file was 51
+// WriteDataset draws them again into the file (bench/README.md's memory passes: for a pool of 50-turn chats the file was 51
 // KiB a session, held until the stage began).
 
 // datasetHash takes a pool's dataset lines as they are made and keeps only their sha256 and length.

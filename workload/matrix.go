@@ -2,7 +2,7 @@ package workload
 
 import "time"
 
-// Matrix is the scenario's `matrix:` block: what `plload matrix` reads to build the seed's run matrix
+// Matrix is the scenario's `matrix:` block: what `plload matrix` reads to build the standard benchmark matrix
 // (docs/measurement.md) from this scenario. Every key is optional; `plload run` ignores the block.
 type Matrix struct {
 	// MeanRate and PeakRate are the traffic's mean and peak rate, in the unit of a request_rate
@@ -20,7 +20,7 @@ type Matrix struct {
 	Hold Duration `yaml:"hold,omitempty"`
 }
 
-// Part D's ramp and hold when the scenario does not set them: the seed's morning ramp.
+// Part D's ramp and hold when the scenario does not set them: a morning ramp.
 const (
 	DefaultMatrixRamp = 2 * time.Minute
 	DefaultMatrixHold = 3 * time.Minute

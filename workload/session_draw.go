@@ -26,7 +26,7 @@ func newTextSource(lang string, tok tokenizer.Tokenizer) *textSource {
 
 // TurnCursor walks one session's turns in order, each with its user text: a pool from files gives
 // its own; a synthetic pool draws each turn from the session's generator as it is asked for, so a
-// running session holds neither its later turns nor their text (issue 19), and its first request
+// running session holds neither its later turns nor their text (bench/README.md's third pass), and its first request
 // waits for one turn's drawing, not all of them. Not safe for concurrent use; each session has its
 // own.
 type TurnCursor struct {

@@ -8,7 +8,7 @@ import (
 
 // dechunker undoes HTTP/1.1 chunked framing (RFC 9112 §7.1) a read at a time and in place: the
 // payload of the bytes a read returned is moved to their front, so the poller hands the SSE reader
-// the very buffer the kernel filled (issue 19: net/http's chunked reader copied every chunk into
+// the very buffer the kernel filled (bench/README.md, "CPU per chunk": net/http's chunked reader copied every chunk into
 // a second buffer). It accepts what net/http's chunked reader accepts — CRLF line ends only, chunk
 // extensions ignored, at most 16 hex digits, the same bound on framing overhead — which
 // FuzzDechunkerIsNetHTTP holds it to.

@@ -379,7 +379,7 @@ func (t *Transport) put(c *h1Conn) {
 			}
 		}
 		list := t.idle[addr]
-		list[0] = nil // else the list's array keeps the closed connection, buffers and all (issue 19)
+		list[0] = nil // else the list's array keeps the closed connection, buffers and all
 		t.idle[addr] = list[1:]
 		t.nIdle--
 		evicted = append(evicted, oldest)

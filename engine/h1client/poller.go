@@ -12,7 +12,7 @@ import (
 )
 
 // Poller reads the bodies of streamed answers for every connection of a Transport on a few
-// goroutines, one per P, each waiting on an epoll instance of its own (issue 19). With a goroutine
+// goroutines, one per P, each waiting on an epoll instance of its own (bench/README.md, "Fourth pass"). With a goroutine
 // blocked per stream, every chunk cost two read syscalls — the one that returns it and an empty one
 // before the goroutine parks — and a wake-up of that goroutine through Go's poller. A loop here
 // wakes once per batch of ready connections and reads each once: epoll says it has bytes. Each
