@@ -456,9 +456,9 @@ func (d *scenarioDoc) parse(file string, original []byte, opts workload.LoadOpti
 }
 
 // sizePools gives each concurrency stage of a flags-only run a pool of twice the sessions it is
-// expected to start (single-turn sessions end fast, and the default pool of 3 per slot would run dry
-// in seconds), and reports whether it changed anything. A faster server than the estimate assumes
-// may still reuse sessions: the nonce keeps the repeats from hitting the prefix cache.
+// expected to start, and reports whether it changed anything: single-turn sessions end fast, and
+// past the default pool of 3 per slot sessions are drawn fresh (load.session_reuse) but are not in
+// the stage's dataset.jsonl; a pool of their size keeps what the stage is likely to send in the file.
 func (d *scenarioDoc) sizePools(sc *workload.Scenario) bool {
 	old, _ := d.get("load.stages")
 	stages, _ := old.([]any)

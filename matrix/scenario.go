@@ -83,9 +83,10 @@ func stageDoc(mode string, st workload.Stage) yaml.MapSlice {
 
 // SizePools gives each stage of a closed-loop part on a synthetic workload a session pool of twice
 // the sessions it is expected to start plus its concurrency (as plload run does for a run from
-// flags): single-turn sessions end fast, and the default pool of 3 per slot would run dry in
-// seconds and replay sessions. sc is the part's scenario as parsed; a stage that sets sessions, and
-// a workload from a file (whose sessions are the file's), are left as they are.
+// flags): single-turn sessions end fast, and past a pool of 3 per slot the sessions are drawn fresh
+// (load.session_reuse) and are not in the stage's dataset.jsonl; a pool of their size keeps what the
+// stage is likely to send in the file. sc is the part's scenario as parsed; a stage that sets
+// sessions, and a workload from a file (whose sessions are the file's), are left as they are.
 func SizePools(sc *workload.Scenario, p Part) Part {
 	if workload.ModeOf(p.Mode).OpenLoop || sc.Source() != nil {
 		return p
