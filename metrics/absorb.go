@@ -3,8 +3,6 @@ package metrics
 import (
 	"math"
 	"time"
-
-	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // Time to absorb a rising load (docs/measurement.md). When a stage's load rises — a ramp, or more than the stage
@@ -101,8 +99,7 @@ type windowValues struct {
 	requests int
 	values   map[string][]float64
 	censored map[string]int
-	gaps     []float64
-	hdr      *hdrhistogram.Histogram
+	itl      gapPool
 }
 
 // newAbsorbWindows starts the windows of a stage, or returns nil when there is nothing to judge:
@@ -117,7 +114,7 @@ func newAbsorbWindows(limits []LatencyLimit, window time.Duration, t0, eEff int6
 	}
 	a := &absorbWindows{limits: limits, t0: t0, eEff: eEff, width: int64(window), windows: make([]windowValues, n)}
 	for i := range a.windows {
-		a.windows[i] = windowValues{values: map[string][]float64{}, censored: map[string]int{}}
+		a.windows[i] = windowValues{values: map[string][]float64{}, censored: map[string]int{}, itl: gapPool{limit: absorbExactGaps}}
 	}
 	return a
 }
@@ -146,7 +143,7 @@ func (a *absorbWindows) add(r *Record) {
 		w.values[l.Metric] = append(w.values[l.Metric], v)
 	}
 	if r.OK() && a.hasITL() {
-		w.addGaps(r.TokenGaps())
+		w.itl.add(r.TokenGaps())
 	}
 }
 
@@ -179,34 +176,6 @@ func (a *absorbWindows) hasITL() bool {
 	return false
 }
 
-func (w *windowValues) addGaps(gaps []float64) {
-	if w.hdr == nil && len(w.gaps)+len(gaps) <= absorbExactGaps {
-		w.gaps = append(w.gaps, gaps...)
-		return
-	}
-	if w.hdr == nil {
-		w.hdr = hdrhistogram.New(1, int64(time.Hour), 3)
-		for _, g := range w.gaps {
-			w.hdr.RecordValue(nsOf(g))
-		}
-		w.gaps = nil
-	}
-	for _, g := range gaps {
-		w.hdr.RecordValue(nsOf(g))
-	}
-}
-
-// itl is the window's pooled chunk gaps.
-func (w *windowValues) itl() Dist {
-	if w.hdr == nil {
-		return summarize(w.gaps)
-	}
-	h := w.hdr
-	ms := func(ns int64) float64 { return float64(ns) / 1e6 }
-	return Dist{N: int(h.TotalCount()), Mean: h.Mean() / 1e6, Min: ms(h.Min()), Max: ms(h.Max()), Std: h.StdDev() / 1e6,
-		P50: ms(h.ValueAtQuantile(50)), P90: ms(h.ValueAtQuantile(90)), P95: ms(h.ValueAtQuantile(95)), P99: ms(h.ValueAtQuantile(99))}
-}
-
 // judge is one window's state and the limits it broke.
 func (a *absorbWindows) judge(w *windowValues) (string, []string) {
 	var over []string
@@ -214,7 +183,7 @@ func (a *absorbWindows) judge(w *windowValues) (string, []string) {
 	for _, l := range a.limits {
 		var d Dist
 		if l.Metric == SLOMetricITL {
-			d = w.itl()
+			d = w.itl.dist()
 		} else {
 			d = summarize(w.values[l.Metric])
 		}

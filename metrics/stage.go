@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"time"
-
-	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // StageInput is what a stage's computation needs besides its records.
@@ -63,10 +61,9 @@ type Stage struct {
 	latTTFO, latE2E, itlPerReq, tpot []float64
 	ttst, isl, osl, perUser          []float64
 	ttftIntended, e2eIntended        []float64
-	gaps                             []float64 // pooled ITL: token gaps (token_gaps.go)
-	chunkGaps                        *gapPool  // the plain chunk gaps, once they differ from gaps
+	itl                              gapPool   // pooled ITL: token gaps (token_gaps.go)
+	chunkGaps                        *gapPool  // the plain chunk gaps, once they differ from itl's
 	scratch                          []float64 // one record's token gaps
-	hdr                              *hdrhistogram.Histogram
 	startLag, thinkLag               []float64 // of in-window requests with an intended start
 	slotWait, clientLag              []float64 // their send lag split, where the record has slot_wait_ns
 	sessions                         map[string]*interval
@@ -107,6 +104,7 @@ func NewStage(in StageInput) *Stage {
 	s.s.Window.T0Ns, s.s.Window.WNs, s.s.Window.ENs, s.s.Window.EEffNs = t0, s.w, s.e, eff
 	s.s.Window.Seconds = math.Max(0, float64(eff-s.w)/1e9)
 	s.s.ITLMethod = ITLExact
+	s.itl.limit = exactITLLimit
 	if in.NeverStarted >= 0 {
 		s.s.NeverStarted = Some(in.NeverStarted)
 	}
@@ -320,24 +318,6 @@ func (s *Stage) throughput(r *Record, good bool) {
 	}
 	if good {
 		s.goodEnded++
-	}
-}
-
-func (s *Stage) addGaps(gaps []float64) {
-	if s.hdr == nil && len(s.gaps)+len(gaps) <= exactITLLimit {
-		s.gaps = append(s.gaps, gaps...)
-		return
-	}
-	if s.hdr == nil {
-		s.hdr = hdrhistogram.New(1, int64(time.Hour), 3)
-		s.s.ITLMethod = ITLHDR
-		for _, g := range s.gaps {
-			s.hdr.RecordValue(nsOf(g))
-		}
-		s.gaps = nil
-	}
-	for _, g := range gaps {
-		s.hdr.RecordValue(nsOf(g))
 	}
 }
 

@@ -226,16 +226,13 @@ func (s *Stage) Summary() *StageSummary {
 	return sum
 }
 
-// pooledITL summarizes the pooled chunk gaps, from the HDR histogram once they outgrew exact keeping.
+// pooledITL summarizes the pooled token gaps, from the HDR histogram once they outgrew exact keeping
+// (which ITLMethod then says).
 func (s *Stage) pooledITL() Dist {
-	h := s.hdr
-	if h == nil {
-		return summarize(s.gaps)
+	if s.itl.hdr != nil {
+		s.s.ITLMethod = ITLHDR
 	}
-	ms := func(ns int64) float64 { return float64(ns) / 1e6 }
-	q := func(p float64) float64 { return ms(h.ValueAtQuantile(p)) }
-	return Dist{N: int(h.TotalCount()), Mean: h.Mean() / 1e6, Min: ms(h.Min()), Max: ms(h.Max()), Std: h.StdDev() / 1e6,
-		P1: q(1), P5: q(5), P10: q(10), P25: q(25), P50: q(50), P75: q(75), P90: q(90), P95: q(95), P99: q(99)}
+	return s.itl.dist()
 }
 
 // rates divides the window's counts by its seconds: throughput, and goodput when the SLO sets a

@@ -3,6 +3,7 @@ package metrics
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -83,22 +84,17 @@ func chunkTokensFrom(v []float64) ([]int, error) {
 // two are the same, and most stages never keep a second pool.
 func (s *Stage) addRecordGaps(r *Record) {
 	if r.TokenWeighted() && s.chunkGaps == nil {
-		s.chunkGaps = &gapPool{}
-		if s.hdr != nil {
-			s.chunkGaps.hdr = hdrhistogram.Import(s.hdr.Export())
-		} else {
-			s.chunkGaps.add(s.gaps)
-		}
+		s.chunkGaps = s.itl.clone()
 	}
 	if s.chunkGaps != nil {
 		s.chunkGaps.add(r.InterChunkLatency)
 	}
 	if !r.TokenWeighted() {
-		s.addGaps(r.InterChunkLatency)
+		s.itl.add(r.InterChunkLatency)
 		return
 	}
 	s.scratch = r.AppendTokenGaps(s.scratch[:0])
-	s.addGaps(s.scratch)
+	s.itl.add(s.scratch)
 }
 
 // interChunk is the summary of the plain chunk gaps when they differ from the pooled ITL.
@@ -110,15 +106,17 @@ func (s *Stage) interChunk() *Dist {
 	return &d
 }
 
-// gapPool pools gaps exactly up to exactITLLimit, then in an HDR histogram of 3 significant digits,
-// as the stage's pooled ITL does.
+// gapPool pools gaps (ms) exactly up to limit, then in an HDR histogram of 3 significant digits
+// (0.1 % resolution), so that a long stage's millions of gaps cost a fixed memory. The stage's
+// pooled ITL, its plain chunk gaps and each absorption window's ITL are one each.
 type gapPool struct {
-	gaps []float64
-	hdr  *hdrhistogram.Histogram
+	limit int
+	gaps  []float64
+	hdr   *hdrhistogram.Histogram
 }
 
 func (p *gapPool) add(gaps []float64) {
-	if p.hdr == nil && len(p.gaps)+len(gaps) <= exactITLLimit {
+	if p.hdr == nil && len(p.gaps)+len(gaps) <= p.limit {
 		p.gaps = append(p.gaps, gaps...)
 		return
 	}
@@ -132,6 +130,15 @@ func (p *gapPool) add(gaps []float64) {
 	for _, g := range gaps {
 		p.hdr.RecordValue(nsOf(g))
 	}
+}
+
+// clone is an independent copy of the pool.
+func (p *gapPool) clone() *gapPool {
+	c := &gapPool{limit: p.limit, gaps: slices.Clone(p.gaps)}
+	if p.hdr != nil {
+		c.hdr = hdrhistogram.Import(p.hdr.Export())
+	}
+	return c
 }
 
 func (p *gapPool) dist() Dist {

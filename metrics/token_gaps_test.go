@@ -118,14 +118,14 @@ func TestChunkTokensRoundTrip(t *testing.T) {
 // two are the same), and the two go on apart.
 func TestChunkGapsAfterHDR(t *testing.T) {
 	s := NewStage(input())
-	s.hdr = hdrhistogram.New(1, int64(time.Hour), 3)
+	s.itl.hdr = hdrhistogram.New(1, int64(time.Hour), 3)
 	for range 5 {
-		s.hdr.RecordValue(nsOf(10))
+		s.itl.hdr.RecordValue(nsOf(10))
 	}
 	r := &Record{InterChunkLatency: []float64{60}, ChunkTokens: []int{1, 6}}
 	s.addRecordGaps(r)
-	if s.chunkGaps == nil || s.chunkGaps.hdr == nil || s.chunkGaps.hdr.TotalCount() != 6 || s.hdr.TotalCount() != 11 {
-		t.Fatalf("chunk gaps %+v, pooled ITL over %d values: want 5 + 1 chunk gaps and 5 + 6 token gaps", s.chunkGaps, s.hdr.TotalCount())
+	if s.chunkGaps == nil || s.chunkGaps.hdr == nil || s.chunkGaps.hdr.TotalCount() != 6 || s.itl.hdr.TotalCount() != 11 {
+		t.Fatalf("chunk gaps %+v, pooled ITL over %d values: want 5 + 1 chunk gaps and 5 + 6 token gaps", s.chunkGaps, s.itl.hdr.TotalCount())
 	}
 	if d := s.chunkGaps.dist(); d.N != 6 || d.Max < 59.9 {
 		t.Fatalf("chunk gaps %+v: want 6 up to 60 ms", d)
