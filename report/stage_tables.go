@@ -27,6 +27,8 @@ type columns struct {
 	// limited marks, by SLO metric, the statistics an SLO of these stages limits (ttft p95): their
 	// values are bold in the cells, whose statistics never change (tableStats).
 	limited map[string]map[string]bool
+	// withMax: an SLO limits a maximum, so every latency cell also shows max (tableStats has none).
+	withMax bool
 }
 
 // tableStats are the statistics every latency cell shows, whatever the SLO: mean, median, p90, p95
@@ -62,6 +64,7 @@ func columnsFor(rows []runStage, withRun bool) columns {
 				limited[l.Metric] = map[string]bool{}
 			}
 			limited[l.Metric][l.Stat] = true
+			c.withMax = c.withMax || l.Stat == metrics.SLOStatMax
 		}
 	}
 	return c
@@ -99,10 +102,19 @@ func (c columns) leadHeader(rest ...string) []string {
 	return append([]string{"stage", "load"}, rest...)
 }
 
+// stats are the statistics of every latency cell: tableStats, and max after them when an SLO limits
+// a maximum (so the limited value is in the table, in bold).
+func (c columns) stats() []string {
+	if c.withMax {
+		return append(slices.Clone(tableStats), metrics.SLOStatMax)
+	}
+	return tableStats
+}
+
 // statHeader is a latency column's title: "TTFT mean/median/p90/p95/p99" (median is p50).
 func (c columns) statHeader(label, metric string) string {
-	names := make([]string, len(tableStats))
-	for i, st := range tableStats {
+	names := make([]string, len(c.stats()))
+	for i, st := range c.stats() {
 		names[i] = map[string]string{metrics.SLOStatP50: "median"}[st]
 		if names[i] == "" {
 			names[i] = st
@@ -123,8 +135,8 @@ func (c columns) statCellOf(metric string, d metrics.Dist, requests int) string 
 	if !d.Known() {
 		return "N/A"
 	}
-	parts := make([]string, len(tableStats))
-	for i, st := range tableStats {
+	parts := make([]string, len(c.stats()))
+	for i, st := range c.stats() {
 		parts[i] = lat(statOf(d, st))
 		if c.limited[metric][st] {
 			parts[i] = "**" + parts[i] + "**"
