@@ -20,16 +20,30 @@ import (
 
 // Rule is one threshold: `[stage N:|headline:|all:] METRIC OP VALUE`, such as `ttft_p95 < 500ms`,
 // `stage 2: error_rate < 1%`, `slo == PASS`, `goodput > 10/s`. Without a scope it applies to the
-// headline stage (the best SLO-passing one).
+// headline stage (the best SLO-passing one), or to every stage where there is none; `headline:`
+// applies to the headline stage only.
 type Rule struct {
 	Text   string
-	Scope  string // "headline", "all" or "stage"
+	Scope  string // one of the Scope* values
 	Stage  int
 	Metric string
 	Op     string
 	Value  float64
 	Word   string // for slo
 }
+
+// The scopes of a rule.
+const (
+	// ScopeDefault: no scope written. The headline stage, or every stage where the run has none (no
+	// SLO was set, or no stage passed it): a user who wrote `ttft_p95 < 500ms` asked about TTFT, not
+	// about whether some stage met the SLO.
+	ScopeDefault = ""
+	// ScopeHeadline: `headline:` written. The headline stage only; a run without one fails the rule,
+	// saying why there is none, since that is what the user asked to be judged.
+	ScopeHeadline = "headline"
+	ScopeAll      = "all"   // `all:`: every stage
+	ScopeStage    = "stage" // `stage N:`: stage N
+)
 
 // gateMetric is one metric a rule may name: how to read it from a stage, and how its value is
 // written (a latency such as 500ms, a fraction such as 1%, or a plain number such as 10/s).
@@ -155,12 +169,14 @@ func ParseRule(text string) (Rule, error) {
 	if m == nil {
 		return Rule{}, fmt.Errorf("rule %q: accepted: [stage N:|headline:|all:] METRIC OP VALUE, such as \"ttft_p95 < 500ms\" or \"stage 2: error_rate < 1%%\"", text)
 	}
-	r := Rule{Text: strings.TrimSpace(text), Scope: "headline", Metric: m[3], Op: m[4]}
+	r := Rule{Text: strings.TrimSpace(text), Scope: ScopeDefault, Metric: m[3], Op: m[4]}
 	switch {
 	case m[1] == "all":
-		r.Scope = "all"
+		r.Scope = ScopeAll
+	case m[1] == "headline":
+		r.Scope = ScopeHeadline
 	case m[2] != "":
-		r.Scope, r.Stage = "stage", atoi(m[2])
+		r.Scope, r.Stage = ScopeStage, atoi(m[2])
 	}
 	if r.Metric == "slo" {
 		w := strings.ToUpper(m[5])
@@ -310,7 +326,8 @@ func compare(v float64, op string, limit float64) bool {
 // Evaluate applies threshold rules to a run's stages. A rule without a scope is judged on the
 // headline stage; where there is none — no SLO was set, or no stage passed it — on every stage, each
 // check saying why, so `ttft_p95 < 500ms` reports each stage's ttft_p95 against 500 ms rather than
-// failing for a limit the rule does not name (docs/measurement.md). A rule that fails on a stage whose
+// failing for a limit the rule does not name (docs/measurement.md). A rule written `headline:` is
+// judged on the headline stage only, and fails, saying why there is none, where there is none. A rule that fails on a stage whose
 // client was strained is not decided where the strain could have made it fail (strainedThreshold).
 func Evaluate(rules []Rule, stages []*resultfiles.StageReport) []Check {
 	var out []Check
@@ -323,9 +340,9 @@ func Evaluate(rules []Rule, stages []*resultfiles.StageReport) []Check {
 		var targets []*resultfiles.StageReport
 		lead := "" // why the rule is judged on every stage, when it is for want of a headline stage
 		switch r.Scope {
-		case "all":
+		case ScopeAll:
 			targets = stages
-		case "stage":
+		case ScopeStage:
 			for _, s := range stages {
 				if s.Stage == r.Stage {
 					targets = append(targets, s)
@@ -340,6 +357,8 @@ func Evaluate(rules []Rule, stages []*resultfiles.StageReport) []Check {
 				c := Check{Name: r.Text, Kind: "threshold", Limit: r.Text, Message: why + ", so there is no headline stage and the rule is not decided"}
 				out = append(out, undecided(c, CauseNotMeasured, "candidate", why))
 				continue
+			case r.Scope == ScopeHeadline:
+				// targets stays empty: noTarget says there is no headline stage, and why.
 			default:
 				targets, lead = stages, noHeadlineWhy(stages)+": with no headline stage, the rule is judged on every stage; "
 			}
@@ -453,12 +472,14 @@ func sloFailStands(r Rule, s *resultfiles.StageReport, late float64, bounded boo
 	return false
 }
 
-// noTarget says why a rule scoped to a stage number has no stage to check.
+// noTarget says why a rule has no stage to check: the run has no stage of its number, or, for a
+// `headline:` rule, no headline stage (and why, and how to judge the stages anyway).
 func noTarget(r Rule, stages []*resultfiles.StageReport) string {
-	if r.Scope != "headline" {
+	if r.Scope != ScopeHeadline {
 		return fmt.Sprintf("the run has no stage %d", r.Stage)
 	}
-	return noHeadlineWhy(stages) + ", so there is no headline stage"
+	return "there is no headline stage for a headline: rule: " + noHeadlineWhy(stages) +
+		"; drop headline: to judge every stage, or write all: or stage N:"
 }
 
 // noHeadlineWhy says why the run has no headline stage: no SLO was set, or no stage passed it
@@ -468,16 +489,12 @@ func noHeadlineWhy(stages []*resultfiles.StageReport) string {
 		return "no SLO was set (the headline stage is the one that passes it)"
 	}
 	sums := make([]*metrics.StageSummary, len(stages))
-	var broken []string
 	for i, st := range stages {
 		sums[i] = st.Summary
-		if b := st.Summary.SLO.Broken(); b != "" {
-			broken = append(broken, fmt.Sprintf("stage %02d: %s", st.Stage, b))
-		}
 	}
 	why := resultfiles.NoPass(sums)
-	if len(broken) > 0 {
-		why += " (" + strings.Join(broken, "; ") + ")"
+	if broken := resultfiles.SLOBroken(stages, resultfiles.BrokenPerStage); broken != "" {
+		why += " (" + broken + ")"
 	}
 	return why
 }

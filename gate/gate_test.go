@@ -24,12 +24,13 @@ import (
 
 func TestParseRule(t *testing.T) {
 	good := map[string]Rule{
-		"ttft_p95 < 500ms":         {Scope: "headline", Metric: "ttft_p95", Op: "<", Value: 500},
+		"ttft_p95 < 500ms":         {Scope: ScopeDefault, Metric: "ttft_p95", Op: "<", Value: 500},
 		"stage 2: error_rate < 1%": {Scope: "stage", Stage: 2, Metric: "error_rate", Op: "<", Value: 0.01},
 		"all: itl_p95 <= 50ms":     {Scope: "all", Metric: "itl_p95", Op: "<=", Value: 50},
-		"slo == PASS":              {Scope: "headline", Metric: "slo", Op: "==", Word: "PASS"},
-		"usd_per_1m_out < 0.40":    {Scope: "headline", Metric: "usd_per_1m_out", Op: "<", Value: 0.4},
-		"goodput > 10/s":           {Scope: "headline", Metric: "goodput", Op: ">", Value: 10},
+		"slo == PASS":              {Scope: ScopeDefault, Metric: "slo", Op: "==", Word: "PASS"},
+		"usd_per_1m_out < 0.40":    {Scope: ScopeDefault, Metric: "usd_per_1m_out", Op: "<", Value: 0.4},
+		"goodput > 10/s":           {Scope: ScopeDefault, Metric: "goodput", Op: ">", Value: 10},
+		"headline: ttft_p95 < 1s":  {Scope: ScopeHeadline, Metric: "ttft_p95", Op: "<", Value: 1000},
 	}
 	for text, want := range good {
 		got, err := ParseRule(text)

@@ -1,8 +1,11 @@
 package gate
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/resultfiles"
@@ -68,7 +71,7 @@ func TestGateHeadlineWithoutSLO(t *testing.T) {
 	golden[0].Summary.SLO.Verdict = metrics.SLOFail
 	checks = Evaluate([]Rule{r}, golden)
 	if len(checks) != 2 || checks[1].Status != StatusPass ||
-		checks[1].Message != "no stage passed the SLO (stage 02: TTFT p95 485 ms > 250 ms, error rate 33.3 % > 20 %): with no headline stage, the rule is judged on every stage; stage 02: ttft_p95 = 485 ms (limit < 1000 ms)" {
+		checks[1].Message != "no stage passed the SLO (stage 01 failed it; stage 02 broke TTFT p95 485 ms > 250 ms, error rate 33.3 % > 20 %): with no headline stage, the rule is judged on every stage; stage 02: ttft_p95 = 485 ms (limit < 1000 ms)" {
 		t.Errorf("SLO failed: %+v", checks)
 	}
 	// A replay that met the SLO but fell behind its trace: its table says PASS, so the gate does not
@@ -87,7 +90,7 @@ func TestGateHeadlineWithoutSLO(t *testing.T) {
 	}
 	golden[1].Summary.SLO.Verdict = metrics.SLOFail
 	golden[1].Summary.ReplayValid = metrics.Some(true)
-	if checks := Evaluate([]Rule{r}, golden); len(checks) != 2 || !strings.HasPrefix(checks[1].Message, "no valid stage passed the SLO (stage 02: TTFT p95 485 ms") ||
+	if checks := Evaluate([]Rule{r}, golden); len(checks) != 2 || !strings.HasPrefix(checks[1].Message, "no valid stage passed the SLO (stage 02 broke TTFT p95 485 ms") ||
 		checks[0].Cause != CauseNotMeasured || checks[1].Status != StatusPass {
 		t.Errorf("a replay that fell behind beside one that failed: %+v", checks)
 	}
@@ -118,7 +121,7 @@ func TestThresholdFinalLines(t *testing.T) {
 	}{
 		{name: "one limit the rule does not name failed", rule: "ttft_p95 < 500ms", edit: onlyITL, verdict: VerdictPass,
 			last:  "gate PASSED (2 checks)",
-			check: "no stage passed the SLO (stage 01: ITL p95 122 ms > 50 ms; stage 02: ITL p95 122 ms > 50 ms): with no headline stage, the rule is judged on every stage; stage 02: ttft_p95 = 485 ms (limit < 500 ms)"},
+			check: "no stage passed the SLO (stage 01 broke ITL p95 122 ms > 50 ms; stage 02 broke ITL p95 122 ms > 50 ms): with no headline stage, the rule is judged on every stage; stage 02: ttft_p95 = 485 ms (limit < 500 ms)"},
 		{name: "the rule's own limit failed", rule: "stage 2: ttft_p95 < 300ms", edit: func([]*resultfiles.StageReport) {}, verdict: VerdictFail,
 			last: "gate FAILED (1 check): stage 2: ttft_p95 < 300ms — stage 02: ttft_p95 = 485 ms (limit < 300 ms)"},
 		{name: "slo == PASS on a strained stage: undecided, naming the CPU wait", rule: "stage 2: slo == PASS", edit: func(s []*resultfiles.StageReport) {
@@ -239,5 +242,62 @@ func TestGateSaysWhatTheTablesShow(t *testing.T) {
 	if len(checks) != 1 || checks[0].Status != StatusInconclusive || checks[0].Cause != CauseNotMeasured ||
 		checks[0].Message != "stage 01 is partial (cut short): its numbers are not the whole stage's in the baseline run" {
 		t.Errorf("a regression against a partial baseline: %+v", checks)
+	}
+}
+
+// TestHeadlineScope: a rule written `headline:` is judged on the headline stage only, as written: a
+// run without one (no SLO set, or no stage passed it) fails it, saying there is no headline stage and
+// why, never judging it on every stage as a rule without a scope is; an interrupted run, whose
+// stages could not have been the headline, leaves it undecided.
+func TestHeadlineScope(t *testing.T) {
+	noSLO := func(t *testing.T) []*resultfiles.StageReport {
+		sc := resultstest.ModeScenario(t, "  mode: concurrency\n  stages: [{concurrency: 2, warmup: 1s, duration: 10s}]\n", "")
+		return []*resultfiles.StageReport{resultstest.ModeStage(t, sc, 0)}
+	}
+	golden := func(edit func([]*resultfiles.StageReport)) func(*testing.T) []*resultfiles.StageReport {
+		return func(t *testing.T) []*resultfiles.StageReport {
+			_, s := resultstest.GoldenStages(t)
+			edit(s)
+			return s
+		}
+	}
+	noneMet := golden(func(s []*resultfiles.StageReport) {
+		for _, st := range s {
+			st.Summary.SLO = metrics.SLOResult{Verdict: metrics.SLOFail, Checks: []metrics.SLOCheck{{Name: "itl_p95_ms", Limit: 50, Value: ptr(122), Pass: boolPtr(false)}}}
+		}
+	})
+	for _, tc := range []struct {
+		name, rule string
+		stages     func(*testing.T) []*resultfiles.StageReport
+		want       []string // each check's status, stage and message
+	}{
+		{"headline:, no SLO: fails, saying why there is no headline stage", "headline: ttft_p95 < 1s", noSLO,
+			[]string{"fail 0 there is no headline stage for a headline: rule: no SLO was set (the headline stage is the one that passes it); drop headline: to judge every stage, or write all: or stage N:"}},
+		{"no scope, no SLO: every stage", "ttft_p95 < 1s", noSLO,
+			[]string{"pass 1 no SLO was set (the headline stage is the one that passes it): with no headline stage, the rule is judged on every stage; stage 01: ttft_p95 = 100 ms (limit < 1000 ms)"}},
+		{"headline:, no stage met the SLO: fails, naming what each broke", "headline: ttft_p95 < 1s", noneMet,
+			[]string{"fail 0 there is no headline stage for a headline: rule: no stage passed the SLO (stage 01 broke ITL p95 122 ms > 50 ms; stage 02 broke ITL p95 122 ms > 50 ms); drop headline: to judge every stage, or write all: or stage N:"}},
+		{"no scope, no stage met the SLO: every stage", "ttft_p95 < 1s", noneMet, []string{
+			"pass 1 no stage passed the SLO (stage 01 broke ITL p95 122 ms > 50 ms; stage 02 broke ITL p95 122 ms > 50 ms): with no headline stage, the rule is judged on every stage; stage 01: ttft_p95 = 157 ms (limit < 1000 ms)",
+			"pass 2 no stage passed the SLO (stage 01 broke ITL p95 122 ms > 50 ms; stage 02 broke ITL p95 122 ms > 50 ms): with no headline stage, the rule is judged on every stage; stage 02: ttft_p95 = 485 ms (limit < 1000 ms)"}},
+		{"headline:, a headline stage: that stage only", "headline: ttft_p95 < 1s", golden(func([]*resultfiles.StageReport) {}),
+			[]string{"pass 1 stage 01: ttft_p95 = 157 ms (limit < 1000 ms)"}},
+		{"headline:, every stage cut short: undecided", "headline: ttft_p95 < 1s", golden(func(s []*resultfiles.StageReport) {
+			s[0].Summary.Partial, s[1].Summary.Partial = true, true
+		}), []string{"inconclusive 0 stage 01 is partial (cut short): its numbers are not the whole stage's; stage 02 is partial (cut short): its numbers are not the whole stage's, so there is no headline stage and the rule is not decided"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := ParseRule(tc.rule)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, c := range Evaluate([]Rule{r}, tc.stages(t)) {
+				got = append(got, fmt.Sprintf("%s %d %s", c.Status, c.Stage, c.Message))
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("checks (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -3,7 +3,6 @@ package matrix
 import (
 	"fmt"
 	"math"
-	"slices"
 	"sort"
 	"strings"
 
@@ -229,13 +228,7 @@ func Unordered(outcomes []Outcome) string {
 // brokenAt says what the level's repeats broke, in the stage tables' words: "ITL p95 122 ms > 50 ms"
 // ("" when no repeat has a broken limit on record).
 func (l Level) brokenAt() string {
-	var out []string
-	for _, st := range l.Stages {
-		if b := st.Summary.SLO.Broken(); b != "" && !slices.Contains(out, b) {
-			out = append(out, b)
-		}
-	}
-	return strings.Join(out, "; ")
+	return resultfiles.SLOBroken(l.Stages, resultfiles.BrokenPerLoad)
 }
 
 // saturation is part A's highest throughput level (by its median out tok/s over the repeats) and

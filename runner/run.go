@@ -207,7 +207,8 @@ func Failures(sc *workload.Scenario, stages []*resultfiles.StageReport, headline
 // and its SLO PASS is never called a failure.
 func noHeadline(sc *workload.Scenario, stages []*resultfiles.StageReport) string {
 	slo := resultfiles.SLOText(sc.SLO)
-	var failed, unmeasuredPass, notApplicable, broken []string
+	var failed, unmeasuredPass, notApplicable []string
+	var failedStages []*resultfiles.StageReport
 	partial := 0
 	for _, st := range stages {
 		sum := st.Summary
@@ -218,7 +219,7 @@ func noHeadline(sc *workload.Scenario, stages []*resultfiles.StageReport) string
 		switch sum.SLO.Verdict {
 		case metrics.SLOFail:
 			failed = append(failed, fmt.Sprintf("%02d", st.Stage))
-			broken = append(broken, brokenText(st))
+			failedStages = append(failedStages, st)
 		case metrics.SLOPass:
 			if !sum.Measured() {
 				unmeasuredPass = append(unmeasuredPass, fmt.Sprintf("%02d", st.Stage))
@@ -236,25 +237,11 @@ func noHeadline(sc *workload.Scenario, stages []*resultfiles.StageReport) string
 		return fmt.Sprintf("no valid stage met the SLO (%s): %s failed it, and %s met it only as a replay that fell behind its trace",
 			slo, resultfiles.StageList(failed), resultfiles.StageList(unmeasuredPass))
 	case len(failed) > 0:
-		return fmt.Sprintf("no stage met the SLO (%s): %s", slo, strings.Join(broken, "; "))
+		return fmt.Sprintf("no stage met the SLO (%s): %s", slo, resultfiles.SLOBroken(failedStages, resultfiles.BrokenPerStage))
 	case len(notApplicable) > 0:
 		return fmt.Sprintf("no stage could be judged against the SLO (%s): %s has the verdict N/A (a limit's metric has no values: see its stage table)", slo, resultfiles.StageList(notApplicable))
 	}
 	return ""
-}
-
-// brokenText is what a stage that failed its SLO broke, in its table's words, and when its client
-// was strained, that its latencies may read longer than the server's (the largest cause named):
-// "stage 02 broke ITL p95 122 ms > 50 ms".
-func brokenText(st *resultfiles.StageReport) string {
-	text := fmt.Sprintf("stage %02d failed it", st.Stage)
-	if b := st.Summary.SLO.Broken(); b != "" {
-		text = fmt.Sprintf("stage %02d broke %s", st.Stage, b)
-	}
-	if cause := st.Injector.Cause(); cause != "" {
-		text += fmt.Sprintf(" (its client was strained: %s; its latencies may read longer than the server's, never shorter)", cause)
-	}
-	return text
 }
 
 // replayReason says how far behind the trace a replay stage fell, and what to do about it.
