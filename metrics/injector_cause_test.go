@@ -32,3 +32,17 @@ func TestInjectorCause(t *testing.T) {
 		}
 	}
 }
+
+// TestThreadsWaitingText: a run-queue wait summed over threads reads as threads waiting at a time,
+// never as a share of the time over 100 %, in the self-test's and the strain warning's one wording.
+func TestThreadsWaitingText(t *testing.T) {
+	for percent, want := range map[float64]string{
+		0:   "threads waiting for a CPU: 0.00 at a time on average",
+		12:  "threads waiting for a CPU: 0.12 at a time on average",
+		174: "threads waiting for a CPU: 1.74 at a time on average",
+	} {
+		if got := ThreadsWaitingText(percent); got != want {
+			t.Errorf("%g %%: %q, want %q", percent, got, want)
+		}
+	}
+}

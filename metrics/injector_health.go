@@ -107,7 +107,7 @@ func (h InjectorHealth) strains() []strain {
 		// The wait is summed over the process's threads, so as a share of wall time it passes 100 %
 		// when more than one waits at once: say it as the threads waiting at a time, on average.
 		out = append(out, strain{text: fmt.Sprintf("injector threads waited for a CPU: %.2f threads at a time on average were ready to run with no core free (over %.2f): other processes were taking the cores, so timestamps may be late; run the client on a quieter machine",
-			h.RunQueueWaitPercent.V/100, float64(InjectorRunQueueWarnPercent)/100),
+			ThreadsWaiting(h.RunQueueWaitPercent.V), ThreadsWaiting(InjectorRunQueueWarnPercent)),
 			over: h.RunQueueWaitPercent.V / InjectorRunQueueWarnPercent})
 	}
 	if h.GCPauseTotalMs > InjectorGCPauseWarnMs {
@@ -115,4 +115,16 @@ func (h InjectorHealth) strains() []strain {
 			over: h.GCPauseTotalMs / InjectorGCPauseWarnMs})
 	}
 	return out
+}
+
+// ThreadsWaiting is a run-queue wait (RunQueueWaitPercent: the time threads were ready to run with
+// no core free, summed over threads, ÷ wall time × 100) as the threads waiting at a time, on
+// average: 150 is 1.5. Summed over threads, the wait passes 100 % as a share of the time whenever
+// more than one thread waits at once, so it is always said this way.
+func ThreadsWaiting(percent float64) float64 { return percent / 100 }
+
+// ThreadsWaitingText is a run-queue wait in words, for lines that list the client's state:
+// "threads waiting for a CPU: 0.62 at a time on average".
+func ThreadsWaitingText(percent float64) string {
+	return fmt.Sprintf("threads waiting for a CPU: %.2f at a time on average", ThreadsWaiting(percent))
 }

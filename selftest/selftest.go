@@ -390,7 +390,7 @@ func strainOf(h metrics.InjectorHealth) []string {
 		out = append(out, "CPU busy: "+cpuBusy(h))
 	}
 	if w := h.RunQueueWaitPercent; w.OK && w.V > metrics.InjectorRunQueueWarnPercent {
-		out = append(out, fmt.Sprintf("threads waiting for a CPU: %.2f at a time on average", w.V/100)) // summed over threads: can pass 100 %
+		out = append(out, metrics.ThreadsWaitingText(w.V))
 	}
 	switch {
 	case h.ReadLagP99Ms.OK && h.ReadLagP99Ms.V > metrics.InjectorSchedWarnMs:
@@ -425,7 +425,7 @@ func StepLine(s Step) string {
 	}
 	wait := ""
 	if w := s.Injector.RunQueueWaitPercent; w.OK {
-		wait = fmt.Sprintf(", threads waiting for a CPU: %.2f at a time on average", w.V/100)
+		wait = ", " + metrics.ThreadsWaitingText(w.V)
 	}
 	if l := s.Injector.ReadLagP99Ms; l.OK {
 		wait += fmt.Sprintf(", read lag p99 %.3f ms", l.V)
