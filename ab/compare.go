@@ -193,7 +193,7 @@ func FamilyWidening(m int) float64 {
 func anyNaN(xs ...float64) bool { return slices.ContainsFunc(xs, math.IsNaN) }
 
 // limitMetric is the metric an SLO latency limit reads: the per-request values of ttft, ttfo, tpot
-// and e2e; itl is the pooled chunk gaps (grouped by request), as stage.json's SLO checks read them.
+// and e2e; itl is the pooled token gaps (grouped by request), as stage.json's SLO checks read them.
 func limitMetric(lim metrics.LatencyLimit) metricDef {
 	groups := map[string]func(Sample) [][]float64{
 		metrics.SLOMetricTTFT: singles(func(s Sample) []float64 { return s.TTFT }),

@@ -26,7 +26,7 @@ type Sample struct {
 	// TPOC is the time per output character after the first token: (E2E − TTFT) ÷ output chars, the
 	// TPOT of a comparison that must not depend on either server's tokenizer.
 	TPOC []float64
-	// ITL holds each in-window success's chunk gaps: one group per request, for the cluster
+	// ITL holds each in-window success's token gaps (a chunk of k tokens is k gaps): one group per request, for the cluster
 	// bootstrap (a request's gaps share its batch and its moment).
 	ITL [][]float64
 	// Failed is 1 for each in-window request that failed or was cancelled (not by the user's interrupt), 0

@@ -167,8 +167,8 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, st sessionStart)
 // onItsOwnStack runs a request (send) on a goroutine of its own and waits for its exchange. Streaming
 // an answer grows a goroutine's stack to 8–16 KiB (HTTP, SSE, JSON, the record), and the collector
 // only halves a stack once per cycle: a session's goroutine that streamed its turns itself kept that
-// stack through every think time, 13.7 KiB a session of the 42 KiB a thinking session cost (issue
-// 19). The request's goroutine ends with its answer and its stack goes back to the runtime's cache
+// stack through every think time, 13.7 KiB a session of the 42 KiB a thinking session cost
+// (bench/README.md's third pass). The request's goroutine ends with its answer and its stack goes back to the runtime's cache
 // for the next one, so a thinking session holds only runSession's few frames. The hand-off comes once
 // per request, between its credit (stamped before) and its send (stamped after, on its goroutine, as
 // are its chunks and its end): a goroutine's start, not a scheduler wait, sits in credit → send.

@@ -16,8 +16,8 @@ import (
 // none. A latency is charged to the moment the load was offered, not to the moment the server got
 // round to it, so a queue that builds up shows in the windows that filled it.
 //
-// What a window is judged on: its successful requests' TTFT, TTFO, TPOT, E2E and pooled chunk gaps
-// (ITL), each limit's statistic computed over the window's values as the stage's is. A request
+// What a window is judged on: its successful requests' TTFT, TTFO, TPOT, E2E and pooled token gaps
+// (ITL: a chunk of k tokens is k gaps), each limit's statistic computed over the window's values as the stage's is. A request
 // cancelled by the drain or an interrupt counts too, as a lower bound: its TTFT and TTFO, when it
 // never got them, are at least its cancellation − its start, and so is its E2E. Other failed requests
 // (HTTP errors, transport errors) have no latency and are left out: the error-rate limit is the
@@ -41,7 +41,7 @@ import (
 // requests' value, and one slow request would mark the window violated.
 const AbsorbMinRequests = 5
 
-// absorbExactGaps is how many chunk gaps one window keeps exactly before it pools them in an HDR
+// absorbExactGaps is how many token gaps (ITL) one window keeps exactly before it pools them in an HDR
 // histogram (3 significant digits, as the stage's pooled ITL): the windows of a long stage must not
 // hold a second copy of every gap.
 const absorbExactGaps = 1 << 16

@@ -12,13 +12,13 @@ type Interval struct {
 	N             int // resamples
 }
 
-// maxBootstrapValues bounds the values one resample sorts, so a gate over millions of chunk gaps
+// maxBootstrapValues bounds the values one resample sorts, so a gate over millions of token gaps
 // stays quick; larger samples are thinned evenly within each group.
 const maxBootstrapValues = 20_000
 
 // BootstrapRelDiff returns the 95 % interval of candidate's p-th percentile over baseline's, minus 1,
 // from iters resamples. Each sample is a list of groups, one per request, and the resampling draws
-// whole groups with replacement: the chunk gaps of one request share its batch and its moment, so
+// whole groups with replacement: the token gaps of one request share its batch and its moment, so
 // treating them as independent would claim more certainty than the data holds (a cluster
 // bootstrap). Single values are groups of one. The seed makes it reproducible. Either side without
 // a value gives NaN.

@@ -3,6 +3,7 @@ package metrics
 import (
 	"fmt"
 	"os"
+	"strings"
 )
 
 // The server's cache hit (ServerSummary.CacheHitRate) is the increase of its counters between the
@@ -31,7 +32,7 @@ func (c *cacheSpanHit) add(r *Record) {
 	}
 	c.prompt += int64(r.UsagePromptTokens.V)
 	if r.UsageCachedTokens.OK {
-		c.cached += int64(r.UsageCachedTokens.V)
+		c.cached += int64(min(r.UsageCachedTokens.V, r.UsagePromptTokens.V)) // as the stage's cache hit: never over the prompt
 		c.reported = true
 	}
 }
@@ -44,20 +45,24 @@ func (c *cacheSpanHit) result() Opt[float64] {
 }
 
 // WithClientCacheHit sets the server summary's client cache hit over the span its counters cover,
-// from the stage's records file; it does nothing where the server gave no counter-based rate.
-func (o *ServerSummary) WithClientCacheHit(recordsPath string) error {
+// from the stage's records file; it does nothing where the server gave no counter-based rate. A file
+// it cannot read leaves the figure absent and says why in the summary's note, after any note there.
+func (o *ServerSummary) WithClientCacheHit(recordsPath string) {
 	if o == nil || !o.CacheHitRate.OK || o.CountersToNs <= o.CountersFromNs {
-		return nil
+		return
 	}
-	f, err := os.Open(recordsPath)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
 	c := cacheSpanHit{from: o.CountersFromNs, to: o.CountersToNs}
-	if err := ReadRecords(f, func(r *Record) error { c.add(r); return nil }); err != nil {
-		return fmt.Errorf("%s: %w", recordsPath, err)
+	err := func() error {
+		f, err := os.Open(recordsPath)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return ReadRecords(f, func(r *Record) error { c.add(r); return nil })
+	}()
+	if err != nil {
+		o.Note = strings.TrimSpace(o.Note + " The client's cache hit over the counters' span could not be read: " + fmt.Sprintf("%s: %v", recordsPath, err))
+		return
 	}
 	o.ClientCacheHit = c.result()
-	return nil
 }

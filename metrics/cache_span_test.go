@@ -3,6 +3,7 @@ package metrics
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -45,15 +46,19 @@ func TestClientCacheHitOverTheServersSpan(t *testing.T) {
 	if sum.CountersFromNs != 1*s || sum.CountersToNs != 4*s || !sum.CacheHitRate.OK || sum.CacheHitRate.V != 0.7 {
 		t.Fatalf("span %d–%d, rate %v; want 1 s–4 s and 0.7", sum.CountersFromNs, sum.CountersToNs, sum.CacheHitRate)
 	}
-	if err := sum.WithClientCacheHit(path); err != nil {
-		t.Fatal(err)
-	}
+	sum.WithClientCacheHit(path)
 	if !sum.ClientCacheHit.OK || sum.ClientCacheHit.V != 0.7 {
 		t.Errorf("client cache hit over the span %v, want 0.7 (1400 of 2000 tokens)", sum.ClientCacheHit)
 	}
 	// Without counters (a rate gauge only) there is no span, and nothing is read.
 	gauge := SummarizeServer([]ServerSample{{TNs: 2 * s, CacheHitRate: hits(0.5)}}, 1*s, 5*s)
-	if err := gauge.WithClientCacheHit(filepath.Join(t.TempDir(), "missing.jsonl")); err != nil || gauge.ClientCacheHit.OK {
-		t.Errorf("a gauge-only server: err %v, client hit %v; want neither", err, gauge.ClientCacheHit)
+	if gauge.WithClientCacheHit(filepath.Join(t.TempDir(), "missing.jsonl")); gauge.ClientCacheHit.OK || gauge.Note != "" {
+		t.Errorf("a gauge-only server: client hit %v, note %q; want neither", gauge.ClientCacheHit, gauge.Note)
+	}
+	// A records file that cannot be read leaves the figure absent, saying why after the note there.
+	lost := SummarizeServer(samples, 1*s, 5*s)
+	lost.Note = "scrapes stopped."
+	if lost.WithClientCacheHit(filepath.Join(t.TempDir(), "missing.jsonl")); lost.ClientCacheHit.OK || !strings.HasPrefix(lost.Note, "scrapes stopped. The client's cache hit") {
+		t.Errorf("an unreadable records file: client hit %v, note %q", lost.ClientCacheHit, lost.Note)
 	}
 }

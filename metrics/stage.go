@@ -38,7 +38,7 @@ type StageInput struct {
 const (
 	ThinkLagWarnMs = 100.0 // think lag p99
 	StartLagWarnMs = 100.0 // start lag p95; a session whose start lag passes it counts as queued
-	// exactITLLimit is how many pooled chunk gaps are kept exactly; past it they go into an HDR
+	// exactITLLimit is how many pooled token gaps (ITL) are kept exactly; past it they go into an HDR
 	// histogram with 3 significant digits (0.1 % resolution), and the summary says so.
 	exactITLLimit = 8 << 20
 )
@@ -323,13 +323,20 @@ func (s *Stage) throughput(r *Record, good bool) {
 
 func nsOf(ms float64) int64 { return max(1, int64(math.Round(ms*1e6))) }
 
+// sessionKey names the session instance a record belongs to: its correlation id (one per session
+// instance; AIPerf's conversation id names the dataset entry, which several instances may replay),
+// else its conversation id.
+func sessionKey(r *Record) string {
+	if r.XCorrelationID != "" {
+		return r.XCorrelationID
+	}
+	return r.ConversationID
+}
+
 // widenSession widens the interval of the record's session instance (keyed by correlation id, else
 // conversation id; a record with neither has no session): first issue to last end.
 func widenSession(sessions map[string]*interval, r *Record) {
-	key := r.XCorrelationID
-	if key == "" {
-		key = r.ConversationID
-	}
+	key := sessionKey(r)
 	if key == "" {
 		return
 	}

@@ -154,10 +154,10 @@ func (f *features) success(r *Record) {
 	tc.requests, tc.prompt, tc.cached = tc.requests+1, tc.prompt+prompt, tc.cached+cached
 }
 
-// agentTurnKey names a user turn of a conversation.
+// agentTurnKey names a user turn of a session instance (sessionKey).
 type agentTurnKey struct {
-	conversation string
-	turn         int
+	session string
+	turn    int
 }
 
 // agentTurn is one user turn's successful requests: its rounds, their tool calls, and its last
@@ -195,7 +195,7 @@ func (f *features) turnOf(r *Record) *agentTurn {
 	if f.agentTurns == nil {
 		f.agentTurns = map[agentTurnKey]*agentTurn{}
 	}
-	k := agentTurnKey{r.ConversationID, r.TurnIndex}
+	k := agentTurnKey{sessionKey(r), r.TurnIndex}
 	t := f.agentTurns[k]
 	if t == nil {
 		t = &agentTurn{}

@@ -40,7 +40,7 @@ func Series(recs []*Record, sum *StageSummary) StageSeries {
 }
 
 // SeriesBuilder builds a StageSeries one record at a time, keeping of each only what the series
-// needs (40 bytes of a success, and its chunk gaps when it is an in-window success): a stage of millions of
+// needs (40 bytes of a success, and its token gaps when it is an in-window success): a stage of millions of
 // records is charted without holding them (a merged 4 × 1M stage held 7 GiB of records).
 type SeriesBuilder struct {
 	s        StageSeries

@@ -354,7 +354,7 @@ func (s *Stage) warnings() []string {
 		out = append(out, fmt.Sprintf("%d of %d successful requests carried no server usage: output tokens are the client's count of streamed chunks, and cache hit %% is N/A without prompt usage", sum.MissingUsage, sum.Requests.Succeeded))
 	}
 	if sum.ITLMethod == ITLHDR {
-		out = append(out, fmt.Sprintf("pooled ITL percentiles come from an HDR histogram with 3 significant digits (0.1 %% resolution): more than %d chunk gaps", exactITLLimit))
+		out = append(out, fmt.Sprintf("pooled ITL percentiles come from an HDR histogram with 3 significant digits (0.1 %% resolution): more than %d token gaps", exactITLLimit))
 	}
 	return out
 }

@@ -130,7 +130,7 @@ func (c columns) statCell(metric string, d metrics.Dist) string {
 }
 
 // statCellOf is statCell where the requests behind the values are not the distribution's count
-// (ITL pools the chunk gaps of requests).
+// (ITL pools the token gaps of requests).
 func (c columns) statCellOf(metric string, d metrics.Dist, requests int) string {
 	if !d.Known() {
 		return "N/A"
