@@ -9,15 +9,22 @@ package engine
 // The server's usage says how many tokens there were in all, not per chunk, so the client's own
 // tokenizer says which chunks held more than one: the tokens the server counted beyond one per event
 // go to the chunks whose text the client counts as several tokens, in proportion to how many more
-// than one. Tokens that left no text (a reasoning parser's tags, a tool call's JSON scaffolding) so
-// land with the long chunks they were generated among. Where no chunk holds more than one token in
-// the client's count, the events are left at one token each.
+// than one.
+//
+// Not all of the server's surplus was streamed, though. Reasoning the server counted but never sent
+// (OpenAI's o-series, gateways that strip it: reasoning_tokens > 0 with no reasoning streamed) was
+// generated before the first chunk, so its time is the TTFT's, not any chunk gap's; a stop token some
+// servers count was never text at all. Spread over the chunks, hundreds of such tokens would cut one
+// gap into hundreds of tiny ones and pull the ITL toward 0. So the unstreamed reasoning is taken out,
+// and a chunk never gets more tokens than the client counts in its text: only the part of the
+// surplus the client's own counts explain is placed, and the rest is left out of the ITL.
 
-// chunkTokens is the output tokens of each token event when total (the server's completion tokens)
-// is more than the events and the client's count places the surplus; nil otherwise (one each).
-func (st *streamRead) chunkTokens(total int, count func(string) int) []int {
+// chunkTokens is the output tokens of each token event when total (the server's completion tokens,
+// less unstreamed, its reasoning tokens when none of the reasoning was streamed) is more than the
+// events and the client's count places some of the surplus; nil otherwise (one each).
+func (st *streamRead) chunkTokens(total, unstreamed int, count func(string) int) []int {
 	events := len(st.tokens)
-	surplus := total - events
+	surplus := total - max(unstreamed, 0) - events
 	if surplus <= 0 || events < 2 || len(st.ends) != events {
 		return nil
 	}
@@ -33,11 +40,24 @@ func (st *streamRead) chunkTokens(total int, count func(string) int) []int {
 	if evidence == 0 {
 		return nil
 	}
-	k := apportion(surplus, more, evidence)
+	// At most what the client counts: with surplus ≤ evidence, no chunk's share passes its own more[i]
+	// (apportion gives each at most the ceiling of a share below its weight).
+	k := apportion(min(surplus, evidence), more, evidence)
 	for i := range k {
 		k[i]++
 	}
 	return k
+}
+
+// unstreamedReasoning is the reasoning tokens the server counted but did not stream: its whole
+// reasoning count when no token event carried reasoning, 0 when some did (their count is then in
+// the events' text, and the client's tokenizer places it), when the usage gives none, or when it
+// has no completion count to take it from.
+func (st *streamRead) unstreamedReasoning() int {
+	if st.reasoning > 0 || st.usage == nil || !st.usage.HasReasoning || !st.usage.HasCompletion {
+		return 0
+	}
+	return max(st.usage.ReasoningTokens, 0)
 }
 
 // apportion divides n among weights (summing to sum > 0) in proportion, in whole numbers that add up

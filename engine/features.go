@@ -123,15 +123,7 @@ func (s *stageRun) readCompletion(ctx, reqCtx context.Context, ex *exchange, bod
 		osl = c.Usage.CompletionTokens
 	}
 	rec.OutputSequenceLength = metrics.Some(osl)
-	serverReasoning := 0
-	if hasServerReasoning {
-		serverReasoning = c.Usage.ReasoningTokens
-	}
-	reasoning, answer := splitOutput(osl, serverReasoning, hasServerReasoning, clientReasoning, clientAnswer)
-	if c.Reasoning != "" {
-		rec.ReasoningTokenCount = metrics.Some(reasoning)
-	}
-	rec.OutputTokenCount = metrics.Some(answer)
+	setOutputCounts(rec, osl, c.Usage, c.Reasoning != "", clientReasoning, clientAnswer)
 	if c.Usage != nil {
 		ex.hasUsage = true
 		applyUsage(rec, c.Usage)

@@ -229,7 +229,7 @@ func (s *stageRun) readStream(ctx, reqCtx context.Context, ex *exchange, body io
 	st.timings(rec, start)
 	st.counts(rec)
 	if st.usage != nil && st.usage.HasCompletion {
-		rec.ChunkTokens = st.chunkTokens(st.usage.CompletionTokens, s.cfg.Scenario.Tokenizer().Count)
+		rec.ChunkTokens = st.chunkTokens(st.usage.CompletionTokens, st.unstreamedReasoning(), s.cfg.Scenario.Tokenizer().Count)
 	}
 	rec.InputSequenceLength = metrics.Some(isl)
 	rec.ClientPromptTokens = metrics.Some(isl)
@@ -335,18 +335,8 @@ func (st *streamRead) counts(rec *metrics.Record) {
 		osl = st.usage.CompletionTokens
 	}
 	rec.OutputSequenceLength = metrics.Some(osl)
-	if st.reasoning > 0 {
-		// Without the server's reasoning count, its total is split as the token events were.
-		serverReasoning, hasServerReasoning := 0, st.usage != nil && st.usage.HasReasoning
-		if hasServerReasoning {
-			serverReasoning = st.usage.ReasoningTokens
-		}
-		r, answer := splitOutput(osl, serverReasoning, hasServerReasoning, st.reasoning, len(st.tokens)-st.reasoning)
-		rec.ReasoningTokenCount = metrics.Some(r)
-		rec.OutputTokenCount = metrics.Some(answer)
-	} else {
-		rec.OutputTokenCount = metrics.Some(osl)
-	}
+	// Without the server's reasoning count, its total is split as the token events were.
+	setOutputCounts(rec, osl, st.usage, st.reasoning > 0, st.reasoning, len(st.tokens)-st.reasoning)
 	if osl >= 2 {
 		itl := (rec.RequestLatency.V - rec.TTFT.V) / float64(osl-1)
 		rec.InterTokenLatency = metrics.Some(itl)
