@@ -274,14 +274,26 @@ func NewStageReport(tool string, sc *workload.Scenario, i int, sha string, sum *
 	return r
 }
 
-// NoneEndedWarning says when requests started in the stage's window but none ended in it: its
-// answers outlast the window, so every throughput reads 0 while the server was busy ("" otherwise).
+// NoneEndedWarning says when requests started in the stage's window were still running at its end
+// and none ended in it: their answers outlast the window, so every throughput reads 0 while the
+// server was busy ("" otherwise). Still running means a success that ended after the window or a
+// request the drain cancelled; a stage whose requests all failed says nothing here, since the
+// failures, not the window's length, explain the zero (its error count says so).
 func NoneEndedWarning(sum *metrics.StageSummary) string {
 	if sum == nil || sum.Requests.InWindow == 0 || sum.Throughput.Requests > 0 || sum.Partial {
 		return ""
 	}
+	q := sum.Requests
+	running := q.Succeeded + q.Cancelled - q.Interrupted
+	if running <= 0 {
+		return ""
+	}
 	line := fmt.Sprintf("no request ended in the window: %d started in its %s s, and every answer outlasted it (throughput reads 0)",
-		sum.Requests.InWindow, Seconds(sum.Window.Seconds))
+		q.InWindow, SecondsBrief(sum.Window.Seconds))
+	if failed := q.InWindow - running; failed > 0 {
+		line = fmt.Sprintf("no request ended in the window: %d of the %d started in its %s s were still running at its end (throughput reads 0; %d failed)",
+			running, q.InWindow, SecondsBrief(sum.Window.Seconds), failed)
+	}
 	if sum.E2E.Known() {
 		line += fmt.Sprintf("; requests took %.1f s (E2E p50)", sum.E2E.P50/1000)
 	}

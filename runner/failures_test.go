@@ -140,9 +140,16 @@ func TestRunFailuresNameTheCause(t *testing.T) {
 		{"no SLO", &workload.Scenario{}, stage(func(st *resultfiles.StageReport) { st.Summary.SLO = metrics.SLOResult{Verdict: metrics.SLONA} }), nil},
 		{"every answer outlasted the window", &workload.Scenario{}, stage(func(st *resultfiles.StageReport) {
 			st.Summary.SLO = metrics.SLOResult{Verdict: metrics.SLONA}
-			st.Summary.Requests.InWindow, st.Summary.Requests.Succeeded, st.Summary.Throughput.Requests = 3, 0, 0
-			st.Summary.Window.Seconds = 2
+			// The drain cancelled all three: they were still running when the window ended.
+			st.Summary.Requests.InWindow, st.Summary.Requests.Succeeded, st.Summary.Requests.Cancelled, st.Summary.Throughput.Requests = 3, 0, 3, 0
+			st.Summary.Window.Seconds = 2.000731
 		}), []string{"stage 01 failed: no request ended in the window: 3 started in its 2 s, and every answer outlasted it (throughput reads 0): lengthen the stage (load.stages[].duration, or --duration) to several answers' length"}},
+		{"every request refused", &workload.Scenario{}, stage(func(st *resultfiles.StageReport) {
+			// Failures explain the zero throughput, not the window's length: the line says they failed.
+			st.Summary.SLO = metrics.SLOResult{Verdict: metrics.SLONA}
+			st.Summary.Requests.InWindow, st.Summary.Requests.Succeeded, st.Summary.Requests.Errors, st.Summary.Throughput.Requests = 10, 0, 10, 0
+			st.Summary.Window.Seconds = 1.387627746
+		}), []string{"stage 01 failed: no request in its window succeeded (10 errors, 0 cancelled)"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, Failures(tc.sc, tc.stages, false)); diff != "" {
