@@ -5,7 +5,7 @@
 # Go package llamaserver runs llama-server from there through the folder's own loader.
 #
 #   .ci/llama-server.sh            # unpack into ${XDG_CACHE_HOME:-~/.cache}/plload/llama.cpp/root
-#   PLLOAD_REAL_SERVER=require go test ./llamaserver ./cli -run RealServer   # the tier
+#   PLLOAD_REAL_SERVER=require go test -p 1 ./llamaserver ./cli -run RealServer -v   # the tier
 #
 # Needs apt-get and dpkg-deb (Debian or Ubuntu) and network access to deb.debian.org. Run again, it
 # does nothing when the tree is complete.
@@ -14,7 +14,7 @@ base="${PLLOAD_LLAMA_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/plload/llama.cpp}"
 root="$base/root"
 packages="llama.cpp-tools libllama0 libggml0 libc6 libstdc++6 libgcc-s1 libgomp1 libssl3t64 libzstd1 zlib1g"
 if [ -x "$root/usr/bin/llama-server" ] && [ -e "$root/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" ] && [ -f "$base/.complete" ]; then
-  echo "llama-server already unpacked at $root"; exit 0
+  echo "llama-server already unpacked at $root; the tier: PLLOAD_REAL_SERVER=require go test -p 1 ./llamaserver ./cli -run RealServer -v"; exit 0
 fi
 if [ "$(uname -m)" != x86_64 ]; then echo "llama-server.sh: only x86_64 is supported (this is $(uname -m))" >&2; exit 1; fi
 apt="$base/apt"
@@ -34,4 +34,4 @@ rm -rf "$root"; mv "$root.new" "$root"
 lib="$root/usr/lib/x86_64-linux-gnu"
 (cd "$lib/ggml/backends0" && "$lib/ld-linux-x86-64.so.2" --library-path "$lib:$lib/llama" "$root/usr/bin/llama-server" --version)
 touch "$base/.complete"
-echo "llama-server unpacked at $root"
+echo "llama-server unpacked at $root; the tier: PLLOAD_REAL_SERVER=require go test -p 1 ./llamaserver ./cli -run RealServer -v"

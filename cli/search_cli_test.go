@@ -232,6 +232,9 @@ func TestSearchWhenNothingPasses(t *testing.T) {
 	out := t.TempDir()
 	code, stdout, stderr := plload(t, "search", path, "--start", "2", "--out", out)
 	_, sf := readSearch(t, out)
+	if code == 1 && strings.Contains(stdout, "is invalid") && strings.Contains(stdout, "client was strained") {
+		t.Skipf("the client stayed strained, so the search stopped as invalid: this machine is too busy for the test\n%s", stdout)
+	}
 	if code != 1 || sf.Best != nil || !strings.Contains(stderr, "no probe met the SLO (TTFT p95 ≤ 2ms): no probe passed, down to 1") ||
 		!strings.Contains(stdout, "capacity at SLO: none") {
 		t.Fatalf("exit %d, best %v\n%s\n%s", code, sf.Best, stdout, stderr)
