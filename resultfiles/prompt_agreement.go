@@ -50,6 +50,9 @@ func TemplateOverhead(a *metrics.PromptAgreement) string {
 // decimal otherwise.
 func tokensText(v float64) string {
 	if r := math.Round(v); math.Abs(v-r) < 0.05 {
+		if r == 0 {
+			r = 0 // a fit's -5.9e-13 rounds to -0, which %.0f prints as "-0"
+		}
 		if r == 1 {
 			return "1 token"
 		}

@@ -70,3 +70,22 @@ func TestPromptAgreementFromRecords(t *testing.T) {
 		t.Errorf("another tokenizer under the template: %q", w)
 	}
 }
+
+// TestTemplateOverheadText: a fitted count prints whole where the fit is exact and with one decimal
+// otherwise; a fit's rounding residue just below 0 prints 0, never "-0".
+func TestTemplateOverheadText(t *testing.T) {
+	for _, tc := range []struct {
+		overhead, perMessage float64
+		want                 string
+	}{
+		{-5.86e-13, 2, "the chat template's 0 tokens per request and 2 tokens per message aside"},
+		{3, 5, "the chat template's 3 tokens per request and 5 tokens per message aside"},
+		{1.0000001, 13.24, "the chat template's 1 token per request and 13.2 tokens per message aside"},
+		{-2.4, 1, "the chat template's -2.4 tokens per request and 1 token per message aside"},
+	} {
+		a := &metrics.PromptAgreement{Slope: metrics.Some(1.0), Overhead: metrics.Some(tc.overhead), PerMessage: metrics.Some(tc.perMessage)}
+		if got := TemplateOverhead(a); got != tc.want {
+			t.Errorf("overhead %v, per message %v:\n got %q\nwant %q", tc.overhead, tc.perMessage, got, tc.want)
+		}
+	}
+}
