@@ -112,11 +112,13 @@ func engineSection(rows []runStage, withRun bool) string {
 func serverSection(rows []runStage, withRun bool) string {
 	var table [][]string
 	var scrapes strings.Builder
+	sameSpan := false // some row shows the client's cache hit over the counters' span
 	for _, rs := range rows {
 		s, sv := rs.st, rs.st.Server
 		if sv == nil {
 			continue
 		}
+		sameSpan = sameSpan || (sv.Samples > 0 && sv.ClientCacheHit.OK)
 		if sv.Scrapes > 0 && sv.ScrapesOK < sv.Scrapes {
 			fmt.Fprintf(&scrapes, "- %s: server metrics: %d of %d scrapes ok (the others failed or timed out; the figures come from those that answered).\n",
 				stageLabel(rs, withRun), sv.ScrapesOK, sv.Scrapes)
@@ -136,17 +138,32 @@ func serverSection(rows []runStage, withRun bool) string {
 			opt(sv.RunningMean, "%.1f")+" / "+opt(sv.RunningMax, "%.0f"), opt(sv.WaitingMean, "%.1f")+" / "+opt(sv.WaitingMax, "%.0f"),
 			pct(sv.KVUsageMean.V, sv.KVUsageMean.OK)+" / "+pct(sv.KVUsageMax.V, sv.KVUsageMax.OK),
 			fmt.Sprintf("%s (client %s)", serverTTFT(sv), lats(s.Summary.TTFT, 50, 95)),
-			fmt.Sprintf("%s (client %s)", pct(sv.CacheHitRate.V, sv.CacheHitRate.OK), pct(s.Summary.CacheHit.V, s.Summary.CacheHit.OK))))
+			serverCacheHit(sv, s.Summary)))
 	}
 	if len(table) == 0 {
 		return ""
 	}
 	out := "\n## Server view\n\n" + markdownTable(stageHeader(withRun, "server", "running mean / max", "waiting mean / max", "KV cache use mean / max", "TTFT p50/p95 ms", "cache hit"), table) +
 		"\nFrom the target's Prometheus endpoint, scraped every second; server TTFT comes from its histogram's increase over the window, so it is only as fine as the server's buckets (vLLM's jump from 100 ms to 250 ms).\n"
+	if sameSpan {
+		out = strings.TrimSuffix(out, "\n") + " The client's cache hit \"same span\" is over the requests whose first token came between the two scrapes the server's counters were read at, the prompts the server counted; its \"window\" is over the requests that started in the stage's window.\n"
+	}
 	if scrapes.Len() > 0 {
 		out += "\n" + scrapes.String()
 	}
 	return out
+}
+
+// serverCacheHit is the server's cache hit beside the client's over the same requests where stage.json
+// has it — the requests whose first token came between the two scrapes the server's counters were read
+// at, so the two agree where they count alike — then the client's over the window, which the requests
+// at the window's edges move by several points on a short stage; the window figure alone without it.
+func serverCacheHit(sv *metrics.ServerSummary, sum *metrics.StageSummary) string {
+	server, window := pct(sv.CacheHitRate.V, sv.CacheHitRate.OK), pct(sum.CacheHit.V, sum.CacheHit.OK)
+	if !sv.ClientCacheHit.OK {
+		return fmt.Sprintf("%s (client %s)", server, window)
+	}
+	return fmt.Sprintf("%s (client %s same span; %s window)", server, pct(sv.ClientCacheHit.V, true), window)
 }
 
 func orNote(s *metrics.ServerSummary) string {

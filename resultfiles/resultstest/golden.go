@@ -83,7 +83,7 @@ func GoldenStages(t testing.TB) (*workload.Scenario, []*resultfiles.StageReport)
 		if i == 0 {
 			rep.Server = &metrics.ServerSummary{Engine: "vllm", Samples: 10, RunningMean: metrics.Some(1.5), RunningMax: metrics.Some(2.0),
 				WaitingMean: metrics.Some(0.0), WaitingMax: metrics.Some(0.0), KVUsageMean: metrics.Some(0.12), KVUsageMax: metrics.Some(0.2),
-				TTFTP50Ms: metrics.Some(118.0), TTFTP95Ms: metrics.Some(150.0), CacheHitRate: metrics.Some(0.61)}
+				TTFTP50Ms: metrics.Some(118.0), TTFTP95Ms: metrics.Some(150.0), CacheHitRate: metrics.Some(0.61), ClientCacheHit: metrics.Some(0.605)}
 		} else {
 			rep.Server = &metrics.ServerSummary{Note: "server metrics off: http://127.0.0.1:8000/metrics answered HTTP 404"}
 		}
