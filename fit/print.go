@@ -59,7 +59,7 @@ func (s *Summary) Print(out io.Writer, sources []string) {
 
 	if st := s.Sessions; st != nil {
 		fmt.Fprintf(out, "\nsessions: %d, mean %.2f turns\n", st.Count, st.MeanTurns)
-		fmt.Fprintf(out, "  turns       p50 %s, p95 %s, p99 %s, max %s\n", num(st.Turns.P50), num(st.Turns.P95), num(st.Turns.P99), num(st.Turns.Max))
+		fmt.Fprintf(out, "  turns       p50 %s, p95 %s, p99 %s, max %s%s\n", num(st.Turns.P50), num(st.Turns.P95), num(st.Turns.P99), num(st.Turns.Max), st.cutOffNote())
 		fmt.Fprintf(out, "  think time  mean %.3g s, p50 %.3g s, p95 %.3g s, p99 %.3g s, max %.3g s (%s)\n",
 			st.ThinkMean, st.ThinkTime.P50, st.ThinkTime.P95, st.ThinkTime.P99, st.ThinkTime.Max, thinkSource(st))
 		fmt.Fprintf(out, "  first turn  prompt tokens p50 %s, p99 %s (later turns carry the history)\n", num(s.FirstInput.P50), num(s.FirstInput.P99))
@@ -89,6 +89,18 @@ func (s *Summary) Print(out io.Writer, sources []string) {
 		fmt.Fprintf(out, "  first turns share %.4g prompt tokens on average (%.1f %% of theirs) over %s: the scenario's personas carry it\n",
 			sp.Tokens, 100*sp.Share, over)
 	}
+}
+
+// cutOffNote says how many sessions the turn counts leave out as cut off by the log's end.
+func (st *SessionStats) cutOffNote() string {
+	switch {
+	case st.CutOff == 0:
+		return ""
+	case st.AllCutOff:
+		return " (every session was cut off by the log's end: a lower bound)"
+	}
+	return fmt.Sprintf(" (over %d sessions; %s cut off by the log's end, still able to have turns, left out)",
+		st.Count-st.CutOff, plural(st.CutOff, "session", "sessions"))
 }
 
 // thinkSource says what the think-time gaps were measured between.

@@ -84,7 +84,15 @@ type Log struct {
 	firstSeen map[int32]struct{}
 
 	sessions map[string]int32
-	seen     map[int64]struct{}
+	// sessionFile is the file (1, 2, …) each session came from, and fileEnd each file's last
+	// timestamp (a start or an answer end, of any record, failed ones too): where that file's log
+	// stops, so a session still going there is told apart (see censored).
+	sessionFile []int32
+	fileEnd     []float64
+	// cancelled holds, per session key, the latest start of a cancelled record (records'
+	// was_cancelled): a session whose last request was cancelled was cut off, not finished.
+	cancelled map[string]float64
+	seen      map[int64]struct{}
 	// chats maps a qwen_bailian chat id to its session (the first turn's chat id).
 	chats map[int64]int32
 	file  int
@@ -92,7 +100,7 @@ type Log struct {
 
 // NewLog returns an empty log.
 func NewLog() *Log {
-	return &Log{sessions: map[string]int32{}, seen: map[int64]struct{}{}, chats: map[int64]int32{}, textSeen: map[uint64]struct{}{},
+	return &Log{sessions: map[string]int32{}, cancelled: map[string]float64{}, seen: map[int64]struct{}{}, chats: map[int64]int32{}, textSeen: map[uint64]struct{}{},
 		firstSeen: map[int32]struct{}{}, FirstTurnPrefix: prefixStats{heads: map[uint64]struct{}{}}}
 }
 
@@ -104,6 +112,7 @@ func (l *Log) add(t float64, in, out int, session int32) {
 	l.In = append(l.In, int32(min(in, math.MaxInt32)))
 	l.Out = append(l.Out, int32(min(out, math.MaxInt32)))
 	l.Session = append(l.Session, session)
+	l.seenAt(t)
 	if l.End != nil {
 		l.End = append(l.End, math.NaN())
 		l.Turn = append(l.Turn, -1)
@@ -121,19 +130,34 @@ func (l *Log) timing(end float64, turn int32) {
 		}
 	}
 	l.End[n-1], l.Turn[n-1] = end, turn
+	if !math.IsNaN(end) {
+		l.seenAt(end)
+	}
 }
+
+// seenAt moves the current file's end to t when t is later.
+func (l *Log) seenAt(t float64) {
+	for len(l.fileEnd) <= l.file {
+		l.fileEnd = append(l.fileEnd, math.Inf(-1))
+	}
+	l.fileEnd[l.file] = math.Max(l.fileEnd[l.file], t)
+}
+
+// sessionKey is a session id told apart by its file: ids are per file.
+func (l *Log) sessionKey(id string) string { return strconv.Itoa(l.file) + "\x00" + id }
 
 // session returns the index of a session id; ids are per file, so two files never merge sessions.
 func (l *Log) session(id string) int32 {
 	if id == "" {
 		return noSession
 	}
-	key := strconv.Itoa(l.file) + "\x00" + id
+	key := l.sessionKey(id)
 	if i, ok := l.sessions[key]; ok {
 		return i
 	}
 	i := int32(len(l.sessions))
 	l.sessions[key] = i
+	l.sessionFile = append(l.sessionFile, int32(l.file))
 	return i
 }
 
@@ -477,11 +501,24 @@ func (l *Log) recordLine(text []byte) error {
 	if !in.OK {
 		in = rec.ErrorISL
 	}
+	start := float64(rec.RequestStartNs) / 1e9
+	// Every record, failed or not, marks how far the log reaches; a cancelled one (a run's end
+	// cancels what is in flight) marks its session as cut off.
+	l.seenAt(start)
+	if rec.RequestEndNs.OK && rec.RequestEndNs.V >= rec.RequestStartNs {
+		l.seenAt(float64(rec.RequestEndNs.V) / 1e9)
+	}
+	if id := recordSession(rec); rec.WasCancelled && id != "" {
+		key := l.sessionKey(id)
+		if at, ok := l.cancelled[key]; !ok || start > at {
+			l.cancelled[key] = start
+		}
+	}
 	if !in.OK || !rec.OutputSequenceLength.OK {
 		l.Skipped++ // a failed request: no answer length to fit
 		return nil
 	}
-	l.add(float64(rec.RequestStartNs)/1e9, in.V, rec.OutputSequenceLength.V, l.session(recordSession(rec)))
+	l.add(start, in.V, rec.OutputSequenceLength.V, l.session(recordSession(rec)))
 	end := math.NaN()
 	if rec.RequestEndNs.OK && rec.RequestEndNs.V >= rec.RequestStartNs {
 		end = float64(rec.RequestEndNs.V) / 1e9

@@ -21,6 +21,7 @@ type rec struct {
 	prompt, cached int // usage_prompt_tokens and usage_prompt_cache_read_tokens (-1: not written)
 	persona        int // -1: not written
 	failed         bool
+	cancelled      bool // was_cancelled: a failed record the run's end cancelled
 }
 
 // line writes r as a record line in the layout docs/records.md describes.
@@ -42,6 +43,10 @@ func (r rec) line() string {
 	}
 	if r.persona >= 0 {
 		md = append(md, fmt.Sprintf(`"persona": %d`, r.persona))
+	}
+	if r.cancelled {
+		md = append(md, `"was_cancelled": true`)
+		return fmt.Sprintf(`{"metadata": {%s}, "metrics": {}, "error": {"code": 499, "type": "RequestCancelled", "message": "cancelled"}}`, strings.Join(md, ", "))
 	}
 	if r.failed {
 		return fmt.Sprintf(`{"metadata": {%s}, "metrics": {}, "error": {"code": 500, "type": "x", "message": "boom"}}`, strings.Join(md, ", "))
@@ -245,5 +250,103 @@ func TestRecordsCachedPrefix(t *testing.T) {
 	s := readRecords(t, none)
 	if yaml := Scenario(s, ScenarioOptions{}); !strings.Contains(yaml, "the server cached none of the records' prompt tokens") {
 		t.Errorf("a server without a cache hit: the scenario lacks the reason:\n%s", yaml)
+	}
+}
+
+// TestCutOffSessions: a session the log's end cut off (its last request cancelled, or its last answer
+// ending within a think gap of the log's end) keeps its turns out of the turn count, so a run's own
+// records fit its scenario's turns, not fewer; its requests still count in the rates.
+func TestCutOffSessions(t *testing.T) {
+	cancelled := func(r rec) rec { r.cancelled = true; return r }
+	// complete is a 3-turn session starting at t with 1 s answers and 0.5 s pauses (ends at t+4).
+	complete := func(conv string, t float64) []rec {
+		return []rec{turn(conv, 0, t, t+1), turn(conv, 1, t+1.5, t+2.5), turn(conv, 2, t+3, t+4)}
+	}
+	var base []rec
+	for i := range 4 {
+		base = append(base, complete(fmt.Sprint("s", i), float64(5*i))...) // the last ends at 19
+	}
+	tests := []struct {
+		name       string
+		extra      []rec
+		wantCutOff int
+		wantTurns  Quantiles
+	}{
+		// A request without a session ends the log late enough that every session was seen to its end.
+		{"none cut off: as before", []rec{turn("", 0, 19.5, 30)}, 0, Quantiles{P50: 3, P95: 3, P99: 3, Max: 3}},
+		{"last request cancelled", []rec{turn("x", 0, 20, 21), cancelled(turn("x", 1, 21.5, 22)), turn("", 0, 21, 40)}, 1,
+			Quantiles{P50: 3, P95: 3, P99: 3, Max: 3}},
+		{"last answer within the p95 gap of the log's end", []rec{turn("x", 0, 20, 21), turn("x", 1, 21.5, 25.2)}, 1,
+			Quantiles{P50: 3, P95: 3, P99: 3, Max: 3}},
+		{"a cancelled request before the last is not a cut", []rec{cancelled(turn("x", 0, 20, 20.5)), turn("x", 1, 21, 22), turn("x", 2, 22.5, 23.5),
+			turn("x", 3, 24, 25), turn("", 0, 24, 40)}, 0, Quantiles{P50: 3, P95: 3, P99: 3, Max: 3}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			recs := append(slices.Clone(base), tt.extra...)
+			s := readRecords(t, recs)
+			st := s.Sessions
+			if st == nil {
+				t.Fatal("sessions = nil")
+			}
+			if st.CutOff != tt.wantCutOff {
+				t.Errorf("cut off = %d, want %d", st.CutOff, tt.wantCutOff)
+			}
+			if diff := cmp.Diff(tt.wantTurns, st.Turns, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+				t.Errorf("turns (-want +got):\n%s", diff)
+			}
+			kept := 0
+			for _, r := range recs {
+				if !r.cancelled {
+					kept++
+				}
+			}
+			if s.Requests != kept {
+				t.Errorf("requests = %d, want every record with lengths (%d): cut-off sessions stay in the rates", s.Requests, kept)
+			}
+			var out strings.Builder
+			s.Print(&out, []string{"records.jsonl"})
+			yaml := Scenario(s, ScenarioOptions{Sources: []string{"records.jsonl"}})
+			note := "cut off by the log's end"
+			for name, text := range map[string]string{"summary": out.String(), "scenario": yaml} {
+				if got := strings.Contains(text, note); got != (tt.wantCutOff > 0) {
+					t.Errorf("%s mentions %q: %v, want %v:\n%s", name, note, got, tt.wantCutOff > 0, text)
+				}
+			}
+		})
+	}
+}
+
+// TestCutOffStartToStart: a request log without answer ends is cut at its last timestamp less the
+// start-to-start gap's p95; when every session is cut off, the turns are theirs, marked a lower bound.
+func TestCutOffStartToStart(t *testing.T) {
+	line := func(ts float64, session string) string {
+		return fmt.Sprintf(`{"timestamp": %g, "session_id": %q, "prompt_tokens": 10, "completion_tokens": 5}`, 1764547200+ts, session)
+	}
+	read := func(lines []string) *Summary {
+		l := NewLog()
+		if err := l.Read("log.jsonl", strings.NewReader(strings.Join(lines, "\n")), FormatRequestLog); err != nil {
+			t.Fatal(err)
+		}
+		s, err := Summarize(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	// Sessions a and b: turns 2 s apart; c starts 1 s before the log's last line (d at 30).
+	s := read([]string{line(0, "a"), line(2, "a"), line(4, "a"), line(10, "b"), line(12, "b"), line(14, "b"),
+		line(27, "c"), line(29, "c"), line(30, "d")})
+	if st := s.Sessions; st.CutOff != 2 || st.Turns.Max != 3 || st.Turns.P50 != 3 || st.AllCutOff {
+		t.Errorf("sessions = %+v, want c and d cut off (within the 2 s gap of 30), a and b's 3 turns", st)
+	}
+	s = read([]string{line(0, "a"), line(2, "a"), line(3, "b")})
+	if st := s.Sessions; st.CutOff != 2 || !st.AllCutOff || st.Turns.Max != 2 {
+		t.Errorf("sessions = %+v, want both cut off and their turns kept as a lower bound", st)
+	}
+	var out strings.Builder
+	s.Print(&out, []string{"log.jsonl"})
+	if !strings.Contains(out.String(), "every session was cut off by the log's end: a lower bound") {
+		t.Errorf("summary lacks the lower-bound note:\n%s", out.String())
 	}
 }

@@ -80,7 +80,7 @@ func Scenario(s *Summary, opts ScenarioOptions) string {
 	}
 	w("session:\n")
 	if st := s.Sessions; st != nil {
-		w("  turns: %s   %s, %d sessions: turns p50 %s, p99 %s\n", countDist(st.TurnsFit, st.Turns, maxTurns), from, st.Count, num(st.Turns.P50), num(st.Turns.P99))
+		w("  turns: %s   %s, %d sessions: turns p50 %s, p99 %s%s\n", countDist(st.TurnsFit, st.Turns, maxTurns), from, st.Count, num(st.Turns.P50), num(st.Turns.P99), st.cutOffNote())
 	} else {
 		w("  turns: 1   # assumed: the log has no session ids, so every request is its own conversation\n")
 	}

@@ -26,8 +26,15 @@ type Rate struct {
 
 // SessionStats describes conversations, when the log has session ids.
 type SessionStats struct {
-	Count int       `json:"count"`
+	Count int `json:"count"`
+	// Turns is over the sessions the log saw to their end: a session cut off by the log's end (see
+	// censored) had turns still to come, so counting it would make conversations look shorter.
 	Turns Quantiles `json:"turns"`
+	// CutOff is the number of sessions left out of Turns (and MeanTurns, TurnsFit) as cut off by
+	// the log's end; they stay in Count, the rates and the think time.
+	CutOff int `json:"cut_off"`
+	// AllCutOff is set when every session was cut off: then Turns is over all of them, a lower bound.
+	AllCutOff bool `json:"-"`
 	// ThinkTime is the gap from one turn's answer end to the next turn's start where the log has
 	// answer ends (records: request_end_ns), which is the user's think time; elsewhere the gap from
 	// one turn's start to the next turn's start, an upper bound (it includes the answer's latency).
@@ -290,7 +297,7 @@ func bySession(l *Log) []int32 {
 
 func sessionStats(l *Log) *SessionStats {
 	idx := bySession(l)
-	turns := make([]float64, 0, l.Sessions())
+	var sessions []sessionSpan
 	var gaps []float64
 	fromEnd := 0
 	byTurn := make([][]float64, maxGrowthTurns)
@@ -304,12 +311,30 @@ func sessionStats(l *Log) *SessionStats {
 		for k := i; k < j && k-i < maxGrowthTurns; k++ {
 			byTurn[k-i] = append(byTurn[k-i], float64(l.In[idx[k]]))
 		}
-		turns = append(turns, float64(j-i))
+		sessions = append(sessions, spanOf(l, idx[i:j], g))
 		i = j
 	}
-	slices.Sort(turns)
 	slices.Sort(gaps)
-	st := &SessionStats{Count: len(turns), Turns: quantiles(turns), ThinkTime: quantiles(gaps), Gaps: len(gaps), GapsFromEnd: fromEnd,
+	think := quantiles(gaps)
+	cancelled := l.cancelledBySession()
+	turns := make([]float64, 0, len(sessions))
+	cutOff := 0
+	for _, sp := range sessions {
+		if sp.censored(l, think.P95, cancelled) {
+			cutOff++
+			continue
+		}
+		turns = append(turns, float64(sp.requests))
+	}
+	allCutOff := len(turns) == 0
+	if allCutOff { // nothing seen to its end: the cut-off sessions' turns are the best there is
+		for _, sp := range sessions {
+			turns = append(turns, float64(sp.requests))
+		}
+	}
+	slices.Sort(turns)
+	st := &SessionStats{Count: len(sessions), Turns: quantiles(turns), CutOff: cutOff, AllCutOff: allCutOff,
+		ThinkTime: think, Gaps: len(gaps), GapsFromEnd: fromEnd,
 		TurnsFit: fitLognormal(turns, 1), ThinkFit: fitLognormal(gaps, 0.001), ThinkMean: mean(gaps), Think: chooseThink(gaps)}
 	st.MeanTurns = mean(turns)
 	for _, v := range byTurn {
@@ -320,6 +345,62 @@ func sessionStats(l *Log) *SessionStats {
 		st.PromptByTurn = append(st.PromptByTurn, metrics.Percentile(v, 50))
 	}
 	return st
+}
+
+// sessionSpan is what censoring needs of one session: its index, requests, the start of its last
+// request, when its last answer ended (its last start where the log has no answer ends) and its
+// longest think gap.
+type sessionSpan struct {
+	session            int32
+	requests           int
+	lastStart, lastEnd float64
+	longestGap         float64
+}
+
+func spanOf(l *Log, reqs []int32, gaps []float64) sessionSpan {
+	sp := sessionSpan{session: l.Session[reqs[0]], requests: len(reqs), lastStart: math.Inf(-1), lastEnd: math.Inf(-1)}
+	for _, r := range reqs {
+		sp.lastStart = math.Max(sp.lastStart, l.Start[r])
+		end := l.Start[r]
+		if l.End != nil && !math.IsNaN(l.End[r]) {
+			end = l.End[r]
+		}
+		sp.lastEnd = math.Max(sp.lastEnd, end)
+	}
+	for _, g := range gaps {
+		sp.longestGap = math.Max(sp.longestGap, g)
+	}
+	return sp
+}
+
+// censored reports whether the log stopped while the session could still have had turns: its last
+// request was cancelled (a run's end cancels what is in flight), or its last answer ended (its last
+// request started, in a log without answer ends) within a think gap of the end of its file's log:
+// the log's p95 gap, or the session's own longest if longer. Such a session's next turn would most
+// likely have come after the log stopped, so its turn count is only a lower bound. A think gap is
+// measured the way the session's last time is (from an answer's end, or start to start), so the two
+// add up to when the next turn was due.
+func (sp sessionSpan) censored(l *Log, gapP95 float64, cancelled map[int32]float64) bool {
+	if at, ok := cancelled[sp.session]; ok && at >= sp.lastStart {
+		return true
+	}
+	file := int(l.sessionFile[sp.session])
+	if file >= len(l.fileEnd) {
+		return false
+	}
+	horizon := math.Max(gapP95, sp.longestGap)
+	return horizon > 0 && sp.lastEnd+horizon > l.fileEnd[file]
+}
+
+// cancelledBySession maps each kept session to the latest start of its cancelled records.
+func (l *Log) cancelledBySession() map[int32]float64 {
+	out := make(map[int32]float64, len(l.cancelled))
+	for key, at := range l.cancelled {
+		if i, ok := l.sessions[key]; ok {
+			out[i] = at
+		}
+	}
+	return out
 }
 
 // thinkGaps measures the pauses between one session's turns (reqs: its requests by start). Where the
