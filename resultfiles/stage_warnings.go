@@ -65,18 +65,28 @@ func reuseCacheText(c *metrics.ReuseCache) string {
 		}
 		return fmt.Sprintf("%.1f %%", 100*g.CacheHit.V)
 	}
-	return fmt.Sprintf("%s on the repeats' %d requests, %s on the others' %d", pct(c.Reused), c.Reused.Requests, pct(c.Fresh), c.Fresh.Requests)
+	line := fmt.Sprintf("%s on the repeats' %d requests", pct(c.Reused), c.Reused.Requests)
+	if c.Fresh.Requests == 0 { // every request was a repeat's: there is nothing to set it against
+		return line
+	}
+	return line + fmt.Sprintf(", %s on the others' %d", pct(c.Fresh), c.Fresh.Requests)
 }
 
-// reuseNonceText says what kept a repeat off the server's prefix cache, if anything did.
+// reuseNonceText says what kept a repeat off the server's prefix cache, if anything did. What comes
+// before a nonce after the system prompt is a persona in a synthetic workload; a dataset's or trace's
+// conversations have no personas, only their own system prompt.
 func reuseNonceText(sc *workload.Scenario) string {
+	before := "its persona"
+	if sc.Source() != nil {
+		before = "its system prompt"
+	}
 	switch {
 	case sc.NonceAt() == workload.NonceStart:
 		return "every request began with a nonce (workload.nonce), so a repeat could not hit the cache"
 	case sc.NonceAt() == workload.NonceAfterSystem:
-		return "every request carried a nonce after its system prompt (workload.nonce: after_system), so a repeat could hit the cache on its persona only"
+		return "every request carried a nonce after its system prompt (workload.nonce: after_system), so a repeat could hit the cache on " + before + " only"
 	case sc.Load.SessionReuse == workload.ReuseWrap:
-		return "each repeat carried a nonce of its own after the system prompt, so it could hit the cache on its persona only"
+		return "each repeat carried a nonce of its own after the system prompt, so it could hit the cache on " + before + " only"
 	}
 	return "no nonce kept a repeat off the cache: repeats were sent byte for byte, and the server may have answered them from its cache"
 }

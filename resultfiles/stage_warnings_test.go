@@ -1,6 +1,8 @@
 package resultfiles
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -30,6 +32,30 @@ func TestReuseWarning(t *testing.T) {
 		}
 		return sc
 	}
+	// fromFile is the same stage over a dataset of two conversations, which have no personas.
+	fromFile := func(reuse, nonce string) *workload.Scenario {
+		t.Helper()
+		path := filepath.Join(t.TempDir(), "c.jsonl")
+		conversations := `{"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "one"}]}` + "\n" +
+			`{"messages": [{"role": "user", "content": "two"}]}` + "\n"
+		if err := os.WriteFile(path, []byte(conversations), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		text := "name: t\nseed: 1\ntarget: {base_url: mock}\nworkload: {dataset: {file: " + path + ", format: openai}"
+		if nonce != "" {
+			text += ", nonce: " + nonce
+		}
+		text += "}\nload:\n  mode: concurrency\n  session_reuse: " + reuse + "\n  stages:\n    - {concurrency: 2, duration: 1s}\n"
+		sc, issues := workload.Parse("t.yaml", []byte(text), workload.LoadOptions{})
+		if err := issues.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if sc.Source() == nil {
+			t.Fatal("the dataset scenario has no source")
+		}
+		return sc
+	}
+	onlyRepeats := &metrics.ReuseCache{Reused: metrics.ReuseGroup{Requests: 23, CacheHit: metrics.Some(0.419)}}
 	for _, tc := range []struct {
 		name   string
 		sc     *workload.Scenario
@@ -53,6 +79,14 @@ func TestReuseWarning(t *testing.T) {
 			[]string{"30 of 40 sessions", "because sessions failed at once and used the pool up", "cache hit unknown: no request of a repeat succeeded in the window"}, nil},
 		{"no usage", at("wrap", ""), StageReuse{Pool: 6, Sessions: 40, Reused: 30, Cache: &metrics.ReuseCache{Reused: metrics.ReuseGroup{Requests: 3}, Fresh: metrics.ReuseGroup{Requests: 1}}},
 			[]string{"cache hit n/a (no usage) on the repeats' 3 requests, n/a (no usage) on the others' 1"}, nil},
+		{"synthetic wrap: the persona", at("wrap", ""), StageReuse{Pool: 6, Sessions: 40, Reused: 30, Cache: cache},
+			[]string{"could hit the cache on its persona only"}, nil},
+		{"every request a repeat's", fromFile("wrap", ""), StageReuse{Pool: 2, Sessions: 25, Reused: 23, Cache: onlyRepeats},
+			[]string{"cache hit 41.9 % on the repeats' 23 requests; ", "its pool of 2 sessions ran dry or the file's conversations started over",
+				"each repeat carried a nonce of its own after the system prompt, so it could hit the cache on its system prompt only"},
+			[]string{"others'", "persona"}},
+		{"dataset, nonce after the system prompt", fromFile("wrap_identical", "after_system"), StageReuse{Pool: 2, Sessions: 25, Reused: 23, Cache: onlyRepeats},
+			[]string{"(workload.nonce: after_system), so a repeat could hit the cache on its system prompt only"}, []string{"persona"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := ReuseWarning(tc.sc, tc.in)
