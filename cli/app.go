@@ -40,6 +40,7 @@ func badInput(format string, args ...any) error {
 // Run executes the CLI and returns the exit code; main and the tests call it in-process.
 func Run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	app := newApp(stdout, stderr)
+	onUsageErrors(app, args)
 	err := app.Run(ctx, args)
 	if err == nil {
 		return exitOK

@@ -1,9 +1,7 @@
 package cli
 
 import (
-	"context"
 	"fmt"
-	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -38,7 +36,7 @@ const (
 
 func scenarioFlags() []cli.Flag {
 	s := func(name, usage string) cli.Flag { return &cli.StringFlag{Name: name, Usage: usage} }
-	return append([]cli.Flag{
+	return []cli.Flag{
 		s("base-url", "target's OpenAI base URL (http://host:port/v1), or mock for the bundled mock; without a scenario file: required"),
 		s("model", "model name the server serves; without a scenario file: required (not with --base-url mock)"),
 		s("api-key-env", "environment variable holding the API key (sent as Authorization: Bearer)"),
@@ -63,38 +61,7 @@ func scenarioFlags() []cli.Flag {
 		s("slo-error-rate", "SLO: the most errors ÷ requests allowed, such as 0.01 (not set: errors are reported but not judged)"),
 		s("window", "time to absorb: the window in which a stage whose load rises has its SLO latency limits judged, such as 10s (default 10s; slo.window)"),
 		s("gpu-hourly-usd", "price of one GPU per hour for the cost columns (not set: cost N/A)"),
-	}, otherToolFlags()...)
-}
-
-// otherToolsFlags are flags of vllm bench serve and AIPerf that plload spells differently: given,
-// each stops the command (exit 2, nothing sent) with what to write instead, rather than urfave's
-// "flag provided but not defined" and the whole help.
-var otherToolsFlags = map[string]string{
-	"max-concurrency":             "--concurrency N (N sessions open; one request each with --turns 1), or with --request-rate: --max-in-flight N",
-	"num-prompts":                 "--requests N (each stage ends after N requests; or --duration for a time)",
-	"request-count":               "--requests N (each stage ends after N requests; or --duration for a time)",
-	"burstiness":                  "--arrival gamma --cv C, where C = 1/√B (B 0.25 → --cv 2)",
-	"random-input-len":            "--isl N",
-	"random-output-len":           "--osl N",
-	"dataset-name":                "--dataset FILE --dataset-format prompts|openai|sharegpt|aiperf (synthetic text is the default)",
-	"dataset-path":                "--dataset FILE",
-	"url":                         "--base-url http://host:port/v1",
-	"benchmark-duration":          "--duration",
-	"warmup-request-count":        "--warmup 10s (a time of real load, left out of the numbers)",
-	"goodput":                     "--slo-ttft-p95 / --slo-tpot-p99 / --slo-error-rate, or slo: {ttft: {p95: 500ms}, tpot: {p99: 50ms}, e2e: {p90: 10s}} in a scenario",
-	"percentile-metrics":          "nothing: every stage.json has mean, p50, p90, p95, p99, max and std of TTFT, TTFO, TPOT, ITL and E2E",
-	"synthetic-input-tokens-mean": "--isl N",
-	"output-tokens-mean":          "--osl N",
-}
-
-func otherToolFlags() []cli.Flag {
-	var out []cli.Flag
-	for _, name := range slices.Sorted(maps.Keys(otherToolsFlags)) {
-		out = append(out, &cli.StringFlag{Name: name, Hidden: true, Action: func(_ context.Context, _ *cli.Command, v string) error {
-			return badInput("--%s is another tool's flag; in plload write %s; nothing was sent", name, otherToolsFlags[name])
-		}})
 	}
-	return out
 }
 
 // scenarioFlagNames lists the flags above, in their order.
@@ -178,6 +145,12 @@ func scalar(s string) any {
 	return s
 }
 
+// isInfinite says whether a flag value is vllm bench's inf (or another spelling of infinity).
+func isInfinite(v string) bool {
+	f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	return err == nil && math.IsInf(f, 1)
+}
+
 // list splits a comma-separated flag value into its items; an empty item is an error.
 func list(flag, v string) ([]any, error) {
 	var out []any
@@ -226,6 +199,11 @@ func (d *scenarioDoc) applyFlags() error {
 	fs := d.flags
 	if fs["concurrency"] != "" && fs["request-rate"] != "" {
 		return badInput("--concurrency and --request-rate: both set; accepted: one of them (--concurrency keeps N sessions open, --request-rate sends R requests/s); nothing was sent")
+	}
+	if slices.ContainsFunc(strings.Split(fs["request-rate"], ","), isInfinite) {
+		// vllm bench's default: every request sent at once. An open loop needs a finite schedule; a
+		// closed loop is "as fast as the server answers".
+		return badInput("--request-rate %q: inf (vllm bench's \"all at once\") is not a rate; accepted: requests per second such as 20, or for as fast as the server answers --concurrency N (N requests in flight, --requests M to end each stage after M); nothing was sent", fs["request-rate"])
 	}
 	if fs["dataset"] != "" && fs["isl"] != "" {
 		return badInput("--isl with --dataset: the dataset's text sets the prompt lengths; accepted: one of them; nothing was sent")

@@ -76,7 +76,7 @@ func TestExitCodes(t *testing.T) {
 	}{
 		{[]string{"validate"}, 2, "expected one argument"},
 		{[]string{"validate", "no/such/file.yaml"}, 2, "cannot read the scenario file"},
-		{[]string{"validate", "--nope", "x"}, 2, "flag provided but not defined"},
+		{[]string{"validate", "--nope", "x"}, 2, "validate: unknown flag --nope; see plload validate --help"},
 		{[]string{"mockserver", "--tps", "0"}, 2, "--tps 0: accepted: tokens per second"},
 		{[]string{"mockserver", "--error-rate", "0.7", "--cut-rate", "0.5"}, 2, "add up to 1.2"},
 		{[]string{"mockserver", "extra"}, 2, "takes no arguments"},
