@@ -113,7 +113,7 @@ func TestFitJSONKeys(t *testing.T) {
 		"rate_per_s":    {"mean", "peak_minute"},
 		"input_tokens":  {"max", "p50", "p95", "p99"},
 		"output_tokens": {"max", "p50", "p95", "p99"},
-		"sessions":      {"count", "think_time_s", "turns"},
+		"sessions":      {"count", "cut_off", "think_time_s", "turns"},
 	}
 	for k, want := range nested {
 		var sub map[string]json.RawMessage
@@ -307,9 +307,27 @@ load:
 			}
 			var sum struct {
 				PrefixShare *float64 `json:"prefix_share"`
+				Sessions    *struct {
+					Count  int `json:"count"`
+					CutOff int `json:"cut_off"`
+					Turns  struct {
+						P50 float64 `json:"p50"`
+						Max float64 `json:"max"`
+					} `json:"turns"`
+				} `json:"sessions"`
 			}
-			if err := json.Unmarshal([]byte(jsonOut), &sum); err != nil || sum.PrefixShare == nil {
-				t.Fatalf("prefix_share missing (err %v):\n%s", err, jsonOut)
+			if err := json.Unmarshal([]byte(jsonOut), &sum); err != nil || sum.PrefixShare == nil || sum.Sessions == nil {
+				t.Fatalf("prefix_share or sessions missing (err %v):\n%s", err, jsonOut)
+			}
+			// The stage's end cuts the sessions still running: they are left out of the turns, so
+			// the turns fitted are the scenario's 4 to 8, not the 1 or 2 turns a cut-off session had.
+			t.Logf("sessions %d, %d cut off by the log's end; fitted turns %+v", sum.Sessions.Count, sum.Sessions.CutOff, sc.Session.Turns)
+			if sum.Sessions.CutOff == 0 || !strings.Contains(stdout, "cut off by the log's end") {
+				t.Errorf("no session reported cut off by the stage's end (%d of %d):\n%s", sum.Sessions.CutOff, sum.Sessions.Count, stdout)
+			}
+			if got := sum.Sessions.Turns; got.P50 < 4 || got.Max > 8 || sum.Sessions.CutOff >= sum.Sessions.Count {
+				t.Errorf("turns %+v over %d of %d sessions, want the scenario's 4 to 8 over the sessions seen to their end",
+					got, sum.Sessions.Count-sum.Sessions.CutOff, sum.Sessions.Count)
 			}
 			if share := float64(cached) / float64(prompt); prompt == 0 || math.Abs(*sum.PrefixShare-share) > 1e-9 || share < 0.2 {
 				t.Errorf("prefix_share %.4f, want the records' cached ÷ prompt tokens %d ÷ %d (the personas and histories are cached)", *sum.PrefixShare, cached, prompt)
