@@ -348,6 +348,37 @@ func TestValidateTakesTheRunFlags(t *testing.T) {
 	}
 }
 
+// TestSLOFlagsOnANonStreamedScenario: the SLO flags go through the file's checks, so over a
+// target.stream: false scenario --slo-tpot-p99 and --slo-ttft-p95 are refused (exit 2, naming the
+// flag, the key and what is accepted) by run and validate alike, before any request: a whole answer
+// has no first token, so neither could ever be judged; --slo-error-rate is accepted.
+func TestSLOFlagsOnANonStreamedScenario(t *testing.T) {
+	const accepted = "a non-streamed run has no TTFT, TTFO, TPOT or ITL (target.stream is false: E2E and tokens come from the whole response, with no first-token time); accepted: limits on e2e, an error rate, or target.stream: true"
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string // "": valid
+	}{
+		{"validate tpot", []string{"validate", "scenarios/batch.yaml", "--slo-tpot-p99", "50ms"}, `--slo-tpot-p99 "50ms": slo.tpot.p99: ` + accepted},
+		{"run tpot", []string{"run", "scenarios/batch.yaml", "--slo-tpot-p99", "50ms", "--out", t.TempDir()}, `--slo-tpot-p99 "50ms": slo.tpot.p99: ` + accepted},
+		{"validate ttft", []string{"validate", "scenarios/batch.yaml", "--slo-ttft-p95", "500ms"}, `--slo-ttft-p95 "500ms": slo.ttft.p95: ` + accepted},
+		{"validate error rate", []string{"validate", "scenarios/batch.yaml", "--slo-error-rate", "0.02"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, stdout, stderr := plload(t, tc.args...)
+			if tc.want == "" {
+				if code != 0 {
+					t.Fatalf("exit %d\n%s", code, stderr)
+				}
+				return
+			}
+			if code != 2 || !strings.Contains(stderr, tc.want) || !strings.Contains(stderr, "nothing was sent") || strings.Contains(stdout, "stage 01") {
+				t.Errorf("exit %d, want 2 with %q\nstdout:\n%s\nstderr:\n%s", code, tc.want, stdout, stderr)
+			}
+		})
+	}
+}
+
 // TestFlagStagesOverAFileKeepItsStages: a list flag over a file keeps each file stage's own warmup —
 // none when the file's stage has none, never the flags' 10 s default — and switching a request_rate
 // file (single-turn by default, no session.turns) to --concurrency keeps it single-turn.

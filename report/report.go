@@ -81,7 +81,13 @@ func methodSection(r *resultfiles.Report, sc *workload.Scenario) string {
 	var b strings.Builder
 	m := sc.Masked()
 	b.WriteString("\n## Method\n\n")
-	b.WriteString("- Tool: " + r.Tool + ", one goroutine per session, streaming SSE; every chunk is timestamped on the monotonic clock when the read that completed it returned, before JSON parsing; wall-clock times come from one anchor plus monotonic offsets.\n")
+	// A target.stream: false run reads whole JSON answers: there are no chunks to timestamp, and
+	// saying "streaming SSE" there would describe a measurement that never happened.
+	if sc.Streamed() {
+		b.WriteString("- Tool: " + r.Tool + ", one goroutine per session, streaming SSE; every chunk is timestamped on the monotonic clock when the read that completed it returned, before JSON parsing; wall-clock times come from one anchor plus monotonic offsets.\n")
+	} else {
+		b.WriteString("- Tool: " + r.Tool + ", one goroutine per session, non-streamed whole answers (target.stream: false); each answer's end is timestamped on the monotonic clock when its whole body had arrived, before JSON parsing, so TTFT, TTFO, TPOT and ITL are absent; wall-clock times come from one anchor plus monotonic offsets.\n")
+	}
 	b.WriteString("- Window per stage: t0 = the first request's issue time (arrival_rate, request_rate, replay: the schedule's origin); W = t0 + warmup; E = W + duration; E_eff = min(E, interrupt). Latency, errors and cache hit count requests that started in [W, E_eff); throughput counts successful requests that ended in it, divided by E_eff − W. Warmup is real load, excluded from these numbers.\n")
 	b.WriteString("- Percentiles: linear interpolation between closest ranks. TTFT: first token event (reasoning included) − request start. ITL: all gaps between consecutive token events, pooled. TPOT: per request, (E2E − TTFT) ÷ (output tokens − 1), reasoning tokens included (vLLM's TPOT, AIPerf's inter_token_latency). Open loop: \"from intended\" latencies start at the send the schedule intended, so a client that fell behind (coordinated omission) shows there; send lag = send − intended send.\n")
 	tok := sc.Tokenizer()

@@ -116,7 +116,10 @@ func (s *Scenario) inFlightCapped(span, requests float64, e *Estimate) {
 func (c *checker) estimates() {
 	s := c.s
 	if s.source != nil {
-		return // the file bounds the text, and its lengths are facts, not distributions to warn about
+		// The file bounds the text, and its lengths are facts, not distributions to warn about; but
+		// its conversations are finite, so the pool can still run dry.
+		c.sourceDryPools()
+		return
 	}
 	perSession := s.Session.Turns.MeanInt() * s.Session.UserInputTokens.MeanInt()
 	if s.Session.RetrievedTokens != nil {
@@ -195,4 +198,36 @@ func (s *Scenario) Stats(w *Workload) []StageStats {
 		out[i] = ss
 	}
 	return out
+}
+
+// sourceDryPools warns of each stage of a dataset or trace likely to send a conversation again. A
+// stage's pool takes the file's next conversations in order (its sessions, else the whole file), so
+// a stage that starts more sessions than the conversations the stages before it left unsent starts
+// them over: with load.session_reuse wrap each repeat carries a nonce, yet it is still the same
+// conversation, and wrap_identical is a prompt the server's prefix cache may answer whole. A replay
+// takes each session of the trace once, at its own time, and never wraps.
+func (c *checker) sourceDryPools() {
+	s := c.s
+	if s.Load.LoadMode().TraceClock || !s.Load.SessionReuse.Wraps() || len(s.source.Sessions) == 0 {
+		return
+	}
+	total, next := len(s.source.Sessions), 0
+	for i, st := range s.Load.Stages {
+		pool := st.Sessions
+		if pool == 0 {
+			pool = min(total, sourcePoolMax)
+		}
+		unsent := min(pool, max(0, total-next)) // the pool's conversations no earlier stage sent
+		next += pool
+		e := s.EstimateStage(st)
+		if e.SessionsNeeded <= float64(unsent) {
+			continue
+		}
+		left := ""
+		if unsent < pool {
+			left = fmt.Sprintf(", %d of them not sent by an earlier stage", unsent)
+		}
+		c.warnf(fmt.Sprintf("load.stages[%d]", i), "the pool of %d sessions is likely to run dry (about %.0f sessions will start, with %s; %s has %d conversations%s): conversations will be sent again (load.session_reuse: %s); add conversations to the file, or shorten or lighten the stage",
+			pool, e.SessionsNeeded, s.Assumption(), s.source.File, total, left, s.Load.SessionReuse)
+	}
 }

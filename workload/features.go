@@ -152,16 +152,21 @@ func (c *checker) featureRules() {
 	}
 }
 
+// streamOnlyMetrics are the latency metrics only a stream measures. TPOT is among them: it is
+// (E2E − TTFT) ÷ (OSL − 1), and a whole answer has no TTFT, so a TPOT limit on a non-streamed run
+// could never be judged (its verdict N/A on every stage) while goodput would count it as met.
+var streamOnlyMetrics = []string{"ttft", "ttfo", "tpot", "itl"}
+
 // nonStreamedSLO refuses an SLO (or gate rule) on what only a stream has.
 func (c *checker) nonStreamedSLO() {
 	s := c.s
-	const why = "a non-streamed run has no TTFT/TTFO/ITL (target.stream is false: E2E and tokens come from the whole response); accepted: limits on e2e or tpot, or target.stream: true"
+	const why = "a non-streamed run has no TTFT, TTFO, TPOT or ITL (target.stream is false: E2E and tokens come from the whole response, with no first-token time); accepted: limits on e2e, an error rate, or target.stream: true"
 	for _, key := range []string{"ttft_p95", "itl_p95"} {
 		if s.has("slo." + key) {
 			c.errorf("slo."+key, "%s", why)
 		}
 	}
-	for _, metric := range []string{"ttft", "ttfo", "itl"} {
+	for _, metric := range streamOnlyMetrics {
 		for _, stat := range SLOStats {
 			if s.SLO.statLimit(metric, stat) != 0 {
 				c.errorf("slo."+metric+"."+stat, "%s", why)
@@ -170,7 +175,7 @@ func (c *checker) nonStreamedSLO() {
 	}
 	for i, rule := range s.Gate {
 		r := strings.ToLower(strings.TrimSpace(rule))
-		for _, metric := range []string{"ttft", "ttfo", "itl"} {
+		for _, metric := range streamOnlyMetrics {
 			if strings.HasPrefix(r, metric+"_") || strings.HasPrefix(r, metric+" ") {
 				c.errorf(fmt.Sprintf("gate[%d]", i), "found %q: %s", rule, why)
 				break

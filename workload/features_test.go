@@ -158,12 +158,17 @@ func TestFeatureRefusals(t *testing.T) {
 		{name: "batch rate", load: "load:\n  mode: batch\n  stages: [{requests: 5, rate: 3}]\n", path: "load.stages[0].rate", want: "accepted in a batch stage"},
 		{name: "batch max in flight", load: "load:\n  mode: batch\n  max_in_flight: 0\n  stages: [{requests: 5}]\n", path: "load.max_in_flight", want: "found 0"},
 		{name: "stage without end", load: "load:\n  mode: concurrency\n  stages: [{concurrency: 2}]\n", path: "load.stages[0].duration", want: "or requests: N"},
-		{name: "stream false ttft", target: "  stream: false\n", slo: "slo: {ttft: {p95: 1s}}\n", path: "slo.ttft.p95", want: "a non-streamed run has no TTFT/TTFO/ITL"},
-		{name: "stream false itl", target: "  stream: false\n", slo: "slo: {itl: {p99: 1s}}\n", path: "slo.itl.p99", want: "a non-streamed run has no TTFT/TTFO/ITL"},
-		{name: "stream false ttfo", target: "  stream: false\n", slo: "slo: {ttfo: {mean: 1s}}\n", path: "slo.ttfo.mean", want: "a non-streamed run has no TTFT/TTFO/ITL"},
-		{name: "stream false ttft_p95", target: "  stream: false\n", slo: "slo: {ttft_p95: 1s}\n", path: "slo.ttft_p95", want: "a non-streamed run has no TTFT/TTFO/ITL"},
-		{name: "stream false itl_p95", target: "  stream: false\n", slo: "slo: {itl_p95: 1s}\n", path: "slo.itl_p95", want: "a non-streamed run has no TTFT/TTFO/ITL"},
-		{name: "stream false gate", target: "  stream: false\n", slo: "slo: {e2e: {p95: 1s}}\ngate: [\"ttft_p95 < 1s\"]\n", path: "gate[0]", want: "a non-streamed run has no TTFT/TTFO/ITL"},
+		{name: "stream false ttft", target: "  stream: false\n", slo: "slo: {ttft: {p95: 1s}}\n", path: "slo.ttft.p95", want: "a non-streamed run has no TTFT, TTFO, TPOT or ITL"},
+		{name: "stream false itl", target: "  stream: false\n", slo: "slo: {itl: {p99: 1s}}\n", path: "slo.itl.p99", want: "a non-streamed run has no TTFT, TTFO, TPOT or ITL"},
+		{name: "stream false ttfo", target: "  stream: false\n", slo: "slo: {ttfo: {mean: 1s}}\n", path: "slo.ttfo.mean", want: "a non-streamed run has no TTFT, TTFO, TPOT or ITL"},
+		{name: "stream false ttft_p95", target: "  stream: false\n", slo: "slo: {ttft_p95: 1s}\n", path: "slo.ttft_p95", want: "a non-streamed run has no TTFT, TTFO, TPOT or ITL"},
+		{name: "stream false itl_p95", target: "  stream: false\n", slo: "slo: {itl_p95: 1s}\n", path: "slo.itl_p95", want: "a non-streamed run has no TTFT, TTFO, TPOT or ITL"},
+		{name: "stream false gate", target: "  stream: false\n", slo: "slo: {e2e: {p95: 1s}}\ngate: [\"ttft_p95 < 1s\"]\n", path: "gate[0]", want: "a non-streamed run has no TTFT, TTFO, TPOT or ITL"},
+		// A whole answer has no first token, so TPOT ((E2E − TTFT) ÷ (OSL − 1)) is never measured: a
+		// TPOT limit would leave every verdict N/A while goodput counted it as met.
+		{name: "stream false tpot", target: "  stream: false\n", slo: "slo: {tpot: {p99: 50ms}}\n", path: "slo.tpot.p99",
+			want: "a non-streamed run has no TTFT, TTFO, TPOT or ITL (target.stream is false: E2E and tokens come from the whole response, with no first-token time); accepted: limits on e2e, an error rate, or target.stream: true"},
+		{name: "stream false tpot gate", target: "  stream: false\n", slo: "slo: {e2e: {p95: 1s}}\ngate: [\"tpot_p99 < 50ms\"]\n", path: "gate[0]", want: "no TTFT, TTFO, TPOT or ITL"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, issues := parseIn(t, featureScenario(c.session, c.target, c.load, c.slo), c.files)
@@ -175,6 +180,7 @@ func TestFeatureRefusals(t *testing.T) {
 func TestFeatureAccepts(t *testing.T) {
 	for _, c := range []struct{ name, session, target, load, slo string }{
 		{name: "stream false with e2e", target: "  stream: false\n"},
+		{name: "stream false with e2e and an error rate", target: "  stream: false\n", slo: "slo: {e2e: {p99: 5s}, error_rate: 0.01}\n"},
 		{name: "requests ends a concurrency stage", load: "load:\n  mode: concurrency\n  stages: [{concurrency: 2, requests: 100}]\n"},
 		{name: "requests with duration", load: "load:\n  mode: request_rate\n  stages: [{rate: 5, duration: 10s, requests: 20}]\n"},
 		{name: "batch", load: "load:\n  mode: batch\n  max_in_flight: 8\n  stages: [{requests: 50}, {requests: 10, duration: 1m}]\n"},
