@@ -214,7 +214,7 @@ const columnNotes = "\nColumns: load is the concurrency (c=), the session arriva
 	"req/s and tok/s count successful requests that ended in the measurement window (input tokens per request are input_sequence_length; total = input + output; out chars/s is N/A unless every request counted its characters); " +
 	"goodput counts those that also met every latency limit of the SLO, per request, and its share of the requests that started in the window; " +
 	"requests (ok) counts the requests that started in the window and, of them, the successes whose latencies the table shows; latencies are in ms, as mean/median/p90/p95/p99 whatever the SLO (the statistic it limits in bold; ‡: fewer than 20 requests behind the percentiles); TPOT is per request, ITL the pooled gaps between streamed tokens; RTT is the network round trip (GET /v1/models on a warm connection, measured before the stage): the part of TTFT no server can remove; " +
-	"err% counts cancellations as errors (†: some requests were cancelled, so latency percentiles are lower bounds); " +
+	"err% counts the drain's cancellations as errors (†, on err% and the latency cells: some requests were cancelled, so latency percentiles are lower bounds); " +
 	"cache hit% is cached ÷ prompt tokens over successful requests that reported usage, by turn t1, t2, … as well; SLO N/A (not set) means no limit was given, cost N/A (no price) that no GPU price was.\n"
 
 // sections is everything after the stage tables and before the method: warnings, errors, retries

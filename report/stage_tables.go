@@ -42,6 +42,19 @@ const (
 	fewMark     = "‡"
 )
 
+// censoredMark marks a censored stage's err% and latency cells: some of its requests were cancelled
+// (the drain at the stage's end, or an interrupt) before they finished, so their latencies are
+// missing and the percentiles are lower bounds — the slowest requests are the ones left out.
+const censoredMark = "†"
+
+// censored marks a latency cell of a censored stage (censoredMark); N/A stays as it is.
+func censored(s *metrics.StageSummary, cell string) string {
+	if !s.Censored || cell == "N/A" {
+		return cell
+	}
+	return cell + " " + censoredMark
+}
+
 func columnsFor(rows []runStage, withRun bool) columns {
 	c := columns{run: withRun, limited: map[string]map[string]bool{}}
 	limited := c.limited
@@ -221,7 +234,7 @@ func (c columns) errorsTable(rows []runStage) table {
 		if s.ErrorRate.OK {
 			errPct = fmt.Sprintf("%.1f%%", 100*s.ErrorRate.V)
 			if s.Censored {
-				errPct += " †"
+				errPct += " " + censoredMark
 			}
 		}
 		cache := "N/A (no usage)"
@@ -275,13 +288,13 @@ func (c columns) latencyTable(rows []runStage) table {
 		c.statHeader("E2E", metrics.SLOMetricE2E), "SLO")
 	for _, rs := range rows {
 		s := rs.st.Summary
-		cells := []string{requestsCell(s), c.statCell(metrics.SLOMetricTTFT, s.TTFT)}
+		cells := []string{requestsCell(s), censored(s, c.statCell(metrics.SLOMetricTTFT, s.TTFT))}
 		if c.ttfo {
-			cells = append(cells, c.statCell(metrics.SLOMetricTTFO, s.TTFO))
+			cells = append(cells, censored(s, c.statCell(metrics.SLOMetricTTFO, s.TTFO)))
 		}
 		// ITL pools gaps: its percentiles rest on the requests that streamed two tokens or more, TPOT's.
-		cells = append(cells, c.statCell(metrics.SLOMetricTPOT, s.TPOT), c.statCellOf(metrics.SLOMetricITL, s.ITL, s.TPOT.N),
-			c.statCell(metrics.SLOMetricE2E, s.E2E), sloText(rs.st))
+		cells = append(cells, censored(s, c.statCell(metrics.SLOMetricTPOT, s.TPOT)), censored(s, c.statCellOf(metrics.SLOMetricITL, s.ITL, s.TPOT.N)),
+			censored(s, c.statCell(metrics.SLOMetricE2E, s.E2E)), sloText(rs.st))
 		t.add(c.lead(rs), cells...)
 	}
 	return t
@@ -296,7 +309,7 @@ func (c columns) turnsTable(rows []runStage) table {
 	t.header = append(t.header, "RTT p50/p95")
 	for _, rs := range rows {
 		s := rs.st.Summary
-		cells := []string{c.statCell(metrics.SLOMetricTTFT, s.TTFTByTurn.First), c.statCell(metrics.SLOMetricTTFT, s.TTFTByTurn.Later)}
+		cells := []string{censored(s, c.statCell(metrics.SLOMetricTTFT, s.TTFTByTurn.First)), censored(s, c.statCell(metrics.SLOMetricTTFT, s.TTFTByTurn.Later))}
 		if c.server {
 			cells = append(cells, serverTTFT(rs.st.Server))
 		}
@@ -323,8 +336,8 @@ func (c columns) openLoopTable(rows []runStage) table {
 	}
 	for _, rs := range rows {
 		s := rs.st.Summary
-		cells := []string{c.statCell(metrics.SLOMetricTTFT, s.TTFT), c.statCell(metrics.SLOMetricTTFT, s.TTFTFromIntended),
-			c.statCell(metrics.SLOMetricE2E, s.E2E), c.statCell(metrics.SLOMetricE2E, s.E2EFromIntended), sendLag(s.SendLag)}
+		cells := []string{censored(s, c.statCell(metrics.SLOMetricTTFT, s.TTFT)), censored(s, c.statCell(metrics.SLOMetricTTFT, s.TTFTFromIntended)),
+			censored(s, c.statCell(metrics.SLOMetricE2E, s.E2E)), censored(s, c.statCell(metrics.SLOMetricE2E, s.E2EFromIntended)), sendLag(s.SendLag)}
 		if c.sendSplit {
 			cells = append(cells, sendSplit(s))
 		}
@@ -420,9 +433,9 @@ func (c columns) agentsTable(rows []runStage) table {
 			}
 		}
 		if sp := s.TTFTByRound; sp != nil {
-			user, round = c.statCell(metrics.SLOMetricTTFT, sp.UserTurn), c.statCell(metrics.SLOMetricTTFT, sp.ToolRound)
+			user, round = censored(s, c.statCell(metrics.SLOMetricTTFT, sp.UserTurn)), censored(s, c.statCell(metrics.SLOMetricTTFT, sp.ToolRound))
 		} else if s.Tools != nil { // agent sessions without a tool round: every request was a user turn
-			user = c.statCell(metrics.SLOMetricTTFT, s.TTFT)
+			user = censored(s, c.statCell(metrics.SLOMetricTTFT, s.TTFT))
 		}
 		structured := "N/A"
 		if st := s.Structured; st != nil {

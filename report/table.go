@@ -137,14 +137,15 @@ func stageTables(rows []runStage, withRun bool) string {
 }
 
 // tableFootnotes say what the tables' marks mean, under them, when a cell has one: the SLO's
-// statistic in bold, percentiles of too few requests.
+// statistic in bold, percentiles of too few requests, a stage censored by cancelled requests.
 func tableFootnotes(tables []table) string {
-	bold, few := false, false
+	bold, few, cut := false, false, false
 	for _, t := range tables {
 		for _, row := range t.rows {
 			for _, cell := range row {
 				bold = bold || strings.Contains(cell, "**")
-				few = few || strings.HasSuffix(cell, " "+fewMark)
+				few = few || strings.Contains(cell, " "+fewMark)
+				cut = cut || strings.HasSuffix(cell, " "+censoredMark)
 			}
 		}
 	}
@@ -154,6 +155,9 @@ func tableFootnotes(tables []table) string {
 	}
 	if few {
 		fmt.Fprintf(&b, "\n%s: the percentiles rest on fewer than %d requests (of so few, p95 and p99 are the largest one or two values, not a tail): lengthen the stage or raise its load to measure them.\n", fewMark, fewRequests)
+	}
+	if cut {
+		fmt.Fprintf(&b, "\n%s: some of the stage's requests were cancelled before they finished (the drain at its end, or an interrupt); err%% counts those the drain cut as errors, and the latency percentiles leave them all out, so they are lower bounds: the slowest requests are the ones missing.\n", censoredMark)
 	}
 	return b.String()
 }
