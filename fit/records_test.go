@@ -350,3 +350,16 @@ func TestCutOffStartToStart(t *testing.T) {
 		t.Errorf("summary lacks the lower-bound note:\n%s", out.String())
 	}
 }
+
+// TestTurnsNeverUnderTheFewestSeen: of a few sessions of 2–4 turns the lognormal's 1st percentile
+// rounds to 1; the fitted range starts at the fewest turns a session had, 2.
+func TestTurnsNeverUnderTheFewestSeen(t *testing.T) {
+	turns := []float64{2, 2, 2, 3, 4}
+	f := fitLognormal(turns, 1)
+	if got := countDist(f, quantiles(turns), maxTurns, 2); got != "{min: 2, max: 4}" {
+		t.Errorf("turns %s, want {min: 2, max: 4}", got)
+	}
+	if got := countDist(f, quantiles(turns), maxTurns, 1); got != "{min: 1, max: 4}" {
+		t.Errorf("with least 1: %s (the fit's own lower bound)", got)
+	}
+}

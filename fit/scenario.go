@@ -80,7 +80,7 @@ func Scenario(s *Summary, opts ScenarioOptions) string {
 	}
 	w("session:\n")
 	if st := s.Sessions; st != nil {
-		w("  turns: %s   %s, %d sessions: turns p50 %s, p99 %s%s\n", countDist(st.TurnsFit, st.Turns, maxTurns), from, st.Count, num(st.Turns.P50), num(st.Turns.P99), st.cutOffNote())
+		w("  turns: %s   %s, %d sessions: turns p50 %s, p99 %s%s\n", countDist(st.TurnsFit, st.Turns, maxTurns, st.FewestTurns), from, st.Count, num(st.Turns.P50), num(st.Turns.P99), st.cutOffNote())
 	} else {
 		w("  turns: 1   # assumed: the log has no session ids, so every request is its own conversation\n")
 	}
@@ -89,9 +89,9 @@ func Scenario(s *Summary, opts ScenarioOptions) string {
 		less = fmt.Sprintf(", less the persona's shared share (× %.3g)", 1-sp.Share)
 	}
 	w("  user_input_tokens: %s   %s: first-turn prompt tokens p50 %s, p99 %s%s%s; later turns add history on top\n",
-		countDist(firstFit, first, maxTokens), from, num(s.FirstInput.P50), num(s.FirstInput.P99), fitNote(s.FirstInputFit), less)
+		countDist(firstFit, first, maxTokens, 1), from, num(s.FirstInput.P50), num(s.FirstInput.P99), fitNote(s.FirstInputFit), less)
 	w("  max_output_tokens: %s   %s: completion tokens p50 %s, p99 %s%s\n",
-		countDist(s.OutputFit, s.OutputTokens, maxTokens), from, num(s.OutputTokens.P50), num(s.OutputTokens.P99), fitNote(s.OutputFit))
+		countDist(s.OutputFit, s.OutputTokens, maxTokens, 1), from, num(s.OutputTokens.P50), num(s.OutputTokens.P99), fitNote(s.OutputFit))
 	if st := s.Sessions; st != nil && st.Gaps > 1 {
 		w("  think_time: %s   %s: %s mean %.3gs, p50 %.3gs, p99 %.3gs; %s\n",
 			st.Think.yaml(), from, gapsMeasured(st), st.ThinkMean, st.ThinkTime.P50, st.ThinkTime.P99, st.Think.note())
@@ -232,8 +232,8 @@ func fitNote(f Lognormal) string {
 const minSigma = 0.001
 
 // countDist writes a token or turn count distribution: the lognormal when it fits, else uniform
-// between the empirical extremes that matter (up to p99).
-func countDist(f Lognormal, q Quantiles, limit float64) string {
+// between the empirical extremes that matter (up to p99), never under least.
+func countDist(f Lognormal, q Quantiles, limit, least float64) string {
 	hi := math.Min(math.Max(1, math.Round(q.Max)), limit)
 	if f.N < 2 || f.Sigma < minSigma {
 		return fmt.Sprintf("{dist: constant, value: %s}", num(math.Max(1, math.Round(q.P50))))
@@ -241,7 +241,9 @@ func countDist(f Lognormal, q Quantiles, limit float64) string {
 	if f.Good() {
 		return fmt.Sprintf("{dist: lognormal, mean: %s, sigma: %.4f, min: 1, max: %s}", num(math.Min(f.Mean, limit)), f.Sigma, num(hi))
 	}
-	lo := math.Max(1, math.Round(math.Exp(f.Mu-2.3263*f.Sigma)))
+	// The fit's 1st percentile, but never under the least value seen (least): of a few sessions of
+	// 2–4 turns, the lognormal's tail reaches 1, which no session had.
+	lo := math.Max(math.Max(1, math.Round(least)), math.Round(math.Exp(f.Mu-2.3263*f.Sigma)))
 	top := math.Min(math.Max(lo, math.Round(q.P99)), limit)
 	return fmt.Sprintf("{min: %s, max: %s}", num(math.Min(lo, top)), num(top))
 }

@@ -43,6 +43,8 @@ type SessionStats struct {
 	// Fits of the same, for the scenario (not in --json, whose keys docs/data.md fixes).
 	TurnsFit, ThinkFit Lognormal `json:"-"`
 	MeanTurns          float64   `json:"-"`
+	// FewestTurns is the fewest turns of a session in Turns: the fitted range never goes under it.
+	FewestTurns float64 `json:"-"`
 	// Gaps is the number of think-time gaps measured; GapsFromEnd those measured from an answer's
 	// end (the rest are start to start).
 	Gaps, GapsFromEnd int `json:"-"`
@@ -337,6 +339,9 @@ func sessionStats(l *Log) *SessionStats {
 		ThinkTime: think, Gaps: len(gaps), GapsFromEnd: fromEnd,
 		TurnsFit: fitLognormal(turns, 1), ThinkFit: fitLognormal(gaps, 0.001), ThinkMean: mean(gaps), Think: chooseThink(gaps)}
 	st.MeanTurns = mean(turns)
+	if len(turns) > 0 {
+		st.FewestTurns = turns[0]
+	}
 	for _, v := range byTurn {
 		if len(v) == 0 {
 			break
