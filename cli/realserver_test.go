@@ -6,6 +6,8 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -118,7 +120,7 @@ load:
   stages:
     - {concurrency: 4, warmup: 2s, duration: 15s}
 `)
-	code, out, stages := realRun(t, sc)
+	code, out, stages, dir := realRunIn(t, t.TempDir(), sc)
 	checkClean(t, code, out, stages, 1)
 	st := stages[0]
 	client, server := num(t, st, "server.client_cache_hit_same_span"), num(t, st, "server.cache_hit_rate")
@@ -133,10 +135,34 @@ load:
 	if slope, ok := agreement["slope"].(float64); !ok || math.Abs(slope-1) > 0.01 {
 		t.Errorf("prompt agreement slope %v, want 1 (the tokenizer is the server's): %v", agreement["slope"], agreement)
 	}
+	// Qwen3's template: 3 tokens a request and 5 a message, fitted exactly from the records.
+	if per, req := agreement["per_message_tokens"], agreement["overhead_tokens"]; per == nil || req == nil ||
+		math.Abs(per.(float64)-5) > 0.01 || math.Abs(req.(float64)-3) > 0.01 {
+		t.Errorf("the chat template fitted as %v tokens a message and %v a request, want 5 and 3", per, req)
+	}
 	for _, w := range stageWarnings(st) {
 		if strings.Contains(w, "tokenizer") {
 			t.Errorf("a tokenizer warning on the server's own tokenizer: %s", w)
 		}
+	}
+	// ITL weighs a chunk of k tokens as k gaps (llama holds back a token that ends inside a
+	// multi-byte character and sends it with the next), so its mean is TPOT's.
+	if itl, tpot := num(t, st, "summary.itl_ms.mean"), num(t, st, "summary.tpot_ms.mean"); math.Abs(itl-tpot) > 0.1*tpot {
+		t.Errorf("ITL mean %.2f ms against TPOT mean %.2f ms: want within 10 %%", itl, tpot)
+	}
+	// plload fit on the run's own records finds its think time (uniform 100–300 ms, mean 200 ms)
+	// from the answers' ends to the next turns' starts.
+	fitted := filepath.Join(t.TempDir(), "fitted.yaml")
+	if code, fout, ferr := plload(t, "fit", filepath.Join(dir, "stage_01", "profile_export.jsonl"), "--out", fitted); code != 0 {
+		t.Fatalf("fit: exit %d\n%s%s", code, fout, ferr)
+	}
+	yaml, _ := os.ReadFile(fitted)
+	m := regexp.MustCompile(`think_time: .*\) mean ([0-9.]+)s`).FindSubmatch(yaml)
+	if m == nil {
+		t.Fatalf("no think-time mean in the fitted scenario:\n%s", yaml)
+	}
+	if mean, _ := strconv.ParseFloat(string(m[1]), 64); math.Abs(mean-0.2) > 0.02 {
+		t.Errorf("fit's think-time mean %.3f s, want 0.2 s ± 10 %%", mean)
 	}
 }
 
