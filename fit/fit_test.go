@@ -245,10 +245,11 @@ func TestSampleValues(t *testing.T) {
 	}
 	// c-17 has two turns 1.355 s apart; c-18 and c-19 one each; the fifth line has no session. The
 	// log ends at 2.770: c-17's last turn (1.480) and one more single turn lie within the 1.355 s gap
-	// of it, so they are cut off by the log's end; the one session left has 1 turn.
-	if s.Sessions == nil || s.Sessions.Count != 3 || s.Sessions.CutOff != 2 || s.Sessions.Turns.Max != 1 ||
+	// of it, so they are cut off by the log's end. The single turn is left out; c-17's 2 turns are
+	// more than the one session seen to its end had, so they are kept: sessions that long exist.
+	if s.Sessions == nil || s.Sessions.Count != 3 || s.Sessions.CutOff != 1 || s.Sessions.Turns.Max != 2 ||
 		len(s.Sessions.PromptByTurn) != 2 || math.Abs(s.Sessions.ThinkTime.P50-1.355) > 1e-6 {
-		t.Errorf("sessions = %+v, want 3, 2 cut off, a 2-turn history and a 1.355 s gap", s.Sessions)
+		t.Errorf("sessions = %+v, want 3, 1 cut off, turns up to 2, a 2-turn history and a 1.355 s gap", s.Sessions)
 	}
 
 	m := fitFile(t, "testdata/mooncake.jsonl", "")
@@ -379,10 +380,10 @@ func TestQwenSessions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Chat 1's third turn is the log's last line, so it is cut off by the log's end: its turns
-	// (3, seen in the history's growth) stay out of the turn count, which chat 2's one turn makes.
-	if s.Sessions.Count != 2 || s.Sessions.CutOff != 1 || s.Sessions.Turns.Max != 1 || len(s.Sessions.PromptByTurn) != 3 {
-		t.Errorf("sessions = %+v, want 2, a 3-turn chat cut off by the log's end", s.Sessions)
+	// Chat 1's third turn is the log's last line, so it is cut off by the log's end; but its 3 turns
+	// are more than chat 2 (seen to its end) had, so they count: a chat that long exists.
+	if s.Sessions.Count != 2 || s.Sessions.CutOff != 0 || s.Sessions.Turns.Max != 3 || len(s.Sessions.PromptByTurn) != 3 {
+		t.Errorf("sessions = %+v, want 2, the cut-off 3-turn chat kept as the longest", s.Sessions)
 	}
 	// Gaps of chat 1: 4 and 6 s.
 	if diff := cmp.Diff(Quantiles{P50: 5, P95: 5.9, P99: 5.98, Max: 6}, s.Sessions.ThinkTime, cmp.Comparer(func(a, b float64) bool { return math.Abs(a-b) < 1e-9 })); diff != "" {

@@ -320,15 +320,33 @@ func sessionStats(l *Log) *SessionStats {
 	think := quantiles(gaps)
 	cancelled := l.cancelledBySession()
 	turns := make([]float64, 0, len(sessions))
-	cutOff := 0
+	var cutTurns []float64
 	for _, sp := range sessions {
 		if sp.censored(l, think.P95, cancelled) {
-			cutOff++
+			cutTurns = append(cutTurns, float64(sp.requests))
 			continue
 		}
 		turns = append(turns, float64(sp.requests))
 	}
+	// A cut-off session's count is only a lower bound, so it is left out, which keeps short counts
+	// out of the distribution; but one that already ran longer than every session seen to its end
+	// shows sessions that long exist, which leaving it out would hide (of a short log, the longest
+	// sessions are the ones still running): it is kept.
+	cutOff := 0
+	if len(turns) > 0 {
+		longest := slices.Max(turns)
+		for _, n := range cutTurns {
+			if n > longest {
+				turns = append(turns, n)
+				continue
+			}
+			cutOff++
+		}
+	}
 	allCutOff := len(turns) == 0
+	if allCutOff {
+		cutOff = len(cutTurns)
+	}
 	if allCutOff { // nothing seen to its end: the cut-off sessions' turns are the best there is
 		for _, sp := range sessions {
 			turns = append(turns, float64(sp.requests))
