@@ -88,15 +88,22 @@ func num(t *testing.T, m map[string]any, path string) float64 {
 	return f
 }
 
-// checkClean: the stage ran, every in-window request succeeded, and the run exited 0.
-func checkClean(t *testing.T, code int, out string, stages []map[string]any, want int) {
+// checkClean: the stage ran, every in-window request succeeded, and the run exited 0. emptyShare
+// is the share of requests that may fail as empty answers: with tools, llama's tool-call parser holds
+// back text that opens a tool call, and when a random model's answer is cut at max_tokens inside such
+// markup, the server streams no text at all (finish_reason length, 8 completion tokens: seen about
+// once in 225 requests). plload rightly calls that an error; the tiny model makes it, not plload.
+func checkClean(t *testing.T, code int, out string, stages []map[string]any, want int, emptyShare float64) {
 	t.Helper()
 	if code != 0 || len(stages) != want {
 		t.Fatalf("exit %d, %d stages (want 0 and %d):\n%s", code, len(stages), want, out)
 	}
 	for i, st := range stages {
-		if ok, errs := num(t, st, "summary.requests.succeeded"), num(t, st, "summary.requests.errors"); ok < 5 || errs != 0 {
-			t.Errorf("stage %d: %v succeeded, %v errors:\n%s", i+1, ok, errs, out)
+		ok, errs := num(t, st, "summary.requests.succeeded"), num(t, st, "summary.requests.errors")
+		empty, _ := at(st, "summary.error_kinds.InvalidInferenceResultError").(float64) // an answer with no text
+		if ok < 5 || errs > empty || empty > emptyShare*(ok+errs) {
+			t.Errorf("stage %d: %v succeeded, %v errors (%v empty answers, at most %.0f %% allowed): %v:\n%s",
+				i+1, ok, errs, empty, 100*emptyShare, at(st, "summary.error_kinds"), out)
 		}
 	}
 }
@@ -121,7 +128,7 @@ load:
     - {concurrency: 4, warmup: 2s, duration: 15s}
 `)
 	code, out, stages, dir := realRunIn(t, t.TempDir(), sc)
-	checkClean(t, code, out, stages, 1)
+	checkClean(t, code, out, stages, 1, 0)
 	st := stages[0]
 	client, server := num(t, st, "server.client_cache_hit_same_span"), num(t, st, "server.cache_hit_rate")
 	if client < 0.3 || math.Abs(client-server) > 0.01 {
@@ -214,7 +221,7 @@ load:
     - {concurrency: 4, warmup: 1s, duration: 10s}
 `)
 	code, out, stages, dir := realRunIn(t, t.TempDir(), sc)
-	checkClean(t, code, out, stages, 1)
+	checkClean(t, code, out, stages, 1, 0.05)
 	data, err := os.ReadFile(filepath.Join(dir, "stage_01", "profile_export.jsonl"))
 	if err != nil {
 		t.Fatal(err)
@@ -246,7 +253,7 @@ load:
     - {concurrency: 2, warmup: 1s, duration: 8s}
 `)
 	code, out, stages := realRun(t, sc)
-	checkClean(t, code, out, stages, 1)
+	checkClean(t, code, out, stages, 1, 0)
 	if osl := num(t, stages[0], "summary.osl_tokens.min"); osl < 1 {
 		t.Errorf("an answer of %v output tokens: the server was asked for at least 8", osl)
 	}
@@ -281,7 +288,7 @@ func TestRealServerFreshSessionsPastThePool(t *testing.T) {
 	hit := func(reuse string) (float64, map[string]any) {
 		sc := realScenario(t, s, "real-fresh", "tiny", fmt.Sprintf(freshScenario, reuse))
 		code, out, stages := realRun(t, sc)
-		checkClean(t, code, out, stages, 1)
+		checkClean(t, code, out, stages, 1, 0)
 		return num(t, stages[0], "server.cache_hit_rate"), stages[0]
 	}
 	fresh, st := hit("")
