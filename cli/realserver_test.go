@@ -142,9 +142,11 @@ load:
 	if slope, ok := agreement["slope"].(float64); !ok || math.Abs(slope-1) > 0.01 {
 		t.Errorf("prompt agreement slope %v, want 1 (the tokenizer is the server's): %v", agreement["slope"], agreement)
 	}
-	// Qwen3's template: 3 tokens a request and 5 a message, fitted exactly from the records.
+	// Qwen3's template: 3 tokens a request and 5 a message, fitted from the records. Nearly always
+	// exactly; a request whose text llama's tokenizer splits otherwise than Hugging Face's moves the fit
+	// a little (seen once: 4.9995 a message, 3.07 a request), so the bounds allow that, not a template.
 	if per, req := agreement["per_message_tokens"], agreement["overhead_tokens"]; per == nil || req == nil ||
-		math.Abs(per.(float64)-5) > 0.01 || math.Abs(req.(float64)-3) > 0.01 {
+		math.Abs(per.(float64)-5) > 0.05 || math.Abs(req.(float64)-3) > 0.25 {
 		t.Errorf("the chat template fitted as %v tokens a message and %v a request, want 5 and 3", per, req)
 	}
 	for _, w := range stageWarnings(st) {
