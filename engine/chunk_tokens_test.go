@@ -114,31 +114,12 @@ func TestITLWeighsAChunkByItsTokens(t *testing.T) {
 				http.NewResponseController(w).Flush() // two reads, so the chunk gap is the server's
 				w.Write([]byte("data: " + call + "\n\n" + tc.usage + "data: [DONE]\n\n"))
 			})
-			text := scenarioYAML(base, "  turns: {dist: constant, value: 1}\n  user_input_tokens: {min: 5, max: 10}\n  max_output_tokens: {min: 20, max: 30}",
-				"  mode: batch\n  max_in_flight: 2\n  stages:\n    - {requests: 4}")
-			res, dir, err := runScenario(t, context.Background(), text)
-			if err != nil || res[0].Errors != 0 {
-				t.Fatalf("run: %v, %d errors", err, res[0].Errors)
-			}
-			path := filepath.Join(dir, "stage_01", "profile_export.jsonl")
-			f, err := os.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			err = metrics.ReadRecords(f, func(r *metrics.Record) error {
+			sum := batchOfFour(t, base, func(r *metrics.Record) error {
 				if diff := cmp.Diff(tc.want, r.ChunkTokens); diff != "" || len(r.InterChunkLatency) != 1 {
 					return fmt.Errorf("chunk_tokens (-want +got):\n%s\n%d chunk gaps, want 1", diff, len(r.InterChunkLatency))
 				}
 				return nil
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			sum, err := metrics.SummarizeFile(path, metrics.StageInput{Batch: true, T0Ns: metrics.Some(res[0].T0Ns), NeverStarted: -1, Duration: time.Hour}, false)
-			if err != nil {
-				t.Fatal(err)
-			}
 			n := sum.Throughput.Requests
 			if n == 0 || sum.ITL.N != n*tc.itlCount {
 				t.Fatalf("pooled ITL over %d values for %d requests, want %d each", sum.ITL.N, n, tc.itlCount)
@@ -191,37 +172,18 @@ func TestUnstreamedReasoningLeavesITLAtTheChunkGaps(t *testing.T) {
 				fmt.Fprintf(w, `data: {"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":%d,"total_tokens":%d,`+
 					`"completion_tokens_details":{"reasoning_tokens":500}}}`+"\n\ndata: [DONE]\n\n", tc.completion, tc.completion+9)
 			})
-			text := scenarioYAML(base, "  turns: {dist: constant, value: 1}\n  user_input_tokens: {min: 5, max: 10}\n  max_output_tokens: {min: 20, max: 30}",
-				"  mode: batch\n  max_in_flight: 2\n  stages:\n    - {requests: 4}")
-			res, dir, err := runScenario(t, context.Background(), text)
-			if err != nil || res[0].Errors != 0 {
-				t.Fatalf("run: %v, %d errors", err, res[0].Errors)
-			}
-			path := filepath.Join(dir, "stage_01", "profile_export.jsonl")
-			f, err := os.Open(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
 			type counts struct {
 				ChunkTokens                  []int
 				Gaps, OSL, Reasoning, Output int
 			}
 			want := counts{tc.chunkTokens, 19, tc.completion, 500, tc.completion - 500}
-			err = metrics.ReadRecords(f, func(r *metrics.Record) error {
+			sum := batchOfFour(t, base, func(r *metrics.Record) error {
 				got := counts{r.ChunkTokens, len(r.InterChunkLatency), r.OutputSequenceLength.V, r.ReasoningTokenCount.V, r.OutputTokenCount.V}
 				if diff := cmp.Diff(want, got); diff != "" {
 					return fmt.Errorf("record (-want +got):\n%s", diff)
 				}
 				return nil
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			sum, err := metrics.SummarizeFile(path, metrics.StageInput{Batch: true, T0Ns: metrics.Some(res[0].T0Ns), NeverStarted: -1, Duration: time.Hour}, false)
-			if err != nil {
-				t.Fatal(err)
-			}
 			if n := sum.Throughput.Requests; n == 0 || sum.ITL.N != n*tc.pooled {
 				t.Fatalf("pooled ITL over %d values for %d requests, want %d each", sum.ITL.N, n, tc.pooled)
 			}
@@ -230,4 +192,30 @@ func TestUnstreamedReasoningLeavesITLAtTheChunkGaps(t *testing.T) {
 			}
 		})
 	}
+}
+
+// batchOfFour runs a batch of 4 single-turn requests against base, checks each record with check,
+// and returns the stage's summary.
+func batchOfFour(t *testing.T, base string, check func(*metrics.Record) error) *metrics.StageSummary {
+	t.Helper()
+	text := scenarioYAML(base, "  turns: {dist: constant, value: 1}\n  user_input_tokens: {min: 5, max: 10}\n  max_output_tokens: {min: 20, max: 30}",
+		"  mode: batch\n  max_in_flight: 2\n  stages:\n    - {requests: 4}")
+	res, dir, err := runScenario(t, context.Background(), text)
+	if err != nil || res[0].Errors != 0 {
+		t.Fatalf("run: %v, %d errors", err, res[0].Errors)
+	}
+	path := filepath.Join(dir, "stage_01", "profile_export.jsonl")
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := metrics.ReadRecords(f, check); err != nil {
+		t.Fatal(err)
+	}
+	sum, err := metrics.SummarizeFile(path, metrics.StageInput{Batch: true, T0Ns: metrics.Some(res[0].T0Ns), NeverStarted: -1, Duration: time.Hour}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sum
 }
