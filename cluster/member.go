@@ -108,12 +108,16 @@ func Join(ctx context.Context, o JoinOptions) (*Member, error) {
 }
 
 // attach opens the connection the coordinator watches until Close (pathAttach). It is not the
-// barrier's: a barrier answer never waits behind it.
+// barrier's: a barrier answer never waits behind it. It returns once the coordinator has answered
+// the attach (or after attachWait): a shard that dies at once after Join is then seen dropping,
+// not only missing the next barrier by its bound.
 func (m *Member) attach() {
 	ctx, cancel := context.WithCancel(context.Background())
 	m.detach, m.attached = cancel, make(chan struct{})
+	answered := make(chan struct{})
 	go func() {
 		defer close(m.attached)
+		defer closeOnce(answered)
 		b, _ := json.Marshal(leaveRequest{Index: m.opts.Shard.Index})
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.url+pathAttach, bytes.NewReader(b))
 		if err != nil {
@@ -127,9 +131,27 @@ func (m *Member) attach() {
 		if err != nil {
 			return // the barrier's bound still covers a coordinator this shard cannot hold a line to
 		}
+		closeOnce(answered)
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 		resp.Body.Close()
 	}()
+	t := time.NewTimer(attachWait)
+	defer t.Stop()
+	select {
+	case <-answered:
+	case <-t.C: // a slow coordinator: the barrier's bound covers this shard meanwhile
+	}
+}
+
+// attachWait bounds how long Join waits for the coordinator to answer the attach.
+const attachWait = 10 * time.Second
+
+func closeOnce(c chan struct{}) {
+	select {
+	case <-c:
+	default:
+		close(c)
+	}
 }
 
 // release ends the attach connection and waits for it, then closes the idle ones.
