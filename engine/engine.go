@@ -6,15 +6,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/plload/plload/engine/h1client"
 	"github.com/plload/plload/live"
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/sse"
@@ -368,67 +365,4 @@ func (s *stageRun) fillResult(res *StageResult, interrupted bool) {
 	}
 	log.Info("stage ended", "partial", res.Partial, "requests", res.Records, "ok", res.OK, "errors", res.Errors,
 		"rate_limited", res.RateLimit, "cancelled", res.Cancelled, "retried_requests", res.Retried)
-}
-
-// prepareClient builds the stage's HTTP client, URL and headers. Each stage gets fresh connections.
-func (s *stageRun) prepareClient() error {
-	sc := s.cfg.Scenario
-	base := s.cfg.BaseURL
-	if base == "" {
-		base = workload.Expand(sc.Target.BaseURL, s.cfg.Getenv)
-	}
-	base = strings.TrimRight(base, "/")
-	path := "/chat/completions"
-	if sc.Target.Endpoint == "completions" {
-		path = "/completions"
-	}
-	s.url = base + path
-	s.host = strings.TrimPrefix(strings.TrimPrefix(base, "http://"), "https://")
-	if u, err := url.Parse(base); err == nil && u.Host != "" {
-		s.host = u.Host
-	}
-	// One connection per request that can be in flight: concurrency sessions, arrival_rate's open
-	// sessions, or the open-loop modes' max_in_flight.
-	maxConns := s.pool.Spec.Concurrency + s.pool.Spec.MaxConcurrency + s.maxInFlight()
-	tr, fresh, err := newTransports(sc, base, maxConns, s.cfg.Getenv)
-	if err != nil {
-		return err
-	}
-	s.client = &http.Client{Transport: tr}
-	s.freshClient = &http.Client{Transport: fresh}
-	if u, err := url.Parse(s.url); err == nil {
-		if _, ok := tr.(*h1client.Transport); ok {
-			s.connAddr = h1client.Addr(u)
-		}
-	}
-	s.headers = http.Header{}
-	s.sessionHeader = sc.Target.SessionHeader
-	s.headers.Set("Content-Type", "application/json")
-	s.headers.Set("Accept", "text/event-stream")
-	s.headers.Set("User-Agent", "plload")
-	if env := sc.Target.APIKeyEnv; env != "" {
-		if key := s.cfg.Getenv(env); key != "" {
-			s.headers.Set("Authorization", "Bearer "+key)
-			s.secrets = append(s.secrets, key)
-		}
-	}
-	for k, v := range sc.Target.Headers {
-		value := workload.Expand(v, s.cfg.Getenv)
-		s.headers.Set(k, value)
-		if workload.IsSecretHeader(k) && value != "" {
-			s.secrets = append(s.secrets, value)
-		}
-	}
-	s.body, err = newBodyBuilder(sc, s.cfg.Workload)
-	return err
-}
-
-// scrub replaces every secret with *** in text that goes into a file.
-func (s *stageRun) scrub(text string) string {
-	for _, secret := range s.secrets {
-		if len(secret) >= 4 {
-			text = strings.ReplaceAll(text, secret, workload.Masked)
-		}
-	}
-	return text
 }
