@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -17,13 +16,24 @@ type JSONAppender interface {
 // Writer writes JSON lines from a single goroutine, fed through a buffered channel, so no request
 // path ever waits on the disk. It writes to PATH.tmp and renames to PATH on Close: a reader never
 // sees a half-written file under the final name.
+//
+// A write error (a full disk, a file size limit) is not a line written: the writer stops writing,
+// cuts the file back to its last whole line, closes Failed so that whoever feeds it can stop, and
+// counts every line it is handed from then on as lost. Close still renames the file into place, so
+// the lines that did reach the disk stay readable under PATH, and returns the first error.
 type Writer[T JSONAppender] struct {
 	path    string
 	ch      chan T
 	done    chan error
+	failed  chan struct{}
 	written int
+	lost    int
 	after   func(T)
 }
+
+// flushBytes is how much the writer gathers before one write(2): few system calls, and at most
+// this much in memory.
+const flushBytes = 256 << 10
 
 // NewWriter starts the writer goroutine for path with a channel of the given capacity.
 func NewWriter[T JSONAppender](path string, capacity int) (*Writer[T], error) {
@@ -37,56 +47,118 @@ func NewWriterThen[T JSONAppender](path string, capacity int, after func(T)) (*W
 	if err != nil {
 		return nil, err
 	}
-	w := &Writer[T]{path: path, ch: make(chan T, capacity), done: make(chan error, 1), after: after}
+	w := &Writer[T]{path: path, ch: make(chan T, capacity), done: make(chan error, 1), failed: make(chan struct{}), after: after}
 	go w.loop(f)
 	return w, nil
 }
 
+// lineFile is the file being written, with the lines gathered for its next write.
+type lineFile struct {
+	f        *os.File
+	size     int64 // bytes of whole lines on disk
+	pending  []byte
+	ends     []int // where each pending line ends in pending
+	onDisk   int   // whole lines on disk
+	firstErr error
+}
+
+// flush writes the pending lines. On an error it keeps the whole lines that reached the disk,
+// truncates a line cut by the error (a file that ends mid-line would not parse), and returns how
+// many pending lines were lost.
+func (lf *lineFile) flush() (lost int) {
+	if len(lf.pending) == 0 || lf.firstErr != nil {
+		return 0
+	}
+	n, err := lf.f.Write(lf.pending)
+	if err == nil {
+		lf.size += int64(n)
+		lf.onDisk += len(lf.ends)
+		lf.pending, lf.ends = lf.pending[:0], lf.ends[:0]
+		return 0
+	}
+	whole := 0
+	for whole < len(lf.ends) && lf.ends[whole] <= n {
+		whole++
+	}
+	if whole > 0 {
+		lf.size += int64(lf.ends[whole-1])
+	}
+	lf.onDisk += whole
+	lost = len(lf.ends) - whole
+	// Shrinking a file needs no free space; it only fails where the file is gone.
+	if terr := lf.f.Truncate(lf.size); terr != nil {
+		err = errors.Join(err, terr)
+	}
+	lf.firstErr = err
+	lf.pending, lf.ends = lf.pending[:0], lf.ends[:0]
+	return lost
+}
+
 func (w *Writer[T]) loop(f *os.File) {
-	bw := bufio.NewWriterSize(f, 256<<10)
-	buf := make([]byte, 0, 4096)
-	var firstErr error
+	lf := &lineFile{f: f, pending: make([]byte, 0, flushBytes+4096)}
 	for rec := range w.ch {
-		buf = rec.AppendJSON(buf[:0])
-		buf = append(buf, '\n')
-		if _, err := bw.Write(buf); err != nil && firstErr == nil {
-			firstErr = err
+		if lf.firstErr != nil {
+			w.lost++
+			continue
 		}
-		w.written++
+		lf.pending = rec.AppendJSON(lf.pending)
+		lf.pending = append(lf.pending, '\n')
+		lf.ends = append(lf.ends, len(lf.pending))
 		if w.after != nil {
 			w.after(rec)
 		}
+		if len(lf.pending) >= flushBytes {
+			w.lost += lf.flush()
+			if lf.firstErr != nil {
+				close(w.failed)
+			}
+		}
 	}
-	if err := bw.Flush(); err != nil && firstErr == nil {
-		firstErr = err
+	failedBefore := lf.firstErr != nil
+	w.lost += lf.flush()
+	if lf.firstErr != nil && !failedBefore {
+		close(w.failed)
 	}
-	if err := f.Sync(); err != nil && firstErr == nil {
-		firstErr = err
+	w.written = lf.onDisk
+	err := lf.firstErr
+	if serr := f.Sync(); serr != nil && err == nil {
+		err = serr
 	}
-	if err := f.Close(); err != nil && firstErr == nil {
-		firstErr = err
+	if cerr := f.Close(); cerr != nil && err == nil {
+		err = cerr
 	}
-	if firstErr == nil {
-		firstErr = os.Rename(f.Name(), w.path)
+	// Renamed even after a write error: the lines on disk are whole, and under the final name
+	// plload report can read them.
+	if rerr := os.Rename(f.Name(), w.path); rerr != nil && err == nil {
+		err = rerr
 	}
-	w.done <- firstErr
+	w.done <- err
 }
 
 // Write queues one line; it blocks only when the channel is full.
 func (w *Writer[T]) Write(v T) { w.ch <- v }
 
+// Failed is closed when a write failed: every line from then on is lost, so the feeder should stop.
+func (w *Writer[T]) Failed() <-chan struct{} { return w.failed }
+
 // Close writes what is queued, syncs, renames the file into place and returns the first error.
-// Written may be read after Close.
+// Written and Lost may be read after Close.
 func (w *Writer[T]) Close() error {
 	close(w.ch)
 	if err := <-w.done; err != nil {
+		if w.lost > 0 {
+			return fmt.Errorf("writing %s: %w (%d line(s) lost; the %d before the error are kept)", w.path, err, w.lost, w.written)
+		}
 		return fmt.Errorf("writing %s: %w", w.path, err)
 	}
 	return nil
 }
 
-// Written is the number of lines written; valid after Close.
+// Written is the number of whole lines in the file; valid after Close.
 func (w *Writer[T]) Written() int { return w.written }
+
+// Lost is the number of lines handed to Write that a write error kept off the disk; valid after Close.
+func (w *Writer[T]) Lost() int { return w.lost }
 
 // WriteFileAtomic writes data to path through a temporary file in the same folder and a rename, so
 // the file is either complete or absent.
