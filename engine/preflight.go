@@ -71,8 +71,12 @@ func Preflight(ctx context.Context, cfg Config) (warning string, err error) {
 		return fail("give the server's CA in target.tls.ca_file (or, for a test server only, target.tls.insecure_skip_verify)")
 	case kind == "refused" || kind == "connect" || kind == "dns":
 		return fail("is the server running there? check the host and port of target.base_url")
+	case rec.Error.Code.OK && rec.Error.Code.V >= 300 && rec.Error.Code.V < 400:
+		return fail(fmt.Sprintf("the server redirects to %s; plload measures one target and follows no redirects: point target.base_url there", orNone(ex.location)))
+	case ex.encoding != "":
+		return fail(fmt.Sprintf("the server compressed the answer (Content-Encoding: %s) though plload asked for Accept-Encoding: identity; compressed, a stream's timing is the compressor's: turn compression off on the server or its proxy", ex.encoding))
 	case kind == "timeout":
-		return fail(fmt.Sprintf("the server took longer than target.timeout (%s) for one token: is it loading a model, or is target.base_url a different service?", sc.Target.Timeout))
+		return fail(timeoutFix(rec, ex.tokenEvents, sc.Target.Timeout.String(), sc.Target.MaxTokensField))
 	case rec.Error.Code.OK && (rec.Error.Code.V == 401 || rec.Error.Code.V == 403):
 		fix := "the server wants credentials: put the API key in an environment variable and name it in target.api_key_env, or set the header in target.headers"
 		if env := sc.Target.APIKeyEnv; env != "" {
@@ -94,6 +98,25 @@ func Preflight(ctx context.Context, cfg Config) (warning string, err error) {
 		return fail("the server answered with an error inside the stream: check target.model and target.extra_body")
 	}
 	return fmt.Sprintf("preflight: POST %s: %s; going on (this may pass)", s.url, problem), nil
+}
+
+// timeoutFix says what a preflight request that ran past target.timeout did: it asked for one token,
+// so an answer that streamed tokens and never ended points at the server, not at a slow start.
+func timeoutFix(rec *metrics.Record, tokenEvents int, timeout, maxField string) string {
+	switch {
+	case tokenEvents > 0:
+		return fmt.Sprintf("the server streamed %d token events to a request for one token (%s: 1) but did not end the stream within target.timeout (%s): does it ignore %s, or never send data: [DONE]?", tokenEvents, maxField, timeout, maxField)
+	case rec.RequestAckNs.OK:
+		return fmt.Sprintf("the server answered the headers but sent no token within target.timeout (%s): is it loading a model?", timeout)
+	}
+	return fmt.Sprintf("the server sent no answer within target.timeout (%s) to a request for one token: is it loading a model, or is target.base_url a different service?", timeout)
+}
+
+func orNone(location string) string {
+	if location == "" {
+		return "(no Location given)"
+	}
+	return location
 }
 
 // checkModels asks GET {base}/models whether the target serves every model of target.models (a
@@ -130,7 +153,7 @@ func (s *stageRun) checkModels(ctx context.Context) (string, error) {
 		} `json:"data"`
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 4<<20)).Decode(&list); err != nil || resp.StatusCode != http.StatusOK {
-		return fmt.Sprintf("preflight: GET %s answered %s without a model list; the models of target.models were not checked", url, resp.Status), nil
+		return fmt.Sprintf("preflight: GET %s answered %s without a model list; the models of target.models were not checked", url, s.scrubCut(resp.Status, 200)), nil
 	}
 	var served []string
 	for _, m := range list.Data {

@@ -40,6 +40,11 @@ type exchange struct {
 	// that is only part of a multibyte character until the rest comes, so a 1-token answer can stream
 	// no text at all; the preflight does not warn about that answer.
 	heldBack bool
+	// For the preflight's messages: the Location of a 3xx answer, the Content-Encoding of an answer
+	// compressed although plload asked for none, and how many token events arrived, whatever the
+	// outcome.
+	location, encoding string
+	tokenEvents        int
 }
 
 // send issues one request for history and fills in ex.rec. It never returns an error: every outcome,
@@ -105,15 +110,24 @@ func (s *stageRun) send(ctx context.Context, ex *exchange, body []byte, islEstim
 		return
 	}
 	rec.RequestAckNs = metrics.Some(s.clock.ns(ack))
+	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		// plload sent Accept-Encoding: identity; read as text, a compressed stream would be
+		// "stream ended without data", which names the wrong cause.
+		ex.encoding = ce
+		s.fail(rec, time.Now(), islEstimate, metrics.ErrTypeTransport, s.scrubCut(
+			fmt.Sprintf("the server compressed the stream (Content-Encoding: %s) though plload asked for identity (Accept-Encoding: identity): turn compression off on the server or its proxy", ce), maxMessageBytes))
+		return
+	}
 	if !s.cfg.Scenario.Streamed() {
 		s.readCompletion(ctx, reqCtx, ex, resp.Body, start, islEstimate)
 		return
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != "text/event-stream" {
-		peek, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		s.fail(rec, time.Now(), islEstimate, metrics.ErrTypeTransport,
+		// A secret the 512-byte peek would split is read whole, masked, then cut (scrubCut).
+		peek, _ := io.ReadAll(io.LimitReader(resp.Body, int64(512+s.longestSecret())))
+		s.fail(rec, time.Now(), islEstimate, metrics.ErrTypeTransport, s.scrubCut(
 			fmt.Sprintf("expected a text/event-stream answer to a streaming request, got Content-Type %q: %s",
-				resp.Header.Get("Content-Type"), s.scrub(strings.TrimSpace(string(peek)))))
+				resp.Header.Get("Content-Type"), s.scrubCut(strings.TrimSpace(string(peek)), 512)), maxMessageBytes))
 		return
 	}
 	s.readStream(ctx, reqCtx, ex, resp.Body, start, islEstimate)
@@ -180,7 +194,8 @@ func (s *stageRun) newRequest(ctx context.Context, rec *metrics.Record, body []b
 // httpError makes ex's record the error of a non-2xx answer: its status, and the start of its body.
 func (s *stageRun) httpError(ex *exchange, resp *http.Response, islEstimate int) {
 	rec := &ex.rec
-	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	// A secret the 4 KiB limit would split is read whole, masked, then cut (scrubCut).
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, int64(maxMessageBytes+s.longestSecret())))
 	end := time.Now()
 	rec.RequestEndNs = metrics.Some(s.clock.ns(end))
 	rec.ErrorISL = metrics.Some(islEstimate)
@@ -189,12 +204,24 @@ func (s *stageRun) httpError(ex *exchange, resp *http.Response, islEstimate int)
 		text = fmt.Sprintf("HTTP %d", resp.StatusCode)
 	}
 	message := strings.TrimSpace(string(msg))
+	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
+		ex.location = s.scrub(resp.Header.Get("Location"))
+		message = redirectMessage(ex.location) + "; " + message
+	}
 	if ra := resp.Header.Get("Retry-After"); ra != "" {
 		message = "Retry-After: " + ra + "; " + message
 		ex.retryAfter = parseRetryAfter(ra, end)
 	}
 	rec.Error = &metrics.RecordError{Code: metrics.Some(resp.StatusCode), Type: text,
-		Message: s.scrub(metrics.TruncateMessage(message))}
+		Message: s.scrubCut(message, maxMessageBytes)}
+}
+
+// redirectMessage says what plload did with a 3xx answer to Location (its client follows none).
+func redirectMessage(location string) string {
+	if location == "" {
+		return "the server answered with a redirect without a Location; plload follows no redirects"
+	}
+	return fmt.Sprintf("the server redirects to %s; plload follows no redirects: it measures one target, so point target.base_url there", location)
 }
 
 // readStream reads the SSE answer and computes the record's metrics (docs/records.md).
@@ -205,12 +232,13 @@ func (s *stageRun) readStream(ctx, reqCtx context.Context, ex *exchange, body io
 		st = s.readEvents(ex, body)
 	}
 	defer st.release()
+	ex.tokenEvents = len(st.tokens)
 	switch {
 	case st.streamErr != nil:
 		rec.RequestEndNs = metrics.Some(s.clock.ns(st.last))
 		rec.ErrorISL = metrics.Some(isl)
 		rec.Error = &metrics.RecordError{Code: metrics.Some(metrics.CodeSSEError), Type: metrics.ErrTypeSSE,
-			Message: s.scrub(metrics.TruncateMessage(st.streamErr.Error()))}
+			Message: s.scrubCut(st.streamErr.Error(), maxMessageBytes)}
 		return
 	case st.readFailed != nil:
 		s.transportFailure(ctx, reqCtx, rec, time.Now(), isl, st.readFailed)
@@ -393,15 +421,34 @@ func (s *stageRun) transportFailure(stageCtx, reqCtx context.Context, rec *metri
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		s.fail(rec, at, isl, metrics.ErrTypeTransport, "the connection closed mid-answer (stream cut)")
 	case errors.Is(err, sse.ErrEventTooLarge):
-		s.fail(rec, at, isl, metrics.ErrTypeTransport, fmt.Sprintf("one SSE event was over the %d-byte limit", s.maxEventBytes))
+		s.fail(rec, at, isl, metrics.ErrTypeTransport, eventTooLarge(s.maxEventBytes))
 	default:
-		var malformed *sse.MalformedError
-		if errors.As(err, &malformed) {
-			s.fail(rec, at, isl, metrics.ErrTypeTransport, s.scrub(metrics.TruncateMessage("bad JSON in the stream: "+malformed.Error())))
+		if errors.As(err, new(*sse.MalformedError)) {
+			s.fail(rec, at, isl, metrics.ErrTypeTransport, "bad JSON in the stream: "+s.errorText(err))
 			return
 		}
-		s.fail(rec, at, isl, metrics.ErrTypeTransport, s.scrub(metrics.TruncateMessage(err.Error())))
+		s.fail(rec, at, isl, metrics.ErrTypeTransport, s.errorText(err))
 	}
+}
+
+// errorText is err's text for a record, secrets masked and cut to maxMessageBytes; a malformed
+// payload in it is masked, then cut to 200 bytes (scrubCut).
+func (s *stageRun) errorText(err error) string {
+	var malformed *sse.MalformedError
+	if errors.As(err, &malformed) {
+		return s.scrubCut(malformed.ErrorWith(s.scrubCut(malformed.Data, 200)), maxMessageBytes)
+	}
+	return s.scrubCut(err.Error(), maxMessageBytes)
+}
+
+// eventTooLarge names the limit an SSE event passed: the one the reader applied (4 MiB unless the
+// engine's Config set another), never the unset 0.
+func eventTooLarge(maxEventBytes int) string {
+	limit := sse.EventLimit(maxEventBytes)
+	if limit%(1<<20) == 0 {
+		return fmt.Sprintf("one SSE event was over the %d MiB limit (plload's bound on one event's data)", limit>>20)
+	}
+	return fmt.Sprintf("one SSE event was over the %d-byte limit (plload's bound on one event's data)", limit)
 }
 
 // cancelled makes rec a cancellation record: the stage ended it (drain expired or the user stopped).

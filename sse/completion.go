@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 )
 
 // Completion is a non-streamed chat (or completions) response: choices[0].message (or .text).
@@ -58,7 +57,7 @@ func ParseCompletion(body []byte) (Completion, error) {
 	}
 	var c completionJSON
 	if err := json.Unmarshal(trimmed, &c); err != nil {
-		return out, fmt.Errorf("response is not the JSON of a completion (%v): %q", err, cut(trimmed, 200))
+		return out, newMalformed("response is not the JSON of a completion", trimmed, err)
 	}
 	if u := c.Usage; u != nil {
 		out.Usage = u.toUsage()
@@ -70,7 +69,7 @@ func ParseCompletion(body []byte) (Completion, error) {
 		if out.Err != nil {
 			return out, nil
 		}
-		return out, fmt.Errorf("response has no choices and no error: %q", cut(trimmed, 200))
+		return out, newMalformed("response has no choices and no error", trimmed, nil)
 	}
 	ch := &c.Choices[0]
 	if ch.Text != nil {
@@ -139,10 +138,3 @@ func argumentsText(raw json.RawMessage) string {
 }
 
 func present(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
-
-func cut(b []byte, n int) string {
-	if len(b) > n {
-		b = b[:n]
-	}
-	return string(b)
-}

@@ -82,14 +82,45 @@ func (e *StreamError) Error() string {
 	return s
 }
 
-// MalformedError is a data payload that is not the JSON an OpenAI stream carries.
+// MalformedError is a payload that is not the JSON an OpenAI answer carries: a stream's data, or a
+// non-streamed answer's body (ParseCompletion).
 type MalformedError struct {
-	Data string // the payload, cut to 200 bytes
-	Err  error
+	// What says what the payload should have been; "" is a stream's chunk.
+	What string
+	// Data is the payload, whole up to MalformedDataMax bytes. It is not cut to a short length here:
+	// a server may echo the API key, and this package does not know the secrets, so whoever shows the
+	// payload masks them first and then cuts it (ErrorWith); a cut made before the masking would
+	// leave a key's first part in the text.
+	Data string
+	Err  error // the decoder's complaint; nil when the JSON was valid but not an answer
 }
 
-func (e *MalformedError) Error() string {
-	return fmt.Sprintf("malformed JSON chunk (%v): %q", e.Err, e.Data)
+// MalformedDataMax bounds MalformedError.Data, so that an error does not hold a whole 4 MiB event or
+// 64 MiB body. A text shown from it is cut far shorter (the engine keeps 200 bytes), so any secret
+// shorter than MalformedDataMax minus that cut that reaches into the shown part lies whole inside
+// Data, where it can be masked.
+const MalformedDataMax = 64 << 10
+
+func newMalformed(what string, data []byte, err error) *MalformedError {
+	if len(data) > MalformedDataMax {
+		data = data[:MalformedDataMax]
+	}
+	return &MalformedError{What: what, Data: string(data), Err: err}
+}
+
+func (e *MalformedError) Error() string { return e.ErrorWith(e.Data) }
+
+// ErrorWith is the error's text with shown in place of the payload: the payload after the caller
+// masked its secrets and cut it.
+func (e *MalformedError) ErrorWith(shown string) string {
+	what := e.What
+	if what == "" {
+		what = "malformed JSON chunk"
+	}
+	if e.Err == nil {
+		return fmt.Sprintf("%s: %q", what, shown)
+	}
+	return fmt.Sprintf("%s (%v): %q", what, e.Err, shown)
 }
 
 func (e *MalformedError) Unwrap() error { return e.Err }
@@ -131,12 +162,19 @@ var readers = sync.Pool{New: func() any {
 	return &Reader{tr: tr, br: bufio.NewReaderSize(tr, 4<<10)}
 }}
 
+// EventLimit is the limit a Reader made with maxEventBytes applies: maxEventBytes, or
+// DefaultMaxEventBytes for ≤ 0. Messages that name the limit name this one, never the unset 0.
+func EventLimit(maxEventBytes int) int {
+	if maxEventBytes <= 0 {
+		return DefaultMaxEventBytes
+	}
+	return maxEventBytes
+}
+
 // NewReader reads from r; maxEventBytes ≤ 0 means DefaultMaxEventBytes. Release gives the Reader
 // back for reuse when the stream is done.
 func NewReader(r io.Reader, maxEventBytes int) *Reader {
-	if maxEventBytes <= 0 {
-		maxEventBytes = DefaultMaxEventBytes
-	}
+	maxEventBytes = EventLimit(maxEventBytes)
 	rd := readers.Get().(*Reader)
 	rd.tr.r, rd.tr.last = r, time.Time{}
 	rd.br.Reset(rd.tr)
@@ -352,11 +390,7 @@ func (r *Reader) dispatch(data []byte) (Event, error) {
 		return ev, nil
 	}
 	if err := decodeChunk(data, &ev); err != nil {
-		shown := string(data)
-		if len(shown) > 200 {
-			shown = shown[:200]
-		}
-		return ev, &MalformedError{Data: shown, Err: err}
+		return ev, newMalformed("", data, err)
 	}
 	return ev, nil
 }

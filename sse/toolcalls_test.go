@@ -2,6 +2,7 @@ package sse
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"strings"
 	"testing"
@@ -269,12 +270,30 @@ func TestParseCompletionGarbage(t *testing.T) {
 		{`{"id":"chatcmpl-1","object":"chat.completion","choices":[]}`, `response has no choices and no error: "{\"id\":\"chatcmpl-1\",\"object\":\"chat.completion\",\"choices\":[]}"`},
 		{`[1,2]`, `response is not the JSON of a completion (json: cannot unmarshal array into Go value of type sse.completionJSON): "[1,2]"`},
 		{`{"choices":[{"message":{"content":"cut`, `response is not the JSON of a completion (unexpected end of JSON input): "{\"choices\":[{\"message\":{\"content\":\"cut"`},
-		{strings.Repeat("x", 300), `response is not the JSON of a completion (invalid character 'x' looking for beginning of value): "` + strings.Repeat("x", 200) + `"`},
+		// Not cut here: the engine masks secrets in the payload before it cuts it (ErrorWith).
+		{strings.Repeat("x", 300), `response is not the JSON of a completion (invalid character 'x' looking for beginning of value): "` + strings.Repeat("x", 300) + `"`},
 	} {
 		_, err := ParseCompletion([]byte(tc.body))
 		if err == nil || err.Error() != tc.want {
 			t.Errorf("%.40q:\n got  %v\n want %s", tc.body, err, tc.want)
 		}
+	}
+}
+
+// A garbage body's payload is kept whole up to MalformedDataMax, for the engine to mask and then
+// cut, and ErrorWith shows what the caller made of it.
+func TestMalformedPayloadIsBounded(t *testing.T) {
+	_, err := ParseCompletion([]byte(strings.Repeat("y", MalformedDataMax+100)))
+	var me *MalformedError
+	if !errors.As(err, &me) {
+		t.Fatalf("got %v, want a *MalformedError", err)
+	}
+	if len(me.Data) != MalformedDataMax {
+		t.Errorf("payload kept: %d bytes, want %d", len(me.Data), MalformedDataMax)
+	}
+	want := `response is not the JSON of a completion (invalid character 'y' looking for beginning of value): "***"`
+	if got := me.ErrorWith("***"); got != want {
+		t.Errorf("ErrorWith:\n got  %s\n want %s", got, want)
 	}
 }
 
