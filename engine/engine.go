@@ -26,6 +26,11 @@ var ErrInterrupted = errors.New("interrupted")
 // unreachable for load.abort_after, or none of its requests succeeded — and later stages were skipped.
 var ErrStageFailed = errors.New("stage failed")
 
+// ErrRecordsLost is returned (wrapped, with the file, the cause and the count) when a stage's records
+// could not all be written — a full disk, a file size limit —: the stage stopped sending at once,
+// the records that reached the disk are kept under their final names, and later stages were skipped.
+var ErrRecordsLost = errors.New("records lost")
+
 // Config is what a run needs.
 type Config struct {
 	Scenario *workload.Scenario
@@ -112,6 +117,9 @@ type StageResult struct {
 	// Aborted says why the engine stopped the stage early ("" when it ran its course): nothing
 	// reached the target for load.abort_after. The stage failed; later stages do not run.
 	Aborted string
+	// Lost counts the records a write error kept off the disk (the stage then stopped at once, and
+	// Aborted says why); Records are the ones kept.
+	Lost int
 	// Stopped says why Config.StopWhen ended the stage early ("" when it did not); its window ends
 	// there (InterruptNs), and later stages run.
 	Stopped string
@@ -226,6 +234,8 @@ type stageRun struct {
 	// aborted is why the engine stopped the stage (target unreachable), at abortedAt.
 	aborted   string
 	abortedAt time.Time
+	// writeFailedAt is when a records file refused a write and the stage stopped (zero: never).
+	writeFailedAt time.Time
 	// stopped is why Config.StopWhen ended the stage, at stoppedAt; stopIssuing ends the issuing.
 	stopOnce    sync.Once
 	stopped     string
@@ -323,12 +333,30 @@ func runStage(ctx context.Context, cfg *Config, clk clock, i int, pool *workload
 	sessErr := s.sessions.Close()
 	s.fillResult(&res, interrupted)
 	if err := errors.Join(recErr, sessErr); err != nil {
-		return res, fmt.Errorf("stage %d: %w", pool.Stage, err)
+		return res, s.recordsLost(&res, err, interrupted)
 	}
 	if res.Records != res.Issued {
 		return res, fmt.Errorf("stage %d: %d requests issued but %d records written", pool.Stage, res.Issued, res.Records)
 	}
 	return res, nil
+}
+
+// recordsLost fills the result of a stage whose records files refused a write (err, from their
+// Close) and returns the run's error: the stage failed, it says how many records were lost and
+// where the kept ones are.
+func (s *stageRun) recordsLost(res *StageResult, err error, interrupted bool) error {
+	res.Lost = s.records.Lost()
+	kept := fmt.Sprintf("%d of the %d requests' records were lost", res.Lost, res.Issued)
+	if !interrupted {
+		at := s.writeFailedAt
+		if at.IsZero() { // the error came as the file was closed, after the stage's end
+			at = res.End
+		}
+		res.Aborted = fmt.Sprintf("the records could not be written, and the stage stopped sending at once: %v; %s", err, kept)
+		res.InterruptNs = s.clock.ns(at) // the window ends where the stage did
+	}
+	s.log.Error("records could not be written: the stage stopped", "error", err.Error(), "lost", res.Lost, "kept", res.Records)
+	return fmt.Errorf("%w: stage %d: %w; %s", ErrRecordsLost, res.Stage, err, kept)
 }
 
 // fillResult fills a finished stage's result from its counts and times, and logs what users should

@@ -126,10 +126,16 @@ func (s *stageRun) drive(ctx context.Context, origin time.Time) bool {
 	}()
 	aborted := make(chan string, 1)
 	go s.abortWhenUnreachable(issueCtx, sc.Load.AbortAfter.D(), aborted, func() { stopIssuing(); cancelRequests() })
+	writeFailed := make(chan time.Time, 1)
+	go s.stopOnWriteError(issueCtx, writeFailed, func() { stopIssuing(); cancelRequests() })
 	<-issueCtx.Done()
 	select {
 	case s.aborted = <-aborted:
 		s.abortedAt = time.Now()
+	default:
+	}
+	select {
+	case s.writeFailedAt = <-writeFailed:
 	default:
 	}
 	if ctx.Err() != nil {
@@ -174,6 +180,20 @@ func (s *stageRun) drain(ctx context.Context, wg *sync.WaitGroup, cancelRequests
 		s.interruptedAt = time.Now()
 		<-drained
 	}
+}
+
+// stopOnWriteError stops the stage at once when a records file refuses a write (a full disk, a file
+// size limit): every request sent after it would load the target and be measured for nothing. The
+// instant goes to failed before stop is called.
+func (s *stageRun) stopOnWriteError(issueCtx context.Context, failed chan<- time.Time, stop func()) {
+	select {
+	case <-s.records.Failed():
+	case <-s.sessions.Failed():
+	case <-issueCtx.Done():
+		return
+	}
+	failed <- time.Now()
+	stop()
 }
 
 // abortWhenUnreachable stops the stage when every request for abortAfter got no answer at all: a

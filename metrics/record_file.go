@@ -146,8 +146,13 @@ func (w *Writer[T]) Failed() <-chan struct{} { return w.failed }
 func (w *Writer[T]) Close() error {
 	close(w.ch)
 	if err := <-w.done; err != nil {
+		// The user knows the file by its final name, not the temporary one the error names.
+		var pe *os.PathError
+		if errors.As(err, &pe) && pe.Path == w.path+".tmp" {
+			err = pe.Err
+		}
 		if w.lost > 0 {
-			return fmt.Errorf("writing %s: %w (%d line(s) lost; the %d before the error are kept)", w.path, err, w.lost, w.written)
+			return fmt.Errorf("writing %s: %w (%d line(s) lost, the %d before the error kept)", w.path, err, w.lost, w.written)
 		}
 		return fmt.Errorf("writing %s: %w", w.path, err)
 	}

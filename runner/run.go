@@ -152,13 +152,18 @@ func finish(sc *workload.Scenario, stages []*resultfiles.StageReport, dir string
 		}
 		fmt.Fprintf(stdout, "interrupted: the last stage is partial%s; results in %s\n", skipped, dir)
 		return "", &Error{Code: Interrupted, Err: errors.New("interrupted")}
+	case summaryErr != nil && errors.Is(runErr, engine.ErrRecordsLost):
+		// The disk that refused the records refused the summaries too: the records kept are still whole.
+		return "", &Error{Code: Failed, Err: fmt.Errorf("the run stopped: %v; writing the report: %w (results in %s); once there is room, "+
+			"plload report --records STAGE_DIR/profile_export.jsonl --scenario %s --stage N computes a stage from the records kept",
+			runErr, summaryErr, dir, filepath.Join(dir, "scenario.resolved.yaml"))}
 	case summaryErr != nil && runErr != nil: // what stopped the run comes first: the report's failure follows from it
 		return "", &Error{Code: Failed, Err: fmt.Errorf("the run stopped: %v; writing the report: %w (results in %s)", runErr, summaryErr, dir)}
 	case summaryErr != nil:
 		return "", &Error{Code: Failed, Err: fmt.Errorf("writing the report: %w (results in %s)", summaryErr, dir)}
 	}
 	fmt.Fprintf(stdout, "report: %s\n", filepath.Join(dir, "report.md"))
-	if runErr != nil {
+	if runErr != nil && !errors.Is(runErr, engine.ErrRecordsLost) { // a stage lost records: its failed line says why and how many
 		failures = append([]string{fmt.Sprintf("the run stopped: %v", runErr)}, failures...)
 	}
 	if len(failures) > 0 {

@@ -107,7 +107,11 @@ func StageLine(r engine.StageResult, stages int) string {
 		state = "FAILED"
 	}
 	line := fmt.Sprintf("stage %02d/%02d %s: %d requests (%d ok, %d errors of which %d × 429, %d cancelled), %d output tokens, %d sessions, %.1f s",
-		r.Stage, stages, state, r.Records, r.OK, r.Errors, r.RateLimit, r.Cancelled, r.OutTokens, r.Sessions, r.End.Sub(r.Start).Seconds())
+		r.Stage, stages, state, r.Issued, r.OK, r.Errors, r.RateLimit, r.Cancelled, r.OutTokens, r.Sessions, r.End.Sub(r.Start).Seconds())
+	if r.Records != r.Issued {
+		// The counts above are the engine's; the report is computed from the records kept.
+		line += fmt.Sprintf("\n  records: %d kept in %s, %d lost", r.Records, filepath.Join(r.Dir, "profile_export.jsonl"), r.Issued-r.Records)
+	}
 	if r.Retried > 0 {
 		line += fmt.Sprintf("\n  retried: %d requests went out again on a new connection (the server had closed the kept-alive one before answering)", r.Retried)
 	}
