@@ -19,6 +19,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/plload/plload/engine/h1client"
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/sse"
 )
@@ -45,6 +46,10 @@ type exchange struct {
 	// outcome.
 	location, encoding string
 	tokenEvents        int
+	// retriedAfterWrite: the request was retried (rec.Retried) after its first try had been written
+	// in full before the server closed the connection unanswered, so the server may have read it and
+	// done its work: it may have served the request twice (see retryable).
+	retriedAfterWrite bool
 }
 
 // send issues one request for history and fills in ex.rec. It never returns an error: every outcome,
@@ -59,7 +64,11 @@ func (s *stageRun) send(ctx context.Context, ex *exchange, body []byte, islEstim
 	// responded: a byte of the response arrived. The transport calls the hook from the connection's
 	// read loop, which may still be running when Do has returned the write's error.
 	var responded atomic.Bool
+	// wrote: net/http's transport wrote the whole request (h1client does not report it; its write
+	// errors say instead, see writtenInFull).
+	var wrote atomic.Bool
 	trace := &httptrace.ClientTrace{
+		WroteRequest: func(info httptrace.WroteRequestInfo) { wrote.Store(info.Err == nil) },
 		GotConn: func(info httptrace.GotConnInfo) {
 			if start.IsZero() { // a retry keeps the first attempt's start: the user waited for both
 				start = time.Now()
@@ -83,10 +92,10 @@ func (s *stageRun) send(ctx context.Context, ex *exchange, body []byte, islEstim
 			break
 		}
 		// Once, at once, on a connection of its own: another pooled one may be just as dead.
+		ex.retriedAfterWrite = writtenInFull(client, wrote.Load(), err)
 		client, rec.Retried = s.freshClient, true
 		if s.counts.retried.Add(1) == 1 {
-			s.log.Info("sent a request again on a new connection: the server had closed the kept-alive one before answering (llama.cpp does after every answer); later ones are counted as retried_requests in stage.json",
-				"error", s.scrub(err.Error()), "x_request_id", rec.XRequestID)
+			s.log.Info(retryMessage(ex.retriedAfterWrite), "error", s.scrub(err.Error()), "x_request_id", rec.XRequestID)
 		}
 	}
 	if start.IsZero() {
@@ -477,9 +486,12 @@ func drainBody(body io.ReadCloser, limit time.Duration) {
 }
 
 // retryable says whether a request that failed may be sent again: only when it went out on a reused
-// connection and failed before any response byte — the server had closed the pooled connection just
-// before (llama.cpp closes after every answer while advertising keep-alive; uvicorn and llama.cpp drop
-// idle ones after 5 s), so the server never saw the request. Go retries this itself only for
+// connection and failed before any response byte — usually the server had closed the pooled
+// connection just before (llama.cpp closes after every answer while advertising keep-alive; uvicorn
+// and llama.cpp drop idle ones after 5 s), and never saw the request. Not always: a server may read
+// the request and then close the connection unanswered, and when the request had been written in
+// full a client cannot tell the two apart, so such retries are marked (retriedAfterWrite) and
+// counted apart — the server may have done the work twice. Go retries this itself only for
 // idempotent requests, and a POST is not one. A fresh connection, a byte of answer, a timeout or a
 // cancelled stage are never retried: those are the server's, and are recorded as such.
 func retryable(conn httptrace.GotConnInfo, responded bool, err error, stageCtx, reqCtx context.Context) bool {
@@ -490,6 +502,27 @@ func retryable(conn httptrace.GotConnInfo, responded bool, err error, stageCtx, 
 	// was being written on it.
 	return errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
 		errors.Is(err, net.ErrClosed) || strings.Contains(err.Error(), "server closed idle connection")
+}
+
+// writtenInFull says whether a request whose try failed before any response byte had been written
+// whole: net/http reports it (wrote); for plload's HTTP/1.1 client, written unless its write failed.
+func writtenInFull(client *http.Client, wrote bool, err error) bool {
+	if _, h1 := client.Transport.(*h1client.Transport); !h1 {
+		return wrote
+	}
+	var op *net.OpError
+	return !errors.As(err, &op) || op.Op != "write"
+}
+
+// retryMessage is run.log's line for the stage's first retry.
+func retryMessage(afterWrite bool) string {
+	if afterWrite {
+		return "sent a request again on a new connection: the server closed the kept-alive one without answering after the request had been written to it, " +
+			"so the server may have read it and done the work twice (a server that closed an idle connection just as the request went out looks the same to a client); " +
+			"such requests are counted as retried_requests, and apart as retried_after_close, in stage.json"
+	}
+	return "sent a request again on a new connection: the server had closed the kept-alive one before the request was written to it (llama.cpp does after every answer); " +
+		"later ones are counted as retried_requests in stage.json"
 }
 
 func isTimeout(err error) bool {

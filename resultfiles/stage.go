@@ -224,6 +224,11 @@ type EngineCounts struct {
 	// first went out on failed before any response byte (the server had closed it); each is still one
 	// request and one record, marked "retried".
 	Retried int `json:"retried_requests"`
+	// RetriedAfterClose: of Retried, the requests whose first try had been written in full when the
+	// server closed the connection unanswered. The server may have read such a request and done the
+	// work, so it may have served it twice (a client cannot tell this from a server that closed an
+	// idle connection just as the request went out); absent when 0.
+	RetriedAfterClose int `json:"retried_after_close,omitempty"`
 	// Outages are the spans in which every request failed before a response byte (or got 429/5xx),
 	// in time order; [] when there were none.
 	Outages []Outage `json:"outages"`
