@@ -1,0 +1,5 @@
+//go:build race
+
+package timingtier
+
+const race = true
