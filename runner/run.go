@@ -53,6 +53,10 @@ func Run(ctx context.Context, sc *workload.Scenario, opt Options, stdout, stderr
 	if err != nil {
 		return "", badInput("building the workload: %v", err)
 	}
+	// Before any traffic (the preflight included): a read-only or full disk is refused here, with nothing sent.
+	if err := CheckResultsDir(opt.Base, sc, w); err != nil {
+		return "", err
+	}
 	if ctx.Err() != nil {
 		return "", &Error{Code: Interrupted, Err: errors.New("interrupted before the first request; nothing was written")}
 	}
