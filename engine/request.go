@@ -119,12 +119,12 @@ func (s *stageRun) send(ctx context.Context, ex *exchange, body []byte, islEstim
 		return
 	}
 	rec.RequestAckNs = metrics.Some(s.clock.ns(ack))
-	if ce := resp.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+	if ce := strings.TrimSpace(resp.Header.Get("Content-Encoding")); ce != "" && !strings.EqualFold(ce, "identity") {
 		// plload sent Accept-Encoding: identity; read as text, a compressed stream would be
 		// "stream ended without data", which names the wrong cause.
-		ex.encoding = ce
+		ex.encoding = s.scrubCut(ce, 200) // server text, shown by the preflight too
 		s.fail(rec, time.Now(), islEstimate, metrics.ErrTypeTransport, s.scrubCut(
-			fmt.Sprintf("the server compressed the stream (Content-Encoding: %s) though plload asked for identity (Accept-Encoding: identity): turn compression off on the server or its proxy", ce), maxMessageBytes))
+			fmt.Sprintf("the server compressed the stream (Content-Encoding: %s) though plload asked for identity (Accept-Encoding: identity): turn compression off on the server or its proxy", ex.encoding), maxMessageBytes))
 		return
 	}
 	if !s.cfg.Scenario.Streamed() {
@@ -214,7 +214,7 @@ func (s *stageRun) httpError(ex *exchange, resp *http.Response, islEstimate int)
 	}
 	message := strings.TrimSpace(string(msg))
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
-		ex.location = s.scrub(resp.Header.Get("Location"))
+		ex.location = s.scrubCut(resp.Header.Get("Location"), 512) // server text, shown by the preflight too
 		message = redirectMessage(ex.location) + "; " + message
 	}
 	if ra := resp.Header.Get("Retry-After"); ra != "" {
