@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/plload/plload/timingtier"
 	"github.com/plload/plload/workload"
 )
 
@@ -72,10 +73,11 @@ func TestMembersAgreeOnStageStarts(t *testing.T) {
 	const n = 4
 	c, _ := startCoordinator(t, ServeOptions{Shards: n, JoinTimeout: 30 * time.Second})
 	ms := joinAll(t, c.Addr(), n, "", 30*time.Second)
+	judge := timingtier.Judge(t, "each offset's uncertainty ≤ 50 ms; the shards' starts within 5 ms")
 	for _, m := range ms {
 		off, unc := m.Offset()
 		// One process, one clock: the offset is ~0, within its uncertainty plus scheduling noise.
-		if abs(off) > unc+int64(5*time.Millisecond) || unc > int64(50*time.Millisecond) {
+		if abs(off) > unc+int64(5*time.Millisecond) || judge && unc > int64(50*time.Millisecond) {
 			t.Errorf("offset %d ns ± %d ns in one process; want ~0", off, unc)
 		}
 	}
@@ -87,8 +89,8 @@ func TestMembersAgreeOnStageStarts(t *testing.T) {
 			}
 		}
 		for i, s := range starts[1:] {
-			if d := s.Sub(starts[0]); d.Abs() > 5*time.Millisecond {
-				t.Errorf("stage %d: shard %d starts %v after shard 0", stage, i+1, d)
+			if d := s.Sub(starts[0]); d.Abs() > startSpread(judge, ms[0], ms[i+1]) {
+				t.Errorf("stage %d: shard %d starts %v after shard 0 (offsets ± %v)", stage, i+1, d, uncertainties(ms))
 			}
 		}
 		if time.Until(starts[0]) < -time.Second || time.Until(starts[0]) > time.Second {
@@ -103,6 +105,29 @@ func TestMembersAgreeOnStageStarts(t *testing.T) {
 	if err := c.Wait(); err != nil {
 		t.Fatalf("coordinator after every shard finished: %v", err)
 	}
+}
+
+// startSpread bounds how far apart two shards in one process start a stage: each converts the
+// coordinator's instant with its measured offset, whose error is within its uncertainty (half the
+// best round's RTT), so they start within the sum of the two, plus scheduling noise. A busy machine
+// widens the rounds' RTT and with it the uncertainty; the 5 ms is the timing tier's claim.
+func startSpread(judge bool, a, b *Member) time.Duration {
+	_, ua := a.Offset()
+	_, ub := b.Offset()
+	if judge {
+		return 5 * time.Millisecond
+	}
+	return time.Duration(ua+ub) + 5*time.Millisecond
+}
+
+// uncertainties lists the members' offset uncertainties, for a failure's message.
+func uncertainties(ms []*Member) []time.Duration {
+	var out []time.Duration
+	for _, m := range ms {
+		_, u := m.Offset()
+		out = append(out, time.Duration(u))
+	}
+	return out
 }
 
 func abs(v int64) int64 {
@@ -136,8 +161,8 @@ func TestSkewedClockIsMeasured(t *testing.T) {
 	if u := time.Until(starts[0]); u < -time.Second || u > time.Second {
 		t.Errorf("the stage starts %v from now on the local clock; want within the 200 ms margin", u)
 	}
-	if d := starts[1].Sub(starts[0]); d.Abs() > 5*time.Millisecond {
-		t.Errorf("shard 1 starts %v after shard 0", d)
+	if d := starts[1].Sub(starts[0]); d.Abs() > startSpread(timingtier.Judge(t, "the shards' starts within 5 ms"), ms[0], ms[1]) {
+		t.Errorf("shard 1 starts %v after shard 0 (offsets ± %v)", d, uncertainties(ms))
 	}
 }
 
@@ -405,7 +430,16 @@ func TestJoinWaitsForALateCoordinator(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().String()
-	ln.Close() // nothing listens here until the coordinator starts
+	// Until the coordinator starts, the port takes the shard's first try and drops it unanswered, as
+	// a coordinator's pod that is not up yet does; then nothing listens (refused) until it starts.
+	tried := make(chan struct{})
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.Close()
+		}
+		ln.Close()
+		close(tried)
+	}()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	joined := make(chan error, 1)
@@ -416,7 +450,11 @@ func TestJoinWaitsForALateCoordinator(t *testing.T) {
 		}
 		joined <- err
 	}()
-	time.Sleep(300 * time.Millisecond) // the shard is retrying by now: the coordinator starts late on purpose
+	select { // the coordinator starts late on purpose: after the shard's first try failed
+	case <-tried:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the shard never tried to reach the coordinator's address")
+	}
 	c, err := Start(ctx, ServeOptions{Listen: addr, Shards: 1, JoinTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
