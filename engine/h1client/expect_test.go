@@ -30,6 +30,15 @@ func idleCount(tr *Transport) int {
 	return tr.nIdle
 }
 
+// dialingCount is the connections being dialed ahead. Expect decides under the pool's lock, before it
+// returns, whether to dial: a count of 0 just after it returned means it dialed nothing, with no wait
+// for a dial that might come late.
+func dialingCount(tr *Transport) int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.dialingAll
+}
+
 // TestExpectOpensConnectionsAhead: a request expected soon gets a connection dialed ahead into the
 // pool when none is idle, and takes it when it goes (no dial then); an idle one is not dialed for
 // again; no more than limit connections are busy, idle or dialing; ending an expectation twice does
@@ -68,9 +77,8 @@ func TestExpectOpensConnectionsAhead(t *testing.T) {
 		}
 	}
 	d3 := tr.Expect(context.Background(), addr, 2)
-	time.Sleep(20 * time.Millisecond)
-	if conns.Load() != 2 {
-		t.Fatalf("%d connections with a limit of 2", conns.Load())
+	if n := dialingCount(tr); n != 0 || conns.Load() != 2 {
+		t.Fatalf("%d connections and %d dialing with a limit of 2", conns.Load(), n)
 	}
 	d1()
 	d2()
@@ -83,11 +91,11 @@ func TestExpectOpensConnectionsAhead(t *testing.T) {
 	}
 
 	nr := New(Config{NoReuse: true})
-	nr.Expect(context.Background(), addr, 4)()
-	time.Sleep(20 * time.Millisecond)
-	if conns.Load() != 2 {
-		t.Fatal("a no-reuse transport dialed ahead")
+	nrDone := nr.Expect(context.Background(), addr, 4)
+	if n := dialingCount(nr); n != 0 || conns.Load() != 2 {
+		t.Fatalf("a no-reuse transport dialed ahead: %d dialing", n)
 	}
+	nrDone()
 }
 
 // BenchmarkBurstConnectTime: 16 requests due at one instant to a server whose connections take
