@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/plload/plload/mock"
+	"github.com/plload/plload/timingtier"
 )
 
 // selftestOutput is the text a self-test printed: its step lines and its one final line.
@@ -68,6 +69,9 @@ func TestSelftestFinalVerdictAgreesWithSteps(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			if c.wantCode == 0 {
+				timingtier.Only(t) // that a machine meets a realistic bound depends on how busy it is
+			}
 			code, out, errOut := plload(t, append(base, "--bound", c.bound)...)
 			o := parseSelftest(t, out)
 			if len(o.steps) != 2 {
@@ -126,6 +130,9 @@ func TestSelftestTargetVerdictBlamesTheMachineOnlyWhenStrained(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			if c.wantCode == 0 {
+				timingtier.Only(t) // that a machine meets a realistic bound depends on how busy it is
+			}
 			code, out, errOut := plload(t, append(args, "--bound", c.bound)...)
 			o := parseSelftest(t, out)
 			if len(o.steps) != 1 {
