@@ -211,6 +211,7 @@ func sumEngine(parts []stagePart, tally recordTally) resultfiles.EngineCounts {
 		e.Reused += g.Reused
 		e.NotStarted += g.NotStarted
 		e.Retried += g.Retried
+		e.RetriedAfterClose += g.RetriedAfterClose
 		for _, o := range g.Outages {
 			o.From, o.To = shiftStamp(o.From, p.off), shiftStamp(o.To, p.off)
 			e.Outages = append(e.Outages, o)

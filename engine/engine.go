@@ -112,6 +112,10 @@ type StageResult struct {
 	// connection the first went out on failed before any response byte (see retryable); each is
 	// still one request, one record.
 	Retried int
+	// RetriedAfterClose counts, of Retried, the requests whose first try had been written in full
+	// when the server closed the connection unanswered: the server may have read them and done the
+	// work, so it may have served them twice.
+	RetriedAfterClose int
 	// Outages are the spans in which every request failed before a response byte or got 429/5xx.
 	Outages []Outage
 	// Aborted says why the engine stopped the stage early ("" when it ran its course): nothing

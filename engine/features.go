@@ -80,13 +80,13 @@ func (s *stageRun) readCompletion(ctx, reqCtx context.Context, ex *exchange, bod
 	c, err := sse.ParseCompletion(data)
 	switch {
 	case err != nil:
-		s.fail(rec, end, isl, metrics.ErrTypeInvalidResult, s.scrub(metrics.TruncateMessage(err.Error())))
+		s.fail(rec, end, isl, metrics.ErrTypeInvalidResult, s.errorText(err))
 		return
 	case c.Err != nil:
 		rec.RequestEndNs = metrics.Some(s.clock.ns(end))
 		rec.ErrorISL = metrics.Some(isl)
 		rec.Error = &metrics.RecordError{Code: metrics.Some(metrics.CodeSSEError), Type: metrics.ErrTypeSSE,
-			Message: s.scrub(metrics.TruncateMessage(c.Err.Error()))}
+			Message: s.scrubCut(c.Err.Error(), maxMessageBytes)}
 		return
 	case c.Content == "" && c.Reasoning == "" && len(c.ToolCalls) == 0:
 		s.fail(rec, end, isl, metrics.ErrTypeInvalidResult, "the answer has no content: no content, reasoning or tool calls")

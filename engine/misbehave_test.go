@@ -358,8 +358,8 @@ func TestRetryAfterAReadRequestSaysSo(t *testing.T) {
 					retried++
 				}
 			}
-			if n := dropped.Load(); n == 0 || int64(retried) != n || res[0].Retried != retried {
-				t.Fatalf("the server read and dropped %d requests; %d records say retried, the stage counted %d", n, retried, res[0].Retried)
+			if n := dropped.Load(); n == 0 || int64(retried) != n || res[0].Retried != retried || res[0].RetriedAfterClose != retried {
+				t.Fatalf("the server read and dropped %d requests; %d records say retried, the stage counted %d, %d of them after the close", n, retried, res[0].Retried, res[0].RetriedAfterClose)
 			}
 			if text := log.String(); !strings.Contains(text, "the server may have read it and done the work twice") {
 				t.Errorf("the log does not say the server may have read the retried request:\n%s", text)

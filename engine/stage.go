@@ -48,6 +48,7 @@ func (s *stageRun) phase(start time.Time) string {
 type counters struct {
 	issued, ok, errors, rateLimited, cancelled, outTokens, noUsage atomic.Int64
 	sessions, reused, notStarted, retried                          atomic.Int64
+	retriedAfterWrite                                              atomic.Int64 // of retried, those written in full before the close
 	waited                                                         atomic.Int64 // requests that waited for an in-flight slot
 	next                                                           atomic.Int64 // next pool index
 }
@@ -57,10 +58,14 @@ func (c *counters) fill(r *StageResult) {
 	r.RateLimit, r.Cancelled, r.OutTokens = int(c.rateLimited.Load()), int(c.cancelled.Load()), int(c.outTokens.Load())
 	r.NoUsage, r.Sessions, r.Reused, r.NotStarted = int(c.noUsage.Load()), int(c.sessions.Load()), int(c.reused.Load()), int(c.notStarted.Load())
 	r.Retried, r.WaitedForSlot = int(c.retried.Load()), int(c.waited.Load())
+	r.RetriedAfterClose = int(c.retriedAfterWrite.Load())
 }
 
 func (c *counters) count(ex *exchange) {
 	rec := &ex.rec
+	if ex.retriedAfterWrite {
+		c.retriedAfterWrite.Add(1)
+	}
 	switch {
 	case rec.WasCancelled:
 		c.cancelled.Add(1)

@@ -48,7 +48,7 @@ func SummarizeStage(tool string, sc *workload.Scenario, w *workload.Workload, r 
 		sum.Warnings = append(sum.Warnings, reuse) // a stage warning: in stage.json and the report
 	}
 	st := resultfiles.NewStageReport(tool, sc, i, w.Stages[i].SHA256, sum,
-		resultfiles.EngineCounts{Issued: r.Issued, Sessions: r.Sessions, Reused: r.Reused, NotStarted: r.NotStarted, Retried: r.Retried, Outages: outagesOf(r), Aborted: r.Aborted})
+		resultfiles.EngineCounts{Issued: r.Issued, Sessions: r.Sessions, Reused: r.Reused, NotStarted: r.NotStarted, Retried: r.Retried, RetriedAfterClose: r.RetriedAfterClose, Outages: outagesOf(r), Aborted: r.Aborted})
 	st.Injector, st.NetworkRTT = r.Injector, r.RTT
 	st.Server = serverSummary(r, sum)
 	if pool := w.Stages[i]; pool.TraceBlocks > 0 {
@@ -113,7 +113,10 @@ func StageLine(r engine.StageResult, stages int) string {
 		line += fmt.Sprintf("\n  records: %d kept in %s, %d lost", r.Records, filepath.Join(r.Dir, "profile_export.jsonl"), r.Issued-r.Records)
 	}
 	if r.Retried > 0 {
-		line += fmt.Sprintf("\n  retried: %d requests went out again on a new connection (the server had closed the kept-alive one before answering)", r.Retried)
+		line += fmt.Sprintf("\n  retried: %d requests went out again on a new connection (the server had closed the kept-alive one without answering)", r.Retried)
+		if r.RetriedAfterClose > 0 {
+			line += fmt.Sprintf("; %d of them had been written in full before the close, so the server may have read them and done the work twice (stage.json: retried_after_close)", r.RetriedAfterClose)
+		}
 	}
 	for _, k := range r.Failures {
 		line += fmt.Sprintf("\n  errors: %s × %d (first: %s)", k.Kind, k.Count, k.First)
