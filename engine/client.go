@@ -404,7 +404,7 @@ func (s *stageRun) longestSecret() int {
 // then cuts it to at most limit bytes (limit < 0: no cut) on a character boundary, then masks what
 // is left at the end that is the start of a secret, 4 bytes or more of it. Masking before the cut
 // keeps a secret that straddles the cut from leaving its first part behind (a server that echoes
-// the key in an error body, issue 42); the check at the end covers text that was cut before it got
+// the key in an error body); the check at the end covers text that was cut before it got
 // here (a body read up to a limit, a message cut by another package).
 func scrubCut(text string, limit int, secrets []string) string {
 	for _, secret := range secrets {

@@ -20,7 +20,7 @@ import (
 	"testing"
 )
 
-// Servers that misbehave the way issue 42 found real ones (and proxies) do: echo the API key in
+// Servers that misbehave the way real ones (and proxies) were seen to: echo the API key in
 // what plload keeps, redirect, compress, stream more than asked. Each test runs the engine against
 // one on loopback and reads what it kept.
 
@@ -100,7 +100,7 @@ func assertNoKeyRun(t *testing.T, where, text string) {
 // answer, the 200 bytes kept of a malformed chunk, the 4 KiB kept of an in-stream error and of a
 // garbage non-streamed answer's 200 bytes. Nothing of the key may reach the records, run.log or the log (the
 // terminal): it is masked whole before the cut, and a start of it left at a cut is masked too.
-// Catches: cutting before masking, which left the key's first bytes in every file (issue 42).
+// Catches: cutting before masking, which left the key's first bytes in every file.
 func TestEchoedKeyIsMaskedAtEveryCut(t *testing.T) {
 	straddle := func(before int) string { return strings.Repeat("x", before-10) } // the key's first 10 bytes fall before the cut
 	for _, tc := range []struct {
@@ -190,7 +190,7 @@ func redirectTarget(t *testing.T) (*httptest.Server, *atomic.Int64) {
 // request (and no key) may reach that server, on either HTTP client: every record is an error
 // naming the status and the Location, and the preflight stops the run naming the Location.
 // Catches: following the redirect, which measured a server the user never named with the key sent
-// to it (307), or turned each POST into a GET (302) (issue 42).
+// to it (307), or turned each POST into a GET (302).
 func TestRedirectsAreNotFollowed(t *testing.T) {
 	for _, status := range []int{http.StatusTemporaryRedirect, http.StatusFound} {
 		for _, client := range []string{"", "net/http"} {
@@ -230,7 +230,7 @@ func TestRedirectsAreNotFollowed(t *testing.T) {
 // clients); a server that gzips the stream anyway gets records that name the Content-Encoding, and
 // the preflight stops the run naming it.
 // Catches: no Accept-Encoding sent, and a gzipped stream recorded as "stream ended without data:
-// [DONE] after 0 token events" (issue 42).
+// [DONE] after 0 token events".
 func TestCompressedAnswerIsNamed(t *testing.T) {
 	for _, client := range []string{"", "net/http"} {
 		t.Run("client "+client, func(t *testing.T) {
@@ -272,7 +272,7 @@ func TestCompressedAnswerIsNamed(t *testing.T) {
 
 // TestEventLimitNamesTheDefault: a server sends one SSE line over the default limit; the record
 // names the limit that applied (4 MiB), not the unset option's 0.
-// Catches: "one SSE event was over the 0-byte limit" (issue 42).
+// Catches: "one SSE event was over the 0-byte limit".
 func TestEventLimitNamesTheDefault(t *testing.T) {
 	huge := strings.Repeat("a", 4<<20+1)
 	_, message, _ := runAgainst(t, func(w http.ResponseWriter, r *http.Request) {
@@ -287,7 +287,7 @@ func TestEventLimitNamesTheDefault(t *testing.T) {
 // TestPreflightSaysWhatTheStreamDid: the preflight asks for one token; a server that streams five
 // token events and then neither ends the stream nor answers more gets a message that says so, not
 // one about a server too slow for one token.
-// Catches: "the server took longer than target.timeout (…) for one token" after 5 chunks (issue 42).
+// Catches: "the server took longer than target.timeout (…) for one token" after 5 chunks.
 func TestPreflightSaysWhatTheStreamDid(t *testing.T) {
 	chunk := "data: {\"choices\":[{\"delta\":{\"content\":\"w\"}}]}\n\n"
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -312,7 +312,7 @@ type connRequestsKey struct{}
 // new connection, as it does when a server closed the connection before the request went out; but
 // this server may have done the work, and the run says so rather than that the request never
 // reached it — on both HTTP clients.
-// Catches: run.log (and docs/scenario.md) saying such a request never reached the server (issue 42).
+// Catches: run.log (and docs/scenario.md) saying such a request never reached the server.
 func TestRetryAfterAReadRequestSaysSo(t *testing.T) {
 	for _, client := range []string{"", "net/http"} {
 		t.Run("client "+client, func(t *testing.T) {

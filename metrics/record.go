@@ -142,7 +142,6 @@ const (
 	CodeCancelled         = 499
 	CodeSSEError          = 502
 	StatusTooManyRequests = 429
-	maxErrorMessageBytes  = 4 << 10
 )
 
 // Ms converts nanoseconds to milliseconds the way AIPerf does (multiplying, so values are bit-identical).
@@ -150,11 +149,3 @@ func Ms(ns int64) float64 { return float64(ns) * (1000.0 / 1e9) }
 
 // OK reports whether the request succeeded.
 func (r *Record) OK() bool { return r.Error == nil && !r.WasCancelled }
-
-// TruncateMessage cuts an error message to 4 KiB, as docs/records.md says of bodies of non-2xx answers.
-func TruncateMessage(s string) string {
-	if len(s) <= maxErrorMessageBytes {
-		return s
-	}
-	return s[:maxErrorMessageBytes]
-}
