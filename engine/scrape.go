@@ -31,7 +31,7 @@ func (s *stageRun) scrapeServer(ctx context.Context, url, dir string) (string, s
 		return fmt.Sprintf("server metrics off: %v", err), n
 	}
 	defer w.Close()
-	client := &http.Client{Timeout: scrapeTimeout}
+	client := &http.Client{Timeout: scrapeTimeout, CheckRedirect: noRedirects} // the target's own /metrics, not another server's
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	var lastProblem string
