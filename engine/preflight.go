@@ -36,12 +36,9 @@ func (e *PreflightError) Error() string {
 // a cut or empty answer.
 func Preflight(ctx context.Context, cfg Config) (warning string, err error) {
 	if cfg.Getenv == nil {
-		cfg.Getenv = func(k string) string {
-			if k == HTTPClientEnv { // the check goes through the run's own client, and refuses a bad choice of it
-				return os.Getenv(k)
-			}
-			return ""
-		}
+		// As Run reads it: the check's request carries the stage's key and headers, and goes through
+		// the run's own client (refusing a bad choice of it).
+		cfg.Getenv = os.Getenv
 	}
 	if len(cfg.Workload.Stages) == 0 {
 		return "", nil
@@ -60,9 +57,20 @@ func Preflight(ctx context.Context, cfg Config) (warning string, err error) {
 		return s.checkModels(ctx)
 	}
 	sc := s.cfg.Scenario
-	problem := rec.Error.Message
+	// The terminal gets the start of what the server said (the record keeps 4 KiB of it); a
+	// redirect's or a compressed answer's own words are the fix below, so the problem is only named.
+	problem := s.scrubCut(rec.Error.Message, preflightShown)
+	if len(problem) < len(rec.Error.Message) {
+		problem += "…"
+	}
 	if rec.Error.Code.OK {
-		problem = fmt.Sprintf("HTTP %d %s: %s", rec.Error.Code.V, rec.Error.Type, rec.Error.Message)
+		problem = fmt.Sprintf("HTTP %d %s: %s", rec.Error.Code.V, rec.Error.Type, problem)
+	}
+	switch {
+	case rec.Error.Code.OK && rec.Error.Code.V >= 300 && rec.Error.Code.V < 400:
+		problem = fmt.Sprintf("HTTP %d %s", rec.Error.Code.V, rec.Error.Type)
+	case ex.encoding != "":
+		problem = "the answer came compressed"
 	}
 	fail := func(fix string) (string, error) { return "", &PreflightError{URL: s.url, Problem: problem, Fix: fix} }
 	kind := metrics.FailureKind(rec)
@@ -111,6 +119,9 @@ func timeoutFix(rec *metrics.Record, tokenEvents int, timeout, maxField string) 
 	}
 	return fmt.Sprintf("the server sent no answer within target.timeout (%s) to a request for one token: is it loading a model, or is target.base_url a different service?", timeout)
 }
+
+// preflightShown bounds how much of a refused answer's text the preflight prints.
+const preflightShown = 300
 
 func orNone(location string) string {
 	if location == "" {

@@ -215,7 +215,7 @@ func (s *stageRun) httpError(ex *exchange, resp *http.Response, islEstimate int)
 	message := strings.TrimSpace(string(msg))
 	if resp.StatusCode >= 300 && resp.StatusCode < 400 {
 		ex.location = s.scrubCut(resp.Header.Get("Location"), 512) // server text, shown by the preflight too
-		message = redirectMessage(ex.location) + "; " + message
+		message = strings.TrimSuffix(redirectMessage(ex.location)+"; "+message, "; ")
 	}
 	if ra := resp.Header.Get("Retry-After"); ra != "" {
 		message = "Retry-After: " + ra + "; " + message
