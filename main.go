@@ -11,5 +11,8 @@ import (
 )
 
 func main() {
+	// First: a signal in the first instants (the scenario still loading) is plload's interrupt, exit
+	// 130, not the default action's kill.
+	cli.CatchSignals()
 	os.Exit(cli.Run(context.Background(), os.Args, os.Stdout, os.Stderr))
 }

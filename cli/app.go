@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
 	"runtime/debug"
 	"text/tabwriter"
@@ -35,6 +36,21 @@ func exitErr(code int, err error) error { return &runner.Error{Code: runner.Code
 
 func badInput(format string, args ...any) error {
 	return exitErr(exitBadInput, fmt.Errorf(format, args...))
+}
+
+// CatchSignals makes SIGINT, SIGTERM and SIGHUP plload's to answer from the process's first instant
+// (exit 130 with a line saying so, until a command installs its own handler): main calls it first.
+func CatchSignals() { runner.CatchSignals(os.Stderr) }
+
+// ownSignals marks a command that handles the stop signals itself, for a graceful shutdown: its
+// action starts by taking them back from CatchSignals.
+func ownSignals(c *cli.Command) *cli.Command {
+	action := c.Action
+	c.Action = func(ctx context.Context, cmd *cli.Command) error {
+		runner.ReleaseSignals()
+		return action(ctx, cmd)
+	}
+	return c
 }
 
 // Run executes the CLI and returns the exit code; main and the tests call it in-process.
@@ -71,7 +87,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 		Commands: []*cli.Command{
 			runCommand(),
 			validateCommand(),
-			mockserverCommand(),
+			ownSignals(mockserverCommand()),
 			selftestCommand(),
 			reportCommand(),
 			gateCommand(),
@@ -79,7 +95,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			searchCommand(),
 			matrixCommand(),
 			abCommand(),
-			coordinateCommand(),
+			ownSignals(coordinateCommand()),
 			mergeCommand(),
 			k8sCommand(),
 			slurmCommand(),

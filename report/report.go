@@ -68,13 +68,26 @@ func Markdown(r *resultfiles.Report, sc *workload.Scenario) string {
 		b.WriteString("**Warning**: " + mdCell(w) + "\n\n")
 	}
 	if r.Interrupted {
-		b.WriteString("The run was interrupted: the last stage is partial (its window ends at the interrupt) and later stages did not run.\n\n")
+		b.WriteString(interruptedNote(r, sc))
 	}
 	b.WriteString(StageTable(r.Stages))
 	b.WriteString(columnNotes)
 	b.WriteString(sections(rowsOf([]Run{{Stages: r.Stages}}), false, nil))
 	b.WriteString(methodSection(r, sc))
 	return b.String()
+}
+
+// interruptedNote says what an interrupt cut: the last stage and those after it, or — a signal that
+// came once the stages had ended, while the report was written — nothing of the measurement.
+func interruptedNote(r *resultfiles.Report, sc *workload.Scenario) string {
+	whole := sc != nil && len(r.Stages) == len(sc.Load.Stages)
+	for _, st := range r.Stages {
+		whole = whole && !st.Summary.Partial
+	}
+	if whole {
+		return "The run was interrupted after its stages ended, while this report was written: no stage was cut short by it.\n\n"
+	}
+	return "The run was interrupted: the last stage is partial (its window ends at the interrupt) and later stages did not run.\n\n"
 }
 
 func methodSection(r *resultfiles.Report, sc *workload.Scenario) string {

@@ -41,8 +41,9 @@ type Options struct {
 // before the first stage. It returns the results directory ("" when the run did not finish) and, for
 // a finished run, an exit-1 error when a stage failed or no stage met the SLO.
 func Run(ctx context.Context, sc *workload.Scenario, opt Options, stdout, stderr io.Writer) (string, error) {
-	ctx, stop := Interruptible(ctx, stderr)
-	defer stop()
+	signals := newInterrupt(ctx, stderr)
+	ctx = signals.ctx
+	defer signals.stop()
 	if err := CheckTarget(ctx, sc); err != nil {
 		return "", err
 	}
@@ -118,13 +119,16 @@ func Run(ctx context.Context, sc *workload.Scenario, opt Options, stdout, stderr
 		},
 	})
 	prog.Stop()
-	return finish(sc, stages, dir, opt, started, err, summaryErr, stdout, shardInfo)
+	signals.setNote("stopping — the stages have ended; the report is written, marked interrupted (again to quit at once)")
+	return finish(sc, stages, dir, opt, started, err, summaryErr, stdout, shardInfo, signals.stop)
 }
 
 // finish writes the report of a run whose stages ended (runErr: why the engine stopped, if it
 // did), prints the headline and the table, and decides the outcome: the results directory and, for a
-// finished run, an exit-1 error listing what failed.
-func finish(sc *workload.Scenario, stages []*resultfiles.StageReport, dir string, opt Options, started time.Time, runErr, summaryErr error, stdout io.Writer, shard *resultfiles.ShardInfo) (string, error) {
+// finished run, an exit-1 error listing what failed. signalled uninstalls the run's signal handler
+// and says whether a signal came: one that came after the stages, while the report was written,
+// still makes the run interrupted (report.json says so, exit 130).
+func finish(sc *workload.Scenario, stages []*resultfiles.StageReport, dir string, opt Options, started time.Time, runErr, summaryErr error, stdout io.Writer, shard *resultfiles.ShardInfo, signalled func() bool) (string, error) {
 	interrupted := errors.Is(runErr, engine.ErrInterrupted)
 	scenarioFile := AbsPath(sc.File)
 	if opt.FromResolved {
@@ -132,9 +136,18 @@ func finish(sc *workload.Scenario, stages []*resultfiles.StageReport, dir string
 	}
 	rep := resultfiles.New(sc, stages, resultfiles.Meta{Tool: opt.Tool, ScenarioFile: scenarioFile,
 		Command: "plload run " + scenarioFile + " --out " + AbsPath(opt.Base) + opt.Shard.flags(), Started: started, Finished: time.Now(), Interrupted: interrupted, Shard: shard})
-	werr := rep.Write(dir)
-	if werr == nil && opt.Render != nil {
-		werr = opt.Render(dir, sc, rep)
+	write := func() error {
+		err := rep.Write(dir)
+		if err == nil && opt.Render != nil {
+			err = opt.Render(dir, sc, rep)
+		}
+		return err
+	}
+	werr := write()
+	lateSignal := signalled() && !interrupted
+	if lateSignal { // the stages were whole; the run was not: the files say it was interrupted
+		interrupted, rep.Interrupted = true, true
+		werr = write()
 	}
 	if werr != nil {
 		summaryErr = errors.Join(summaryErr, werr)
@@ -149,6 +162,9 @@ func finish(sc *workload.Scenario, stages []*resultfiles.StageReport, dir string
 	}
 	failures := Failures(sc, stages, rep.HeadlineStage != nil)
 	switch {
+	case lateSignal:
+		fmt.Fprintf(stdout, "interrupted after the stages ended, while the report was written: the report is whole and says the run was interrupted; results in %s\n", dir)
+		return "", &Error{Code: Interrupted, Err: errors.New("interrupted")}
 	case interrupted:
 		skipped := ""
 		if len(stages) < len(sc.Load.Stages) {
