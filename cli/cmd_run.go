@@ -20,7 +20,8 @@ func runCommand() *cli.Command {
 		ArgsUsage: "[SCENARIO.yaml]",
 		UsageText: runExamples,
 		Description: flagsHelp + "Validates the scenario first: a scenario with errors, an unset ${ENV} or api_key_env variable, or\n" +
-			"an unwritable results directory sends nothing and exits 2. Then it runs each stage in order\n" +
+			"an unwritable results directory, or one without room for the records the stages are expected to\n" +
+			"write, sends nothing and exits 2. Then it runs each stage in order\n" +
 			"(warmup, duration, drain) and writes results/<name>-<YYYYmmdd-HHMMSS>/ (a shard: …-shardIofN/,\n" +
 			"its sessions those whose ordinal ≡ I mod N, docs/deployment.md): scenario.resolved.yaml\n" +
 			"(secrets masked) and per stage dataset.jsonl, profile_export.jsonl (one AIPerf record per\n" +
@@ -32,11 +33,13 @@ func runCommand() *cli.Command {
 			"to 1.6 s; a 429's Retry-After up to 10 s); when every request for load.abort_after (15 s) got\n" +
 			"no answer at all, the stage stops as failed.\n\n" +
 			"Ctrl+C, SIGTERM or SIGHUP once: stop issuing, cancel what is in flight, write the stage as\n" +
-			"partial, skip the rest, exit 130. A second signal exits at once.\n\n" +
+			"partial, skip the rest, exit 130 (after the last stage: the report is finished, marked\n" +
+			"interrupted, exit 130). A second signal exits at once.\n\n" +
 			"Exit codes:\n" +
 			"  0    every stage ran; at least one met the SLO (or none is set); the gate (if any) passed\n" +
-			"  1    a stage failed (stopped as unreachable, no successful request, or error rate over\n" +
-			"       the SLO's limit), a replay fell behind its trace, no stage met the SLO, or the gate failed\n" +
+			"  1    a stage failed (stopped as unreachable, no successful request, error rate over the\n" +
+			"       SLO's limit, or records it could not write: a full disk stops the stage at once and keeps\n" +
+			"       the records written), a replay fell behind its trace, no stage met the SLO, or the gate failed\n" +
 			"  2    bad input: flags, scenario, files, or a target the preflight refused; nothing was sent\n" +
 			"  3    the gate could not decide (see plload gate --help)\n" +
 			"  130  interrupted",
