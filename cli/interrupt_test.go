@@ -1,4 +1,4 @@
-package main
+package cli
 
 import (
 	"go/ast"
@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestMainCatchesSignalsFirst: main's first statement subscribes plload to the stop signals
+// TestMainCatchesSignalsFirst: the root main.go (the cli tests run from the repository root): main's first statement subscribes plload to the stop signals
 // (cli.CatchSignals), so that a signal in the process's first instants is plload's interrupt (exit
 // 130, runner's TestInterruptAtEveryMoment) rather than the default action's kill.
 func TestMainCatchesSignalsFirst(t *testing.T) {
