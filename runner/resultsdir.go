@@ -53,7 +53,11 @@ func CheckResultsDir(base string, sc *workload.Scenario, w *workload.Workload) e
 // expectedBytes estimates what a run writes: its records (every stage's when output.record_requests
 // keeps them, else the largest stage's, removed once summarized), datasets and summaries.
 func expectedBytes(sc *workload.Scenario, w *workload.Workload) (need uint64, requests float64, perRecord uint64) {
-	perRecord = uint64(recordBaseBytes + recordTokenBytes*sc.Session.MaxOutputTokens.MeanInt())
+	tokens := sc.Session.MaxOutputTokens.MeanInt()
+	if !(tokens >= 0 && tokens <= 1<<20) { // a dataset or trace sets the lengths, not session (unset: no mean)
+		tokens = workload.DefaultDatasetOutputTokens
+	}
+	perRecord = uint64(recordBaseBytes + recordTokenBytes*tokens)
 	var records, largest uint64
 	for _, st := range sc.Stats(w) {
 		requests += st.Estimate.Requests
