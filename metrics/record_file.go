@@ -201,6 +201,10 @@ func WriteFileAtomicFrom(path string, write func(io.Writer) error) error {
 	}
 	if werr != nil {
 		os.Remove(tmp.Name())
+		var pe *os.PathError // the temporary file's name is noise: the user knows path
+		if errors.As(werr, &pe) && pe.Path == tmp.Name() {
+			werr = pe.Err
+		}
 		return fmt.Errorf("writing %s: %w", path, werr)
 	}
 	return nil
