@@ -151,7 +151,10 @@ func (w *Writer[T]) Close() error {
 		if errors.As(err, &pe) && pe.Path == w.path+".tmp" {
 			err = pe.Err
 		}
-		if w.lost > 0 {
+		switch {
+		case w.lost > 0 && w.written == 0:
+			return fmt.Errorf("writing %s: %w (%d line(s) lost, none written)", w.path, err, w.lost)
+		case w.lost > 0:
 			return fmt.Errorf("writing %s: %w (%d line(s) lost, the %d before the error kept)", w.path, err, w.lost, w.written)
 		}
 		return fmt.Errorf("writing %s: %w", w.path, err)
