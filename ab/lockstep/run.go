@@ -51,7 +51,7 @@ func Run(ctx context.Context, sc *workload.Scenario, targets []Target, opt RunOp
 	stdout, stderr = &lockedWriter{w: stdout}, &lockedWriter{w: stderr}
 	ctx, stop := runner.Interruptible(ctx, stderr)
 	defer stop()
-	sides, err := prepareSides(ctx, sc, targets, opt.Preflight, stderr)
+	sides, err := prepareSides(ctx, sc, targets, opt.Base, opt.Preflight, stderr)
 	if err != nil {
 		return err
 	}

@@ -34,7 +34,7 @@ type side struct {
 // prepareSides makes each target's scenario and workload and checks both targets before either
 // is sent a stage: a host that does not resolve is bad input (exit 2), a target whose preflight
 // request is refused is a failed side (exit 1), and nothing goes to the other target either.
-func prepareSides(ctx context.Context, sc *workload.Scenario, targets []Target, preflight bool, stderr io.Writer) ([]*side, error) {
+func prepareSides(ctx context.Context, sc *workload.Scenario, targets []Target, base string, preflight bool, stderr io.Writer) ([]*side, error) {
 	var sides []*side
 	for _, t := range targets {
 		s := *sc // the file's scenario, this target's URL and model; the other fields are read only
@@ -55,6 +55,12 @@ func prepareSides(ctx context.Context, sc *workload.Scenario, targets []Target, 
 			return nil, badInput("building the workload: %v", err)
 		}
 		sides = append(sides, &side{target: resultfiles.ABTarget{Name: t.Name, URL: t.URL, Model: s.Target.Model, Dir: t.Name}, sc: &s, w: w})
+	}
+	// Before any traffic (the preflight included): the results directory takes both sides' records.
+	for _, s := range sides {
+		if err := runner.CheckResultsDir(base, s.sc, s.w); err != nil {
+			return nil, err
+		}
 	}
 	if !preflight {
 		return sides, nil

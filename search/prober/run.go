@@ -40,6 +40,10 @@ func (p *Plan) Run(ctx context.Context, stdout, stderr io.Writer) error {
 	if err != nil {
 		return badInput("building the workload: %v", err)
 	}
+	// Before any traffic (the preflight included); the first probe's records are the estimate.
+	if err := runner.CheckResultsDir(p.given.Base, firstSc, w); err != nil {
+		return err
+	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	baseURL, closeMock, err := runner.StartTarget(ctx, firstSc, w, p.given.Preflight, log, stderr)
 	if err != nil {
