@@ -233,7 +233,8 @@ type EngineCounts struct {
 	// in time order; [] when there were none.
 	Outages []Outage `json:"outages"`
 	// Aborted is why the engine stopped the stage early ("" when it did not): the target was
-	// unreachable for load.abort_after.
+	// unreachable for load.abort_after, or a records file could not be written (the disk full: the
+	// text names the file and how many records were lost).
 	Aborted string `json:"aborted,omitempty"`
 }
 
