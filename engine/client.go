@@ -15,7 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/plload/plload/engine/h1client"
 	"github.com/plload/plload/sse"
@@ -360,14 +359,14 @@ func (s *stageRun) prepareClient() error {
 	if env := sc.Target.APIKeyEnv; env != "" {
 		if key := s.cfg.Getenv(env); key != "" {
 			s.headers.Set("Authorization", "Bearer "+key)
-			s.secrets = append(s.secrets, key)
+			s.secrets = addSecret(s.secrets, key)
 		}
 	}
 	for k, v := range sc.Target.Headers {
 		value := workload.Expand(v, s.cfg.Getenv)
 		s.headers.Set(k, value)
-		if workload.IsSecretHeader(k) && value != "" {
-			s.secrets = append(s.secrets, value)
+		if workload.IsSecretHeader(k) {
+			s.secrets = headerSecrets(s.secrets, v, value, s.cfg.Getenv)
 		}
 	}
 	s.body, err = newBodyBuilder(sc, s.cfg.Workload)
@@ -382,48 +381,3 @@ func noRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastR
 // maxMessageBytes bounds a record's error message (docs/records.md: a non-2xx answer's body is
 // kept up to 4 KiB).
 const maxMessageBytes = 4 << 10
-
-// scrub masks every secret in text that goes into a record, a log or the terminal (scrubCut,
-// without a cut of its own).
-func (s *stageRun) scrub(text string) string { return scrubCut(text, -1, s.secrets) }
-
-// scrubCut masks s's secrets in text and cuts it to limit bytes (scrubCut the function).
-func (s *stageRun) scrubCut(text string, limit int) string { return scrubCut(text, limit, s.secrets) }
-
-// longestSecret is how many bytes past a read limit are read too, so that a secret the limit would
-// split is read whole and masked whole before the text is cut.
-func (s *stageRun) longestSecret() int {
-	n := 0
-	for _, secret := range s.secrets {
-		n = max(n, len(secret))
-	}
-	return n
-}
-
-// scrubCut is the one way server text is cut: it masks every secret (4 bytes or longer) in text,
-// then cuts it to at most limit bytes (limit < 0: no cut) on a character boundary, then masks what
-// is left at the end that is the start of a secret, 4 bytes or more of it. Masking before the cut
-// keeps a secret that straddles the cut from leaving its first part behind (a server that echoes
-// the key in an error body); the check at the end covers text that was cut before it got
-// here (a body read up to a limit, a message cut by another package).
-func scrubCut(text string, limit int, secrets []string) string {
-	for _, secret := range secrets {
-		if len(secret) >= 4 {
-			text = strings.ReplaceAll(text, secret, workload.Masked)
-		}
-	}
-	if limit >= 0 && len(text) > limit {
-		for limit > 0 && !utf8.RuneStart(text[limit]) {
-			limit--
-		}
-		text = text[:limit]
-	}
-	for _, secret := range secrets {
-		for n := min(len(secret)-1, len(text)); n >= 4; n-- {
-			if strings.HasSuffix(text, secret[:n]) {
-				return text[:len(text)-n] + workload.Masked
-			}
-		}
-	}
-	return text
-}

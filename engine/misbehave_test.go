@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -167,9 +168,42 @@ func TestScrubCut(t *testing.T) {
 		{"error: sk-", -1, "error: sk-"},        // 3 bytes of a start: kept
 		{"abc abc", -1, "abc abc"},
 		{"héllo", 2, "h"}, // never half a character
+		{"\x80\x80\x80\x80\x80\x80\x80\x80", 5, "\x80\x80\x80\x80\x80"}, // not UTF-8: cut where the limit is, not to nothing
 	} {
 		if got := scrubCut(tc.text, tc.limit, secrets); got != tc.want {
 			t.Errorf("scrubCut(%q, %d) = %q, want %q", tc.text, tc.limit, got, tc.want)
+		}
+	}
+	// Two secrets overlapping in the text are masked together: masked one after the other, the
+	// second's tail ("ijkl") stayed.
+	if got := scrubCut("x abcdEFGHijkl y", -1, []string{"abcdEFGH", "EFGHijkl"}); got != "x *** y" {
+		t.Errorf("overlapping secrets: %q, want %q", got, "x *** y")
+	}
+	// At the end, the longest start of any secret is masked, not the first found.
+	if got := scrubCut("key sk-ABCDEFG", -1, []string{"ABCDEFGHIJ", "sk-ABCDEFGH"}); got != "key ***" {
+		t.Errorf("trailing starts: %q, want %q", got, "key ***")
+	}
+}
+
+// TestHeaderSecretsMaskTheKeyAlone: a key given as target.headers' "Authorization: Bearer
+// ${VAR}" is masked when a server echoes the key alone (the header's whole value never appears),
+// and so is its URL-encoded form.
+// Catches: only the whole header value ("Bearer sk-…") counted as a secret, so the echoed key
+// reached every file whole.
+func TestHeaderSecretsMaskTheKeyAlone(t *testing.T) {
+	const key = "sk-HDRKEY/QZXJ+WVKP"
+	getenv := func(k string) string { return map[string]string{"OPENAI_API_KEY": key}[k] }
+	secrets := headerSecrets(nil, "Bearer ${OPENAI_API_KEY}", "Bearer "+key, getenv)
+	for _, text := range []string{
+		"Incorrect API key provided: " + key + ".",
+		"redirect to /login?key=" + url.QueryEscape(key),
+	} {
+		got := scrubCut(text, -1, secrets)
+		for i := 0; i+4 <= len(key); i++ {
+			if strings.Contains(got, key[i:i+4]) {
+				t.Errorf("scrubCut(%q) = %q: %q of the key is left", text, got, key[i:i+4])
+				break
+			}
 		}
 	}
 }
