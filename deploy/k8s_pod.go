@@ -1,6 +1,8 @@
 package deploy
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -8,14 +10,15 @@ import (
 // container is one plload container: the image's ENTRYPOINT is plload, so args are a command line
 // without the binary. A writable /tmp is mounted, the only writable path on its read-only root
 // besides /results for those that write results (withResults).
-func (p *Plan) container(o K8sOptions, name string, args []string) corev1.Container {
+func (r k8sRun) container(name string, args []string) corev1.Container {
 	no, yes := false, true
 	return corev1.Container{
-		Name:         name,
-		Image:        o.Image,
-		Args:         args,
-		Env:          []corev1.EnvVar{{Name: "TMPDIR", Value: "/tmp"}},
-		VolumeMounts: []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}},
+		Name:            name,
+		Image:           r.o.Image,
+		ImagePullPolicy: corev1.PullPolicy(r.o.PullPolicy), // "": Kubernetes' default
+		Args:            args,
+		Env:             []corev1.EnvVar{{Name: "TMPDIR", Value: "/tmp"}},
+		VolumeMounts:    []corev1.VolumeMount{{Name: "tmp", MountPath: "/tmp"}},
 		SecurityContext: &corev1.SecurityContext{
 			AllowPrivilegeEscalation: &no,
 			ReadOnlyRootFilesystem:   &yes,
@@ -38,7 +41,7 @@ func withResults(c *corev1.Container, o K8sOptions) corev1.Volume {
 
 // podSpec is a pod of one container that runs once (the Job decides about retries), as the image's
 // non-root user.
-func (p *Plan) podSpec(c corev1.Container, extra []corev1.Volume) corev1.PodSpec {
+func podSpec(c corev1.Container, extra []corev1.Volume) corev1.PodSpec {
 	id := int64(nonRootID)
 	yes := true
 	return corev1.PodSpec{
@@ -46,13 +49,42 @@ func (p *Plan) podSpec(c corev1.Container, extra []corev1.Volume) corev1.PodSpec
 		Containers:    []corev1.Container{c},
 		SecurityContext: &corev1.PodSecurityContext{
 			RunAsNonRoot: &yes, RunAsUser: &id, RunAsGroup: &id,
-			FSGroup:        &id, // so the non-root user can write the PVC
+			// Makes a volume that supports ownership management (emptyDir, most block-backed claims)
+			// the pod's; hostPath, NFS and many CSI volumes are left as they are, hence resultsInit.
+			FSGroup:        &id,
 			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
 		Volumes: append([]corev1.Volume{
 			{Name: "tmp", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
 		}, extra...),
 	}
+}
+
+// resultsInit is the init container --results-init adds to the shard pods: as root, it makes the
+// run's directory on the claim and gives it to the pods' uid and gid, for claims that fsGroup does
+// not chown. Every shard pod runs it (mkdir -p and chown are idempotent); it needs a cluster that
+// admits root containers (the "baseline" Pod Security level, not "restricted").
+func (r k8sRun) resultsInit() corev1.Container {
+	dir := r.results() // letters, digits, '-' and '/': nothing the shell would expand
+	script := fmt.Sprintf("mkdir -p %[1]s && chown %[2]d:%[2]d %[1]s || { echo \"plload: cannot make %[1]s on the claim %[3]s and give it to uid/gid %[2]d\" >&2; exit 1; }",
+		dir, nonRootID, r.o.ResultsPVC)
+	root, no, yes := int64(0), false, true
+	c := corev1.Container{
+		Name:            "results-init",
+		Image:           r.o.ResultsInit,
+		ImagePullPolicy: corev1.PullPolicy(r.o.PullPolicy),
+		Command:         []string{"sh", "-c", script},
+		SecurityContext: &corev1.SecurityContext{
+			RunAsUser: &root, RunAsGroup: &root, RunAsNonRoot: &no,
+			AllowPrivilegeEscalation: &no,
+			ReadOnlyRootFilesystem:   &yes,
+			// CHOWN to give the directory away; DAC_OVERRIDE to create it in a /results root does not own.
+			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}, Add: []corev1.Capability{"CHOWN", "DAC_OVERRIDE"}},
+		},
+		Resources: resources(Resources{CPUMillicores: 10, MemoryMiB: 16, MemoryLimMiB: 64}),
+	}
+	withResults(&c, r.o)
+	return c
 }
 
 func secretEnv(name, secret, key string) corev1.EnvVar {

@@ -23,6 +23,9 @@ const CoordinatorPort = 7070
 // (`--token-env`): beyond loopback the coordinator refuses shards without it (docs/deployment.md).
 const TokenEnv = "PLLOAD_TOKEN"
 
+// MinShards is the least --shards: a run of one shard is no sharded run (see NewPlan).
+const MinShards = 2
+
 // MaxShards bounds --shards: Kubernetes refuses an Indexed Job of more than 100,000 completions.
 const MaxShards = 100000
 
@@ -58,8 +61,12 @@ type Plan struct {
 
 // NewPlan checks the options against the scenario and sizes the shards.
 func NewPlan(sc *workload.Scenario, opt Options) (*Plan, error) {
-	if opt.Shards < 1 || opt.Shards > MaxShards {
-		return nil, fmt.Errorf("--shards: %d is not a shard count; give 1 to %d", opt.Shards, MaxShards)
+	if opt.Shards == 1 {
+		// plload merge refuses a run of one shard ("not a sharded run"), so it would fail at the end.
+		return nil, fmt.Errorf("--shards 1 is not a sharded run (plload merge needs 2 or more shards); run the scenario unsharded with `plload run SCENARIO` in one pod or job, or give --shards 2 or more")
+	}
+	if opt.Shards < MinShards || opt.Shards > MaxShards {
+		return nil, fmt.Errorf("--shards: %d is not a shard count; give %d to %d", opt.Shards, MinShards, MaxShards)
 	}
 	name := opt.Name
 	if name == "" {

@@ -94,3 +94,28 @@ func TestDNSName(t *testing.T) {
 		}
 	}
 }
+
+// TestNewPlanRefusesOneShard: one shard is no sharded run (plload merge refuses it), so both
+// targets refuse it at generation, saying what to run instead; two is the least.
+func TestNewPlanRefusesOneShard(t *testing.T) {
+	sc, issues := workload.Parse("t.yaml", []byte(scenarioHead+`session: {user_input_tokens: {min: 5, max: 10}, turns: 1, think_time: {min: 1s, max: 1s}, max_output_tokens: {min: 40, max: 40}}
+load: {mode: concurrency, stages: [{concurrency: 4, duration: 5s}]}
+`), workload.LoadOptions{})
+	if err := issues.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []int{-1, 0, 1, MaxShards + 1} {
+		_, err := NewPlan(sc, Options{Shards: n})
+		if err == nil || !strings.Contains(err.Error(), "--shards") {
+			t.Errorf("--shards %d: %v, want an error naming --shards", n, err)
+		}
+		if n == 1 && (err == nil || !strings.Contains(err.Error(), "plload run")) {
+			t.Errorf("--shards 1: %v, want it to say to use plload run", err)
+		}
+	}
+	for _, n := range []int{2, MaxShards} {
+		if _, err := NewPlan(sc, Options{Shards: n}); err != nil {
+			t.Errorf("--shards %d: %v", n, err)
+		}
+	}
+}
