@@ -4,8 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/plload/plload/resultfiles"
@@ -86,7 +89,7 @@ func Merge(opt MergeOptions) (*MergeResult, error) {
 	if err := os.MkdirAll(parent, 0o755); err != nil {
 		return nil, inputErr("--out %s: %v", opt.Out, err)
 	}
-	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(filepath.Clean(opt.Out))+".merge-*")
+	tmp, err := mkdirBeside(parent, "."+filepath.Base(filepath.Clean(opt.Out))+".merge-")
 	if err != nil {
 		return nil, inputErr("--out %s: %v", opt.Out, err)
 	}
@@ -101,6 +104,23 @@ func Merge(opt MergeOptions) (*MergeResult, error) {
 	}
 	res.Dir = opt.Out
 	return res, nil
+}
+
+// mkdirBeside makes a new directory in parent named prefix and a random suffix, with the mode a
+// run's directories get (0755 less the umask): it is renamed into place as the merged directory,
+// and os.MkdirTemp's 0700 would keep other users and the cluster's collectors out of it.
+func mkdirBeside(parent, prefix string) (string, error) {
+	for range 100 {
+		dir := filepath.Join(parent, prefix+strconv.FormatUint(rand.Uint64(), 36))
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return dir, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", err
+		}
+	}
+	return "", fmt.Errorf("no free name for a directory %s* in %s", prefix, parent)
 }
 
 // mergeInto writes the merged directory's files into dir.

@@ -64,7 +64,7 @@ func BenchmarkMerge(b *testing.B) {
 
 // writeBenchShard writes one shard's directory: records of sessions i, i+N, … a second apart in
 // completion order, sessions.jsonl, dataset.jsonl, stage.json with its shard block.
-func writeBenchShard(b *testing.B, dir string, sc *workload.Scenario, resolved []byte, index, count, records int) {
+func writeBenchShard(b testing.TB, dir string, sc *workload.Scenario, resolved []byte, index, count, records int) {
 	stage := filepath.Join(dir, "stage_01")
 	os.MkdirAll(stage, 0o755)
 	os.WriteFile(filepath.Join(dir, "scenario.resolved.yaml"), resolved, 0o644)
