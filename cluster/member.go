@@ -88,8 +88,10 @@ func Join(ctx context.Context, o JoinOptions) (*Member, error) {
 		url = "http://" + url
 	}
 	m := &Member{opts: o, url: url, base: time.Now(),
-		// No proxy: a cluster's HTTP_PROXY must not carry the barrier (nor see the token).
-		client: &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 2}}}
+		// No proxy: a cluster's HTTP_PROXY must not carry the barrier (nor see the token); no
+		// redirect either, which would take the token to another port or server.
+		client: &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 2},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	m.baseNs = m.base.UnixNano()
 	if err := m.join(ctx); err != nil {
 		m.client.CloseIdleConnections()

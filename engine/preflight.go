@@ -178,7 +178,7 @@ func (s *stageRun) checkModels(ctx context.Context) (string, error) {
 	}
 	for _, m := range names {
 		if !slices.Contains(served, m.Name) {
-			return "", &PreflightError{Method: http.MethodGet, URL: url, Problem: fmt.Sprintf("target.models names %q, which the server does not list (it serves: %s)", m.Name, strings.Join(served, ", ")),
+			return "", &PreflightError{Method: http.MethodGet, URL: url, Problem: fmt.Sprintf("target.models names %q, which the server does not list (it serves: %s)", m.Name, s.scrubCut(strings.Join(served, ", "), 500)),
 				Fix: "correct the name in target.models, or load that model or adapter on the server"}
 		}
 	}

@@ -136,7 +136,7 @@ func (s *stageRun) send(ctx context.Context, ex *exchange, body []byte, islEstim
 		peek, _ := io.ReadAll(io.LimitReader(resp.Body, int64(512+s.longestSecret())))
 		s.fail(rec, time.Now(), islEstimate, metrics.ErrTypeTransport, s.scrubCut(
 			fmt.Sprintf("expected a text/event-stream answer to a streaming request, got Content-Type %q: %s",
-				resp.Header.Get("Content-Type"), s.scrubCut(strings.TrimSpace(string(peek)), 512)), maxMessageBytes))
+				s.scrubCut(resp.Header.Get("Content-Type"), 200), s.scrubCut(strings.TrimSpace(string(peek)), 512)), maxMessageBytes))
 		return
 	}
 	s.readStream(ctx, reqCtx, ex, resp.Body, start, islEstimate)
