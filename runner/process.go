@@ -53,8 +53,27 @@ var caught struct {
 	release  func()
 }
 
-// stopSignals are the signals that stop plload.
-var stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+// stopSignals are the signals that stop plload, less those the process was started ignoring:
+// `nohup plload run …` ignores SIGHUP, a job a script starts with & ignores SIGINT, and
+// signal.Notify would turn them back on — a soak run under nohup would stop when its terminal
+// closed.
+var stopSignals = func() []os.Signal {
+	var sigs []os.Signal
+	for _, sig := range []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP} {
+		if !signal.Ignored(sig) {
+			sigs = append(sigs, sig)
+		}
+	}
+	return sigs
+}()
+
+// notify relays stopSignals to c; none when every one is ignored (signal.Notify with no signal
+// would relay them all).
+func notify(c chan<- os.Signal) {
+	if len(stopSignals) > 0 {
+		signal.Notify(c, stopSignals...)
+	}
+}
 
 // CatchSignals makes plload's answer to SIGINT, SIGTERM and SIGHUP its own from the process's first
 // instant: main calls it before anything else. Without it a signal that came before a command
@@ -70,7 +89,7 @@ func CatchSignals(stderr io.Writer) {
 		return
 	}
 	signals := make(chan os.Signal, 4)
-	signal.Notify(signals, stopSignals...)
+	notify(signals)
 	caught.on, caught.handlers = true, map[*interrupt]bool{}
 	caught.release = func() { signal.Stop(signals) }
 	go func() {
@@ -112,7 +131,7 @@ func (h *interrupt) subscribe() bool {
 		caught.handlers[h] = true
 		return true
 	}
-	signal.Notify(h.signals, stopSignals...)
+	notify(h.signals)
 	return false
 }
 
