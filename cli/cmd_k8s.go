@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/urfave/cli/v3"
 
@@ -21,7 +22,7 @@ func deployFlags() []cli.Flag {
 // deployPlan loads the scenario and sizes its shards, or returns an exit-2 error naming the flag.
 func deployPlan(cmd *cli.Command) (*deploy.Plan, error) {
 	if !cmd.IsSet("shards") {
-		return nil, badInput("%s: --shards N is required (the number of shards, 1 to %d)", cmd.Name, deploy.MaxShards)
+		return nil, badInput("%s: --shards N is required (the number of shards, %d to %d)", cmd.Name, deploy.MinShards, deploy.MaxShards)
 	}
 	sc, warnings, err := loadScenario(cmd, workload.LoadOptions{})
 	if err != nil {
@@ -47,15 +48,26 @@ func k8sCommand() *cli.Command {
 			&cli.StringFlag{Name: "namespace", Usage: "namespace of every object (default: kubectl's)"},
 			&cli.StringFlag{Name: "results-pvc", Usage: "a ReadWriteMany PersistentVolumeClaim for the results (default: emptyDir, lost with each pod, and no merge)"},
 			&cli.StringFlag{Name: "token-secret", Value: "plload-token", Usage: "the Secret whose key \"token\" is the coordinator's shared secret"},
+			&cli.StringFlag{Name: "run-id", Usage: "the run's `ID` in every object's name and the results path, 1 to 8 lowercase letters and digits (default: the time, so each output is a new run)"},
+			&cli.BoolFlag{Name: "allow-partial", Usage: "the merge Job merges what the shards left when one was lost (plload merge --allow-partial)"},
+			&cli.StringFlag{Name: "image-pull-policy", Usage: "every container's imagePullPolicy: Always, IfNotPresent or Never (default: Kubernetes', Always for a :latest or untagged image, else IfNotPresent)"},
+			&cli.StringFlag{Name: "results-init", Usage: "an `IMAGE` with sh, mkdir and chown (busybox): a root init container makes the run's directory on --results-pvc writable by uid 65532"},
 		),
-		Description: "Prints one YAML stream for kubectl apply -f -: a ConfigMap with the resolved scenario, a headless\n" +
+		Description: "Prints one YAML stream for kubectl apply -f -: the Namespace (with --namespace), a ConfigMap with the resolved scenario, a headless\n" +
 			"Service and a one-pod Job for plload coordinate, an Indexed Job of N pods running\n" +
 			"plload run --shard auto, each requesting CPU and memory for its share of the scenario's streams\n" +
 			"(bench/README.md's per-chunk and per-session figures), and a suspended merge Job to resume when\n" +
-			"the shards are done. The token comes from a Secret reference, never inline.",
+			"the shards are done; its header prints a wait that ends when the shards' Job completes or fails.\n" +
+			"Every object's name and the results path carry a run id, so applying a new output re-runs.\n" +
+			"The token comes from a Secret reference, never inline.",
 		Action: func(_ context.Context, cmd *cli.Command) error {
 			o := deploy.K8sOptions{Image: cmd.String("image"), Namespace: cmd.String("namespace"),
-				ResultsPVC: cmd.String("results-pvc"), TokenSecret: cmd.String("token-secret")}
+				ResultsPVC: cmd.String("results-pvc"), TokenSecret: cmd.String("token-secret"),
+				RunID: cmd.String("run-id"), AllowPartial: cmd.Bool("allow-partial"),
+				PullPolicy: cmd.String("image-pull-policy"), ResultsInit: cmd.String("results-init")}
+			if !cmd.IsSet("run-id") {
+				o.RunID = deploy.RunID(time.Now())
+			}
 			if !cmd.IsSet("image") {
 				return badInput("k8s: --image IMG is required (an image built from the Dockerfile)")
 			}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -23,6 +25,7 @@ import (
 // k8sObjects is `plload k8s`'s stream decoded back into the typed objects, strictly: a field the
 // types do not have fails the decode.
 type k8sObjects struct {
+	namespace *corev1.Namespace
 	configMap *corev1.ConfigMap
 	service   *corev1.Service
 	jobs      map[string]*batchv1.Job // by app.kubernetes.io/component
@@ -43,6 +46,9 @@ func decodeK8s(t *testing.T, stream string) k8sObjects {
 		objs.kinds = append(objs.kinds, tm.Kind)
 		var into any
 		switch tm.Kind {
+		case "Namespace":
+			objs.namespace = &corev1.Namespace{}
+			into = objs.namespace
 		case "ConfigMap":
 			objs.configMap = &corev1.ConfigMap{}
 			into = objs.configMap
@@ -99,19 +105,22 @@ func TestK8sManifests(t *testing.T) {
 	}{
 		{name: "4 shards on a PVC", args: []string{"--shards", "4", "--results-pvc", "load-results", "--namespace", "bench"},
 			shards: 4, pvc: "load-results", ns: "bench", cpu: "825m", mem: "138Mi"},
-		{name: "1 shard, emptyDir", args: []string{"--shards", "1"},
-			shards: 1, cpu: "3", mem: "166Mi"}, // 100 streams: 2900m + 100m; 128 + 37.5 → 166 Mi
+		{name: "2 shards, emptyDir", args: []string{"--shards", "2"},
+			shards: 2, cpu: "1550m", mem: "147Mi"}, // 50 streams: 1450m + 100m; 128 + 18.75 → 147 Mi
 		{name: "3 shards: index 0 takes the remainder", args: []string{"--shards", "3", "--results-pvc", "r"},
 			shards: 3, pvc: "r", cpu: "1086m", mem: "141Mi"}, // 34 streams: 986m + 100m; 128 + 12.75 → 141 Mi
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			code, out, errOut := plload(t, append([]string{"k8s", scenario, "--image", "ghcr.io/plload/plload:v1"}, c.args...)...)
+			code, out, errOut := plload(t, append([]string{"k8s", scenario, "--image", "ghcr.io/plload/plload:v1", "--run-id", "t1"}, c.args...)...)
 			if code != 0 {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
 			objs := decodeK8s(t, out)
 			wantKinds := []string{"ConfigMap", "Service", "Job", "Job"}
+			if c.ns != "" {
+				wantKinds = append([]string{"Namespace"}, wantKinds...)
+			}
 			if c.pvc != "" {
 				wantKinds = append(wantKinds, "Job")
 			}
@@ -171,8 +180,8 @@ func checkShardJob(t *testing.T, j *batchv1.Job, shards int32, pvc string) {
 	pod := j.Spec.Template.Spec
 	c := pod.Containers[0]
 	want := []string{"run", "/scenario/scenario.yaml", "--shard", "auto", "--shards", fmt.Sprint(shards),
-		"--coordinator", "plload-chat-peak-coordinator:7070", "--token-env", "PLLOAD_TOKEN",
-		"--join-timeout", "5m", "--out", "/results/plload-chat-peak/shard-$(JOB_COMPLETION_INDEX)"}
+		"--coordinator", "plload-chat-peak-t1-coordinator:7070", "--token-env", "PLLOAD_TOKEN",
+		"--join-timeout", "5m", "--out", "/results/plload-chat-peak-t1/shard-$(JOB_COMPLETION_INDEX)"}
 	if d := cmp.Diff(want, c.Args); d != "" {
 		t.Errorf("shard args (-want +got):\n%s", d)
 	}
@@ -188,7 +197,7 @@ func checkShardJob(t *testing.T, j *batchv1.Job, shards int32, pvc string) {
 	case pvc == "" && vols["results"].EmptyDir == nil:
 		t.Errorf("results volume = %+v, want an emptyDir", vols["results"].VolumeSource)
 	}
-	if vols["scenario"].ConfigMap == nil || vols["scenario"].ConfigMap.Name != "plload-chat-peak-scenario" {
+	if vols["scenario"].ConfigMap == nil || vols["scenario"].ConfigMap.Name != "plload-chat-peak-t1-scenario" {
 		t.Errorf("scenario volume = %+v", vols["scenario"].VolumeSource)
 	}
 	if res := c.Resources; res.Requests.Cpu().MilliValue() <= 0 || res.Requests.Memory().Value() <= 0 ||
@@ -198,8 +207,10 @@ func checkShardJob(t *testing.T, j *batchv1.Job, shards int32, pvc string) {
 	if _, ok := c.Resources.Limits[corev1.ResourceCPU]; ok {
 		t.Errorf("a CPU limit throttles the shard in whole CFS periods; want none")
 	}
-	if *j.Spec.BackoffLimit != 0 || pod.RestartPolicy != corev1.RestartPolicyNever {
-		t.Errorf("a failed shard must not run again after the barrier: backoffLimit %d, restartPolicy %s", *j.Spec.BackoffLimit, pod.RestartPolicy)
+	if j.Spec.BackoffLimit != nil || j.Spec.BackoffLimitPerIndex == nil || *j.Spec.BackoffLimitPerIndex != 0 ||
+		j.Spec.MaxFailedIndexes == nil || *j.Spec.MaxFailedIndexes != shards-1 || pod.RestartPolicy != corev1.RestartPolicyNever {
+		t.Errorf("a failed shard must fail its index alone and not run again after the barrier: backoffLimit %v, backoffLimitPerIndex %v, maxFailedIndexes %v, restartPolicy %s",
+			j.Spec.BackoffLimit, j.Spec.BackoffLimitPerIndex, j.Spec.MaxFailedIndexes, pod.RestartPolicy)
 	}
 	checkNonRoot(t, pod)
 }
@@ -210,7 +221,7 @@ func checkCoordinator(t *testing.T, objs k8sObjects, shards int32) {
 	if svc == nil || job == nil {
 		t.Fatal("no coordinator Service or Job")
 	}
-	if svc.Name != "plload-chat-peak-coordinator" || svc.Spec.ClusterIP != corev1.ClusterIPNone || svc.Spec.Ports[0].Port != 7070 {
+	if svc.Name != "plload-chat-peak-t1-coordinator" || svc.Spec.ClusterIP != corev1.ClusterIPNone || svc.Spec.Ports[0].Port != 7070 {
 		t.Errorf("Service %s: clusterIP %q, ports %+v; want headless on 7070, named as --coordinator dials", svc.Name, svc.Spec.ClusterIP, svc.Spec.Ports)
 	}
 	if !svc.Spec.PublishNotReadyAddresses {
@@ -243,7 +254,7 @@ func checkMerge(t *testing.T, j *batchv1.Job, pvc string) {
 		t.Fatal("no merge Job")
 	}
 	c := j.Spec.Template.Spec.Containers[0]
-	want := []string{"merge", "/results/plload-chat-peak/shard-*/*", "--out", "/results/plload-chat-peak/merged"}
+	want := []string{"merge", "/results/plload-chat-peak-t1/shard-*/*", "--out", "/results/plload-chat-peak-t1/merged"}
 	if d := cmp.Diff(want, c.Args); d != "" {
 		t.Errorf("merge args (-want +got):\n%s", d)
 	}
@@ -372,6 +383,10 @@ func TestDeployBadFlags(t *testing.T) {
 	}{
 		{[]string{"k8s", scenario, "--image", "img"}, "--shards"},
 		{[]string{"k8s", scenario, "--shards", "0", "--image", "img"}, "--shards"},
+		{[]string{"k8s", scenario, "--shards", "1", "--image", "img"}, "plload run"},
+		{[]string{"k8s", scenario, "--shards", "2", "--image", "img", "--run-id", "Run-1"}, "--run-id"},
+		{[]string{"k8s", scenario, "--shards", "2", "--image", "img", "--image-pull-policy", "sometimes"}, "--image-pull-policy"},
+		{[]string{"k8s", scenario, "--shards", "2", "--image", "img", "--results-init", "busybox"}, "--results-pvc"},
 		{[]string{"k8s", scenario, "--shards", "100001", "--image", "img"}, "--shards"},
 		{[]string{"k8s", scenario, "--shards", "two", "--image", "img"}, "shards"},
 		{[]string{"k8s", scenario, "--shards", "2"}, "--image"},
@@ -383,6 +398,7 @@ func TestDeployBadFlags(t *testing.T) {
 		{[]string{"k8s", "--shards", "2", "--image", "img"}, "scenario"},
 		{[]string{"slurm", scenario}, "--shards"},
 		{[]string{"slurm", scenario, "--shards", "-1"}, "--shards"},
+		{[]string{"slurm", scenario, "--shards", "1"}, "plload run"},
 		{[]string{"slurm", scenario, "--shards", "2", "--time", "90"}, "--time"},
 		{[]string{"slurm", scenario, "--shards", "2", "--time", "1:99:00"}, "--time"},
 		{[]string{"slurm", scenario, "--shards", "2", "--partition", "gpu; rm -rf /"}, "--partition"},
@@ -400,5 +416,44 @@ func TestDeployBadFlags(t *testing.T) {
 				t.Errorf("printed manifests or a script on a bad flag:\n%s", out)
 			}
 		})
+	}
+}
+
+// TestK8sFlagsReachObjects: each of plload k8s's run flags lands in the objects it is for, and without
+// --run-id every output gets a valid run id of its own in its names.
+func TestK8sFlagsReachObjects(t *testing.T) {
+	scenario := scenarioFile(t, "Chat_Peak", 10, 40)
+	code, out, errOut := plload(t, "k8s", scenario, "--shards", "2", "--image", "img:latest", "--results-pvc", "r",
+		"--allow-partial", "--image-pull-policy", "Never", "--results-init", "busybox:1.36", "--run-id", "x9")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	objs := decodeK8s(t, out)
+	if args := objs.jobs["merge"].Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--allow-partial") {
+		t.Errorf("merge args %q lack --allow-partial", args)
+	}
+	for comp, j := range objs.jobs {
+		pod := j.Spec.Template.Spec
+		for _, c := range append(pod.InitContainers, pod.Containers...) {
+			if c.ImagePullPolicy != corev1.PullNever {
+				t.Errorf("%s/%s: imagePullPolicy %q, want Never", comp, c.Name, c.ImagePullPolicy)
+			}
+		}
+		if !strings.HasPrefix(j.Name, "plload-chat-peak-x9") {
+			t.Errorf("%s Job %s lacks the run id", comp, j.Name)
+		}
+	}
+	if ic := objs.jobs["shard"].Spec.Template.Spec.InitContainers; len(ic) != 1 || ic[0].Image != "busybox:1.36" {
+		t.Errorf("shard init containers %+v, want busybox:1.36", ic)
+	}
+	validateObjects(t, objs, 2)
+
+	code, out, errOut = plload(t, "k8s", scenario, "--shards", "2", "--image", "img")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	name := decodeK8s(t, out).jobs["shard"].Name
+	if !regexp.MustCompile(`^plload-chat-peak-[a-z0-9]{1,8}$`).MatchString(name) {
+		t.Errorf("shard Job %q: want plload-chat-peak-<run id>", name)
 	}
 }
