@@ -339,7 +339,8 @@ func (r k8sRun) header() string {
 	fmt.Fprintf(&b, "# plload k8s: %s (run %s of %s) in %d shards of up to %d streams and %d open sessions each (%dm CPU, %d Mi memory requested per shard).\n",
 		r.run, o.RunID, p.Name, p.Shards, p.StreamsPerShard, p.SessionsPerShard, p.Resources.CPUMillicores, p.Resources.MemoryMiB)
 	if o.Namespace != "" {
-		fmt.Fprintf(&b, "# The namespace %s comes first; applying it over an existing one changes only an annotation.\n", o.Namespace)
+		fmt.Fprintf(&b, "# The namespace %s comes first; applying it over an existing one changes only an annotation. Create it\n", o.Namespace)
+		fmt.Fprintf(&b, "# before the Secret below (kubectl create namespace %s), or apply this first: the pods wait for the Secret.\n", o.Namespace)
 	}
 	fmt.Fprintf(&b, "# Needs the Secret %s with the coordinator token under %q (never in these manifests):\n", o.TokenSecret, TokenKey)
 	fmt.Fprintf(&b, "#   kubectl%s create secret generic %s --from-literal=%s=\"$(openssl rand -hex 32)\"", ns, o.TokenSecret, TokenKey)
