@@ -360,6 +360,9 @@ func (s *stageRun) recordsLost(res *StageResult, err error, interrupted bool) er
 		res.InterruptNs = s.clock.ns(at) // the window ends where the stage did
 	}
 	s.log.Error("records could not be written: the stage stopped", "error", err.Error(), "lost", res.Lost, "kept", res.Records)
+	if interrupted { // both: the run is interrupted (exit 130), and the records' loss is said
+		return fmt.Errorf("%w; %w: stage %d: %w; %s", ErrInterrupted, ErrRecordsLost, res.Stage, err, kept)
+	}
 	return fmt.Errorf("%w: stage %d: %w; %s", ErrRecordsLost, res.Stage, err, kept)
 }
 

@@ -171,6 +171,9 @@ func finish(sc *workload.Scenario, stages []*resultfiles.StageReport, dir string
 			skipped = fmt.Sprintf(", and the %d later stage(s) did not run", len(sc.Load.Stages)-len(stages))
 		}
 		fmt.Fprintf(stdout, "interrupted: the last stage is partial%s; results in %s\n", skipped, dir)
+		if errors.Is(runErr, engine.ErrRecordsLost) {
+			return "", &Error{Code: Interrupted, Err: errors.Join(runErr, summaryErr)} // "interrupted; records lost: …"
+		}
 		return "", &Error{Code: Interrupted, Err: errors.New("interrupted")}
 	case summaryErr != nil && errors.Is(runErr, engine.ErrRecordsLost):
 		// The disk that refused the records refused the summaries too: the records kept are still whole.
