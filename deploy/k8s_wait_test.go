@@ -13,7 +13,7 @@ import (
 func waitLine(t *testing.T, header string) string {
 	t.Helper()
 	for _, l := range strings.Split(header, "\n") {
-		if cmd, ok := strings.CutPrefix(l, "#   "); ok && strings.Contains(cmd, "get job") && strings.Contains(cmd, "patch job") {
+		if cmd, ok := strings.CutPrefix(l, "#   "); ok && strings.Contains(cmd, "patch job") {
 			return cmd
 		}
 	}
