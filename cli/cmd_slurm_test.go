@@ -1,7 +1,9 @@
 package cli
 
 import (
+	"bytes"
 	"flag"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +12,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/plload/plload/cluster"
 )
 
 var updateSlurm = flag.Bool("update-slurm", false, "rewrite testdata/slurm/*.sbatch from the current output")
@@ -49,28 +53,20 @@ func TestSlurmGolden(t *testing.T) {
 	}
 }
 
-// TestSlurmScriptRuns runs the generated script under bash with srun, scontrol and plload replaced
-// by recorders: srun starts each task with its SLURM_PROCID, as Slurm does, so the test sees the
-// command lines the shards, the coordinator and the merge really get after the shell's expansions.
-func TestSlurmScriptRuns(t *testing.T) {
-	bash, err := exec.LookPath("bash")
-	if err != nil {
-		t.Skip("no bash")
-	}
-	code, script, errOut := plload(t, "slurm", "cli/testdata/tiny.yaml", "--shards", "3")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	dir := t.TempDir()
-	bin, results, log := filepath.Join(dir, "bin"), filepath.Join(dir, "results"), filepath.Join(dir, "calls")
-	stubs := map[string]string{
-		"scontrol": "#!/bin/bash\necho node-a; echo node-b\n",
-		// srun [--opt=v...] CMD...: run CMD once per task, as Slurm's tasks 0..N-1.
-		"srun": "#!/bin/bash\nn=1\nwhile [[ $1 == --* ]]; do [[ $1 == --ntasks=* ]] && n=${1#--ntasks=}; shift; done\n" +
-			"for ((i=0; i<n; i++)); do SLURM_PROCID=$i SLURM_NTASKS=$n \"$@\" || exit $?; done\n",
-		// plload: record the call; run makes its results directory as plload run does.
-		"plload": "#!/bin/bash\necho \"$*\" >> \"$CALLS\"\nif [ \"$1\" = run ]; then while [ $# -gt 1 ]; do [ \"$1\" = --out ] && mkdir -p \"$2/tiny-20261202-000000\"; shift; done; fi\n",
-	}
+// slurmStubs are srun and scontrol as one node runs them: srun starts its N tasks at once (the
+// shards meet at the coordinator's barrier) with SLURM_PROCID and SLURM_NTASKS set, as Slurm does,
+// and exits non-zero when a task did; scontrol names this machine by its loopback address.
+var slurmStubs = map[string]string{
+	"scontrol": "#!/bin/bash\necho 127.0.0.1; echo node-b\n",
+	"srun": "#!/bin/bash\nn=1\nwhile [[ $1 == --* ]]; do [[ $1 == --ntasks=* ]] && n=${1#--ntasks=}; shift; done\n" +
+		"pids=()\nfor ((i=0; i<n; i++)); do SLURM_PROCID=$i SLURM_NTASKS=$n \"$@\" & pids+=($!); done\n" +
+		"rc=0\nfor p in \"${pids[@]}\"; do wait \"$p\" || rc=$?; done\nexit $rc\n",
+}
+
+// writeStubs writes the named scripts into a new bin directory and returns it.
+func writeStubs(t *testing.T, stubs map[string]string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "bin")
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -79,10 +75,44 @@ func TestSlurmScriptRuns(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return bin
+}
+
+// slurmScript writes `plload slurm ARGS` into dir/job.sbatch.
+func slurmScript(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	code, script, errOut := plload(t, append([]string{"slurm"}, args...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
 	path := filepath.Join(dir, "job.sbatch")
 	if err := os.WriteFile(path, []byte(script), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	return path
+}
+
+// TestSlurmScriptRuns runs the generated script under bash with srun, scontrol and plload replaced
+// by recorders, so the test sees the command lines the shards, the coordinator and the merge really
+// get after the shell's expansions: the coordinator binds a port the system picks, and the shards
+// dial the port it logged.
+func TestSlurmScriptRuns(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	dir := t.TempDir()
+	results, log := filepath.Join(dir, "results"), filepath.Join(dir, "calls")
+	stubs := map[string]string{
+		// plload: record the call; coordinate logs the address it bound and stays up until killed;
+		// run makes its results directory as plload run does.
+		"plload": "#!/bin/bash\necho \"$*\" >> \"$CALLS\"\n" +
+			"if [ \"$1\" = coordinate ]; then echo 'time=2026-12-02T00:00:00Z level=INFO msg=\"coordinator listening\" addr=0.0.0.0:40123 shards=3 join_timeout=1m0s token=true' >&2; exec sleep 60; fi\n" +
+			"if [ \"$1\" = run ]; then while [ $# -gt 1 ]; do [ \"$1\" = --out ] && mkdir -p \"$2/tiny-20261202-000000\"; shift; done; fi\n",
+	}
+	maps.Copy(stubs, slurmStubs)
+	bin := writeStubs(t, stubs)
+	path := slurmScript(t, dir, "cli/testdata/tiny.yaml", "--shards", "3")
 	cmd := exec.Command(bash, path)
 	cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "CALLS=" + log, "PLLOAD_TOKEN=s3cret", "PLLOAD_TINY_KEY=k",
 		"PLLOAD_RESULTS=" + results, "SLURM_JOB_NODELIST=node-[a-b]", "SLURM_SUBMIT_DIR=" + dir, "SLURM_JOB_ID=7"}
@@ -94,13 +124,14 @@ func TestSlurmScriptRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := strings.Split(strings.TrimSpace(string(calls)), "\n")
-	sort.Strings(got) // the coordinator runs in the background: its line may come anywhere
-	sc := results + "/scenario.yaml"
-	run := "run " + sc + " --shard auto --shards 3 --coordinator node-a:7070 --token-env PLLOAD_TOKEN --out " + results + "/shard-"
+	sort.Strings(got) // the coordinator and the shards run at once: their lines come in any order
+	runDir := results + "/plload-tiny-7"
+	sc := runDir + "/scenario.yaml"
+	run := "run " + sc + " --shard auto --shards 3 --coordinator 127.0.0.1:40123 --token-env PLLOAD_TOKEN --out " + runDir + "/shard-"
 	want := []string{
-		"coordinate --shards 3 --listen 0.0.0.0:7070 --token-env PLLOAD_TOKEN",
-		"merge " + results + "/shard-0/tiny-20261202-000000 " + results + "/shard-1/tiny-20261202-000000 " +
-			results + "/shard-2/tiny-20261202-000000 --out " + results + "/merged",
+		"coordinate --shards 3 --listen 0.0.0.0:0 --token-env PLLOAD_TOKEN",
+		"merge " + runDir + "/shard-0/tiny-20261202-000000 " + runDir + "/shard-1/tiny-20261202-000000 " +
+			runDir + "/shard-2/tiny-20261202-000000 --out " + runDir + "/merged",
 		run + "0", run + "1", run + "2",
 	}
 	if d := cmp.Diff(want, got); d != "" {
@@ -113,4 +144,116 @@ func TestSlurmScriptRuns(t *testing.T) {
 	if !strings.Contains(string(resolved), "name: tiny\n") || !strings.Contains(string(resolved), "***") {
 		t.Errorf("the scenario the shards read is not the resolved, masked one:\n%s", resolved)
 	}
+}
+
+// TestSlurmScriptCoordinatorFails: a coordinator that cannot start fails the job at once, with
+// its own message in the job's log, and no shard is started (they would dial nothing, or another
+// job's coordinator).
+func TestSlurmScriptCoordinatorFails(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	dir := t.TempDir()
+	log := filepath.Join(dir, "calls")
+	stubs := map[string]string{
+		"plload": "#!/bin/bash\necho \"$*\" >> \"$CALLS\"\n" +
+			"if [ \"$1\" = coordinate ]; then echo 'coordinate: --listen 0.0.0.0:0: listen tcp: no room' >&2; exit 2; fi\n",
+	}
+	maps.Copy(stubs, slurmStubs)
+	bin := writeStubs(t, stubs)
+	path := slurmScript(t, dir, "cli/testdata/tiny.yaml", "--shards", "2")
+	cmd := exec.Command(bash, path)
+	cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "CALLS=" + log, "PLLOAD_TOKEN=s3cret", "PLLOAD_TINY_KEY=k",
+		"SLURM_JOB_NODELIST=node-a", "SLURM_SUBMIT_DIR=" + dir, "SLURM_JOB_ID=8"}
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("the script succeeded with a coordinator that never started:\n%s", out)
+	}
+	for _, want := range []string{"the coordinator did not start", "no room"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the job's log does not say %q:\n%s", want, out)
+		}
+	}
+	calls, _ := os.ReadFile(log)
+	if got := strings.TrimSpace(string(calls)); got != "coordinate --shards 2 --listen 0.0.0.0:0 --token-env PLLOAD_TOKEN" {
+		t.Errorf("plload was called for more than the coordinator:\n%s", got)
+	}
+}
+
+// TestSlurmTwoJobsOnOneNode runs the generated script for real, twice at once on this machine as
+// two jobs on one node with the same --name and different secrets: the real plload (built here)
+// coordinates, runs both shards against its in-process mock and merges. Both jobs complete, each
+// in its own folder, and each merge holds its own two shards' records, no more (with one fixed
+// port, the second coordinator could not bind and its shards joined the first job's).
+func TestSlurmTwoJobsOnOneNode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds plload and runs two sharded jobs")
+	}
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	exe := buildBinary(t)
+	dir := t.TempDir()
+	bin := writeStubs(t, slurmStubs)
+	sc := filepath.Join(dir, "two.yaml")
+	text := "name: two\nseed: 4\ntarget: {base_url: mock, model: m, mock: {ttft: 5ms, tps: 500}, timeout: 5s}\n" +
+		"personas: {count: 2, system_prompt_tokens: {min: 20, max: 40}}\n" +
+		"session: {turns: {min: 1, max: 2}, user_input_tokens: {min: 5, max: 15}, max_output_tokens: {min: 5, max: 10}, think_time: {min: 5ms, max: 10ms}}\n" +
+		"load: {mode: concurrency, drain_timeout: 5s, stages: [{concurrency: 4, duration: 500ms}]}\n"
+	if err := os.WriteFile(sc, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	path := slurmScript(t, dir, sc, "--shards", "2", "--name", "nightly")
+	jobs := []string{"101", "102"}
+	cmds := make([]*exec.Cmd, len(jobs))
+	outs := make([]bytes.Buffer, len(jobs))
+	for i, id := range jobs {
+		cmd := exec.Command(bash, path)
+		cmd.Dir = dir
+		cmd.Env = []string{"PATH=" + bin + ":/usr/bin:/bin", "PLLOAD=" + exe, "PLLOAD_TOKEN=secret-of-" + id,
+			"SLURM_JOB_NODELIST=localhost", "SLURM_SUBMIT_DIR=" + dir, "SLURM_JOB_ID=" + id, "HOME=" + dir}
+		cmd.Stdout, cmd.Stderr = &outs[i], &outs[i]
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		cmds[i] = cmd
+	}
+	for i, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("job %s failed: %v\n%s", jobs[i], err, outs[i].String())
+		}
+	}
+	if t.Failed() {
+		return
+	}
+	for _, id := range jobs {
+		runDir := filepath.Join(dir, "nightly-"+id)
+		var man cluster.MergeManifest
+		readJSON(t, filepath.Join(runDir, "merged", "merge.json"), &man)
+		if man.Count != 2 || len(man.Shards) != 2 {
+			t.Fatalf("job %s: merge.json counts %d shards, lists %d; want 2 and 2", id, man.Count, len(man.Shards))
+		}
+		sum := 0
+		for _, s := range man.Shards {
+			if s.Problem != "" || !strings.HasPrefix(s.Dir, runDir+string(filepath.Separator)) {
+				t.Errorf("job %s: shard %d from %q (problem %q); want its own folder, whole", id, s.Index, s.Dir, s.Problem)
+			}
+			sum += countLines(t, filepath.Join(s.Dir, "stage_01", "profile_export.jsonl"))
+		}
+		merged := countLines(t, filepath.Join(runDir, "merged", "stage_01", "profile_export.jsonl"))
+		if merged == 0 || merged != sum {
+			t.Errorf("job %s: merged holds %d records, its shards %d", id, merged, sum)
+		}
+	}
+}
+
+func countLines(t *testing.T, path string) int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Count(data, []byte("\n"))
 }

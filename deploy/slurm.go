@@ -35,6 +35,10 @@ func (o SlurmOptions) Check() error {
 // scenarioEOF ends the here-document that carries the scenario; quoted, so nothing in it expands.
 const scenarioEOF = "PLLOAD_SCENARIO_EOF"
 
+// coordinatorStartSeconds bounds the script's wait for the coordinator's "listening" line: a
+// coordinator that has not bound by then (a full disk, a missing binary) fails the job before srun.
+const coordinatorStartSeconds = 30
+
 // SlurmScript is an sbatch script for the plan: the coordinator in the background on the batch
 // step's node (the allocation's first), the shards as one srun of N tasks, then the merge.
 func SlurmScript(p *Plan, o SlurmOptions) ([]byte, error) {
@@ -53,8 +57,8 @@ func SlurmScript(p *Plan, o SlurmOptions) ([]byte, error) {
 	cpus := p.Resources.CPUs()
 	data := map[string]any{
 		"P": p, "Partition": o.Partition, "Time": limit, "CPUs": cpus,
-		"MemPerCPU": int64(math.Ceil(float64(p.Resources.MemoryMiB) / float64(cpus))),
-		"Port":      CoordinatorPort, "TokenEnv": TokenEnv, "Scenario": scenario, "EOF": scenarioEOF,
+		"MemPerCPU":  int64(math.Ceil(float64(p.Resources.MemoryMiB) / float64(cpus))),
+		"StartTries": coordinatorStartSeconds * 10, "StartSeconds": coordinatorStartSeconds, "TokenEnv": TokenEnv, "Scenario": scenario, "EOF": scenarioEOF,
 	}
 	var b bytes.Buffer
 	if err := slurmTemplate.Execute(&b, data); err != nil {
@@ -74,8 +78,9 @@ var slurmTemplate = template.Must(template.New("sbatch").Funcs(template.FuncMap{
 # plload slurm: {{.P.Name}} in {{.P.Shards}} shards of up to {{.P.StreamsPerShard}} streams and {{.P.SessionsPerShard}} open sessions each.
 # Submit with PLLOAD_TOKEN set to a shared secret (the coordinator listens beyond loopback):
 #   PLLOAD_TOKEN="$(openssl rand -hex 32)" sbatch {{.P.Name}}.sbatch
-# Results: $PLLOAD_RESULTS (default $SLURM_SUBMIT_DIR/{{.P.Name}}-$SLURM_JOB_ID, on a filesystem
-# every node sees)/shard-<i>/, merged into merged/.
+# Results: ${PLLOAD_RESULTS:-$SLURM_SUBMIT_DIR}/{{.P.Name}}-$SLURM_JOB_ID (on a filesystem every node
+# sees; a requeued job adds .<restart count>)/shard-<i>/, merged into merged/; the coordinator's log
+# is coordinator.log there. Each job has its own folder, so a re-run with the same name starts clean.
 #SBATCH --job-name={{.P.Name}}
 #SBATCH --ntasks={{.P.Shards}}
 #SBATCH --cpus-per-task={{.CPUs}}
@@ -95,18 +100,37 @@ export {{.TokenEnv}}
 export {{.P.APIKeyEnv}}
 {{- end}}
 PLLOAD="${PLLOAD:-plload}"
-export RESULTS="${PLLOAD_RESULTS:-$SLURM_SUBMIT_DIR/{{.P.Name}}-$SLURM_JOB_ID}"
-mkdir -p "$RESULTS"
+run_id="$SLURM_JOB_ID"
+if [ "${SLURM_RESTART_COUNT:-0}" -gt 0 ]; then
+    run_id="$run_id.$SLURM_RESTART_COUNT"
+fi
+export RESULTS="${PLLOAD_RESULTS:-$SLURM_SUBMIT_DIR}/{{.P.Name}}-$run_id"
+mkdir -p "$RESULTS" || exit 1
 {{- range .P.Files}}
 # The scenario reads {{.}}: every node must see it at that path.
 {{- end}}
 cat > "$RESULTS/scenario.yaml" <<'{{.EOF}}'
 {{.Scenario}}{{.EOF}}
 
-# The batch step runs on the allocation's first node; task 0 runs there too.
-COORDINATOR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1):{{.Port}}"
-"$PLLOAD" coordinate --shards {{.P.Shards}} --listen 0.0.0.0:{{.Port}} --token-env {{.TokenEnv}} &
+# The coordinator runs on the batch step's node, the allocation's first (task 0 runs there too), on
+# a port the system picks, so two jobs on one node never share one; the shards dial the port it logs.
+"$PLLOAD" coordinate --shards {{.P.Shards}} --listen 0.0.0.0:0 --token-env {{.TokenEnv}} 2> "$RESULTS/coordinator.log" &
 coordinator=$!
+trap 'kill "$coordinator" 2>/dev/null' EXIT
+port=
+for ((tries = 0; tries < {{.StartTries}}; tries++)); do
+    port="$(sed -n 's/.*msg="coordinator listening" addr=[^ ]*:\([0-9][0-9]*\) .*/\1/p' "$RESULTS/coordinator.log")"
+    if [ -n "$port" ] || ! kill -0 "$coordinator" 2>/dev/null; then
+        break
+    fi
+    sleep 0.1
+done
+if [ -z "$port" ] || ! kill -0 "$coordinator" 2>/dev/null; then
+    echo "plload: the coordinator did not start (it exited, or logged no listening address within {{.StartSeconds}} s), so no shard ran; its log, $RESULTS/coordinator.log:" >&2
+    cat "$RESULTS/coordinator.log" >&2
+    exit 1
+fi
+COORDINATOR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1):$port"
 
 export PLLOAD COORDINATOR
 srun --ntasks={{.P.Shards}} --kill-on-bad-exit=0 bash -c 'exec "$PLLOAD" run "$RESULTS/scenario.yaml" --shard auto --shards {{.P.Shards}} --coordinator "$COORDINATOR" --token-env {{.TokenEnv}} --out "$RESULTS/shard-$SLURM_PROCID"'
