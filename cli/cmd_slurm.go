@@ -18,8 +18,9 @@ func slurmCommand() *cli.Command {
 			&cli.StringFlag{Name: "time", Usage: "the job's time limit, `HH:MM:SS` (default: 1.25× the scenario's planned length + 10 min)"},
 		),
 		Description: "Prints a script for sbatch: #SBATCH --ntasks=N with CPUs and memory per task sized from the\n" +
-			"scenario, the resolved scenario written into the results folder, plload coordinate on the first\n" +
-			"node, one srun of plload run --shard auto (SLURM_PROCID/SLURM_NTASKS), then plload merge.\n" +
+			"scenario, the resolved scenario written into the job's own results folder (<name>-<jobid>), plload\n" +
+			"coordinate on the first node on a port the system picks (the job fails at once if it does not\n" +
+			"start), one srun of plload run --shard auto (SLURM_PROCID/SLURM_NTASKS), then plload merge.\n" +
 			"Submit it with PLLOAD_TOKEN set to a shared secret.",
 		Action: func(_ context.Context, cmd *cli.Command) error {
 			o := deploy.SlurmOptions{Partition: cmd.String("partition"), Time: cmd.String("time")}
