@@ -99,3 +99,16 @@ case "$*" in *" get job "*) printf '%s' "$CONDITIONS";; esac`,
 		})
 	}
 }
+
+// TestK8sWaitNoPlannedEnd: a run with no planned end still gets a finite wait, a day, and the header
+// says why.
+func TestK8sWaitNoPlannedEnd(t *testing.T) {
+	p := testPlan(t, 2)
+	p.Seconds = 0
+	if got := p.K8sWaitSeconds(); got != 24*60*60 {
+		t.Errorf("wait %d s for a run with no planned end, want a day", got)
+	}
+	if h := generate(t, p, testOptions()).header; !strings.Contains(h, "no planned end") || !strings.Contains(waitLine(t, h), "+ 86400))") {
+		t.Errorf("the header does not bound the wait at a day, saying why:\n%s", h)
+	}
+}
