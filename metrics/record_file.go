@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // JSONAppender is anything written one compact JSON object per line.
@@ -34,6 +35,9 @@ type Writer[T JSONAppender] struct {
 // flushBytes is how much the writer gathers before one write(2): few system calls, and at most
 // this much in memory.
 const flushBytes = 256 << 10
+
+// flushEvery bounds how long a written line waits in memory (and a full disk goes unseen).
+const flushEvery = time.Second
 
 // NewWriter starts the writer goroutine for path with a channel of the given capacity.
 func NewWriter[T JSONAppender](path string, capacity int) (*Writer[T], error) {
@@ -96,21 +100,39 @@ func (lf *lineFile) flush() (lost int) {
 
 func (w *Writer[T]) loop(f *os.File) {
 	lf := &lineFile{f: f, pending: make([]byte, 0, flushBytes+4096)}
-	for rec := range w.ch {
+	// Written at flushBytes, and at least every flushEvery: a slow stage (a record every few
+	// seconds) learns of a full disk within a second, not after minutes of requests, or at its end.
+	tick := time.NewTicker(flushEvery)
+	defer tick.Stop()
+	flush := func() {
+		w.lost += lf.flush()
 		if lf.firstErr != nil {
-			w.lost++
-			continue
+			close(w.failed)
 		}
-		lf.pending = rec.AppendJSON(lf.pending)
-		lf.pending = append(lf.pending, '\n')
-		lf.ends = append(lf.ends, len(lf.pending))
-		if w.after != nil {
-			w.after(rec)
-		}
-		if len(lf.pending) >= flushBytes {
-			w.lost += lf.flush()
+	}
+	for open := true; open; {
+		select {
+		case rec, ok := <-w.ch:
+			if !ok {
+				open = false
+				break
+			}
 			if lf.firstErr != nil {
-				close(w.failed)
+				w.lost++
+				continue
+			}
+			lf.pending = rec.AppendJSON(lf.pending)
+			lf.pending = append(lf.pending, '\n')
+			lf.ends = append(lf.ends, len(lf.pending))
+			if w.after != nil {
+				w.after(rec)
+			}
+			if len(lf.pending) >= flushBytes {
+				flush()
+			}
+		case <-tick.C:
+			if lf.firstErr == nil && len(lf.pending) > 0 {
+				flush()
 			}
 		}
 	}
