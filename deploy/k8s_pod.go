@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/plload/plload/workload"
 )
 
 // container is one plload container: the image's ENTRYPOINT is plload, so args are a command line
@@ -35,6 +37,8 @@ func withResults(c *corev1.Container, o K8sOptions) corev1.Volume {
 	src := corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}
 	if o.ResultsPVC != "" {
 		src = corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: o.ResultsPVC}}
+		// A results directory plload cannot write is then refused naming the claim, not only the path.
+		c.Env = append(c.Env, corev1.EnvVar{Name: workload.ResultsVolumeEnv, Value: "the PersistentVolumeClaim " + o.ResultsPVC + " (mounted at " + resultsDir + ")"})
 	}
 	return corev1.Volume{Name: "results", VolumeSource: src}
 }

@@ -278,3 +278,26 @@ func TestK8sResultsInit(t *testing.T) {
 		t.Errorf("ResultsInit without a claim: %v, want an error naming --results-pvc", err)
 	}
 }
+
+// TestK8sResultsVolumeNamed: the containers that write to the claim carry its name in
+// workload.ResultsVolumeEnv, so plload run, refused by the directory, names the claim; with no claim
+// (an emptyDir) there is nothing to name.
+// Catches: a shard refused with only "mkdir /results/…: permission denied", the claim unnamed.
+func TestK8sResultsVolumeNamed(t *testing.T) {
+	p := testPlan(t, 2)
+	o := testOptions()
+	s := generate(t, p, o)
+	for _, component := range []string{ComponentShard, ComponentMerge} {
+		env := s.job(component).Spec.Template.Spec.Containers[0].Env
+		if !slices.ContainsFunc(env, func(e corev1.EnvVar) bool {
+			return e.Name == workload.ResultsVolumeEnv && strings.Contains(e.Value, "PersistentVolumeClaim results")
+		}) {
+			t.Errorf("%s container env %+v: no %s naming the claim", component, env, workload.ResultsVolumeEnv)
+		}
+	}
+	o.ResultsPVC = ""
+	env := generate(t, p, o).job(ComponentShard).Spec.Template.Spec.Containers[0].Env
+	if slices.ContainsFunc(env, func(e corev1.EnvVar) bool { return e.Name == workload.ResultsVolumeEnv }) {
+		t.Errorf("an emptyDir named as a claim: %+v", env)
+	}
+}

@@ -1,7 +1,9 @@
 package runner
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 
 	"github.com/plload/plload/workload"
@@ -25,7 +27,7 @@ const (
 // request sent and left an empty run directory, or lost the records mid-run.
 func CheckResultsDir(base string, sc *workload.Scenario, w *workload.Workload) error {
 	if err := os.MkdirAll(base, 0o755); err != nil {
-		return badInput("results directory %s: %v; choose another with --out or output.dir; nothing was sent", base, pathCause(err))
+		return badInput("results directory %s: %v%s; choose another with --out or output.dir; nothing was sent", base, pathCause(err), whoCannotWrite(err))
 	}
 	probe, err := os.CreateTemp(base, ".plload-write-check-*")
 	if err == nil {
@@ -36,7 +38,7 @@ func CheckResultsDir(base string, sc *workload.Scenario, w *workload.Workload) e
 		os.Remove(probe.Name())
 	}
 	if err != nil {
-		return badInput("results directory %s is not writable: %v; choose another with --out or output.dir; nothing was sent", base, pathCause(err))
+		return badInput("results directory %s is not writable: %v%s; choose another with --out or output.dir; nothing was sent", base, pathCause(err), whoCannotWrite(err))
 	}
 	free, ok := freeBytes(base)
 	if !ok {
@@ -76,6 +78,20 @@ func expectedBytes(sc *workload.Scenario, w *workload.Workload) (need uint64, re
 		records = largest
 	}
 	return need + records, requests, perRecord
+}
+
+// whoCannotWrite says, for a permission error, which user plload runs as and, in a pod, what holds
+// the directory (workload.ResultsVolumeEnv): a claim mounted into a non-root pod is the common case,
+// and fsGroup does not make every volume the pod's.
+func whoCannotWrite(err error) string {
+	if !errors.Is(err, fs.ErrPermission) {
+		return ""
+	}
+	who := fmt.Sprintf(" (plload runs as uid %d, gid %d", os.Geteuid(), os.Getegid())
+	if v := os.Getenv(workload.ResultsVolumeEnv); v != "" {
+		who += "; the directory is on " + v + ", which must be writable by that uid: see docs/deployment.md"
+	}
+	return who + ")"
 }
 
 // pathCause is err without the path an *os.PathError repeats (the message names the directory).

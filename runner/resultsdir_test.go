@@ -1,6 +1,11 @@
 package runner
 
 import (
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/plload/plload/workload"
@@ -30,5 +35,21 @@ func TestRoomEstimateCountsAnswersAtAFloor(t *testing.T) {
 	}
 	if requests < 35000 || requests > 37000 || need > 1<<30 {
 		t.Errorf("an hour at 10/s: %.0f requests, %s; want about 36000 and under 1 GiB", requests, sizeText(need))
+	}
+}
+
+// TestPermissionRefusalNamesUserAndVolume: a results directory refused for permission names the uid
+// plload runs as and, in a pod whose manifest said so, the claim that holds it.
+func TestPermissionRefusalNamesUserAndVolume(t *testing.T) {
+	t.Setenv(workload.ResultsVolumeEnv, "the PersistentVolumeClaim results (mounted at /results)")
+	err := &os.PathError{Op: "mkdir", Path: "/results/load-r1", Err: fs.ErrPermission}
+	got := whoCannotWrite(err)
+	for _, want := range []string{fmt.Sprintf("uid %d", os.Geteuid()), "PersistentVolumeClaim results", "writable by that uid"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q lacks %q", got, want)
+		}
+	}
+	if got := whoCannotWrite(&os.PathError{Op: "mkdir", Path: "/x", Err: syscall.ENOTDIR}); got != "" {
+		t.Errorf("a non-permission error: %q, want nothing added", got)
 	}
 }

@@ -192,6 +192,10 @@ type Cost struct {
 	Label        string   `yaml:"label,omitempty"`
 }
 
+// ResultsVolumeEnv names, in a pod or job, what holds the results directory (deploy sets it to a
+// claim): plload run names it when it cannot write there.
+const ResultsVolumeEnv = "PLLOAD_RESULTS_VOLUME"
+
 // Output says where results go and what is served live.
 type Output struct {
 	Dir            string `yaml:"dir"`
