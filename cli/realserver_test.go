@@ -91,8 +91,10 @@ func num(t *testing.T, m map[string]any, path string) float64 {
 // checkClean: the stage ran, every in-window request succeeded, and the run exited 0. emptyShare
 // is the share of requests that may fail as empty answers: with tools, llama's tool-call parser holds
 // back text that opens a tool call, and when a random model's answer is cut at max_tokens inside such
-// markup, the server streams no text at all (finish_reason length, 8 completion tokens: seen about
-// once in 225 requests). plload rightly calls that an error; the tiny model makes it, not plload.
+// markup, the server streams no text at all (finish_reason length, 8 completion tokens). Its rate
+// varies with llama's random sampling seed: once in 225 requests in one run, 2 of 19 and 2 of 41 in
+// others. plload rightly calls that an error; the tiny model makes it, not plload. Any other error
+// fails the test.
 func checkClean(t *testing.T, code int, out string, stages []map[string]any, want int, emptyShare float64) {
 	t.Helper()
 	if code != 0 || len(stages) != want {
@@ -223,7 +225,10 @@ load:
     - {concurrency: 4, warmup: 1s, duration: 10s}
 `)
 	code, out, stages, dir := realRunIn(t, t.TempDir(), sc)
-	checkClean(t, code, out, stages, 1, 0.05)
+	checkClean(t, code, out, stages, 1, 0.15)
+	if strings.Contains(out, "were not checked") {
+		t.Errorf("the preflight did not check target.models against /v1/models:\n%s", out)
+	}
 	data, err := os.ReadFile(filepath.Join(dir, "stage_01", "profile_export.jsonl"))
 	if err != nil {
 		t.Fatal(err)

@@ -149,7 +149,9 @@ func (s *stageRun) checkModels(ctx context.Context) (string, error) {
 	for k, v := range s.headers {
 		req.Header[k] = v
 	}
-	resp, err := s.client.Do(req)
+	// On a new connection: the chat request's may be closed already (llama-server closes every
+	// answer's), and a GET on it then fails with EOF and leaves the models unchecked.
+	resp, err := s.freshClient.Do(req)
 	if err != nil {
 		return fmt.Sprintf("preflight: GET %s: %s; the models of target.models were not checked", url, s.scrub(err.Error())), nil
 	}
