@@ -2,14 +2,18 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"flag"
+	"fmt"
 	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -256,4 +260,158 @@ func countLines(t *testing.T, path string) int {
 		t.Fatal(err)
 	}
 	return bytes.Count(data, []byte("\n"))
+}
+
+// realSlurm skips, saying why, where no Slurm answers on this machine (unless PLLOAD_SLURM=require,
+// which fails instead), and returns a context that bounds the test.
+func realSlurm(t *testing.T) context.Context {
+	t.Helper()
+	skip := func(why string) {
+		t.Helper()
+		if os.Getenv("PLLOAD_SLURM") == "require" {
+			t.Fatalf("PLLOAD_SLURM=require, but %s", why)
+		}
+		t.Skipf("%s (.ci/slurm.sh starts a one-node Slurm here; PLLOAD_SLURM=require fails instead of skipping)", why)
+	}
+	if os.Getenv("PLLOAD_SLURM") == "off" {
+		skip("PLLOAD_SLURM=off")
+	}
+	if _, err := exec.LookPath("sbatch"); err != nil {
+		skip("no sbatch on PATH")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	nodes, err := exec.CommandContext(ctx, "sinfo", "-h", "-t", "idle", "-o", "%n").Output()
+	if err != nil || len(strings.Fields(string(nodes))) == 0 {
+		skip(fmt.Sprintf("no idle Slurm node (sinfo: %v %s)", err, nodes))
+	}
+	// The shards dial the first node by name: it must be this machine on loopback.
+	for _, n := range strings.Fields(string(nodes)) {
+		addrs, err := net.LookupHost(n)
+		if err != nil {
+			skip(fmt.Sprintf("node %s does not resolve: %v", n, err))
+		}
+		for _, a := range addrs {
+			if ip := net.ParseIP(a); ip == nil || !ip.IsLoopback() {
+				skip(fmt.Sprintf("node %s is %s, not loopback: this test sends traffic to this machine only", n, a))
+			}
+		}
+	}
+	return ctx
+}
+
+// sbatchWait submits the script from dir (its $SLURM_SUBMIT_DIR) with env added, waits for the
+// job and returns its id, its folder, and sbatch's error (the job's exit status); the job's log
+// is <name>-<id>.log in dir.
+func sbatchWait(ctx context.Context, t *testing.T, dir, script string, env ...string) (string, string, error) {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, "sbatch", "--parsable", "--wait", script)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	id, _, _ := strings.Cut(strings.TrimSpace(string(out)), ";")
+	if id == "" {
+		t.Fatalf("sbatch gave no job id: %v\n%s", err, stderr.String())
+	}
+	if ctx.Err() != nil {
+		exec.Command("scancel", id).Run()
+		t.Fatalf("job %s: not done in time: %v", id, ctx.Err())
+	}
+	if err != nil {
+		err = fmt.Errorf("sbatch --wait: %w %s", err, stderr.Bytes())
+	}
+	return id, filepath.Join(dir, "slurm-real-"+id), err
+}
+
+// realSlurmScenario is two short stages against each shard's in-process mock; the first is long
+// enough for a shard to be killed in it.
+const realSlurmScenario = "name: real\nseed: 5\ntarget: {base_url: mock, model: m, mock: {ttft: 5ms, tps: 500}, timeout: 5s}\n" +
+	"personas: {count: 2, system_prompt_tokens: {min: 20, max: 40}}\n" +
+	"session: {turns: {min: 1, max: 2}, user_input_tokens: {min: 5, max: 15}, max_output_tokens: {min: 5, max: 10}, think_time: {min: 5ms, max: 10ms}}\n" +
+	"load: {mode: concurrency, drain_timeout: 5s, stages: [{concurrency: 4, duration: 1500ms}, {concurrency: 2, duration: 300ms}]}\n"
+
+// TestSlurmReal submits the generated script to a real Slurm (.ci/slurm.sh starts a one-node one
+// on this machine) for 2 shards and waits for the job: both shards run against their in-process
+// mocks, the merge holds both, and its records are the shards' own.
+func TestSlurmReal(t *testing.T) {
+	ctx := realSlurm(t)
+	exe := buildBinary(t)
+	dir := t.TempDir()
+	sc := filepath.Join(dir, "real.yaml")
+	if err := os.WriteFile(sc, []byte(realSlurmScenario), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := slurmScript(t, dir, sc, "--shards", "2", "--name", "slurm-real", "--time", "00:05:00")
+	id, runDir, err := sbatchWait(ctx, t, dir, script, "PLLOAD="+exe, "PLLOAD_TOKEN=real-slurm-secret")
+	if err != nil {
+		jobLog, _ := os.ReadFile(filepath.Join(dir, "slurm-real-"+id+".log"))
+		t.Fatalf("job %s: %v\nthe job's log:\n%s", id, err, jobLog)
+	}
+	var man cluster.MergeManifest
+	readJSON(t, filepath.Join(runDir, "merged", "merge.json"), &man)
+	if man.Count != 2 || len(man.Shards) != 2 {
+		t.Fatalf("merge.json counts %d shards, lists %d; want 2 and 2", man.Count, len(man.Shards))
+	}
+	for stage := 1; stage <= 2; stage++ {
+		name := fmt.Sprintf("stage_%02d", stage)
+		sum := 0
+		for _, s := range man.Shards {
+			if s.Problem != "" || !strings.HasPrefix(s.Dir, runDir+string(filepath.Separator)) {
+				t.Fatalf("shard %d from %q (problem %q); want the job's own folder, whole", s.Index, s.Dir, s.Problem)
+			}
+			sum += countLines(t, filepath.Join(s.Dir, name, "profile_export.jsonl"))
+		}
+		if merged := countLines(t, filepath.Join(runDir, "merged", name, "profile_export.jsonl")); merged == 0 || merged != sum {
+			t.Errorf("%s: merged holds %d records, the shards %d", name, merged, sum)
+		}
+	}
+	t.Logf("job %s: both shards ran and merged in %s", id, runDir)
+}
+
+// TestSlurmRealKilledShard: on a real Slurm, shard 1's process is killed (SIGKILL, a lost node)
+// once its first stage has records. The job exits non-zero, shard 0 still runs both stages, and
+// with PLLOAD_ALLOW_PARTIAL=1 the job merges what is there: merge.json names shard 1's problem,
+// and stage 2's merged records are shard 0's.
+func TestSlurmRealKilledShard(t *testing.T) {
+	ctx := realSlurm(t)
+	exe := buildBinary(t)
+	dir := t.TempDir()
+	sc := filepath.Join(dir, "real.yaml")
+	if err := os.WriteFile(sc, []byte(realSlurmScenario), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// plload as the job sees it: task 1's run is killed once its stage 1 records file has a line.
+	wrapper := filepath.Join(dir, "plload-killing-1")
+	body := "#!/bin/bash\nif [ \"$1\" = run ] && [ \"$SLURM_PROCID\" = 1 ]; then\n" +
+		"  prev=; for a in \"$@\"; do [ \"$prev\" = --out ] && out=$a; prev=$a; done\n" +
+		"  \"$REAL_PLLOAD\" \"$@\" & pid=$!\n" +
+		"  until [ -s \"$(compgen -G \"$out/*/stage_01/profile_export.jsonl\" | head -n 1)\" ]; do\n" +
+		"    kill -0 $pid 2>/dev/null || { echo 'shard 1 ended before it could be killed' >&2; exit 99; }\n" +
+		"    sleep 0.02\n  done\n  kill -9 $pid; echo 'shard 1 killed' >&2; exit 137\nfi\n" +
+		"exec \"$REAL_PLLOAD\" \"$@\"\n"
+	if err := os.WriteFile(wrapper, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := slurmScript(t, dir, sc, "--shards", "2", "--name", "slurm-real", "--time", "00:05:00")
+	id, runDir, err := sbatchWait(ctx, t, dir, script, "PLLOAD="+wrapper, "REAL_PLLOAD="+exe,
+		"PLLOAD_TOKEN=real-slurm-secret", "PLLOAD_ALLOW_PARTIAL=1")
+	if err == nil {
+		t.Errorf("job %s exited 0 with a shard killed", id)
+	}
+	jobLog, _ := os.ReadFile(filepath.Join(dir, "slurm-real-"+id+".log"))
+	if !strings.Contains(string(jobLog), "shard 1 killed") {
+		t.Fatalf("job %s: shard 1 was not killed mid-run; the job's log:\n%s", id, jobLog)
+	}
+	var man cluster.MergeManifest
+	readJSON(t, filepath.Join(runDir, "merged", "merge.json"), &man)
+	if !man.AllowPartial || len(man.Shards) != 2 || man.Shards[0].Problem != "" || man.Shards[1].Problem == "" {
+		t.Fatalf("merge.json: %+v; want partial, shard 0 whole, shard 1 with its problem", man)
+	}
+	shard0 := countLines(t, filepath.Join(man.Shards[0].Dir, "stage_02", "profile_export.jsonl"))
+	if merged := countLines(t, filepath.Join(runDir, "merged", "stage_02", "profile_export.jsonl")); shard0 == 0 || merged != shard0 {
+		t.Errorf("stage 2: merged holds %d records, shard 0 ran %d; want shard 0's, and some", merged, shard0)
+	}
+	t.Logf("job %s: shard 1 lost (%s); shard 0 ran both stages; merged partial", id, man.Shards[1].Problem)
 }

@@ -78,6 +78,8 @@ var slurmTemplate = template.Must(template.New("sbatch").Funcs(template.FuncMap{
 # plload slurm: {{.P.Name}} in {{.P.Shards}} shards of up to {{.P.StreamsPerShard}} streams and {{.P.SessionsPerShard}} open sessions each.
 # Submit with PLLOAD_TOKEN set to a shared secret (the coordinator listens beyond loopback):
 #   PLLOAD_TOKEN="$(openssl rand -hex 32)" sbatch {{.P.Name}}.sbatch
+# A shard that fails leaves the others to run every stage; the merge then refuses the partial run
+# unless PLLOAD_ALLOW_PARTIAL=1 was set at submission (the job still exits non-zero).
 # Results: ${PLLOAD_RESULTS:-$SLURM_SUBMIT_DIR}/{{.P.Name}}-$SLURM_JOB_ID (on a filesystem every node
 # sees; a requeued job adds .<restart count>)/shard-<i>/, merged into merged/; the coordinator's log
 # is coordinator.log there. Each job has its own folder, so a re-run with the same name starts clean.
@@ -137,10 +139,18 @@ srun --ntasks={{.P.Shards}} --kill-on-bad-exit=0 bash -c 'exec "$PLLOAD" run "$R
 status=$?
 kill "$coordinator" 2>/dev/null
 wait "$coordinator" 2>/dev/null
+allow_partial= # a word or nothing: bash before 4.4 calls an empty array unbound under set -u
+if [ -n "${PLLOAD_ALLOW_PARTIAL:-}" ]; then
+    allow_partial=--allow-partial
+fi
 if [ "$status" -ne 0 ]; then
-    echo "plload: srun exited $status: a shard failed; merging refuses the partial run (add --allow-partial to keep it)" >&2
+    if [ -n "${PLLOAD_ALLOW_PARTIAL:-}" ]; then
+        echo "plload: srun exited $status: a shard failed; PLLOAD_ALLOW_PARTIAL is set, so the merge keeps what the shards left" >&2
+    else
+        echo "plload: srun exited $status: a shard failed; the merge refuses the partial run. To keep it: $PLLOAD merge --allow-partial $RESULTS/shard-*/* --out $RESULTS/merged (or submit with PLLOAD_ALLOW_PARTIAL=1)" >&2
+    fi
 fi
 
-"$PLLOAD" merge "$RESULTS"/shard-*/* --out "$RESULTS/merged" || exit $?
+"$PLLOAD" merge $allow_partial "$RESULTS"/shard-*/* --out "$RESULTS/merged" || exit $?
 exit "$status"
 `))
