@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # A one-node Slurm on this machine for plload's real Slurm tier: Debian's slurm-wlm and munge,
 # with munged, slurmctld -D and slurmd -D started in the background (no systemd), one node that is
-# this machine on loopback with its CPUs and memory, one partition. Needs root and apt-get.
+# this machine on loopback with its CPUs and memory, one partition whose cores two jobs may share
+# (OverSubscribe=FORCE:2), so that two jobs run on the node at once, as on a busy cluster. Needs root
+# and apt-get.
 #
 #   .ci/slurm.sh          # install (if missing), configure, start; waits until the node is idle
 #   PLLOAD_SLURM=require go test -p 1 -run SlurmReal -v ./cli     # the tier
@@ -20,6 +22,8 @@ stop() {
     if [ -f "$base/$name.pid" ]; then
       pid=$(cat "$base/$name.pid")
       kill "$pid" 2>/dev/null || true
+      # Wait (10 s at most) until it has gone: a new one could not bind its port before.
+      for ((i = 0; i < 100; i++)); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
       rm -f "$base/$name.pid"
     fi
   done
@@ -75,7 +79,7 @@ SlurmdPidFile=$base/slurmd.daemon.pid
 SlurmctldLogFile=$base/slurmctld.log
 SlurmdLogFile=$base/slurmd.log
 NodeName=$host NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
-PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:2
 CONF
 
 echo "== slurmctld -D, slurmd -D (logs in $base)"

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -301,10 +302,9 @@ func realSlurm(t *testing.T) context.Context {
 }
 
 // sbatchWait submits the script from dir (its $SLURM_SUBMIT_DIR) with env added, waits for the
-// job and returns its id, its folder, and sbatch's error (the job's exit status); the job's log
+// job (it calls no t.Fatal: tests run two at once) and returns its id, its folder, and sbatch's error (the job's exit status); the job's log
 // is <name>-<id>.log in dir.
-func sbatchWait(ctx context.Context, t *testing.T, dir, script string, env ...string) (string, string, error) {
-	t.Helper()
+func sbatchWait(ctx context.Context, dir, script string, env ...string) (string, string, error) {
 	cmd := exec.CommandContext(ctx, "sbatch", "--parsable", "--wait", script)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
@@ -313,11 +313,11 @@ func sbatchWait(ctx context.Context, t *testing.T, dir, script string, env ...st
 	out, err := cmd.Output()
 	id, _, _ := strings.Cut(strings.TrimSpace(string(out)), ";")
 	if id == "" {
-		t.Fatalf("sbatch gave no job id: %v\n%s", err, stderr.String())
+		return "", "", fmt.Errorf("sbatch gave no job id: %v %s", err, stderr.Bytes())
 	}
 	if ctx.Err() != nil {
 		exec.Command("scancel", id).Run()
-		t.Fatalf("job %s: not done in time: %v", id, ctx.Err())
+		return id, "", fmt.Errorf("not done in time: %w", ctx.Err())
 	}
 	if err != nil {
 		err = fmt.Errorf("sbatch --wait: %w %s", err, stderr.Bytes())
@@ -344,7 +344,7 @@ func TestSlurmReal(t *testing.T) {
 		t.Fatal(err)
 	}
 	script := slurmScript(t, dir, sc, "--shards", "2", "--name", "slurm-real", "--time", "00:05:00")
-	id, runDir, err := sbatchWait(ctx, t, dir, script, "PLLOAD="+exe, "PLLOAD_TOKEN=real-slurm-secret")
+	id, runDir, err := sbatchWait(ctx, dir, script, "PLLOAD="+exe, "PLLOAD_TOKEN=real-slurm-secret")
 	if err != nil {
 		jobLog, _ := os.ReadFile(filepath.Join(dir, "slurm-real-"+id+".log"))
 		t.Fatalf("job %s: %v\nthe job's log:\n%s", id, err, jobLog)
@@ -395,7 +395,7 @@ func TestSlurmRealKilledShard(t *testing.T) {
 		t.Fatal(err)
 	}
 	script := slurmScript(t, dir, sc, "--shards", "2", "--name", "slurm-real", "--time", "00:05:00")
-	id, runDir, err := sbatchWait(ctx, t, dir, script, "PLLOAD="+wrapper, "REAL_PLLOAD="+exe,
+	id, runDir, err := sbatchWait(ctx, dir, script, "PLLOAD="+wrapper, "REAL_PLLOAD="+exe,
 		"PLLOAD_TOKEN=real-slurm-secret", "PLLOAD_ALLOW_PARTIAL=1")
 	if err == nil {
 		t.Errorf("job %s exited 0 with a shard killed", id)
@@ -414,4 +414,52 @@ func TestSlurmRealKilledShard(t *testing.T) {
 		t.Errorf("stage 2: merged holds %d records, shard 0 ran %d; want shard 0's, and some", merged, shard0)
 	}
 	t.Logf("job %s: shard 1 lost (%s); shard 0 ran both stages; merged partial", id, man.Shards[1].Problem)
+}
+
+// TestSlurmRealTwoJobsOnOneNode: two jobs of the same script (same --name, different secrets) run at
+// once on a real Slurm's one node (.ci/slurm.sh lets two jobs share its cores): both complete, each
+// merges its own two shards in its own folder. With one fixed port, the second coordinator could not
+// bind and its shards dialled the first job's ("token does not match").
+func TestSlurmRealTwoJobsOnOneNode(t *testing.T) {
+	ctx := realSlurm(t)
+	exe := buildBinary(t)
+	dir := t.TempDir()
+	sc := filepath.Join(dir, "real.yaml")
+	if err := os.WriteFile(sc, []byte(realSlurmScenario), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := slurmScript(t, dir, sc, "--shards", "2", "--name", "slurm-real", "--time", "00:05:00")
+	type job struct {
+		id, dir string
+		err     error
+	}
+	jobs := make([]job, 2)
+	var wg sync.WaitGroup
+	for i := range jobs {
+		wg.Go(func() {
+			j := &jobs[i]
+			j.id, j.dir, j.err = sbatchWait(ctx, dir, script, "PLLOAD="+exe, fmt.Sprintf("PLLOAD_TOKEN=secret-of-job-%d", i))
+		})
+	}
+	wg.Wait()
+	var spans [2][2]time.Time
+	for i, j := range jobs {
+		if j.err != nil {
+			jobLog, _ := os.ReadFile(filepath.Join(dir, "slurm-real-"+j.id+".log"))
+			t.Fatalf("job %s: %v\nthe job's log:\n%s", j.id, j.err, jobLog)
+		}
+		var man cluster.MergeManifest
+		readJSON(t, filepath.Join(j.dir, "merged", "merge.json"), &man)
+		for _, s := range man.Shards {
+			if s.Problem != "" || !strings.HasPrefix(s.Dir, j.dir+string(filepath.Separator)) {
+				t.Errorf("job %s: shard %d from %q (problem %q); want the job's own folder, whole", j.id, s.Index, s.Dir, s.Problem)
+			}
+		}
+		var rep struct{ Started, Finished time.Time }
+		readJSON(t, filepath.Join(j.dir, "merged", "report.json"), &rep)
+		spans[i] = [2]time.Time{rep.Started, rep.Finished}
+	}
+	if !spans[0][0].Before(spans[1][1]) || !spans[1][0].Before(spans[0][1]) {
+		t.Errorf("the jobs did not run at once (%v and %v): the node ran them one after the other, so the port was not shared", spans[0], spans[1])
+	}
 }
