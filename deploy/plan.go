@@ -16,7 +16,8 @@ import (
 	"github.com/plload/plload/workload"
 )
 
-// CoordinatorPort is the port `plload coordinate` listens on and the shards dial.
+// CoordinatorPort is the port `plload coordinate` listens on and the shards dial on Kubernetes (its
+// own pod and Service); a Slurm job lets the system pick a free port, as jobs may share a node.
 const CoordinatorPort = 7070
 
 // TokenEnv is the environment variable that carries the coordinator's shared secret on both sides
