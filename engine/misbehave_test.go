@@ -167,7 +167,7 @@ func TestScrubCut(t *testing.T) {
 		{"error: sk-ABCD", -1, "error: ***"},    // cut before it got here
 		{"error: sk-", -1, "error: sk-"},        // 3 bytes of a start: kept
 		{"abc abc", -1, "abc abc"},
-		{"héllo", 2, "h"}, // never half a character
+		{"héllo", 2, "h"},                                               // never half a character
 		{"\x80\x80\x80\x80\x80\x80\x80\x80", 5, "\x80\x80\x80\x80\x80"}, // not UTF-8: cut where the limit is, not to nothing
 	} {
 		if got := scrubCut(tc.text, tc.limit, secrets); got != tc.want {
