@@ -339,8 +339,11 @@ func (r k8sRun) header() string {
 	fmt.Fprintf(&b, "# plload k8s: %s (run %s of %s) in %d shards of up to %d streams and %d open sessions each (%dm CPU, %d Mi memory requested per shard).\n",
 		r.run, o.RunID, p.Name, p.Shards, p.StreamsPerShard, p.SessionsPerShard, p.Resources.CPUMillicores, p.Resources.MemoryMiB)
 	if o.Namespace != "" {
-		fmt.Fprintf(&b, "# The namespace %s comes first; applying it over an existing one changes only an annotation. Create it\n", o.Namespace)
+		fmt.Fprintf(&b, "# This stream creates the namespace %s first; applying it over an existing one changes only an annotation. Create it\n", o.Namespace)
 		fmt.Fprintf(&b, "# before the Secret below (kubectl create namespace %s), or apply this first: the pods wait for the Secret.\n", o.Namespace)
+		// A dry run creates nothing, the namespace included, so every namespaced object is refused
+		// ("namespaces ... not found") until it exists (TestK8sManifestsPassAPIServer).
+		fmt.Fprintf(&b, "# kubectl apply --dry-run=server needs it to exist first: kubectl create namespace %s --dry-run=client -o yaml | kubectl apply -f -\n", o.Namespace)
 	}
 	fmt.Fprintf(&b, "# Needs the Secret %s with the coordinator token under %q (never in these manifests):\n", o.TokenSecret, TokenKey)
 	fmt.Fprintf(&b, "#   kubectl%s create secret generic %s --from-literal=%s=\"$(openssl rand -hex 32)\"", ns, o.TokenSecret, TokenKey)
@@ -350,6 +353,12 @@ func (r k8sRun) header() string {
 	b.WriteString("\n")
 	for _, f := range p.Files {
 		fmt.Fprintf(&b, "# The scenario reads %s: mount it at that path in the shard pods (it is not carried).\n", f)
+	}
+	if o.ResultsInit != "" {
+		// Pod Security admits the Job, with a warning only, and refuses each pod the Job controller
+		// makes from it: the Job has no pod and neither completes nor fails until the wait gives up
+		// (TestK8sManifestsPassAPIServer).
+		b.WriteString("# --results-init: a namespace enforcing Pod Security \"restricted\" refuses its init container (root, CHOWN, DAC_OVERRIDE), so the shard pods are never created there: use \"baseline\", or make the claim writable another way.\n")
 	}
 	b.WriteString("# A lost shard fails its own index and the others run to the end (Kubernetes 1.29 or later: backoffLimitPerIndex,\n" +
 		"# GA in 1.33); the shard Job then ends Failed. An older server drops those fields and applies the default backoffLimit\n" +

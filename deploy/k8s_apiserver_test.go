@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -265,16 +266,24 @@ func (c *kubeCluster) kubectl(ctx context.Context, stdin []byte, args ...string)
 	return out.String(), errb.String(), err
 }
 
-// createNamespace creates ns for real the way the header says to, so that a server-side dry run of
-// the stream, which creates nothing, finds it.
-func (c *kubeCluster) createNamespace(ctx context.Context, t *testing.T, ns string) {
+// nsCommandRE finds the header's command that creates the namespace before a server-side dry run.
+var nsCommandRE = regexp.MustCompile(`(?m)^# kubectl apply --dry-run=server needs it to exist first: (kubectl create namespace \S+ --dry-run=client -o yaml) \| (kubectl apply -f -)$`)
+
+// createNamespace creates the namespace for real with the header's own command, so that a
+// server-side dry run of the stream, which creates nothing, finds it.
+func (c *kubeCluster) createNamespace(ctx context.Context, t *testing.T, stream []byte, ns string) {
 	t.Helper()
-	y, stderr, err := c.kubectl(ctx, nil, "create", "namespace", ns, "--dry-run=client", "-o", "yaml")
-	if err != nil {
-		t.Fatalf("kubectl create namespace %s --dry-run=client: %v\n%s", ns, err, stderr)
+	m := nsCommandRE.FindSubmatch(stream)
+	if m == nil || !strings.Contains(string(m[1]), " "+ns+" ") {
+		header, _, _ := strings.Cut(string(stream), "---\n")
+		t.Fatalf("the header has no command creating the namespace %s for a dry run:\n%s", ns, header)
 	}
-	if _, stderr, err := c.kubectl(ctx, []byte(y), "apply", "-f", "-"); err != nil {
-		t.Fatalf("kubectl apply (namespace %s): %v\n%s", ns, err, stderr)
+	y, stderr, err := c.kubectl(ctx, nil, strings.Fields(string(m[1]))[1:]...)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", m[1], err, stderr)
+	}
+	if _, stderr, err := c.kubectl(ctx, []byte(y), strings.Fields(string(m[2]))[1:]...); err != nil {
+		t.Fatalf("%s (namespace %s): %v\n%s", m[2], ns, err, stderr)
 	}
 }
 
@@ -350,7 +359,7 @@ func TestK8sManifestsPassAPIServer(t *testing.T) {
 		}
 		stream, n := writeStream(t, tc.plan, o)
 		if o.Namespace != "" {
-			c.createNamespace(ctx, t, o.Namespace)
+			c.createNamespace(ctx, t, stream, o.Namespace)
 		}
 		stdout, stderr, err := c.dryRun(ctx, stream)
 		if err != nil {
