@@ -399,11 +399,22 @@ func TestK8sManifestsPassAPIServer(t *testing.T) {
 			if _, stderr, err := c.kubectl(ctx, nil, "-n", o.Namespace, "create", "serviceaccount", "default"); err != nil {
 				t.Fatalf("service account in %s: %v\n%s", o.Namespace, err, stderr)
 			}
-			// A Job is only warned about; the pods the Job controller would make from its template are refused.
+			// The Jobs are admitted, with a warning at most (the stream without its Namespace object,
+			// which would drop the label); the pods the Job controller makes from them are refused.
+			inNS := o
+			inNS.Namespace = ""
+			stream, _ := writeStream(t, p, inNS)
+			_, stderr, err := c.kubectl(ctx, stream, "-n", o.Namespace, "apply", "--dry-run=server", "-f", "-")
+			if err != nil {
+				t.Errorf("the stream with --results-init in a %s namespace refused (%v):\n%s", level, err, stderr)
+			}
+			if warned := strings.Contains(stderr, `would violate PodSecurity "restricted`); warned != (level == "restricted") {
+				t.Errorf("the stream in a %s namespace: Pod Security warning %v:\n%s", level, warned, stderr)
+			}
 			pod := &corev1.Pod{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 				ObjectMeta: metav1.ObjectMeta{Name: "shard-0", Namespace: o.Namespace},
 				Spec:       newK8sRun(p, o).shardJob().Spec.Template.Spec}
-			_, stderr, err := c.kubectl(ctx, mustYAML(t, pod), "create", "--dry-run=server", "-f", "-")
+			_, stderr, err = c.kubectl(ctx, mustYAML(t, pod), "create", "--dry-run=server", "-f", "-")
 			switch level {
 			case "restricted":
 				if err == nil || !strings.Contains(stderr, `violates PodSecurity "restricted`) || !strings.Contains(stderr, "results-init") {
