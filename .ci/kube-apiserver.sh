@@ -22,10 +22,13 @@ build="$base/build"
 fail() { echo "kube-apiserver.sh: $*" >&2; exit 1; }
 
 # built: both binaries are there and say they are $version (a leftover of another version is rebuilt).
+# Their output is read whole first: under pipefail, grep -q closing the pipe early would fail the check.
 built() {
   [ -x "$bin/kube-apiserver" ] && [ -x "$bin/kubectl" ] || return 1
-  "$bin/kube-apiserver" --version 2>/dev/null | grep -qx "Kubernetes v$version" || return 1
-  "$bin/kubectl" version --client 2>/dev/null | grep -qx "Client Version: v$version"
+  local a k
+  a=$("$bin/kube-apiserver" --version 2>/dev/null) || return 1
+  k=$("$bin/kubectl" version --client 2>/dev/null) || return 1
+  grep -qx "Kubernetes v$version" <<<"$a" && grep -qx "Client Version: v$version" <<<"$k"
 }
 
 if ! built; then
