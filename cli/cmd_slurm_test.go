@@ -332,17 +332,25 @@ const realSlurmScenario = "name: real\nseed: 5\ntarget: {base_url: mock, model: 
 	"session: {turns: {min: 1, max: 2}, user_input_tokens: {min: 5, max: 15}, max_output_tokens: {min: 5, max: 10}, think_time: {min: 5ms, max: 10ms}}\n" +
 	"load: {mode: concurrency, drain_timeout: 5s, stages: [{concurrency: 4, duration: 1500ms}, {concurrency: 2, duration: 300ms}]}\n"
 
+// realSlurmSetup is the real tier's start: a Slurm to submit to (or the skip), the plload binary
+// the job runs, a folder for the job and realSlurmScenario written in it.
+func realSlurmSetup(t *testing.T) (ctx context.Context, exe, dir, scenario string) {
+	t.Helper()
+	ctx = realSlurm(t)
+	exe = buildBinary(t)
+	dir = t.TempDir()
+	scenario = filepath.Join(dir, "real.yaml")
+	if err := os.WriteFile(scenario, []byte(realSlurmScenario), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return ctx, exe, dir, scenario
+}
+
 // TestSlurmReal submits the generated script to a real Slurm (.ci/slurm.sh starts a one-node one
 // on this machine) for 2 shards and waits for the job: both shards run against their in-process
 // mocks, the merge holds both, and its records are the shards' own.
 func TestSlurmReal(t *testing.T) {
-	ctx := realSlurm(t)
-	exe := buildBinary(t)
-	dir := t.TempDir()
-	sc := filepath.Join(dir, "real.yaml")
-	if err := os.WriteFile(sc, []byte(realSlurmScenario), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	ctx, exe, dir, sc := realSlurmSetup(t)
 	script := slurmScript(t, dir, sc, "--shards", "2", "--name", "slurm-real", "--time", "00:05:00")
 	id, runDir, err := sbatchWait(ctx, dir, script, "PLLOAD="+exe, "PLLOAD_TOKEN=real-slurm-secret")
 	if err != nil {
@@ -375,13 +383,7 @@ func TestSlurmReal(t *testing.T) {
 // with PLLOAD_ALLOW_PARTIAL=1 the job merges what is there: merge.json names shard 1's problem,
 // and stage 2's merged records are shard 0's.
 func TestSlurmRealKilledShard(t *testing.T) {
-	ctx := realSlurm(t)
-	exe := buildBinary(t)
-	dir := t.TempDir()
-	sc := filepath.Join(dir, "real.yaml")
-	if err := os.WriteFile(sc, []byte(realSlurmScenario), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	ctx, exe, dir, sc := realSlurmSetup(t)
 	// plload as the job sees it: task 1's run is killed once its stage 1 records file has a line.
 	wrapper := filepath.Join(dir, "plload-killing-1")
 	body := "#!/bin/bash\nif [ \"$1\" = run ] && [ \"$SLURM_PROCID\" = 1 ]; then\n" +
@@ -421,13 +423,7 @@ func TestSlurmRealKilledShard(t *testing.T) {
 // merges its own two shards in its own folder. With one fixed port, the second coordinator could not
 // bind and its shards dialled the first job's ("token does not match").
 func TestSlurmRealTwoJobsOnOneNode(t *testing.T) {
-	ctx := realSlurm(t)
-	exe := buildBinary(t)
-	dir := t.TempDir()
-	sc := filepath.Join(dir, "real.yaml")
-	if err := os.WriteFile(sc, []byte(realSlurmScenario), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	ctx, exe, dir, sc := realSlurmSetup(t)
 	script := slurmScript(t, dir, sc, "--shards", "2", "--name", "slurm-real", "--time", "00:05:00")
 	type job struct {
 		id, dir string
