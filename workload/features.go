@@ -370,7 +370,7 @@ func (s *Scenario) schemaDocument(schema any) (any, string, error) {
 	if _, ok := schema.(map[string]any); !ok {
 		return nil, "", fmt.Errorf("found %s; accepted: a JSON schema inline (a mapping) or {file: answer.schema.json}", yamlKindOf(schema))
 	}
-	data, err := json.Marshal(jsonable(schema))
+	data, err := json.Marshal(JSONValue(schema))
 	if err != nil {
 		return nil, "", fmt.Errorf("cannot be written as JSON (%v); accepted: a JSON schema", err)
 	}
@@ -397,25 +397,26 @@ func yamlKindOf(v any) string {
 	return "a " + fmt.Sprintf("%T", v)
 }
 
-// jsonable turns decoded YAML (maps with any keys) into values encoding/json writes.
-func jsonable(v any) any {
+// JSONValue turns decoded YAML (maps with any keys, map[any]any from nested YAML) into values
+// encoding/json writes.
+func JSONValue(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[k] = jsonable(e)
+			out[k] = JSONValue(e)
 		}
 		return out
 	case map[any]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			out[fmt.Sprint(k)] = jsonable(e)
+			out[fmt.Sprint(k)] = JSONValue(e)
 		}
 		return out
 	case []any:
 		out := make([]any, len(x))
 		for i, e := range x {
-			out[i] = jsonable(e)
+			out[i] = JSONValue(e)
 		}
 		return out
 	}

@@ -197,8 +197,8 @@ func (c *checker) rules() {
 	c.positive("target.timeout", t.Timeout)
 	c.loadTokenizer()
 	c.oneOf("target.max_tokens_field", t.MaxTokensField, "max_completion_tokens", "max_tokens")
-	c.oneOf("target.endpoint", t.Endpoint, "chat", "completions")
-	for _, k := range []string{"model", "messages", "prompt", "stream"} {
+	c.oneOf("target.endpoint", t.Endpoint, Endpoints...)
+	for _, k := range ReservedBodyKeys {
 		if _, set := t.ExtraBody[k]; set {
 			c.errorf("target.extra_body."+k, "plload sets %s itself; accepted in extra_body: any other key (engine-specific parameters)", k)
 		}

@@ -204,6 +204,14 @@ type Output struct {
 	RecordRequests bool   `yaml:"record_requests"`
 }
 
+// Endpoints are target.endpoint's accepted values, one per API a target may speak; package
+// protocol holds each one's request body and answer (its test ties the two lists).
+var Endpoints = []string{"chat", "completions"}
+
+// ReservedBodyKeys are the request body's keys plload sets itself, which target.extra_body may not
+// set.
+var ReservedBodyKeys = []string{"model", "messages", "prompt", "stream"}
+
 // Defaults that are not "the zero value".
 const (
 	DefaultTimeout        = 120 * time.Second
