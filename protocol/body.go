@@ -1,0 +1,134 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+
+	"github.com/plload/plload/workload"
+)
+
+// Body renders a stage's request bodies for its API. The parts that never change (model, options,
+// extra_body) are rendered once per stage; the API lays out each turn's history between them.
+type Body struct {
+	api    API
+	prefix []byte // `{"model":...` of target.model
+	// prefixes are the prefixes of target.models' names, for sessions that ask for one of them.
+	prefixes  map[string][]byte
+	maxField  string // "" when extra_body sets the max-tokens field itself
+	fixedTail []byte // `,"stream":true,...}` with extra_body
+	// exactOK: extra_body does not set ignore_eos, so a trace's exact output lengths may.
+	exactOK bool
+	// toolsTokens is the tools block's length in the scenario's tokenizer: a server counts it
+	// in every request's prompt, so the client's count of the prompt does too.
+	toolsTokens int
+}
+
+// NewBody renders the fixed parts of sc's requests to api, with what the workload w (nil: none)
+// adds to every request: tools, tool_choice, response_format. A key of target.extra_body that
+// plload sets itself is an error naming it.
+func NewBody(api API, sc *workload.Scenario, w *workload.Workload) (*Body, error) {
+	t := sc.Target
+	b := &Body{api: api, maxField: t.MaxTokensField}
+	modelPrefix := func(name string) []byte {
+		model, _ := json.Marshal(name)
+		return append([]byte(`{"model":`), model...)
+	}
+	b.prefix = modelPrefix(t.Model)
+	for _, m := range t.Models {
+		if b.prefixes == nil {
+			b.prefixes = map[string][]byte{}
+		}
+		b.prefixes[m.Name] = modelPrefix(m.Name)
+	}
+	reserved := workload.ReservedBodyKeys
+	var features bytes.Buffer // what the session's workload adds to every request (docs/scenario.md)
+	if w != nil {
+		if tools := w.ToolsJSON(); tools != nil {
+			reserved = append(slices.Clone(reserved), "tools", "tool_choice")
+			features.WriteString(`,"tools":`)
+			features.Write(tools)
+			b.toolsTokens = sc.Tokenizer().Count(string(tools))
+			features.WriteString(`,"tool_choice":`)
+			features.Write(appendString(nil, w.ToolChoice()))
+		}
+		if rf := w.ResponseFormatJSON(); rf != nil {
+			reserved = append(slices.Clone(reserved), "response_format")
+			features.WriteString(`,"response_format":`)
+			features.Write(rf)
+		}
+	}
+	keys := make([]string, 0, len(t.ExtraBody))
+	for k := range t.ExtraBody {
+		if slices.Contains(reserved, k) {
+			return nil, fmt.Errorf("target.extra_body.%s: plload sets %s itself; remove it from extra_body", k, k)
+		}
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var tail bytes.Buffer
+	tail.Write(features.Bytes())
+	if sc.Streamed() {
+		tail.WriteString(`,"stream":true`)
+		if _, set := t.ExtraBody["stream_options"]; !set {
+			tail.WriteString(`,"stream_options":{"include_usage":true}`)
+		}
+	} else {
+		tail.WriteString(`,"stream":false`)
+	}
+	for _, k := range keys {
+		v, err := json.Marshal(workload.JSONValue(t.ExtraBody[k]))
+		if err != nil {
+			return nil, fmt.Errorf("target.extra_body.%s: %w", k, err)
+		}
+		kq, _ := json.Marshal(k)
+		tail.WriteByte(',')
+		tail.Write(kq)
+		tail.WriteByte(':')
+		tail.Write(v)
+	}
+	tail.WriteByte('}')
+	b.fixedTail = tail.Bytes()
+	if _, set := t.ExtraBody[b.maxField]; set {
+		b.maxField = "" // the user's extra_body value wins
+	}
+	_, ignoreSet := t.ExtraBody["ignore_eos"]
+	b.exactOK = !ignoreSet
+	return b, nil
+}
+
+// ToolsTokens is the tools block's length in the scenario's tokenizer (0 without tools): part of
+// every request's prompt as the server counts it.
+func (b *Body) ToolsTokens() int { return b.toolsTokens }
+
+// Build renders the request for the history (ending with the new user message) to model (""
+// target.model) into buf (nil: a buffer sized to fit). exact asks for exactly maxTokens
+// (ignore_eos, which vLLM and SGLang honour), unless extra_body decides.
+func (b *Body) Build(buf []byte, model string, history []Message, maxTokens int, exact bool) []byte {
+	prefix := b.prefix
+	if p, ok := b.prefixes[model]; ok {
+		prefix = p
+	}
+	if buf == nil {
+		if n := b.api.inputSize(history); n > 0 {
+			// Sized to fit: a guessed size either copies the body again as it grows or zeroes
+			// kilobytes it never uses, on every request (bench/README.md, "CPU per chunk").
+			buf = make([]byte, 0, len(prefix)+len(b.fixedTail)+96+n) // 96: the max-tokens field, its value and ignore_eos
+		}
+	}
+	buf = append(buf[:0], prefix...)
+	buf = b.api.appendInput(buf, history)
+	if b.maxField != "" {
+		buf = append(buf, `,"`...)
+		buf = append(buf, b.maxField...)
+		buf = append(buf, `":`...)
+		buf = strconv.AppendInt(buf, int64(maxTokens), 10)
+	}
+	if exact && b.exactOK {
+		buf = append(buf, `,"ignore_eos":true`...)
+	}
+	return append(buf, b.fixedTail...)
+}

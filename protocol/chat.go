@@ -1,0 +1,43 @@
+package protocol
+
+import (
+	"io"
+
+	"github.com/plload/plload/sse"
+)
+
+// chat is OpenAI's chat completions API (POST /chat/completions): the history goes as the
+// messages array, each message as it was rendered; the answer is chat.completion.chunk events
+// (or one chat.completion), which package sse reads.
+type chat struct{}
+
+func (chat) Name() string { return "chat" }
+
+func (chat) Path() string { return "/chat/completions" }
+
+func (chat) NewStreamReader(body io.Reader, maxEventBytes int) *sse.Reader {
+	return sse.NewReader(body, maxEventBytes)
+}
+
+func (chat) ParseAnswer(body []byte) (sse.Completion, error) { return sse.ParseCompletion(body) }
+
+func (chat) appendInput(buf []byte, history []Message) []byte {
+	buf = append(buf, `,"messages":[`...)
+	for i, m := range history {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, m.encoded...)
+	}
+	return append(buf, ']')
+}
+
+// inputSize is the messages' rendered lengths and their commas; Build's slack covers the array's
+// own brackets.
+func (chat) inputSize(history []Message) int {
+	n := 0
+	for _, m := range history {
+		n += len(m.encoded) + 1
+	}
+	return n
+}

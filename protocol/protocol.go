@@ -1,0 +1,66 @@
+// Package protocol holds, per HTTP API a target speaks, how a session's turn becomes the request
+// body and how the answer is read: one file per API (chat.go, completions.go) behind the API
+// interface, picked once from target.endpoint (For). The engine sends the body, times the answer's
+// events and makes the record; what an event carries (content, reasoning, tool calls, usage, an
+// error) comes from the API's reader as sse.Events, the same for every API.
+package protocol
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/plload/plload/sse"
+	"github.com/plload/plload/workload"
+)
+
+// API is one HTTP API of a target: where the request goes, how its body carries a session's turn,
+// and how its answer is read. Its body-building methods are unexported: the APIs are this
+// package's, and a body is built through Body, which renders the parts every API shares once per
+// stage.
+type API interface {
+	// Name is the API's target.endpoint value.
+	Name() string
+	// Path is the request's path after target.base_url ("/chat/completions").
+	Path() string
+	// NewStreamReader reads a streamed answer's events (Release it when done; nil body: fed with
+	// Feed).
+	NewStreamReader(body io.Reader, maxEventBytes int) *sse.Reader
+	// ParseAnswer reads a non-streamed answer's whole body.
+	ParseAnswer(body []byte) (sse.Completion, error)
+
+	// appendInput appends the turn's input — the body's fields between the model and the
+	// max-tokens field, with their leading comma — for history, which ends with the new message.
+	appendInput(buf []byte, history []Message) []byte
+	// inputSize is about how many bytes appendInput adds for history when that is cheap to know,
+	// so the body's buffer is allocated once at its size; 0 when it is not (the buffer grows).
+	inputSize(history []Message) int
+}
+
+// apis are the APIs by target.endpoint: the one place an endpoint's name is tied to its code.
+var apis = map[string]API{
+	"chat":        chat{},
+	"completions": completions{},
+}
+
+// For is the API that target.endpoint names (validated by workload; "" is workload's default).
+func For(endpoint string) (API, error) {
+	if endpoint == "" {
+		endpoint = workload.DefaultEndpoint
+	}
+	if api, ok := apis[endpoint]; ok {
+		return api, nil
+	}
+	return nil, fmt.Errorf("target.endpoint: found %q; accepted: %s", endpoint, strings.Join(Names(), ", "))
+}
+
+// Names are the endpoints For accepts, sorted.
+func Names() []string {
+	names := make([]string, 0, len(apis))
+	for name := range apis {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
