@@ -1,23 +1,18 @@
 package engine
 
 import (
-	"bytes"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/plload/plload/engine/h1client"
-	"github.com/plload/plload/sse"
+	"github.com/plload/plload/protocol"
 	"github.com/plload/plload/workload"
 )
 
@@ -84,237 +79,6 @@ func newTransport(sc *workload.Scenario, maxConns int) (*http.Transport, error) 
 	return tr, nil
 }
 
-// bodyBuilder renders request bodies. The parts that never change (model, options, extra_body) are
-// rendered once per stage.
-type bodyBuilder struct {
-	chat   bool
-	prefix []byte // `{"model":...` of target.model
-	// prefixes are the prefixes of target.models' names, for sessions that ask for one of them.
-	prefixes  map[string][]byte
-	maxField  string // "" when extra_body sets the max-tokens field itself
-	fixedTail []byte // `,"stream":true,...}` with extra_body
-	// exactOK: extra_body does not set ignore_eos, so a trace's exact output lengths may.
-	exactOK bool
-	// toolsTokens is the tools block's length in the scenario's tokenizer: a server counts it
-	// in every request's prompt, so the client's count of the prompt does too.
-	toolsTokens int
-}
-
-// reservedKeys are the body keys plload owns; extra_body may not set them.
-var reservedKeys = []string{"model", "messages", "prompt", "stream"}
-
-func newBodyBuilder(sc *workload.Scenario, w *workload.Workload) (*bodyBuilder, error) {
-	t := sc.Target
-	b := &bodyBuilder{chat: t.Endpoint != "completions", maxField: t.MaxTokensField}
-	modelPrefix := func(name string) []byte {
-		model, _ := json.Marshal(name)
-		return append([]byte(`{"model":`), model...)
-	}
-	b.prefix = modelPrefix(t.Model)
-	for _, m := range t.Models {
-		if b.prefixes == nil {
-			b.prefixes = map[string][]byte{}
-		}
-		b.prefixes[m.Name] = modelPrefix(m.Name)
-	}
-	reserved := reservedKeys
-	var features bytes.Buffer // what the session's workload adds to every request (docs/scenario.md)
-	if w != nil {
-		if tools := w.ToolsJSON(); tools != nil {
-			reserved = append(slices.Clone(reserved), "tools", "tool_choice")
-			features.WriteString(`,"tools":`)
-			features.Write(tools)
-			b.toolsTokens = sc.Tokenizer().Count(string(tools))
-			features.WriteString(`,"tool_choice":`)
-			features.Write(appendString(nil, w.ToolChoice()))
-		}
-		if rf := w.ResponseFormatJSON(); rf != nil {
-			reserved = append(slices.Clone(reserved), "response_format")
-			features.WriteString(`,"response_format":`)
-			features.Write(rf)
-		}
-	}
-	keys := make([]string, 0, len(t.ExtraBody))
-	for k := range t.ExtraBody {
-		if slices.Contains(reserved, k) {
-			return nil, fmt.Errorf("target.extra_body.%s: plload sets %s itself; remove it from extra_body", k, k)
-		}
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var tail bytes.Buffer
-	tail.Write(features.Bytes())
-	if sc.Streamed() {
-		tail.WriteString(`,"stream":true`)
-		if _, set := t.ExtraBody["stream_options"]; !set {
-			tail.WriteString(`,"stream_options":{"include_usage":true}`)
-		}
-	} else {
-		tail.WriteString(`,"stream":false`)
-	}
-	for _, k := range keys {
-		v, err := json.Marshal(jsonable(t.ExtraBody[k]))
-		if err != nil {
-			return nil, fmt.Errorf("target.extra_body.%s: %w", k, err)
-		}
-		kq, _ := json.Marshal(k)
-		tail.WriteByte(',')
-		tail.Write(kq)
-		tail.WriteByte(':')
-		tail.Write(v)
-	}
-	tail.WriteByte('}')
-	b.fixedTail = tail.Bytes()
-	if _, set := t.ExtraBody[b.maxField]; set {
-		b.maxField = "" // the user's extra_body value wins
-	}
-	_, ignoreSet := t.ExtraBody["ignore_eos"]
-	b.exactOK = !ignoreSet
-	return b, nil
-}
-
-// jsonable converts YAML-decoded maps (map[string]any, or map[any]any from nested YAML) to JSON-able ones.
-func jsonable(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, vv := range x {
-			out[k] = jsonable(vv)
-		}
-		return out
-	case map[any]any:
-		out := make(map[string]any, len(x))
-		for k, vv := range x {
-			out[fmt.Sprint(k)] = jsonable(vv)
-		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, vv := range x {
-			out[i] = jsonable(vv)
-		}
-		return out
-	}
-	return v
-}
-
-// message is one chat message of a session's history, with its JSON rendered once: a session re-sends
-// its whole history every turn.
-//
-// The content is kept only inside encoded, at its exact size: a session holds its history for its
-// whole life, thinking most of it, and a second copy of every message's text (with the slack of the
-// buffers it was built in) doubled what the history held (bench/README.md's memory passes). text() reads it back for the
-// rare uses that need it.
-type message struct {
-	role    string
-	encoded []byte // {"role":...,"content":...}
-	tokens  int    // content's tokens in the scenario's tokenizer, for input_sequence_length without usage
-}
-
-func newMessage(role, content string, tokens int) message {
-	quoted := appendString(nil, content)
-	enc := make([]byte, 0, len(`{"role":"","content":}`)+len(role)+len(quoted))
-	enc = append(enc, `{"role":"`...)
-	enc = append(enc, role...)
-	enc = append(enc, `","content":`...)
-	enc = append(enc, quoted...)
-	enc = append(enc, '}')
-	return message{role: role, encoded: enc, tokens: tokens}
-}
-
-// text is the message's content when it is text ("" for none, null, or a list of parts): the
-// completions endpoint's transcript and the nonce read it.
-func (m message) text() string {
-	var v struct {
-		Content any `json:"content"`
-	}
-	_ = json.Unmarshal(m.encoded, &v)
-	s, _ := v.Content.(string)
-	return s
-}
-
-// newToolCallsMessage is the assistant's answer that asked for tool calls: its content (null when it
-// had none) and its tool_calls exactly as streamed (docs/scenario.md: the server's own calls, never the
-// client's idea of them).
-func newToolCallsMessage(content string, calls []sse.ToolCall, tokens int) message {
-	enc := []byte(`{"role":"assistant","content":`)
-	if content == "" {
-		enc = append(enc, "null"...)
-	} else {
-		enc = appendString(enc, content)
-	}
-	enc = append(enc, `,"tool_calls":`...)
-	enc = sse.AppendToolCallsJSON(enc, calls)
-	enc = append(enc, '}')
-	return message{role: "assistant", encoded: enc, tokens: tokens}
-}
-
-// newToolMessage is one tool call's result.
-func newToolMessage(callID, content string, tokens int) message {
-	enc := append([]byte(`{"role":"tool","tool_call_id":`), appendString(nil, callID)...)
-	enc = append(enc, `,"content":`...)
-	enc = appendString(enc, content)
-	enc = append(enc, '}')
-	return message{role: "tool", encoded: enc, tokens: tokens}
-}
-
-// build renders the request for the history (ending with the new user message) to model (""
-// target.model). exact asks for exactly maxTokens (ignore_eos, which vLLM and SGLang honour), unless
-// extra_body decides.
-func (b *bodyBuilder) build(buf []byte, model string, history []message, maxTokens int, exact bool) []byte {
-	prefix := b.prefix
-	if p, ok := b.prefixes[model]; ok {
-		prefix = p
-	}
-	if buf == nil && b.chat {
-		// Sized to fit: a guessed size either copies the body again as it grows or zeroes kilobytes
-		// it never uses, on every request (bench/README.md, "CPU per chunk").
-		n := len(prefix) + len(b.fixedTail) + 96 // 96: the max-tokens field, its value and ignore_eos
-		for _, m := range history {
-			n += len(m.encoded) + 1
-		}
-		buf = make([]byte, 0, n)
-	}
-	buf = append(buf[:0], prefix...)
-	if b.chat {
-		buf = append(buf, `,"messages":[`...)
-		for i, m := range history {
-			if i > 0 {
-				buf = append(buf, ',')
-			}
-			buf = append(buf, m.encoded...)
-		}
-		buf = append(buf, ']')
-	} else {
-		// The completions endpoint takes one prompt: the history laid out as a transcript.
-		var sb strings.Builder
-		for _, m := range history {
-			sb.WriteString(m.role)
-			sb.WriteString(": ")
-			sb.WriteString(m.text())
-			sb.WriteString("\n\n")
-		}
-		sb.WriteString("assistant:")
-		buf = append(buf, `,"prompt":`...)
-		buf = appendString(buf, sb.String())
-	}
-	if b.maxField != "" {
-		buf = append(buf, `,"`...)
-		buf = append(buf, b.maxField...)
-		buf = append(buf, `":`...)
-		buf = strconv.AppendInt(buf, int64(maxTokens), 10)
-	}
-	if exact && b.exactOK {
-		buf = append(buf, `,"ignore_eos":true`...)
-	}
-	return append(buf, b.fixedTail...)
-}
-
-func appendString(buf []byte, s string) []byte {
-	q, _ := json.Marshal(s)
-	return append(buf, q...)
-}
-
 // prepareClient builds the stage's HTTP client, URL and headers. Each stage gets fresh connections.
 func (s *stageRun) prepareClient() error {
 	sc := s.cfg.Scenario
@@ -323,11 +87,11 @@ func (s *stageRun) prepareClient() error {
 		base = workload.Expand(sc.Target.BaseURL, s.cfg.Getenv)
 	}
 	base = strings.TrimRight(base, "/")
-	path := "/chat/completions"
-	if sc.Target.Endpoint == "completions" {
-		path = "/completions"
+	api, err := protocol.For(sc.Target.Endpoint)
+	if err != nil {
+		return err
 	}
-	s.url = base + path
+	s.api, s.base, s.url = api, base, base+api.Path()
 	s.host = strings.TrimPrefix(strings.TrimPrefix(base, "http://"), "https://")
 	if u, err := url.Parse(base); err == nil && u.Host != "" {
 		s.host = u.Host
@@ -369,7 +133,7 @@ func (s *stageRun) prepareClient() error {
 			s.secrets = headerSecrets(s.secrets, v, value, s.cfg.Getenv)
 		}
 	}
-	s.body, err = newBodyBuilder(sc, s.cfg.Workload)
+	s.body, err = protocol.NewBody(s.api, sc, s.cfg.Workload)
 	return err
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/plload/plload/live"
 	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/protocol"
 	"github.com/plload/plload/sse"
 	"github.com/plload/plload/workload"
 )
@@ -208,8 +209,12 @@ type stageRun struct {
 	// freshClient opens a new connection for every request: a retry must not land on another
 	// pooled connection the server has closed too.
 	freshClient *http.Client
-	url         string
-	host        string
+	// api is target.endpoint's API: the request's path, its body and how its answer is read.
+	api protocol.API
+	// base is the target's URL without the API's path (no trailing /): GET /models goes there.
+	base string
+	url  string
+	host string
 	// connAddr is the host:port the HTTP/1.1 client sends to, for connections held for prepared
 	// arrivals ("" when the transport is net/http's, which has no such hold).
 	connAddr string
@@ -218,7 +223,7 @@ type stageRun struct {
 	sessionHeader string
 	secrets       []string
 	timeout       time.Duration
-	body          *bodyBuilder
+	body          *protocol.Body
 
 	maxEventBytes int
 	records       *metrics.Writer[*metrics.Record]

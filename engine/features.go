@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/protocol"
 	"github.com/plload/plload/sse"
 	"github.com/plload/plload/workload"
 )
@@ -51,11 +52,11 @@ func (s *stageRun) judgeAnswer(ex *exchange) {
 func (ss *session) addToolResults(ex *exchange, w *workload.Workload, turn, round int, count func(string) int) {
 	// A chat template renders the calls as their JSON, so the client counts that.
 	tokens := count(ex.answer.String()) + count(string(sse.AppendToolCallsJSON(nil, ex.calls)))
-	ss.history = append(ss.history, newToolCallsMessage(ex.answer.String(), ex.calls, tokens))
+	ss.history = append(ss.history, protocol.NewToolCallsMessage(ex.answer.String(), ex.calls, tokens))
 	ss.isl += tokens
 	for i, c := range ex.calls {
 		text, n := w.ToolResult(ss.ordinal, turn, round, i)
-		ss.history = append(ss.history, newToolMessage(c.ID, text, n))
+		ss.history = append(ss.history, protocol.NewToolMessage(c.ID, text, n))
 		ss.isl += n
 	}
 }
@@ -77,7 +78,7 @@ func (s *stageRun) readCompletion(ctx, reqCtx context.Context, ex *exchange, bod
 		s.fail(rec, end, isl, metrics.ErrTypeInvalidResult, fmt.Sprintf("the answer is larger than %d MiB", maxCompletionBytes>>20))
 		return
 	}
-	c, err := sse.ParseCompletion(data)
+	c, err := s.api.ParseAnswer(data)
 	switch {
 	case err != nil:
 		s.fail(rec, end, isl, metrics.ErrTypeInvalidResult, s.errorText(err))

@@ -6,8 +6,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-
-	"github.com/plload/plload/sse"
 )
 
 // TestNonceDefeatsUnintendedCacheHits: workload.nonce puts a unique string at the start of every
@@ -53,26 +51,5 @@ func TestNonceDefeatsUnintendedCacheHits(t *testing.T) {
 	t.Logf("cache hit: none %.3f, at the start %.3f, after the system prompt %.3f", hit[""], hit["true"], hit["after_system"])
 	if hit["true"] != 0 || !(hit["after_system"] > 0 && hit["after_system"] < hit[""]) {
 		t.Fatalf("cache hit without a nonce %.3f, with one at the start %.3f (want 0), after the system prompt %.3f (want between)", hit[""], hit["true"], hit["after_system"])
-	}
-}
-
-// A message keeps its content only in its JSON; text reads it back exactly (escapes, non-ASCII,
-// line breaks), and gives "" for a tool-call answer without content. The JSON is the size of the
-// message: no slack kept for a session's whole life.
-func TestMessageTextIsItsContent(t *testing.T) {
-	for _, content := range []string{"", "plain", "a \"quoted\" line\nand a tab\t, \\ backslash", "한국어 ☃ \u2028 <b>&</b>"} {
-		m := newMessage("user", content, 3)
-		if got := m.text(); got != content {
-			t.Errorf("text() = %q, want %q", got, content)
-		}
-		if cap(m.encoded) != len(m.encoded) {
-			t.Errorf("%q: encoded with %d bytes of slack", content, cap(m.encoded)-len(m.encoded))
-		}
-	}
-	if got := newToolCallsMessage("", []sse.ToolCall{{ID: "c1", Name: "f", Arguments: "{}"}}, 0).text(); got != "" {
-		t.Errorf("a tool-call answer without content reads as %q", got)
-	}
-	if got := newToolMessage("c1", "42 °C", 0).text(); got != "42 °C" {
-		t.Errorf("a tool result reads as %q", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/protocol"
 )
 
 // PreflightError is a target that cannot serve the scenario's requests, found by the one request
@@ -49,9 +50,9 @@ func Preflight(ctx context.Context, cfg Config) (warning string, err error) {
 		return "", err
 	}
 	defer s.client.CloseIdleConnections()
-	history := []message{newMessage("user", "Say OK.", 3)}
+	history := []protocol.Message{protocol.NewMessage("user", "Say OK.", 3)}
 	ex := &exchange{rec: metrics.Record{XRequestID: newUUID(), XCorrelationID: newUUID()}}
-	s.send(ctx, ex, s.body.build(nil, "", history, 1, false), 3)
+	s.send(ctx, ex, s.body.Build(nil, "", history, 1, false), 3)
 	rec := &ex.rec
 	if rec.Error == nil || rec.WasCancelled || ex.heldBack {
 		return s.checkModels(ctx)
@@ -92,10 +93,8 @@ func Preflight(ctx context.Context, cfg Config) (warning string, err error) {
 		}
 		return fail(fix)
 	case rec.Error.Code.OK && rec.Error.Code.V == 404:
-		base := strings.TrimSuffix(s.url, "/chat/completions")
-		base = strings.TrimSuffix(base, "/completions")
-		if !strings.HasSuffix(base, "/v1") {
-			return fail(fmt.Sprintf("target.base_url usually ends in /v1 (try %s/v1)", base))
+		if !strings.HasSuffix(s.base, "/v1") {
+			return fail(fmt.Sprintf("target.base_url usually ends in /v1 (try %s/v1)", s.base))
 		}
 		return fail(fmt.Sprintf("check target.base_url, target.endpoint (%s) and target.model (%q): many servers answer 404 for a model they do not serve", sc.Target.Endpoint, sc.Target.Model))
 	case rec.Error.Code.OK && rec.Error.Code.V >= 400 && rec.Error.Code.V < 500 && rec.Error.Code.V != metrics.StatusTooManyRequests:
@@ -138,8 +137,7 @@ func (s *stageRun) checkModels(ctx context.Context) (string, error) {
 	if len(names) == 0 {
 		return "", nil
 	}
-	url := strings.TrimSuffix(s.url, "/chat/completions")
-	url = strings.TrimSuffix(url, "/completions") + "/models"
+	url := s.base + "/models"
 	ctx, cancel := context.WithTimeout(ctx, min(rttTimeout, s.timeout))
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)

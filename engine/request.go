@@ -280,7 +280,7 @@ func (s *stageRun) readStream(ctx, reqCtx context.Context, ex *exchange, body io
 // content to ex's answer as streamed.
 func (s *stageRun) readEvents(ex *exchange, body io.Reader) *streamRead {
 	st := streamReads.Get().(*streamRead)
-	rd := sse.NewReader(body, s.maxEventBytes)
+	rd := s.api.NewStreamReader(body, s.maxEventBytes)
 	defer rd.Release()
 	for {
 		ev, err := rd.Next()

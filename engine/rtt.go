@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/plload/plload/metrics"
@@ -23,8 +22,7 @@ const rttTimeout = 10 * time.Second
 // of every TTFT that no server can remove. Absent (N = 0), with the reason, when the target does not
 // answer.
 func (s *stageRun) measureRTT(ctx context.Context) (metrics.Dist, error) {
-	url := strings.TrimSuffix(s.url, "/chat/completions")
-	url = strings.TrimSuffix(url, "/completions") + "/models"
+	url := s.base + "/models"
 	var failure error
 	limit := min(rttTimeout, s.timeout)
 	get := func() (time.Duration, bool) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/plload/plload/engine/h1client"
 	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/protocol"
 	"github.com/plload/plload/workload"
 )
 
@@ -31,7 +32,7 @@ type session struct {
 	pending  *pendingBody
 	slotWait metrics.Opt[int64]
 	sr       *metrics.SessionRecord
-	history  []message
+	history  []protocol.Message
 	isl      int
 	persona  metrics.Opt[int]
 	recorded bool
@@ -196,17 +197,17 @@ func (s *stageRun) newSession(st sessionStart) *session {
 		sr: st.sessionRecord(s.clock.ns(st.scheduled)),
 		// Grown as turns are answered: a thinking session holds only the history it has (bench/README.md's third pass:
 		// room for every turn from the start was 7 KiB a session in a 50-turn chat).
-		history:  make([]message, 0, min(1+2*sp.PlannedTurns(), 8)),
+		history:  make([]protocol.Message, 0, min(1+2*sp.PlannedTurns(), 8)),
 		recorded: s.cfg.Scenario.Workload != nil && s.cfg.Scenario.Workload.Dataset != nil && s.cfg.Scenario.Workload.Dataset.History == "recorded",
 		intended: st.scheduled, due: st.scheduled,
-		ordinal: st.ordinal, isl: s.body.toolsTokens,
+		ordinal: st.ordinal, isl: s.body.ToolsTokens(),
 	}
 	if len(s.cfg.Scenario.Target.Models) > 0 {
 		ss.model = s.cfg.Workload.ModelFor(st.ordinal)
 	}
 	if sp.Persona >= 0 { // a dataset's conversation may have no system prompt
 		p := s.cfg.Workload.Personas[sp.Persona]
-		ss.history = append(ss.history, newMessage("system", p.SystemPrompt, p.Tokens))
+		ss.history = append(ss.history, protocol.NewMessage("system", p.SystemPrompt, p.Tokens))
 		ss.isl, ss.persona = ss.isl+p.Tokens, metrics.Some(sp.Persona)
 	}
 	return ss
@@ -240,7 +241,7 @@ func (ss *session) setIntended(k int, turn workload.Turn) {
 // sendTurn sends turn k, whose user message is text (credit issued at credit), and writes its record.
 func (s *stageRun) sendTurn(reqCtx context.Context, ss *session, k int, turn workload.Turn, text string, credit time.Time) *exchange {
 	if ss.pending == nil { // a prepared turn's message is in the history already
-		ss.history = append(ss.history, newMessage("user", text, turn.UserTokens))
+		ss.history = append(ss.history, protocol.NewMessage("user", text, turn.UserTokens))
 		ss.isl += turn.UserTokens
 	}
 	return s.sendRequest(reqCtx, ss, k, 0, turn, credit)
@@ -249,11 +250,11 @@ func (s *stageRun) sendTurn(reqCtx context.Context, ss *session, k int, turn wor
 // prepareTurn adds turn's user message to the history and builds its request's body ahead of its
 // time, under the request id it will go with.
 func (s *stageRun) prepareTurn(ss *session, turn workload.Turn, text string) {
-	ss.history = append(ss.history, newMessage("user", text, turn.UserTokens))
+	ss.history = append(ss.history, protocol.NewMessage("user", text, turn.UserTokens))
 	ss.isl += turn.UserTokens
 	id := newUUID()
 	ss.pending = &pendingBody{id: id,
-		body: s.body.build(nil, ss.model, withNonce(ss.history, s.cfg.Scenario.NonceAt(), id), turn.MaxOutputTokens, turn.ExactOutput)}
+		body: s.body.Build(nil, ss.model, withNonce(ss.history, s.cfg.Scenario.NonceAt(), id), turn.MaxOutputTokens, turn.ExactOutput)}
 }
 
 // expectConn tells the connection pool that a prepared arrival's request is to go soon, so that the
@@ -343,7 +344,7 @@ func (s *stageRun) sendRequest(reqCtx context.Context, ss *session, k, round int
 	ss.slotWait = metrics.Opt[int64]{}
 	if body == nil {
 		// A fresh buffer per request (nil: build sizes it): the transport may still hold the last one.
-		body = s.body.build(nil, ss.model, withNonce(ss.history, s.cfg.Scenario.NonceAt(), ex.rec.XRequestID), turn.MaxOutputTokens, turn.ExactOutput)
+		body = s.body.Build(nil, ss.model, withNonce(ss.history, s.cfg.Scenario.NonceAt(), ex.rec.XRequestID), turn.MaxOutputTokens, turn.ExactOutput)
 	}
 	s.send(reqCtx, ex, body, ss.isl)
 	if ex.rec.ClientPromptTokens.OK { // the messages those tokens came in: a chat template adds some per message
@@ -375,13 +376,13 @@ func (ss *session) addAnswer(turn workload.Turn, ex *exchange, count func(string
 		return
 	}
 	if ss.recorded && turn.RecordedText() != "" {
-		ss.history = append(ss.history, newMessage("assistant", turn.Recorded.Text, turn.Recorded.Tokens))
+		ss.history = append(ss.history, protocol.NewMessage("assistant", turn.Recorded.Text, turn.Recorded.Tokens))
 		ss.isl += turn.Recorded.Tokens
 		return
 	}
 	answer := ex.answer.String()
 	tokens := count(answer)
-	ss.history = append(ss.history, newMessage("assistant", answer, tokens))
+	ss.history = append(ss.history, protocol.NewMessage("assistant", answer, tokens))
 	ss.isl += tokens
 }
 
@@ -389,26 +390,26 @@ func (ss *session) addAnswer(turn workload.Turn, ex *exchange, count func(string
 // id's first 8 characters in brackets — at the start of the first message (workload.nonce: true) or
 // of the first message after the system prompt (after_system), so that no prefix cache can match a
 // request beyond what the workload shares on purpose. The history itself is left as it is.
-func withNonce(history []message, at workload.Nonce, requestID string) []message {
+func withNonce(history []protocol.Message, at workload.Nonce, requestID string) []protocol.Message {
 	if at == "" || len(history) == 0 {
 		return history
 	}
 	i := 0
 	if at == workload.NonceAfterSystem {
-		for i < len(history)-1 && history[i].role == "system" {
+		for i < len(history)-1 && history[i].Role() == "system" {
 			i++
 		}
 	}
-	out := append([]message(nil), history...)
+	out := append([]protocol.Message(nil), history...)
 	m := history[i]
-	out[i] = newMessage(m.role, "["+requestID[:min(8, len(requestID))]+"] "+m.text(), m.tokens)
+	out[i] = protocol.NewMessage(m.Role(), "["+requestID[:min(8, len(requestID))]+"] "+m.Text(), m.Tokens())
 	return out
 }
 
 // recordedMessages are a turn's recorded messages as history entries, sent exactly as the file has
 // them (compacted). Their content, for the completions endpoint's transcript, is the text only.
-func recordedMessages(turn workload.Turn) []message {
-	out := make([]message, 0, len(turn.Recorded.Messages))
+func recordedMessages(turn workload.Turn) []protocol.Message {
+	out := make([]protocol.Message, 0, len(turn.Recorded.Messages))
 	for _, raw := range turn.Recorded.Messages {
 		var m struct {
 			Role    string `json:"role"`
@@ -418,10 +419,10 @@ func recordedMessages(turn workload.Turn) []message {
 		var buf bytes.Buffer
 		if json.Compact(&buf, raw) != nil {
 			text, _ := m.Content.(string)
-			out = append(out, newMessage(m.Role, text, 0))
+			out = append(out, protocol.NewMessage(m.Role, text, 0))
 			continue
 		}
-		out = append(out, message{role: m.Role, encoded: buf.Bytes()})
+		out = append(out, protocol.NewRawMessage(m.Role, buf.Bytes()))
 	}
 	return out
 }

@@ -21,7 +21,7 @@ func (s *stageRun) readPolled(reqCtx context.Context, ex *exchange, body io.Read
 		return nil, false
 	}
 	st = streamReads.Get().(*streamRead)
-	rd := sse.NewReader(nil, s.maxEventBytes)
+	rd := s.api.NewStreamReader(nil, s.maxEventBytes)
 	defer rd.Release()
 	events := &polledEvents{rd: rd, emit: func(ev sse.Event, err error) bool { return s.takeEvent(st, ex, ev, err) }}
 	if err := h1client.ReadPolled(reqCtx, body, drainLimit, events); err != nil {
