@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/plload/plload/cluster"
+	"github.com/plload/plload/metrics"
 )
 
 var updateSlurm = flag.Bool("update-slurm", false, "rewrite testdata/slurm/*.sbatch from the current output")
@@ -384,12 +385,13 @@ func TestSlurmReal(t *testing.T) {
 // and stage 2's merged records are shard 0's.
 func TestSlurmRealKilledShard(t *testing.T) {
 	ctx, exe, dir, sc := realSlurmSetup(t)
-	// plload as the job sees it: task 1's run is killed once its stage 1 records file has a line.
+	// plload as the job sees it: task 1's run is killed once its stage 1 records file has a line
+	// (under the name it has until the stage ends: the kill falls in the middle of stage 1).
 	wrapper := filepath.Join(dir, "plload-killing-1")
 	body := "#!/bin/bash\nif [ \"$1\" = run ] && [ \"$SLURM_PROCID\" = 1 ]; then\n" +
 		"  prev=; for a in \"$@\"; do [ \"$prev\" = --out ] && out=$a; prev=$a; done\n" +
 		"  \"$REAL_PLLOAD\" \"$@\" & pid=$!\n" +
-		"  until [ -s \"$(compgen -G \"$out/*/stage_01/profile_export.jsonl\" | head -n 1)\" ]; do\n" +
+		"  until [ -s \"$(compgen -G \"$out/*/stage_01/profile_export.jsonl" + metrics.WritingSuffix + "\" | head -n 1)\" ]; do\n" +
 		"    kill -0 $pid 2>/dev/null || { echo 'shard 1 ended before it could be killed' >&2; exit 99; }\n" +
 		"    sleep 0.02\n  done\n  kill -9 $pid; echo 'shard 1 killed' >&2; exit 137\nfi\n" +
 		"exec \"$REAL_PLLOAD\" \"$@\"\n"
@@ -410,6 +412,12 @@ func TestSlurmRealKilledShard(t *testing.T) {
 	readJSON(t, filepath.Join(runDir, "merged", "merge.json"), &man)
 	if !man.AllowPartial || len(man.Shards) != 2 || man.Shards[0].Problem != "" || man.Shards[1].Problem == "" {
 		t.Fatalf("merge.json: %+v; want partial, shard 0 whole, shard 1 with its problem", man)
+	}
+	// Stage 1: shard 0's records and every whole line the killed shard had written.
+	killed := countLines(t, filepath.Join(man.Shards[1].Dir, "stage_01", "profile_export.jsonl"+metrics.WritingSuffix))
+	both := countLines(t, filepath.Join(man.Shards[0].Dir, "stage_01", "profile_export.jsonl")) + killed
+	if merged := countLines(t, filepath.Join(runDir, "merged", "stage_01", "profile_export.jsonl")); killed == 0 || merged != both {
+		t.Errorf("stage 1: merged holds %d records; want shard 0's and the killed shard's %d, %d in all", merged, killed, both)
 	}
 	shard0 := countLines(t, filepath.Join(man.Shards[0].Dir, "stage_02", "profile_export.jsonl"))
 	if merged := countLines(t, filepath.Join(runDir, "merged", "stage_02", "profile_export.jsonl")); shard0 == 0 || merged != shard0 {

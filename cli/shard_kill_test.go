@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/plload/plload/cluster"
+	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/resultfiles"
 )
 
@@ -96,9 +97,10 @@ func TestShardKilledMidStage(t *testing.T) {
 		}
 		return dirs[0]
 	}
+	// Records reach the disk during the stage under the name the writer renames at its end.
 	waitFor(t, 60*time.Second, "shard 1's first records on disk", func() bool {
 		d := victimDir()
-		info, err := os.Stat(filepath.Join(d, "stage_01", "profile_export.jsonl"))
+		info, err := os.Stat(filepath.Join(d, "stage_01", "profile_export.jsonl"+metrics.WritingSuffix))
 		return d != "" && err == nil && info.Size() > 0
 	})
 	killedAt := time.Now()
@@ -155,6 +157,23 @@ func TestShardKilledMidStage(t *testing.T) {
 	// the headline one that meets the SLO.
 	if code != exitFailed || !strings.Contains(stdout, "warning: shard 1/3: no report.json") || !strings.Contains(stdout, "shard 1/3 is partial in this stage") {
 		t.Fatalf("merge --allow-partial: exit %d; want 1 (every stage partial) with warnings naming shard 1\n%s%s", code, stdout, stderr)
+	}
+	// Stage 1's merged records are the survivors' and every whole line the killed shard left in the
+	// file it was still writing: none of its measured requests is dropped.
+	want := 0
+	for i, d := range dirs {
+		name := "profile_export.jsonl"
+		if i == victim {
+			name += metrics.WritingSuffix
+		}
+		n := countLines(t, filepath.Join(d, "stage_01", name))
+		if i == victim && n == 0 {
+			t.Fatalf("the killed shard left no records in %s", name)
+		}
+		want += n
+	}
+	if got := countLines(t, filepath.Join(out, "stage_01", "profile_export.jsonl")); got != want {
+		t.Errorf("merged stage 1 has %d records; want %d (the survivors' and the killed shard's whole lines)", got, want)
 	}
 	data, err := os.ReadFile(filepath.Join(out, "merge.json"))
 	if err != nil {

@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -24,6 +25,22 @@ type stagePart struct {
 	shard *shardDir
 	stage *shardStage
 	off   int64
+}
+
+// file is the path of the part's file name. A shard killed during the stage (no stage.json) never
+// renamed the files it was writing: their whole lines are under name+metrics.WritingSuffix, which
+// is read when name itself is not there.
+func (p stagePart) file(name string) string {
+	path := filepath.Join(p.stage.dir, name)
+	if p.stage.report != nil {
+		return path
+	}
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		if _, err := os.Stat(path + metrics.WritingSuffix); err == nil {
+			return path + metrics.WritingSuffix
+		}
+	}
+	return path
 }
 
 // mergeStage merges stage n of every shard into dir/stage_NN and writes its stage.json; nil when no
@@ -122,8 +139,8 @@ func mergeStageFiles(out string, parts []stagePart) ([]byte, recordTally, error)
 		keys = append(keys, perShard[k]...)
 		perShard[k] = nil
 		t.join(tallies[k])
-		files, offs = append(files, filepath.Join(p.stage.dir, "profile_export.jsonl")), append(offs, p.off)
-		if sessions, err = readShardSessions(filepath.Join(p.stage.dir, "sessions.jsonl"), p.off, unfinished, sessions); err != nil {
+		files, offs = append(files, p.file("profile_export.jsonl")), append(offs, p.off)
+		if sessions, err = readShardSessions(p.file("sessions.jsonl"), p.off, unfinished, sessions); err != nil {
 			return nil, t, err
 		}
 		if unfinished { // no stage.json to count them: the records and session lines it left do
@@ -156,7 +173,7 @@ func readParts(parts []stagePart) ([][]recordKey, []recordTally, error) {
 	for k, p := range parts {
 		g.Go(func() error {
 			var err error
-			out[k], tallies[k], _, err = readShardRecords(filepath.Join(p.stage.dir, "profile_export.jsonl"), p.shard.block, p.off, p.stage.report == nil, k)
+			out[k], tallies[k], _, err = readShardRecords(p.file("profile_export.jsonl"), p.shard.block, p.off, p.stage.report == nil, k)
 			return err
 		})
 	}

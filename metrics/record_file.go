@@ -39,6 +39,10 @@ const flushBytes = 256 << 10
 // flushEvery bounds how long a written line waits in memory (and a full disk goes unseen).
 const flushEvery = time.Second
 
+// WritingSuffix is added to a Writer's path until Close renames the file: a process killed during
+// a stage leaves its whole lines under PATH+WritingSuffix (plload merge reads them there).
+const WritingSuffix = ".tmp"
+
 // NewWriter starts the writer goroutine for path with a channel of the given capacity.
 func NewWriter[T JSONAppender](path string, capacity int) (*Writer[T], error) {
 	return NewWriterThen[T](path, capacity, nil)
@@ -47,7 +51,7 @@ func NewWriter[T JSONAppender](path string, capacity int) (*Writer[T], error) {
 // NewWriterThen is NewWriter that also hands each value to after, on the writer goroutine, once it
 // is written (the live display reads records there, off the request path).
 func NewWriterThen[T JSONAppender](path string, capacity int, after func(T)) (*Writer[T], error) {
-	f, err := os.OpenFile(path+".tmp", os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	f, err := os.OpenFile(path+WritingSuffix, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +174,7 @@ func (w *Writer[T]) Close() error {
 	if err := <-w.done; err != nil {
 		// The user knows the file by its final name, not the temporary one the error names.
 		var pe *os.PathError
-		if errors.As(err, &pe) && pe.Path == w.path+".tmp" {
+		if errors.As(err, &pe) && pe.Path == w.path+WritingSuffix {
 			err = pe.Err
 		}
 		switch {
