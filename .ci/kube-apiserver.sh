@@ -4,6 +4,8 @@
 # --dry-run=server). No node, no containers: only the API server's validation, defaulting and admission.
 #
 #   .ci/kube-apiserver.sh      # build (once) and install what is missing; prints where things are
+#   .ci/kube-apiserver.sh node # also kube-controller-manager, kube-scheduler and kubelet, for the
+#                              # one-node cluster of .ci/kube-node.sh
 #   PLLOAD_KUBE=require go test -p 1 -run K8sManifestsPassAPIServer -v ./deploy
 #
 # kube-apiserver and kubectl v1.34.4 are built from k8s.io/kubernetes through a wrapper module in
@@ -20,20 +22,32 @@ base="${PLLOAD_KUBE_DIR:-$HOME/.cache/plload/k8s}"
 bin="$base/bin"
 build="$base/build"
 fail() { echo "kube-apiserver.sh: $*" >&2; exit 1; }
+cmds="kube-apiserver kubectl"
+case "${1:-}" in
+  "") ;;
+  node) cmds="$cmds kube-controller-manager kube-scheduler kubelet" ;;
+  *) fail "unknown argument $1 (accepted: none, or node)" ;;
+esac
 
 # built: both binaries are there and say they are $version (a leftover of another version is rebuilt).
 # Their output is read whole first: under pipefail, grep -q closing the pipe early would fail the check.
 built() {
-  [ -x "$bin/kube-apiserver" ] && [ -x "$bin/kubectl" ] || return 1
-  local a k
-  a=$("$bin/kube-apiserver" --version 2>/dev/null) || return 1
-  k=$("$bin/kubectl" version --client 2>/dev/null) || return 1
-  grep -qx "Kubernetes v$version" <<<"$a" && grep -qx "Client Version: v$version" <<<"$k"
+  local c out
+  for c in $cmds; do
+    [ -x "$bin/$c" ] || return 1
+    if [ "$c" = kubectl ]; then
+      out=$("$bin/kubectl" version --client 2>/dev/null) || return 1
+      grep -qx "Client Version: v$version" <<<"$out" || return 1
+    else
+      out=$("$bin/$c" --version 2>/dev/null) || return 1
+      grep -qx "Kubernetes v$version" <<<"$out" || return 1
+    fi
+  done
 }
 
 if ! built; then
   command -v go >/dev/null || fail "no go on PATH to build kube-apiserver and kubectl"
-  echo "== building kube-apiserver and kubectl v$version in $build (minutes)"
+  echo "== building $cmds v$version in $build (minutes)"
   mkdir -p "$build" "$bin"
   cd "$build"
   # The wrapper module is its own: no workspace, and none of plload's go.mod.
@@ -45,17 +59,10 @@ go 1.24.0
 
 require k8s.io/kubernetes v$version
 EOF
-  # tools.go keeps both commands' packages in the module graph for go mod tidy.
-  cat > tools.go <<'EOF'
-//go:build tools
-
-package tools
-
-import (
-	_ "k8s.io/kubernetes/cmd/kube-apiserver"
-	_ "k8s.io/kubernetes/cmd/kubectl"
-)
-EOF
+  # tools.go keeps the commands' packages in the module graph for go mod tidy.
+  { printf '//go:build tools\n\npackage tools\n\nimport (\n'
+    for c in $cmds; do printf '\t_ "k8s.io/kubernetes/cmd/%s"\n' "$c"; done
+    printf ')\n'; } > tools.go
   # Every staging module, read from k8s.io/kubernetes' own go.mod ("k8s.io/x => ./staging/src/k8s.io/x").
   kmod=$(go mod download -json "k8s.io/kubernetes@v$version" | sed -n 's/^[[:space:]]*"GoMod": "\(.*\)",\{0,1\}$/\1/p')
   [ -s "$kmod" ] || fail "could not download k8s.io/kubernetes@v$version (no network to the Go module proxy?)"
@@ -71,8 +78,10 @@ EOF
   for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ldflags="$ldflags -X $p.gitVersion=v$version -X $p.gitMajor=1 -X $p.gitMinor=$minor -X $p.gitTreeState=clean"
   done
-  CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$bin/" \
-    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl || fail "go build failed in $build"
+  pkgs=""
+  for c in $cmds; do pkgs="$pkgs k8s.io/kubernetes/cmd/$c"; done
+  # shellcheck disable=SC2086 # one word per package
+  CGO_ENABLED=0 go build -trimpath -ldflags "-s -w $ldflags" -o "$bin/" $pkgs || fail "go build failed in $build"
   built || fail "the built binaries in $bin do not report v$version"
 fi
 
@@ -85,7 +94,12 @@ if ! command -v etcd >/dev/null; then
   command -v etcd >/dev/null || fail "etcd-server is installed but no etcd is on PATH"
 fi
 
-echo "kube-apiserver: $bin/kube-apiserver ($("$bin/kube-apiserver" --version))"
-echo "kubectl: $bin/kubectl ($("$bin/kubectl" version --client | head -n 1))"
+for c in $cmds; do
+  if [ "$c" = kubectl ]; then
+    echo "kubectl: $bin/kubectl ($("$bin/kubectl" version --client | head -n 1))"
+  else
+    echo "$c: $bin/$c ($("$bin/$c" --version))"
+  fi
+done
 echo "etcd: $(command -v etcd) ($(etcd --version | head -n 1))"
 echo "the test: PLLOAD_KUBE_BIN=$bin PLLOAD_KUBE=require go test -p 1 -run K8sManifestsPassAPIServer -v ./deploy"

@@ -221,7 +221,7 @@ func (r k8sRun) coordinatorJob() *batchv1.Job {
 	c.Ports = []corev1.ContainerPort{{Name: "coordinator", ContainerPort: CoordinatorPort, Protocol: corev1.ProtocolTCP}}
 	// A barrier and a clock, no load: a small fixed request.
 	c.Resources = resources(Resources{CPUMillicores: 100, MemoryMiB: 64, MemoryLimMiB: 128})
-	return r.job(r.coordinatorName(), ComponentCoordinator, podSpec(c, nil))
+	return r.job(r.coordinatorName(), ComponentCoordinator, podSpec(c, nil), r.p.K8sDeadlineSeconds())
 }
 
 func (r k8sRun) shardJob() *batchv1.Job {
@@ -251,7 +251,7 @@ func (r k8sRun) shardJob() *batchv1.Job {
 	// Shards on different nodes where the cluster allows: two shards on one node share its NIC and CPUs.
 	spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: "kubernetes.io/hostname",
 		WhenUnsatisfiable: corev1.ScheduleAnyway, LabelSelector: &metav1.LabelSelector{MatchLabels: r.labels(ComponentShard)}}}
-	j := r.job(r.run, ComponentShard, spec)
+	j := r.job(r.run, ComponentShard, spec, r.p.K8sDeadlineSeconds())
 	n := int32(r.p.Shards)
 	mode := batchv1.IndexedCompletion
 	j.Spec.CompletionMode, j.Spec.Completions, j.Spec.Parallelism = &mode, &n, &n
@@ -274,18 +274,23 @@ func (r k8sRun) mergeJob() *batchv1.Job {
 	c := r.container("merge", args)
 	c.Resources = resources(Resources{CPUMillicores: 1000, MemoryMiB: 512, MemoryLimMiB: 2048})
 	results := withResults(&c, r.o)
-	j := r.job(r.mergeName(), ComponentMerge, podSpec(c, []corev1.Volume{results}))
+	// A suspended Job's deadline counts from its resumption.
+	j := r.job(r.mergeName(), ComponentMerge, podSpec(c, []corev1.Volume{results}), mergeWaitSeconds-deadlineMargin)
 	// Kubernetes has no Job-after-Job ordering; it starts when resumed (see the header comment).
 	suspend := true
 	j.Spec.Suspend = &suspend
 	return j
 }
 
-func (r k8sRun) job(name, component string, spec corev1.PodSpec) *batchv1.Job {
+// job is a Job of spec that fails by itself after deadline seconds (activeDeadlineSeconds; 0: none).
+// The deadline ends what the printed wait could not: pods that never start (an image that cannot be
+// pulled sits in ImagePullBackOff, unschedulable pods stay Pending) would otherwise hold the Job, and
+// the cluster's resources, forever.
+func (r k8sRun) job(name, component string, spec corev1.PodSpec, deadline int64) *batchv1.Job {
 	// A pod that failed must not run again: a coordinator or shard started again would miss the
 	// run's barrier, and a merge that failed says why in its log.
 	backoff := int32(0)
-	return &batchv1.Job{
+	j := &batchv1.Job{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
 		ObjectMeta: r.meta(name, component),
 		Spec: batchv1.JobSpec{
@@ -296,27 +301,42 @@ func (r k8sRun) job(name, component string, spec corev1.PodSpec) *batchv1.Job {
 			},
 		},
 	}
+	if deadline > 0 {
+		j.Spec.ActiveDeadlineSeconds = &deadline
+	}
+	return j
 }
 
 // joinTimeoutSeconds is JoinTimeout in seconds.
 const joinTimeoutSeconds = 5 * 60
 
 // Bounds of the printed waits: a run with no planned end (a whole trace, a stage ended by count)
-// gets a day, and the merge half an hour.
+// gets a day, and the merge half an hour. Each wait outlasts its Job's deadline by deadlineMargin, so
+// that a Job past its deadline is seen Failed (the controller's lag, one 10 s poll) before the wait
+// gives up.
 const (
 	noEndWaitSeconds = 24 * 60 * 60
 	mergeWaitSeconds = 30 * 60
+	deadlineMargin   = 60
 )
 
-// K8sWaitSeconds bounds the printed wait for the shard Job: the planned run (warmups, durations,
-// drains) with a quarter more for the barriers and the drains' tails, the join timeout (the pods are
-// scheduled and their image pulled one node at a time), and 10 minutes for scheduling, a slow pull and
-// the dataset build.
+// K8sDeadlineSeconds is the coordinator's and the shards' Job deadline (activeDeadlineSeconds): the
+// planned run (warmups, durations, drains) with a quarter more for the barriers and the drains'
+// tails, the join timeout (the pods are scheduled and their image pulled one node at a time), and 10
+// minutes for scheduling, a slow pull and the dataset build. 0 (none) for a run with no planned end.
+func (p *Plan) K8sDeadlineSeconds() int64 {
+	if p.Seconds <= 0 {
+		return 0
+	}
+	return int64(math.Ceil(p.Seconds*1.25)) + joinTimeoutSeconds + 10*60
+}
+
+// K8sWaitSeconds bounds the printed wait for the shard Job: its deadline and the margin.
 func (p *Plan) K8sWaitSeconds() int64 {
 	if p.Seconds <= 0 {
 		return noEndWaitSeconds
 	}
-	return int64(math.Ceil(p.Seconds*1.25)) + joinTimeoutSeconds + 10*60
+	return p.K8sDeadlineSeconds() + deadlineMargin
 }
 
 // waitJob is a POSIX sh command that polls a Job's true conditions until Complete (exit 0), Failed
@@ -366,7 +386,11 @@ func (r k8sRun) header() string {
 		"# pod, the Job fails and stops the other shards.\n")
 	limit := p.K8sWaitSeconds()
 	if p.Seconds <= 0 {
-		b.WriteString("# The scenario has no planned end (a whole trace, or a stage ended by count): the wait below gives up after a day.\n")
+		b.WriteString("# The scenario has no planned end (a whole trace, or a stage ended by count): the Jobs have no deadline, and the wait\n" +
+			"# below gives up after a day.\n")
+	} else {
+		fmt.Fprintf(&b, "# The coordinator's and the shards' Jobs fail by themselves %d s after they start (activeDeadlineSeconds), as when\n"+
+			"# a pod's image cannot be pulled; the merge Job %d s after it is resumed.\n", p.K8sDeadlineSeconds(), mergeWaitSeconds-deadlineMargin)
 	}
 	if o.ResultsPVC == "" {
 		b.WriteString("# No --results-pvc: each shard writes to an emptyDir, lost with its pod; there is no merge Job. Wait for the shards with:\n")

@@ -108,7 +108,38 @@ func TestK8sWaitNoPlannedEnd(t *testing.T) {
 	if got := p.K8sWaitSeconds(); got != 24*60*60 {
 		t.Errorf("wait %d s for a run with no planned end, want a day", got)
 	}
-	if h := generate(t, p, testOptions()).header; !strings.Contains(h, "no planned end") || !strings.Contains(waitLine(t, h), "+ 86400))") {
+	g := generate(t, p, testOptions())
+	if h := g.header; !strings.Contains(h, "no planned end") || !strings.Contains(waitLine(t, h), "+ 86400))") {
 		t.Errorf("the header does not bound the wait at a day, saying why:\n%s", h)
+	}
+	// No deadline on the run's own Jobs: a whole trace may take longer than any guess.
+	for _, c := range []string{ComponentCoordinator, ComponentShard} {
+		if d := g.job(c).Spec.ActiveDeadlineSeconds; d != nil {
+			t.Errorf("%s Job: activeDeadlineSeconds %d for a run with no planned end; want none", c, *d)
+		}
+	}
+}
+
+// TestK8sJobsHaveDeadlines: a Job whose pods never start (an image that cannot be pulled, a pod that
+// cannot be scheduled) fails by itself at its deadline, before the printed wait gives up, so the wait
+// ends on Failed and the cluster gets its resources back. The merge's deadline counts from its
+// resumption and fits inside the merge's wait too.
+func TestK8sJobsHaveDeadlines(t *testing.T) {
+	p := testPlan(t, 2)
+	g := generate(t, p, testOptions())
+	deadline := p.K8sDeadlineSeconds()
+	if deadline < int64(p.Seconds) || deadline >= p.K8sWaitSeconds() {
+		t.Fatalf("deadline %d s for a %v s run, wait %d s: want the run inside the deadline inside the wait", deadline, p.Seconds, p.K8sWaitSeconds())
+	}
+	for _, c := range []string{ComponentCoordinator, ComponentShard} {
+		if d := g.job(c).Spec.ActiveDeadlineSeconds; d == nil || *d != deadline {
+			t.Errorf("%s Job: activeDeadlineSeconds %v; want %d", c, d, deadline)
+		}
+	}
+	if d := g.job(ComponentMerge).Spec.ActiveDeadlineSeconds; d == nil || *d <= 0 || *d >= mergeWaitSeconds {
+		t.Errorf("merge Job: activeDeadlineSeconds %v; want one inside the merge's wait of %d s", d, mergeWaitSeconds)
+	}
+	if !strings.Contains(g.header, "fail by themselves "+strconv.FormatInt(deadline, 10)+" s") {
+		t.Errorf("the header does not state the Jobs' deadline of %d s:\n%s", deadline, g.header)
 	}
 }
