@@ -198,6 +198,7 @@ func (c *checker) rules() {
 	c.loadTokenizer()
 	c.oneOf("target.max_tokens_field", t.MaxTokensField, "max_completion_tokens", "max_tokens")
 	c.oneOf("target.endpoint", t.Endpoint, Endpoints...)
+	c.oneOf("target.http", t.HTTP, HTTPVersions...)
 	for _, k := range ReservedBodyKeys {
 		if _, set := t.ExtraBody[k]; set {
 			c.errorf("target.extra_body."+k, "plload sets %s itself; accepted in extra_body: any other key (engine-specific parameters)", k)

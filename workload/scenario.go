@@ -60,6 +60,9 @@ type Target struct {
 	Headers        map[string]string `yaml:"headers,omitempty"`
 	TLS            TLS               `yaml:"tls,omitempty"`
 	Endpoint       string            `yaml:"endpoint"`
+	// HTTP is the protocol: "1.1", "2" (h2c with prior knowledge on http://, ALPN on https://) or
+	// "auto" (HTTP/2 where TLS negotiates it, else HTTP/1.1).
+	HTTP string `yaml:"http"`
 	// ServerMetricsURL is the target's Prometheus endpoint; empty means <base_url without /v1>/metrics,
 	// "off" turns scraping off.
 	ServerMetricsURL string      `yaml:"server_metrics_url,omitempty"`
@@ -208,6 +211,11 @@ type Output struct {
 // protocol holds each one's request body and answer (its test ties the two lists).
 var Endpoints = []string{"chat", "completions"}
 
+// HTTPVersions are target.http's accepted values; DefaultHTTP is its default.
+var HTTPVersions = []string{"auto", "1.1", "2"}
+
+const DefaultHTTP = "auto"
+
 // ReservedBodyKeys are the request body's keys plload sets itself, which target.extra_body may not
 // set.
 var ReservedBodyKeys = []string{"model", "messages", "prompt", "stream"}
@@ -252,6 +260,9 @@ func (s *Scenario) applyDefaults() {
 	}
 	if t.ExtraBody == nil {
 		t.ExtraBody = map[string]any{}
+	}
+	if t.HTTP == "" {
+		t.HTTP = DefaultHTTP
 	}
 	if t.Endpoint == "" {
 		t.Endpoint = DefaultEndpoint
