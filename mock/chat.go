@@ -263,6 +263,11 @@ func (x *exchange) stall() {
 // reset a TCP RST (SO_LINGER 0), as a crashing server or a middlebox would.
 func (x *exchange) breakConnection(reset bool) {
 	conn, _, err := http.NewResponseController(x.w).Hijack()
+	if errors.Is(err, http.ErrNotSupported) {
+		// HTTP/2: the connection carries other streams, so the fault breaks this stream alone.
+		// ErrAbortHandler is net/http's way to do it (RST_STREAM); the server recovers it quietly.
+		panic(http.ErrAbortHandler)
+	}
 	if err != nil {
 		return
 	}

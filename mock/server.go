@@ -2,6 +2,7 @@ package mock
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -117,11 +118,31 @@ type Running struct {
 	http     *http.Server
 	served   chan struct{} // closed when Serve returns
 	serveErr error
+	caPEM    []byte // the self-signed certificate of a TLS mock (nil: cleartext)
 }
 
-// Start serves the mock on addr ("" = a free port on 127.0.0.1). A non-loopback address is allowed
-// only because the caller named it, and is logged as a warning: the mock has no authentication.
-func Start(cfg Config, addr string) (*Running, error) {
+// Start serves the mock on addr ("" = a free port on 127.0.0.1) without TLS: HTTP/1.1, and HTTP/2
+// with prior knowledge (h2c) on the same port. A non-loopback address is allowed only because the
+// caller named it, and is logged as a warning: the mock has no authentication.
+func Start(cfg Config, addr string) (*Running, error) { return listenAndServe(cfg, addr, false) }
+
+// StartTLS is Start over TLS with a self-signed certificate made for this run (CACertPEM):
+// HTTP/2 or HTTP/1.1, as the client's ALPN asks.
+func StartTLS(cfg Config, addr string) (*Running, error) { return listenAndServe(cfg, addr, true) }
+
+// serverProtocols are the protocols the mock serves: HTTP/1.1 always, HTTP/2 over TLS when the
+// client's ALPN offers it, and h2c when a cleartext client opens with HTTP/2's preface. The
+// handlers and their timing are the same on each: every chunk is written and flushed at its time, a
+// DATA frame on HTTP/2 as a chunk on HTTP/1.1.
+func serverProtocols() *http.Protocols {
+	var p http.Protocols
+	p.SetHTTP1(true)
+	p.SetHTTP2(true)
+	p.SetUnencryptedHTTP2(true)
+	return &p
+}
+
+func listenAndServe(cfg Config, addr string, useTLS bool) (*Running, error) {
 	if addr == "" {
 		addr = "127.0.0.1:0"
 	}
@@ -137,7 +158,17 @@ func Start(cfg Config, addr string) (*Running, error) {
 		slog.Warn("mock: listening on a non-loopback address; anyone who can reach it can use it (no authentication)", "addr", ln.Addr().String())
 	}
 	r := &Running{Server: srv, listener: ln, served: make(chan struct{}),
-		http: &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}}
+		http: &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second, Protocols: serverProtocols()}}
+	if useTLS {
+		host, _, _ := net.SplitHostPort(addr)
+		cert, caPEM, err := selfSigned(host)
+		if err != nil {
+			ln.Close()
+			return nil, err
+		}
+		r.caPEM = caPEM
+		r.http.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	}
 	if cfg.CloseAfterResponse {
 		// A connection turns idle once its answer is written and flushed: close it then, as
 		// llama.cpp does, without the Connection: close that would warn the client.
@@ -147,8 +178,12 @@ func Start(cfg Config, addr string) (*Running, error) {
 			}
 		}
 	}
+	serve := r.http.Serve
+	if useTLS {
+		serve = func(ln net.Listener) error { return r.http.ServeTLS(ln, "", "") }
+	}
 	go func() {
-		if err := r.http.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		if err := serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			r.serveErr = err
 		}
 		close(r.served)
@@ -159,8 +194,17 @@ func Start(cfg Config, addr string) (*Running, error) {
 // Addr is the host:port the mock listens on.
 func (r *Running) Addr() string { return r.listener.Addr().String() }
 
-// BaseURL is the OpenAI base URL of the mock, ending in /v1.
-func (r *Running) BaseURL() string { return "http://" + r.Addr() + "/v1" }
+// BaseURL is the OpenAI base URL of the mock, ending in /v1 (https:// when it serves TLS).
+func (r *Running) BaseURL() string {
+	if r.caPEM != nil {
+		return "https://" + r.Addr() + "/v1"
+	}
+	return "http://" + r.Addr() + "/v1"
+}
+
+// CACertPEM is the PEM of a TLS mock's self-signed certificate, which is its own CA: what a client
+// trusts to reach it (nil for a cleartext mock).
+func (r *Running) CACertPEM() []byte { return r.caPEM }
 
 // Close stops the mock: stalls end, connections close, and it waits (until ctx ends) for handlers.
 func (r *Running) Close(ctx context.Context) error {
