@@ -74,6 +74,7 @@ func (s *stageRun) send(ctx context.Context, ex *exchange, body []byte, islEstim
 				start = time.Now()
 			}
 			conn = info
+			s.conns.got(info)
 		},
 		GotFirstResponseByte: func() { responded.Store(true) },
 	}
@@ -114,6 +115,10 @@ func (s *stageRun) send(ctx context.Context, ex *exchange, body []byte, islEstim
 		resp.Body.Close()
 	}()
 	ack := time.Now()
+	if why := s.conns.answered(resp, s.host); why != "" {
+		s.fail(rec, ack, islEstimate, metrics.ErrTypeTransport, s.scrub(why))
+		return
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		s.httpError(ex, resp, islEstimate)
 		return
@@ -254,7 +259,7 @@ func (s *stageRun) readStream(ctx, reqCtx context.Context, ex *exchange, body io
 		return
 	case !st.done:
 		s.fail(rec, st.last, isl, metrics.ErrTypeTransport,
-			fmt.Sprintf("the stream ended without data: [DONE] after %d token events (truncated answer?)", len(st.tokens)))
+			fmt.Sprintf("the stream ended without %s after %d token events (truncated answer?)", s.api.StreamEnd(), len(st.tokens)))
 		return
 	case len(st.tokens) == 0:
 		ex.heldBack = st.finish == "length" || st.usage != nil && st.usage.HasCompletion && st.usage.CompletionTokens > 0
@@ -415,6 +420,8 @@ func (s *stageRun) transportFailure(stageCtx, reqCtx context.Context, rec *metri
 		s.cancelled(rec, at, isl)
 	case reqCtx.Err() != nil || isTimeout(err):
 		s.fail(rec, at, isl, metrics.ErrTypeTimeout, fmt.Sprintf("no complete answer within target.timeout %s", s.timeout))
+	case s.conns.requireHTTP2 && http2Refused(err, s.host) != "":
+		s.fail(rec, at, isl, metrics.ErrTypeConnect, s.scrub(http2Refused(err, s.host)))
 	case isTLSError(err):
 		s.fail(rec, at, isl, metrics.ErrTypeConnect, s.scrub(fmt.Sprintf("TLS with %s failed: %v (a private CA goes in target.tls.ca_file)", s.host, rootCause(err))))
 	case isDialError(err):
@@ -432,8 +439,12 @@ func (s *stageRun) transportFailure(stageCtx, reqCtx context.Context, rec *metri
 	case errors.Is(err, sse.ErrEventTooLarge):
 		s.fail(rec, at, isl, metrics.ErrTypeTransport, eventTooLarge(s.maxEventBytes))
 	default:
-		if errors.As(err, new(*sse.MalformedError)) {
-			s.fail(rec, at, isl, metrics.ErrTypeTransport, "bad JSON in the stream: "+s.errorText(err))
+		if malformed := (*sse.MalformedError)(nil); errors.As(err, &malformed) {
+			what := "bad JSON in the stream: "
+			if malformed.Err == nil { // valid JSON, but not the API's: another API's events
+				what = "an unexpected event in the stream: "
+			}
+			s.fail(rec, at, isl, metrics.ErrTypeTransport, what+s.errorText(err))
 			return
 		}
 		s.fail(rec, at, isl, metrics.ErrTypeTransport, s.errorText(err))

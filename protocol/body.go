@@ -15,7 +15,8 @@ import (
 // extra_body) are rendered once per stage; the API lays out each turn's history between them.
 type Body struct {
 	api    API
-	prefix []byte // `{"model":...` of target.model
+	input  inputOptions // what the API's input takes from the scenario besides the history
+	prefix []byte       // `{"model":...` of target.model
 	// prefixes are the prefixes of target.models' names, for sessions that ask for one of them.
 	prefixes  map[string][]byte
 	maxField  string // "" when extra_body sets the max-tokens field itself
@@ -32,7 +33,11 @@ type Body struct {
 // plload sets itself is an error naming it.
 func NewBody(api API, sc *workload.Scenario, w *workload.Workload) (*Body, error) {
 	t := sc.Target
-	b := &Body{api: api, maxField: t.MaxTokensField}
+	shape := api.shape()
+	b := &Body{api: api, maxField: t.MaxTokensField, input: inputOptions{cacheControl: t.CacheControl}}
+	if shape.maxField != "" {
+		b.maxField = shape.maxField
+	}
 	modelPrefix := func(name string) []byte {
 		model, _ := json.Marshal(name)
 		return append([]byte(`{"model":`), model...)
@@ -44,19 +49,26 @@ func NewBody(api API, sc *workload.Scenario, w *workload.Workload) (*Body, error
 		}
 		b.prefixes[m.Name] = modelPrefix(m.Name)
 	}
-	reserved := workload.ReservedBodyKeys
+	reserved := append(slices.Clone(workload.ReservedBodyKeys), shape.reserved...)
 	var features bytes.Buffer // what the session's workload adds to every request (docs/scenario.md)
 	if w != nil {
 		if tools := w.ToolsJSON(); tools != nil {
-			reserved = append(slices.Clone(reserved), "tools", "tool_choice")
+			reserved = append(reserved, "tools", "tool_choice")
+			choice := appendString(nil, w.ToolChoice())
+			if shape.tools != nil {
+				var err error
+				if tools, choice, err = shape.tools(tools, w.ToolChoice()); err != nil {
+					return nil, fmt.Errorf("session.tools: %w", err)
+				}
+			}
 			features.WriteString(`,"tools":`)
 			features.Write(tools)
 			b.toolsTokens = sc.Tokenizer().Count(string(tools))
 			features.WriteString(`,"tool_choice":`)
-			features.Write(appendString(nil, w.ToolChoice()))
+			features.Write(choice)
 		}
 		if rf := w.ResponseFormatJSON(); rf != nil {
-			reserved = append(slices.Clone(reserved), "response_format")
+			reserved = append(reserved, "response_format")
 			features.WriteString(`,"response_format":`)
 			features.Write(rf)
 		}
@@ -73,7 +85,7 @@ func NewBody(api API, sc *workload.Scenario, w *workload.Workload) (*Body, error
 	tail.Write(features.Bytes())
 	if sc.Streamed() {
 		tail.WriteString(`,"stream":true`)
-		if _, set := t.ExtraBody["stream_options"]; !set {
+		if _, set := t.ExtraBody["stream_options"]; !set && shape.streamOptions {
 			tail.WriteString(`,"stream_options":{"include_usage":true}`)
 		}
 	} else {
@@ -96,8 +108,32 @@ func NewBody(api API, sc *workload.Scenario, w *workload.Workload) (*Body, error
 		b.maxField = "" // the user's extra_body value wins
 	}
 	_, ignoreSet := t.ExtraBody["ignore_eos"]
-	b.exactOK = !ignoreSet
+	b.exactOK = !ignoreSet && shape.ignoreEOS
 	return b, nil
+}
+
+// shape is how an API's body differs in its fixed parts: what Body renders once per stage.
+type shape struct {
+	// maxField is the max-tokens field the API always sends; "" is target.max_tokens_field.
+	maxField string
+	// streamOptions: a streamed request asks for usage with stream_options.include_usage.
+	streamOptions bool
+	// ignoreEOS: an exact output length is asked for with ignore_eos (vLLM's, SGLang's).
+	ignoreEOS bool
+	// reserved are the body's keys the API sets itself beyond workload.ReservedBodyKeys.
+	reserved []string
+	// tools renders the workload's tools (OpenAI's function tools) and tool_choice in the API's
+	// own shape; nil: as they are.
+	tools func(tools []byte, choice string) (toolsJSON, choiceJSON []byte, err error)
+}
+
+// openAIShape is the fixed parts of OpenAI's chat and completions bodies.
+var openAIShape = shape{streamOptions: true, ignoreEOS: true}
+
+// inputOptions are the scenario's choices an API's input (appendInput) follows besides the history.
+type inputOptions struct {
+	// cacheControl marks prompt-cache breakpoints (target.cache_control; Messages only).
+	cacheControl bool
 }
 
 // ToolsTokens is the tools block's length in the scenario's tokenizer (0 without tools): part of
@@ -120,7 +156,7 @@ func (b *Body) Build(buf []byte, model string, history []Message, maxTokens int,
 		}
 	}
 	buf = append(buf[:0], prefix...)
-	buf = b.api.appendInput(buf, history)
+	buf = b.api.appendInput(buf, history, b.input)
 	if b.maxField != "" {
 		buf = append(buf, `,"`...)
 		buf = append(buf, b.maxField...)

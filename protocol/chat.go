@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"io"
+	"net/http"
 
 	"github.com/plload/plload/sse"
 )
@@ -13,6 +14,12 @@ type chat struct{}
 
 func (chat) Name() string { return "chat" }
 
+func (chat) SetHeaders(h http.Header, apiKey string) { setBearer(h, apiKey) }
+
+func (chat) StreamEnd() string { return "data: [DONE]" }
+
+func (chat) shape() shape { return openAIShape }
+
 func (chat) Path() string { return "/chat/completions" }
 
 func (chat) NewStreamReader(body io.Reader, maxEventBytes int) *sse.Reader {
@@ -21,7 +28,7 @@ func (chat) NewStreamReader(body io.Reader, maxEventBytes int) *sse.Reader {
 
 func (chat) ParseAnswer(body []byte) (sse.Completion, error) { return sse.ParseCompletion(body) }
 
-func (chat) appendInput(buf []byte, history []Message) []byte {
+func (chat) appendInput(buf []byte, history []Message, _ inputOptions) []byte {
 	buf = append(buf, `,"messages":[`...)
 	for i, m := range history {
 		if i > 0 {

@@ -2,6 +2,7 @@ package protocol
 
 import (
 	"io"
+	"net/http"
 	"strings"
 
 	"github.com/plload/plload/sse"
@@ -14,6 +15,12 @@ type completions struct{}
 
 func (completions) Name() string { return "completions" }
 
+func (completions) SetHeaders(h http.Header, apiKey string) { setBearer(h, apiKey) }
+
+func (completions) StreamEnd() string { return "data: [DONE]" }
+
+func (completions) shape() shape { return openAIShape }
+
 func (completions) Path() string { return "/completions" }
 
 func (completions) NewStreamReader(body io.Reader, maxEventBytes int) *sse.Reader {
@@ -24,7 +31,7 @@ func (completions) ParseAnswer(body []byte) (sse.Completion, error) {
 	return sse.ParseCompletion(body)
 }
 
-func (completions) appendInput(buf []byte, history []Message) []byte {
+func (completions) appendInput(buf []byte, history []Message, _ inputOptions) []byte {
 	var sb strings.Builder
 	for _, m := range history {
 		sb.WriteString(m.role)

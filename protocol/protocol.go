@@ -1,5 +1,5 @@
 // Package protocol holds, per HTTP API a target speaks, how a session's turn becomes the request
-// body and how the answer is read: one file per API (chat.go, completions.go) behind the API
+// body and how the answer is read: one file per API (chat.go, completions.go, messages.go) behind the API
 // interface, picked once from target.endpoint (For). The engine sends the body, times the answer's
 // events and makes the record; what an event carries (content, reasoning, tool calls, usage, an
 // error) comes from the API's reader as sse.Events, the same for every API.
@@ -8,6 +8,7 @@ package protocol
 import (
 	"fmt"
 	"io"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -30,9 +31,18 @@ type API interface {
 	// ParseAnswer reads a non-streamed answer's whole body.
 	ParseAnswer(body []byte) (sse.Completion, error)
 
+	// SetHeaders sets the API's own headers on h: its authentication with apiKey ("" sends none)
+	// and any version header the API requires.
+	SetHeaders(h http.Header, apiKey string)
+	// StreamEnd names what ends a whole streamed answer, for the error of a stream cut before it.
+	StreamEnd() string
+
+	// shape is how the body's fixed parts differ from OpenAI's (max-tokens field, stream options,
+	// tools).
+	shape() shape
 	// appendInput appends the turn's input — the body's fields between the model and the
 	// max-tokens field, with their leading comma — for history, which ends with the new message.
-	appendInput(buf []byte, history []Message) []byte
+	appendInput(buf []byte, history []Message, o inputOptions) []byte
 	// inputSize is about how many bytes appendInput adds for history when that is cheap to know,
 	// so the body's buffer is allocated once at its size; 0 when it is not (the buffer grows).
 	inputSize(history []Message) int
@@ -42,6 +52,7 @@ type API interface {
 var apis = map[string]API{
 	"chat":        chat{},
 	"completions": completions{},
+	"messages":    messages{},
 }
 
 // For is the API that target.endpoint names (validated by workload; "" is workload's default).
@@ -63,4 +74,11 @@ func Names() []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// setBearer is OpenAI's authentication: Authorization: Bearer with the key.
+func setBearer(h http.Header, apiKey string) {
+	if apiKey != "" {
+		h.Set("Authorization", "Bearer "+apiKey)
+	}
 }

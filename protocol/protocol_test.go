@@ -26,7 +26,7 @@ func TestEveryEndpointHasItsAPI(t *testing.T) {
 	if api, err := For(""); err != nil || api.Name() != workload.DefaultEndpoint {
 		t.Errorf(`For("") = %v, %v; want the default endpoint %s`, api, err, workload.DefaultEndpoint)
 	}
-	if _, err := For("chat/completions"); err == nil || !strings.Contains(err.Error(), "accepted: chat, completions") {
+	if _, err := For("chat/completions"); err == nil || !strings.Contains(err.Error(), "accepted: chat, completions, messages") {
 		t.Errorf("an unknown endpoint: %v; want an error naming the accepted ones", err)
 	}
 }

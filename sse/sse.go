@@ -1,6 +1,7 @@
-// Package sse reads an OpenAI-style server-sent event stream (chat or completions) into typed events,
-// each stamped with the time the read that completed it returned — before any JSON is parsed, so
-// parsing cost never shows up as latency.
+// Package sse reads a server-sent event stream into typed events, each stamped with the time the
+// read that completed it returned — before any JSON is parsed, so parsing cost never shows up as
+// latency. OpenAI's chat and completions chunks are decoded here (their fast path); another API's
+// events are decoded by the Decoder its reader is made with, this package keeping the framing.
 package sse
 
 import (
@@ -40,7 +41,7 @@ type Event struct {
 	FinishReason string
 	// Usage is the usage object when the message carries a non-empty one.
 	Usage *Usage
-	// Done is set for data: [DONE].
+	// Done is set for data: [DONE], or another API's end of the answer (its Decoder's).
 	Done bool
 	// Err is set for `event: error` or a chunk holding an error object.
 	Err *StreamError
@@ -101,6 +102,12 @@ type MalformedError struct {
 // Data, where it can be masked.
 const MalformedDataMax = 64 << 10
 
+// NewMalformed is a MalformedError for data (kept up to MalformedDataMax bytes): what it should have
+// been, and the decoder's complaint (nil: valid JSON, but not what was expected).
+func NewMalformed(what string, data []byte, err error) *MalformedError {
+	return newMalformed(what, data, err)
+}
+
 func newMalformed(what string, data []byte, err error) *MalformedError {
 	if len(data) > MalformedDataMax {
 		data = data[:MalformedDataMax]
@@ -152,6 +159,20 @@ type Reader struct {
 	line     []byte
 	// skipping: Feed is dropping the rest of a line over the limit.
 	skipping bool
+	// decoder decodes each message's data; nil: OpenAI's chunks (decodeChunk).
+	decoder Decoder
+}
+
+// Decoder decodes the messages of a stream whose events are not OpenAI chunks (Anthropic's
+// Messages API, say) into Events. The Reader frames the stream — lines, fields, the size limit,
+// the read times — and hands each message to Decode, which fills ev (At is set already). An error
+// is returned with ev by Next and Feed as a payload error is: a *MalformedError lets reading go
+// on, and says what was expected. A Decoder is made per stream and may keep state across its
+// messages (an index's tool call, the usage an earlier event gave).
+type Decoder interface {
+	// Decode takes one message: its event name ("" without an event: line; "error" for an error:
+	// line) and its data, joined and trimmed (valid only during the call).
+	Decode(event string, data []byte, ev *Event) error
 }
 
 // readers keeps released Readers with their buffers: a load generator opens a stream per request,
@@ -180,6 +201,15 @@ func NewReader(r io.Reader, maxEventBytes int) *Reader {
 	rd.br.Reset(rd.tr)
 	rd.max = maxEventBytes
 	rd.line, rd.skipping = rd.line[:0], false
+	rd.decoder = nil
+	return rd
+}
+
+// NewDecodingReader reads from r as NewReader does, with each message decoded by d instead of as
+// an OpenAI chunk (nil r: fed with Feed).
+func NewDecodingReader(r io.Reader, maxEventBytes int, d Decoder) *Reader {
+	rd := NewReader(r, maxEventBytes)
+	rd.decoder = d
 	return rd
 }
 
@@ -188,7 +218,7 @@ func NewReader(r io.Reader, maxEventBytes int) *Reader {
 // rather than kept in the pool.
 func (r *Reader) Release() {
 	r.reset()
-	r.tr.r = nil
+	r.tr.r, r.decoder = nil, nil
 	r.br.Reset(nil)
 	if cap(r.data) > 64<<10 || cap(r.line) > 64<<10 || cap(r.comment) > 64<<10 {
 		r.data, r.line, r.comment = nil, nil, nil
@@ -381,6 +411,9 @@ func (r *Reader) dispatch(data []byte) (Event, error) {
 		ev.CommentText = string(r.comment)
 	}
 	data = bytes.TrimSpace(data)
+	if r.decoder != nil {
+		return r.decode(ev, data)
+	}
 	if string(data) == "[DONE]" {
 		ev.Done = true
 		return ev, nil
@@ -393,6 +426,14 @@ func (r *Reader) dispatch(data []byte) (Event, error) {
 		return ev, newMalformed("", data, err)
 	}
 	return ev, nil
+}
+
+// decode hands a message to the Reader's Decoder. It is a function of its own so that only its
+// copy of the event escapes to the heap (the interface call takes its address): were the address
+// taken in dispatch, every OpenAI chunk's event would be allocated too.
+func (r *Reader) decode(ev Event, data []byte) (Event, error) {
+	err := r.decoder.Decode(r.event, data, &ev)
+	return ev, err
 }
 
 // chunk is the part of a streamed chat or completions chunk the reader needs.

@@ -60,6 +60,9 @@ type Target struct {
 	Headers        map[string]string `yaml:"headers,omitempty"`
 	TLS            TLS               `yaml:"tls,omitempty"`
 	Endpoint       string            `yaml:"endpoint"`
+	// CacheControl marks the persona and the history's last message as prompt-cache breakpoints
+	// (cache_control: {type: ephemeral}); endpoint messages only.
+	CacheControl bool `yaml:"cache_control,omitempty"`
 	// HTTP is the protocol: "1.1", "2" (h2c with prior knowledge on http://, ALPN on https://) or
 	// "auto" (HTTP/2 where TLS negotiates it, else HTTP/1.1).
 	HTTP string `yaml:"http"`
@@ -209,7 +212,7 @@ type Output struct {
 
 // Endpoints are target.endpoint's accepted values, one per API a target may speak; package
 // protocol holds each one's request body and answer (its test ties the two lists).
-var Endpoints = []string{"chat", "completions"}
+var Endpoints = []string{"chat", "completions", "messages"}
 
 // HTTPVersions are target.http's accepted values; DefaultHTTP is its default.
 var HTTPVersions = []string{"auto", "1.1", "2"}
