@@ -198,6 +198,7 @@ func (c *checker) rules() {
 	c.loadTokenizer()
 	c.oneOf("target.max_tokens_field", t.MaxTokensField, "max_completion_tokens", "max_tokens")
 	c.oneOf("target.endpoint", t.Endpoint, Endpoints...)
+	c.endpointRules()
 	c.oneOf("target.http", t.HTTP, HTTPVersions...)
 	for _, k := range ReservedBodyKeys {
 		if _, set := t.ExtraBody[k]; set {
