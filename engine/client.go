@@ -24,31 +24,60 @@ import (
 const HTTPClientEnv = "PLLOAD_HTTP_CLIENT"
 
 // newTransports returns the stage's transport and the one a retry uses (a new connection per
-// request). http:// targets get the lean HTTP/1.1 client (package h1client) with its poller
-// unless HTTPClientEnv says otherwise; https:// targets always get net/http.
+// request). target.http picks the protocol (httpProtocols); HTTP/1.1 on http:// targets gets the lean
+// HTTP/1.1 client (package h1client) with its poller unless HTTPClientEnv says otherwise; https://
+// targets and HTTP/2 always get net/http, whose HTTP/2 shares a connection among streams as the
+// server's SETTINGS allow.
 func newTransports(sc *workload.Scenario, baseURL string, maxConns int, getenv func(string) string) (http.RoundTripper, http.RoundTripper, error) {
+	protocols, err := httpProtocols(sc.Target.HTTP, baseURL)
+	if err != nil {
+		return nil, nil, err
+	}
 	switch v := getenv(HTTPClientEnv); {
-	case strings.HasPrefix(baseURL, "http://") && (v == "" || v == "h1-blocking"):
+	case v != "" && v != "net/http" && v != "h1-blocking":
+		return nil, nil, fmt.Errorf("%s=%q: accepted are net/http, h1-blocking, or unset for plload's own HTTP/1.1 client on http:// targets", HTTPClientEnv, v)
+	case strings.HasPrefix(baseURL, "http://") && !protocols.UnencryptedHTTP2() && (v == "" || v == "h1-blocking"):
 		var p *h1client.Poller
 		if v == "" {
 			p, _ = h1client.SharedPoller() // none (not Linux): bodies are read on their requests' goroutines
 		}
 		return h1client.New(h1client.Config{MaxIdle: maxConns + 16, Poller: p}), h1client.New(h1client.Config{NoReuse: true, Poller: p}), nil
-	case v != "" && v != "net/http" && v != "h1-blocking":
-		return nil, nil, fmt.Errorf("%s=%q: accepted are net/http, h1-blocking, or unset for plload's own HTTP/1.1 client on http:// targets", HTTPClientEnv, v)
 	}
-	tr, err := newTransport(sc, maxConns)
+	tr, err := newTransport(sc, baseURL, maxConns, protocols)
 	if err != nil {
 		return nil, nil, err
 	}
 	fresh := tr.Clone()
-	fresh.DisableKeepAlives = true
+	fresh.DisableKeepAlives = true // on HTTP/2 too: the retry's connection carries that one stream
 	return tr, fresh, nil
 }
 
-// newTransport is tuned for load generation: HTTP/1.1 with keep-alive so each in-flight session holds
-// one connection, no compression (it would hide the server's byte timing), and the scenario's TLS.
-func newTransport(sc *workload.Scenario, maxConns int) (*http.Transport, error) {
+// httpProtocols is what target.http allows on baseURL's scheme: "1.1" HTTP/1.1 only; "2" HTTP/2 only
+// (h2c with prior knowledge on http://, offered by ALPN alone on https://); "auto" (or unset)
+// HTTP/2 where TLS negotiates it by ALPN, else HTTP/1.1 — on http:// that is HTTP/1.1, as a client
+// cannot know that a cleartext server speaks HTTP/2 without trying.
+func httpProtocols(version, baseURL string) (*http.Protocols, error) {
+	var p http.Protocols
+	tls := strings.HasPrefix(baseURL, "https://")
+	switch version {
+	case "", workload.DefaultHTTP:
+		p.SetHTTP1(true)
+		p.SetHTTP2(tls)
+	case "1.1":
+		p.SetHTTP1(true)
+	case "2":
+		p.SetHTTP2(tls)
+		p.SetUnencryptedHTTP2(!tls)
+	default:
+		return nil, fmt.Errorf("target.http %q: accepted are %s", version, strings.Join(workload.HTTPVersions, ", "))
+	}
+	return &p, nil
+}
+
+// newTransport is tuned for load generation: keep-alive so each in-flight session holds one
+// HTTP/1.1 connection (or a stream of a shared HTTP/2 one), no compression (it would hide the
+// server's byte timing), the protocols target.http allows, and the scenario's TLS.
+func newTransport(sc *workload.Scenario, baseURL string, maxConns int, protocols *http.Protocols) (*http.Transport, error) {
 	tr := &http.Transport{
 		Proxy:               nil, // a proxy would be measured too; load tests go straight to the target
 		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -57,11 +86,9 @@ func newTransport(sc *workload.Scenario, maxConns int) (*http.Transport, error) 
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true,
 		TLSHandshakeTimeout: 10 * time.Second,
+		Protocols:           protocols,
 	}
-	var protocols http.Protocols
-	protocols.SetHTTP1(true)
-	tr.Protocols = &protocols
-	if strings.HasPrefix(sc.Target.BaseURL, "https://") {
+	if strings.HasPrefix(baseURL, "https://") || strings.HasPrefix(sc.Target.BaseURL, "https://") {
 		cfg := &tls.Config{InsecureSkipVerify: sc.Target.TLS.InsecureSkipVerify} //nolint:gosec // the user asked for it; validate warns
 		if ca := sc.Target.TLS.CAFile; ca != "" {
 			pem, err := os.ReadFile(ca)
@@ -103,6 +130,7 @@ func (s *stageRun) prepareClient() error {
 	if err != nil {
 		return err
 	}
+	s.conns.requireHTTP2 = sc.Target.HTTP == "2"
 	s.client = &http.Client{Transport: tr, CheckRedirect: noRedirects}
 	s.freshClient = &http.Client{Transport: fresh, CheckRedirect: noRedirects}
 	if u, err := url.Parse(s.url); err == nil {

@@ -150,6 +150,11 @@ type StageResult struct {
 	ServerMetricsNote string
 	// Scrapes and ScrapesOK count the stage's scrapes of the server's metrics and those that worked.
 	Scrapes, ScrapesOK int
+	// Connections counts the connections that carried the stage's requests (on HTTP/2 streams
+	// share them); Protocol is the answers' protocol as the server spoke it ("HTTP/2.0", "HTTP/1.1";
+	// both, comma-separated, when they differed; "" when nothing was answered).
+	Connections int
+	Protocol    string
 }
 
 // Run executes every stage in order. It stops at the first stage that fails to run (a write error,
@@ -236,6 +241,7 @@ type stageRun struct {
 	// scheduled is the number of arrivals in an open-loop schedule.
 	scheduled     int
 	counts        counters
+	conns         connTally // the connections that carried the stage and their protocol
 	reason        cancelReason
 	interruptedAt time.Time
 	outages       outageTracker
@@ -376,6 +382,7 @@ func (s *stageRun) recordsLost(res *StageResult, err error, interrupted bool) er
 func (s *stageRun) fillResult(res *StageResult, interrupted bool) {
 	clk, log := s.clock, s.log
 	s.counts.fill(res)
+	s.conns.fill(res)
 	res.Scheduled = s.scheduled
 	res.Records = s.records.Written()
 	res.Partial = interrupted

@@ -74,6 +74,7 @@ func (s *stageRun) send(ctx context.Context, ex *exchange, body []byte, islEstim
 				start = time.Now()
 			}
 			conn = info
+			s.conns.got(info)
 		},
 		GotFirstResponseByte: func() { responded.Store(true) },
 	}
@@ -114,6 +115,10 @@ func (s *stageRun) send(ctx context.Context, ex *exchange, body []byte, islEstim
 		resp.Body.Close()
 	}()
 	ack := time.Now()
+	if why := s.conns.answered(resp, s.host); why != "" {
+		s.fail(rec, ack, islEstimate, metrics.ErrTypeTransport, s.scrub(why))
+		return
+	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		s.httpError(ex, resp, islEstimate)
 		return
@@ -415,6 +420,8 @@ func (s *stageRun) transportFailure(stageCtx, reqCtx context.Context, rec *metri
 		s.cancelled(rec, at, isl)
 	case reqCtx.Err() != nil || isTimeout(err):
 		s.fail(rec, at, isl, metrics.ErrTypeTimeout, fmt.Sprintf("no complete answer within target.timeout %s", s.timeout))
+	case s.conns.requireHTTP2 && http2Refused(err, s.host) != "":
+		s.fail(rec, at, isl, metrics.ErrTypeConnect, s.scrub(http2Refused(err, s.host)))
 	case isTLSError(err):
 		s.fail(rec, at, isl, metrics.ErrTypeConnect, s.scrub(fmt.Sprintf("TLS with %s failed: %v (a private CA goes in target.tls.ca_file)", s.host, rootCause(err))))
 	case isDialError(err):

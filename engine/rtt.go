@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"sort"
 	"time"
 
@@ -28,6 +29,8 @@ func (s *stageRun) measureRTT(ctx context.Context) (metrics.Dist, error) {
 	get := func() (time.Duration, bool) {
 		ctx, cancel := context.WithTimeout(ctx, limit)
 		defer cancel()
+		// The stage's first requests reuse the probe's warm connection: the tally must know it.
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{GotConn: s.conns.probed})
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			failure = err
