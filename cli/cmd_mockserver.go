@@ -3,7 +3,9 @@ package cli
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -31,7 +33,11 @@ func mockserverCommand() *cli.Command {
 			"give the same length, text, error and fault. A chat request with tools gets tool calls at\n" +
 			"--tool-call-rate; one with response_format json_object/json_schema gets a JSON document, valid at\n" +
 			"--json-valid-rate. Binds loopback unless --addr names another address,\n" +
-			"which is logged as a warning. Stops cleanly (exit 0) on SIGINT or SIGTERM.",
+			"which is logged as a warning. HTTP/1.1 and HTTP/2 with prior knowledge (h2c) share the port; with\n" +
+			"--tls it serves https:// instead (HTTP/2 or HTTP/1.1, as the client's ALPN asks) with a certificate\n" +
+			"made for this run, valid for 127.0.0.1, ::1, localhost and the --addr host: --tls-cert-out writes it\n" +
+			"(PEM) for a scenario's target.tls.ca_file, else it is printed after the first line. The timing is the\n" +
+			"same on every protocol: each chunk is written and flushed at its time. Stops cleanly (exit 0) on SIGINT or SIGTERM.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8000", Usage: "listen address (host:port; port 0 picks a free one)"},
 			&cli.StringFlag{Name: "model", Value: d.Model, Usage: "model name listed by /v1/models (requests may name any, unless --models)"},
@@ -65,6 +71,8 @@ func mockserverCommand() *cli.Command {
 			rate("malformed-rate", "share with one malformed JSON chunk"),
 			rate("no-done-rate", "share that end without data: [DONE]"),
 			rate("html-503-rate", "share answered with HTTP 503 and an HTML body"),
+			&cli.BoolFlag{Name: "tls", Usage: "serve https:// with a self-signed certificate made at start (HTTP/2 by ALPN, or HTTP/1.1)"},
+			&cli.StringFlag{Name: "tls-cert-out", Usage: "with --tls: write the certificate (PEM, its own CA) to this file, for target.tls.ca_file"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() > 0 {
@@ -106,12 +114,33 @@ func mockserverCommand() *cli.Command {
 			if err := cfg.Validate(); err != nil {
 				return badInput("mockserver: %v", err)
 			}
-			srv, err := mock.Start(cfg, cmd.String("addr"))
+			useTLS, certOut := cmd.Bool("tls"), cmd.String("tls-cert-out")
+			if certOut != "" && !useTLS {
+				return badInput("mockserver --tls-cert-out needs --tls (a cleartext mock has no certificate)")
+			}
+			start := mock.Start
+			if useTLS {
+				start = mock.StartTLS
+			}
+			srv, err := start(cfg, cmd.String("addr"))
 			if err != nil {
 				return badInput("mockserver: %v (is another server using the port? choose another with --addr)", err)
 			}
-			fmt.Fprintf(cmd.Root().Writer, "plload mock listening on %s (model %s, TTFT %s, %g tok/s per stream)\n",
-				srv.BaseURL(), cfg.Model, cfg.TTFT, cfg.TPS)
+			cert := ""
+			if certOut != "" {
+				if err := writeCertificate(certOut, srv.CACertPEM()); err != nil {
+					shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+					defer cancel()
+					_ = srv.Close(shutdown)
+					return badInput("mockserver --tls-cert-out: %v", err)
+				}
+				cert = ", certificate in " + certOut
+			}
+			fmt.Fprintf(cmd.Root().Writer, "plload mock listening on %s (model %s, TTFT %s, %g tok/s per stream%s)\n",
+				srv.BaseURL(), cfg.Model, cfg.TTFT, cfg.TPS, cert)
+			if useTLS && certOut == "" {
+				fmt.Fprintf(cmd.Root().Writer, "its certificate (trust it with target.tls.ca_file):\n%s", srv.CACertPEM())
+			}
 			ctx, stop := signal.NotifyContext(ctx, syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			select {
@@ -123,6 +152,28 @@ func mockserverCommand() *cli.Command {
 			return srv.Close(shutdown)
 		},
 	}
+}
+
+// writeCertificate writes a TLS mock's certificate through a temporary file beside path, so a
+// client that sees the file sees all of it.
+func writeCertificate(path string, pem []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".plload-mock-cert-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // gone after the rename; removes the leftover on failure
+	if _, err := tmp.Write(pem); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil { // a certificate is public; clients of another user read it
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }
 
 // waitChan runs wait in the background and closes the returned channel when it returns.
