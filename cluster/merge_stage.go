@@ -229,6 +229,12 @@ func sumEngine(parts []stagePart, tally recordTally) resultfiles.EngineCounts {
 		e.NotStarted += g.NotStarted
 		e.Retried += g.Retried
 		e.RetriedAfterClose += g.RetriedAfterClose
+		e.Connections += g.Connections // each shard's client opened its own
+		for _, proto := range strings.Split(g.Protocol, ", ") {
+			if proto != "" && !slices.Contains(strings.Split(e.Protocol, ", "), proto) {
+				e.Protocol = strings.TrimPrefix(e.Protocol+", "+proto, ", ")
+			}
+		}
 		for _, o := range g.Outages {
 			o.From, o.To = shiftStamp(o.From, p.off), shiftStamp(o.To, p.off)
 			e.Outages = append(e.Outages, o)

@@ -236,6 +236,12 @@ type EngineCounts struct {
 	// unreachable for load.abort_after, or a records file could not be written (the disk full: the
 	// text names the file and how many records were lost).
 	Aborted string `json:"aborted,omitempty"`
+	// Protocol is the protocol the answers came in, as the server spoke it ("HTTP/1.1", "HTTP/2.0";
+	// comma-separated when they differed); Connections counts the connections that carried the
+	// stage's requests (on HTTP/2 many streams share one). Both absent when nothing was answered, and
+	// in files written before plload measured them.
+	Protocol    string `json:"protocol,omitempty"`
+	Connections int    `json:"connections,omitempty"`
 }
 
 // withLists returns the counts with Outages [] rather than null (a list is [] in JSON).

@@ -48,7 +48,8 @@ func SummarizeStage(tool string, sc *workload.Scenario, w *workload.Workload, r 
 		sum.Warnings = append(sum.Warnings, reuse) // a stage warning: in stage.json and the report
 	}
 	st := resultfiles.NewStageReport(tool, sc, i, w.Stages[i].SHA256, sum,
-		resultfiles.EngineCounts{Issued: r.Issued, Sessions: r.Sessions, Reused: r.Reused, NotStarted: r.NotStarted, Retried: r.Retried, RetriedAfterClose: r.RetriedAfterClose, Outages: outagesOf(r), Aborted: r.Aborted})
+		resultfiles.EngineCounts{Issued: r.Issued, Sessions: r.Sessions, Reused: r.Reused, NotStarted: r.NotStarted, Retried: r.Retried, RetriedAfterClose: r.RetriedAfterClose, Outages: outagesOf(r), Aborted: r.Aborted,
+			Protocol: r.Protocol, Connections: r.Connections})
 	st.Injector, st.NetworkRTT = r.Injector, r.RTT
 	st.Server = serverSummary(r, sum)
 	if pool := w.Stages[i]; pool.TraceBlocks > 0 {
