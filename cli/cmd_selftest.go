@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/plload/plload/runner"
 	"github.com/plload/plload/selftest"
+	"github.com/plload/plload/workload"
 )
 
 func selftestCommand() *cli.Command {
@@ -32,6 +34,10 @@ func selftestCommand() *cli.Command {
 			"With --target (your own server, which sends no stamps) the steps judge |measured − configured| of\n" +
 			"TTFT and chunk gap, the server's lateness included: the verdict is about the measurement, and it\n" +
 			"blames this machine only where the client's health says it was strained.\n\n" +
+			"--http picks the protocol as a scenario's target.http does (2: h2c on the cleartext mock), --tls serves\n" +
+			"the mock over https:// with a certificate made for the run (auto then negotiates HTTP/2 by ALPN); each\n" +
+			"step line names the protocol and how many connections carried its streams. The bound is the same on\n" +
+			"every protocol.\n\n" +
 			"By default the mock runs as a separate `plload mockserver` process, so the two do not share a Go\n" +
 			"runtime. Exit 0 when the final line states a bound (every step passed, or every step up to N);\n" +
 			"1 when no step holds (the first step broke --bound or failed) or the ladder could not run; 2 for\n" +
@@ -47,6 +53,8 @@ func selftestCommand() *cli.Command {
 			&cli.BoolFlag{Name: "in-process", Usage: "run the mock inside this process instead of its own"},
 			&cli.StringFlag{Name: "target", Usage: "an external known-delay server (OpenAI base URL, .../v1) with the same --ttft and --itl"},
 			&cli.BoolFlag{Name: "busy-poll", Usage: "ask the mock for microsecond send times; it keeps a core busy, which on a 2-core machine starves the client"},
+			&cli.StringFlag{Name: "http", Value: workload.DefaultHTTP, Usage: "the protocol, as target.http: auto (HTTP/2 where TLS negotiates it), 1.1, or 2 (h2c on http://)"},
+			&cli.BoolFlag{Name: "tls", Usage: "serve the bundled mock over https:// with a certificate made for the run"},
 			&cli.BoolFlag{Name: "json", Usage: "print the steps as JSON"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -57,7 +65,14 @@ func selftestCommand() *cli.Command {
 			}
 			cfg := selftest.Config{Ladder: ladder, TTFT: cmd.Duration("ttft"), ITL: cmd.Duration("itl"), Tokens: cmd.Int("tokens"),
 				Warmup: cmd.Duration("warmup"), Duration: cmd.Duration("duration"), Bound: cmd.Duration("bound"),
-				InProcess: cmd.Bool("in-process"), Target: cmd.String("target"), BusyPoll: cmd.Bool("busy-poll")}
+				InProcess: cmd.Bool("in-process"), Target: cmd.String("target"), BusyPoll: cmd.Bool("busy-poll"),
+				HTTP: cmd.String("http"), TLS: cmd.Bool("tls")}
+			if !slices.Contains(workload.HTTPVersions, cfg.HTTP) {
+				return badInput("selftest --http %q: accepted are %s", cfg.HTTP, strings.Join(workload.HTTPVersions, ", "))
+			}
+			if cfg.TLS && cfg.Target != "" {
+				return badInput("selftest --tls serves the bundled mock over TLS; with --target, an https:// URL is TLS already")
+			}
 			switch {
 			case cfg.TTFT < 0 || cfg.ITL <= 0 || cfg.Tokens < 2 || cfg.Duration <= 0 || cfg.Warmup < 0 || cfg.Bound <= 0:
 				return badInput("selftest: --ttft ≥ 0, --itl > 0, --tokens ≥ 2, --duration > 0, --warmup ≥ 0 and --bound > 0 are required")
@@ -71,8 +86,12 @@ func selftestCommand() *cli.Command {
 				if cfg.Target != "" {
 					judged = "the client delay p99 where the server stamps send times, else TTFT/gap |error| p99"
 				}
-				fmt.Fprintf(out, "plload selftest: TTFT %s, a chunk every %s, %d tokens, %s per step (+%s warmup), bound ±%s on %s\n",
-					cfg.TTFT, cfg.ITL, cfg.Tokens, cfg.Duration, cfg.Warmup, cfg.Bound, judged)
+				over := "HTTP " + cfg.HTTP
+				if cfg.TLS {
+					over += " over TLS"
+				}
+				fmt.Fprintf(out, "plload selftest: TTFT %s, a chunk every %s, %d tokens, %s per step (+%s warmup), %s, bound ±%s on %s\n",
+					cfg.TTFT, cfg.ITL, cfg.Tokens, cfg.Duration, cfg.Warmup, over, cfg.Bound, judged)
 			}
 			ctx, stop := runner.Interruptible(ctx, cmd.Root().ErrWriter)
 			defer stop()

@@ -6,6 +6,8 @@ package selftest
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,6 +49,11 @@ type Config struct {
 	Executable string
 	// BusyPoll asks the mock for microsecond sends (it keeps one core busy).
 	BusyPoll bool
+	// HTTP is the protocol the engine speaks (target.http: "auto", "1.1", "2"; "" is auto). TLS
+	// serves the bundled mock over https:// with a certificate made for the run, which the engine
+	// trusts: with HTTP "auto" or "2" that is HTTP/2 by ALPN; on cleartext, "2" is h2c.
+	HTTP string
+	TLS  bool
 	// Progress receives one line per step as it ends (may be nil).
 	Progress io.Writer
 }
@@ -83,8 +90,12 @@ type Step struct {
 	// Judged names the quantity the verdict compared with the bound: "client delay p99" when the
 	// server stamped its send times, else "TTFT/gap |error| p99" (the server's lateness included);
 	// JudgedMs is its value.
-	Judged   string  `json:"judged"`
-	JudgedMs float64 `json:"judged_ms"`
+	// Protocol is the protocol the answers came in (HTTP/1.1, HTTP/2.0) and Connections how many
+	// connections carried the step's streams: on HTTP/2 they share them.
+	Protocol    string  `json:"protocol,omitempty"`
+	Connections int     `json:"connections,omitempty"`
+	Judged      string  `json:"judged"`
+	JudgedMs    float64 `json:"judged_ms"`
 	// Strain lists what injector health found wrong with the client during the step (CPU busy,
 	// waiting for a CPU, scheduler latency), in words; empty when the client was calm.
 	Strain  []string `json:"strain"`
@@ -117,6 +128,7 @@ func Run(ctx context.Context, cfg Config) ([]Step, error) {
 // server is the known-delay server of one step.
 type server struct {
 	url      string
+	caFile   string // a TLS mock's certificate ("" for cleartext, or --target)
 	lateness func(reset bool) (*mock.LatenessStats, error)
 	stop     func()
 }
@@ -129,22 +141,41 @@ func startServer(ctx context.Context, cfg Config) (*server, error) {
 	case cfg.Target != "":
 		return &server{url: strings.TrimRight(cfg.Target, "/"), lateness: func(bool) (*mock.LatenessStats, error) { return nil, nil }, stop: func() {}}, nil
 	case cfg.InProcess:
-		m, err := mock.Start(mc, "")
+		start := mock.Start
+		if cfg.TLS {
+			start = mock.StartTLS
+		}
+		m, err := start(mc, "")
 		if err != nil {
 			return nil, err
 		}
-		return &server{url: m.BaseURL(),
+		caFile, err := writeCA(m.CACertPEM())
+		if err != nil {
+			m.Close(context.Background())
+			return nil, err
+		}
+		return &server{url: m.BaseURL(), caFile: caFile,
 			lateness: func(reset bool) (*mock.LatenessStats, error) { st := m.LatenessSince(reset); return &st, nil },
 			stop: func() {
 				c, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
 				m.Close(c)
+				removeCA(caFile)
 			}}, nil
 	}
 	args := []string{"mockserver", "--addr", "127.0.0.1:0", "--model", mc.Model, "--ttft", cfg.TTFT.String(),
 		"--tps", fmt.Sprint(mc.TPS), "--send-times"}
 	if cfg.BusyPoll {
 		args = append(args, "--busy-poll")
+	}
+	caFile := ""
+	if cfg.TLS {
+		dir, err := os.MkdirTemp("", "plload-selftest-ca-")
+		if err != nil {
+			return nil, err
+		}
+		caFile = filepath.Join(dir, "mock-ca.pem")
+		args = append(args, "--tls", "--tls-cert-out", caFile)
 	}
 	cmd := exec.CommandContext(ctx, cfg.Executable, args...)
 	out, err := cmd.StdoutPipe()
@@ -155,7 +186,7 @@ func startServer(ctx context.Context, cfg Config) (*server, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s mockserver: %w", cfg.Executable, err)
 	}
-	stop := func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() }
+	stop := func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait(); removeCA(caFile) }
 	line, err := bufio.NewReader(out).ReadString('\n')
 	_, rest, found := strings.Cut(line, "listening on ")
 	if err != nil || !found {
@@ -164,12 +195,17 @@ func startServer(ctx context.Context, cfg Config) (*server, error) {
 	}
 	url, _, _ := strings.Cut(rest, " ")
 	statsURL := strings.TrimSuffix(url, "/v1") + "/mock/stats"
-	return &server{url: url, stop: stop, lateness: func(reset bool) (*mock.LatenessStats, error) {
+	stats, err := statsClient(caFile)
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	return &server{url: url, caFile: caFile, stop: stop, lateness: func(reset bool) (*mock.LatenessStats, error) {
 		u := statsURL
 		if reset {
 			u += "?reset=1"
 		}
-		resp, err := http.Get(u)
+		resp, err := stats.Get(u)
 		if err != nil {
 			return nil, err
 		}
@@ -179,16 +215,61 @@ func startServer(ctx context.Context, cfg Config) (*server, error) {
 	}}, nil
 }
 
+// writeCA puts a TLS mock's certificate in a file of its own for the scenario's target.tls.ca_file
+// ("" for a cleartext mock).
+func writeCA(pem []byte) (string, error) {
+	if pem == nil {
+		return "", nil
+	}
+	dir, err := os.MkdirTemp("", "plload-selftest-ca-")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "mock-ca.pem")
+	return path, os.WriteFile(path, pem, 0o644)
+}
+
+// removeCA removes writeCA's file and its folder.
+func removeCA(path string) {
+	if path != "" {
+		os.RemoveAll(filepath.Dir(path))
+	}
+}
+
+// statsClient reads the mock process's /mock/stats, trusting its certificate when it serves TLS.
+func statsClient(caFile string) (*http.Client, error) {
+	if caFile == "" {
+		return http.DefaultClient, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("the mock's certificate: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("the mock's certificate %s holds no PEM certificate", caFile)
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}, Timeout: 10 * time.Second}, nil
+}
+
 // scenario is the step's workload: one persona, turns asking for exactly Tokens tokens (ignore_eos),
 // enough turns to last the stage. The think time is drawn uniformly up to one turn's length so the
 // streams do not move in lockstep (all first tokens in the same millisecond would measure a burst,
 // not the injector); the mock's schedule itself has no jitter.
-func scenario(cfg Config, url string, n int) string {
+func scenario(cfg Config, srv *server, n int) string {
 	perTurn := cfg.TTFT + time.Duration(cfg.Tokens)*cfg.ITL
 	turns := int((cfg.Warmup+cfg.Duration)/perTurn) + 2
+	version := cfg.HTTP
+	if version == "" {
+		version = workload.DefaultHTTP
+	}
+	tlsKey := ""
+	if srv.caFile != "" {
+		tlsKey = fmt.Sprintf(", tls: {ca_file: %q}", srv.caFile)
+	}
 	return fmt.Sprintf(`name: selftest
 seed: 1
-target: {base_url: %q, model: selftest, timeout: 60s, max_tokens_field: max_tokens, extra_body: {ignore_eos: true}}
+target: {base_url: %q, model: selftest, timeout: 60s, max_tokens_field: max_tokens, extra_body: {ignore_eos: true}, http: %q%s}
 personas: {count: 1, system_prompt_tokens: 20}
 session: {turns: %d, user_input_tokens: 10, max_output_tokens: %d, think_time: {min: 0s, max: %s}}
 load:
@@ -198,7 +279,7 @@ load:
   stages: [{concurrency: %d, warmup: %s, duration: %s}]
 slo: {ttft_p95: 1h, itl_p95: 1h, error_rate_max: 1}
 cost: {gpu_hourly_usd: 0}
-`, url, min(turns, 10000), cfg.Tokens, workload.Duration(perTurn), n, workload.Duration(cfg.Warmup), workload.Duration(cfg.Duration))
+`, srv.url, version, tlsKey, min(turns, 10000), cfg.Tokens, workload.Duration(perTurn), n, workload.Duration(cfg.Warmup), workload.Duration(cfg.Duration))
 }
 
 func runStep(ctx context.Context, cfg Config, n int) (Step, error) {
@@ -208,7 +289,7 @@ func runStep(ctx context.Context, cfg Config, n int) (Step, error) {
 		return st, err
 	}
 	defer srv.stop()
-	sc, issues := workload.Parse("selftest.yaml", []byte(scenario(cfg, srv.url, n)), workload.LoadOptions{Getenv: func(string) string { return "" }})
+	sc, issues := workload.Parse("selftest.yaml", []byte(scenario(cfg, srv, n)), workload.LoadOptions{Getenv: func(string) string { return "" }})
 	if err := issues.Err(); err != nil {
 		return st, err
 	}
@@ -233,7 +314,7 @@ func runStep(ctx context.Context, cfg Config, n int) (Step, error) {
 		return st, errors.New("the stage did not run")
 	}
 	res := results[0]
-	st.Injector = res.Injector
+	st.Injector, st.Protocol, st.Connections = res.Injector, res.Protocol, res.Connections
 	if st.MockLateness, err = srv.lateness(false); err != nil {
 		return st, err
 	}
@@ -430,8 +511,12 @@ func StepLine(s Step) string {
 	if l := s.Injector.ReadLagP99Ms; l.OK {
 		wait += fmt.Sprintf(", read lag p99 %.3f ms", l.V)
 	}
-	return fmt.Sprintf("%5d streams: %6d requests, %d errors | TTFT %.0f ms: p50 %.3f p99 %.3f, |error| p99 %.3f | gap %.0f ms: p50 %.3f p99 %.3f, |error| p99 %.3f | %s | %s | start/think lag p99 %.2f/%.2f ms | client CPU busy: %s%s, scheduler latency p99 %.3f ms | %s",
-		s.Concurrency, s.Requests, s.Errors, s.TTFT.ConfiguredMs, s.TTFT.P50Ms, s.TTFT.P99Ms, s.TTFT.AbsErrP99Ms,
+	conns := ""
+	if s.Protocol != "" {
+		conns = fmt.Sprintf(" | %s on %d %s", s.Protocol, s.Connections, plural(s.Connections, "connection", "connections"))
+	}
+	return fmt.Sprintf("%5d streams: %6d requests, %d errors%s | TTFT %.0f ms: p50 %.3f p99 %.3f, |error| p99 %.3f | gap %.0f ms: p50 %.3f p99 %.3f, |error| p99 %.3f | %s | %s | start/think lag p99 %.2f/%.2f ms | client CPU busy: %s%s, scheduler latency p99 %.3f ms | %s",
+		s.Concurrency, s.Requests, s.Errors, conns, s.TTFT.ConfiguredMs, s.TTFT.P50Ms, s.TTFT.P99Ms, s.TTFT.AbsErrP99Ms,
 		s.Gap.ConfiguredMs, s.Gap.P50Ms, s.Gap.P99Ms, s.Gap.AbsErrP99Ms, late, client,
 		s.StartLagP99Ms, s.ThinkLagP99Ms, cpuBusy(s.Injector), wait, s.Injector.SchedLatencyP99Ms, s.Verdict)
 }
