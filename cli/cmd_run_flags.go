@@ -39,7 +39,9 @@ func scenarioFlags() []cli.Flag {
 	return []cli.Flag{
 		s("base-url", "target's OpenAI base URL (http://host:port/v1), or mock for the bundled mock; without a scenario file: required"),
 		s("model", "model name the server serves; without a scenario file: required (not with --base-url mock)"),
-		s("api-key-env", "environment variable holding the API key (sent as Authorization: Bearer)"),
+		s("api-key-env", "environment variable holding the API key (sent as the API's authentication header: Authorization: Bearer, or x-api-key for messages)"),
+		s("endpoint", "the API the target speaks: "+strings.Join(workload.Endpoints, ", ")+" (target.endpoint; default chat)"),
+		s("http", "the HTTP version: auto (HTTP/2 where TLS negotiates it), 1.1, or 2 (h2c on http://) (target.http; default auto)"),
 		s("concurrency", "sessions kept open, one stage per value: 1,4,16 (a session thinking between turns holds no request)"),
 		s("request-rate", "requests per second, open loop (Poisson arrivals unless --arrival), one stage per value: 5,10,20"),
 		s("arrival", "with --request-rate: the arrival process, poisson (default), gamma (bursty, with --cv) or constant"),
@@ -218,6 +220,12 @@ func (d *scenarioDoc) applyFlags() error {
 		"arrival": "load.arrival", "cv": "load.cv", "max-in-flight": "load.max_in_flight", "seed": "seed", "tokenizer": "target.tokenizer"} {
 		if v, ok := fs[flag]; ok {
 			d.set(flag, path, scalar(v))
+		}
+	}
+	// Strings as given: "1.1" and "2" are versions, not numbers.
+	for flag, path := range map[string]string{"endpoint": "target.endpoint", "http": "target.http"} {
+		if v, ok := fs[flag]; ok {
+			d.set(flag, path, strings.TrimSpace(v))
 		}
 	}
 	if v, ok := fs["slo-ttft-p95"]; ok {

@@ -153,7 +153,7 @@ func TestFlagsOverrideTheScenarioFile(t *testing.T) {
 	t.Setenv("PLLOAD_TINY_SECRET", "s")
 	out := t.TempDir()
 	code, stdout, stderr := plload(t, "run", "cli/testdata/tiny.yaml", "--request-rate", "8,12", "--duration", "600ms", "--warmup", "0s",
-		"--osl", "3", "--slo-ttft-p95", "2s", "--gpu-hourly-usd", "4", "--out", out, "--quiet")
+		"--osl", "3", "--slo-ttft-p95", "2s", "--gpu-hourly-usd", "4", "--endpoint", "completions", "--http", "1.1", "--out", out, "--quiet")
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -175,16 +175,18 @@ func TestFlagsOverrideTheScenarioFile(t *testing.T) {
 		Seed       uint64
 		Personas   int
 		SecretMask string
+		Endpoint   string
+		HTTP       string
 	}
 	got := view{Mode: sc.Load.Mode, MaxOutput: sc.Session.MaxOutputTokens, SLO: sc.SLO.LatencyLimits(), Price: *sc.Cost.GPUHourlyUSD,
-		Seed: sc.Seed, Personas: sc.Personas.Count, SecretMask: sc.Target.Headers["X-Api-Key"]}
+		Seed: sc.Seed, Personas: sc.Personas.Count, SecretMask: sc.Target.Headers["X-Api-Key"], Endpoint: sc.Target.Endpoint, HTTP: sc.Target.HTTP}
 	for _, st := range sc.Load.Stages {
 		got.Rates = append(got.Rates, st.Rate.To)
 		got.Durations = append(got.Durations, st.Warmup.String()+"+"+st.Duration.String())
 	}
 	want := view{Mode: workload.ModeRequestRate, Rates: []float64{8, 12}, Durations: []string{"0s+600ms", "0s+600ms"},
 		MaxOutput: withLimit(workload.Constant(3), 1e6), SLO: []workload.SLOLimit{{Metric: "ttft", Stat: "p95", Limit: 2e9}, {Metric: "itl", Stat: "p95", Limit: 100e6}},
-		Price: 4, Seed: 9, Personas: 2, SecretMask: workload.Masked}
+		Price: 4, Seed: 9, Personas: 2, SecretMask: workload.Masked, Endpoint: "completions", HTTP: "1.1"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("scenario after the flags (-want +got):\n%s", diff)
 	}
@@ -223,6 +225,8 @@ func TestBadFlagsExitTwoBeforeTraffic(t *testing.T) {
 		{"cv without gamma", append(good, "--request-rate", "5", "--cv", "2"), []string{`--cv "2": load.cv: cv is the burstiness of arrival: gamma`}},
 		{"max in flight 0", append(good, "--request-rate", "5", "--max-in-flight", "0"), []string{`--max-in-flight "0": load.max_in_flight: found 0; accepted: a whole number ≥ 1`}},
 		{"error rate", append(good, "--request-rate", "5", "--slo-error-rate", "5%"), []string{`--slo-error-rate "5%": slo.error_rate`, "1% is 0.01"}},
+		{"endpoint", append(good, "--concurrency", "1", "--endpoint", "chat/completions"), []string{`--endpoint "chat/completions": target.endpoint: found "chat/completions"; accepted: chat, completions`}},
+		{"http", append(good, "--concurrency", "1", "--http", "3"), []string{`--http "3": target.http: found "3"; accepted: auto, 1.1, 2`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			chats.Store(0) // each case on its own count
