@@ -65,8 +65,8 @@ type usageCounts struct {
 // Anthropic's API, 0 on llama.cpp's, before any token was generated).
 func (c *usageCounts) take(u *messagesUsage, withOutput bool) {
 	set := func(dst *int, has *bool, v *float64) {
-		if v != nil && !math.IsNaN(*v) {
-			*dst, *has = int(*v), true
+		if v != nil {
+			*dst, *has = clampInt(v), true
 		}
 	}
 	set(&c.input, &c.hasInput, u.InputTokens)
@@ -142,7 +142,7 @@ func (d *messagesDecoder) Decode(event string, data []byte, ev *sse.Event) error
 		if b := e.ContentBlock; b != nil {
 			switch b.Type {
 			case "tool_use", "server_tool_use":
-				ev.ToolCalls = []sse.ToolCallDelta{{Index: blockIndex(e.Index), ID: b.ID, Type: "function", Name: b.Name}}
+				ev.ToolCalls = []sse.ToolCallDelta{{Index: clampInt(e.Index), ID: b.ID, Type: "function", Name: b.Name}}
 				ev.ToolCall = b.Name
 			case "text":
 				ev.Content = b.Text
@@ -159,7 +159,7 @@ func (d *messagesDecoder) Decode(event string, data []byte, ev *sse.Event) error
 				ev.Reasoning = dl.Thinking
 			case "input_json_delta":
 				ev.ToolCall = dl.PartialJSON
-				ev.ToolCalls = []sse.ToolCallDelta{{Index: blockIndex(e.Index), Arguments: dl.PartialJSON}}
+				ev.ToolCalls = []sse.ToolCallDelta{{Index: clampInt(e.Index), Arguments: dl.PartialJSON}}
 			}
 			// signature_delta and citations_delta carry no generated text.
 		}
@@ -179,9 +179,11 @@ func (d *messagesDecoder) Decode(event string, data []byte, ev *sse.Event) error
 	return nil
 }
 
-// blockIndex is a content block's index as a tool call's: the API numbers every block of the
-// answer (text, thinking and tool_use alike), which orders the calls as chat's indices do.
-func blockIndex(v *float64) int {
+// clampInt is a JSON number as an int kept inside int32 (0 for none), so that no conversion is
+// implementation-defined: a count, or a content block's index, which is a tool call's index (the
+// API numbers every block of the answer, text, thinking and tool_use alike, which orders the calls
+// as chat's indices do).
+func clampInt(v *float64) int {
 	if v == nil || math.IsNaN(*v) {
 		return 0
 	}

@@ -1,6 +1,7 @@
 package protocol
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"strings"
@@ -235,4 +236,26 @@ func TestMessagesParseAnswer(t *testing.T) {
 	if _, err := api.ParseAnswer(nil); err == nil {
 		t.Error("an empty body was an answer")
 	}
+}
+
+// FuzzMessagesAnswer: any bytes, as a stream or a whole body, give events or errors, never a panic;
+// a stream's reading ends.
+func FuzzMessagesAnswer(f *testing.F) {
+	f.Add([]byte(messagesStream))
+	f.Add([]byte("event: error\ndata: {\"type\":\"error\",\"error\":{\"message\":\"x\"}}\n\n"))
+	f.Add([]byte(`{"type":"message","content":[{"type":"tool_use","id":"t","name":"f","input":{"a":1}}],"usage":{"input_tokens":1e400}}`))
+	api, _ := For("messages")
+	f.Fuzz(func(t *testing.T, data []byte) {
+		rd := api.NewStreamReader(bytes.NewReader(data), 1<<16)
+		for range len(data) + 2 {
+			if _, err := rd.Next(); err != nil {
+				var malformed *sse.MalformedError
+				if !errors.As(err, &malformed) {
+					break
+				}
+			}
+		}
+		rd.Release()
+		_, _ = api.ParseAnswer(data)
+	})
 }
