@@ -27,6 +27,10 @@ type connTally struct {
 	// server that negotiated no ALPN protocol gets HTTP/1.1 from net/http even when only HTTP/2 is
 	// enabled).
 	requireHTTP2 bool
+	// refusal is the first record message that said the server does not speak HTTP/2: the other
+	// streams of that connection fail with net/http's "connection force closed", which is the same
+	// cause and gets the same words while no answer has come over HTTP/2.
+	refusal atomic.Pointer[string]
 }
 
 // probed remembers a connection the RTT probe used, before the stage's first request.
@@ -64,7 +68,7 @@ func (c *connTally) answered(resp *http.Response, host string) string {
 	}
 	c.mu.Unlock()
 	if c.requireHTTP2 && resp.ProtoMajor != 2 {
-		return fmt.Sprintf("target.http is \"2\" but %s answered over %s (its TLS negotiated no HTTP/2 by ALPN): set target.http to auto or 1.1 for this server", host, resp.Proto)
+		return fmt.Sprintf(notHTTP2+"%s answered over %s (its TLS negotiated no HTTP/2 by ALPN): set target.http to auto or 1.1 for this server", host, resp.Proto)
 	}
 	return ""
 }
@@ -77,14 +81,37 @@ func (c *connTally) fill(r *StageResult) {
 	c.mu.Unlock()
 }
 
+// notHTTP2 begins every record message of a target.http "2" stage whose server does not speak
+// HTTP/2, so the preflight can name the fix rather than a TLS or connection problem.
+const notHTTP2 = `target.http is "2" but `
+
+// refused is the record message for err when it shows that the server does not speak HTTP/2, or
+// came after such an error and before any answer (see refusal); "" otherwise.
+func (c *connTally) refused(err error, host string) string {
+	if !c.requireHTTP2 {
+		return ""
+	}
+	if msg := http2Refused(err, host); msg != "" {
+		c.refusal.CompareAndSwap(nil, &msg)
+		return msg
+	}
+	c.mu.Lock()
+	answered := len(c.protos) > 0
+	c.mu.Unlock()
+	if first := c.refusal.Load(); first != nil && !answered {
+		return *first
+	}
+	return ""
+}
+
 // http2Refused rewords the errors of an HTTP/2-only client that met an HTTP/1.1-only server, which
 // would otherwise read as a broken TLS setup or a garbled frame; "" for any other error.
 func http2Refused(err error, host string) string {
 	switch msg := err.Error(); {
 	case strings.Contains(msg, "no application protocol"), strings.Contains(msg, "unsupported application protocols"):
-		return fmt.Sprintf("target.http is \"2\" but %s does not offer HTTP/2 (TLS refused ALPN h2: %v): set target.http to auto or 1.1 for this server", host, rootCause(err))
+		return fmt.Sprintf(notHTTP2+"%s does not offer HTTP/2 (TLS refused ALPN h2: %v): set target.http to auto or 1.1 for this server", host, rootCause(err))
 	case strings.Contains(msg, "looked like an HTTP/1.1 header"):
-		return fmt.Sprintf("target.http is \"2\" but %s answered the HTTP/2 preface in HTTP/1.1: it does not speak h2c (HTTP/2 without TLS); set target.http to 1.1, or use https:// if it speaks HTTP/2 over TLS", host)
+		return fmt.Sprintf(notHTTP2+"%s answered the HTTP/2 preface in HTTP/1.1: it does not speak h2c (HTTP/2 without TLS); set target.http to 1.1, or use https:// if it speaks HTTP/2 over TLS", host)
 	}
 	return ""
 }

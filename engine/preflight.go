@@ -76,6 +76,8 @@ func Preflight(ctx context.Context, cfg Config) (warning string, err error) {
 	fail := func(fix string) (string, error) { return "", &PreflightError{URL: s.url, Problem: problem, Fix: fix} }
 	kind := metrics.FailureKind(rec)
 	switch {
+	case strings.HasPrefix(rec.Error.Message, notHTTP2):
+		return fail("the server does not speak HTTP/2 here: set target.http to auto (HTTP/2 where TLS negotiates it) or 1.1")
 	case kind == "tls":
 		return fail("give the server's CA in target.tls.ca_file (or, for a test server only, target.tls.insecure_skip_verify)")
 	case kind == "refused" || kind == "connect" || kind == "dns":

@@ -420,8 +420,8 @@ func (s *stageRun) transportFailure(stageCtx, reqCtx context.Context, rec *metri
 		s.cancelled(rec, at, isl)
 	case reqCtx.Err() != nil || isTimeout(err):
 		s.fail(rec, at, isl, metrics.ErrTypeTimeout, fmt.Sprintf("no complete answer within target.timeout %s", s.timeout))
-	case s.conns.requireHTTP2 && http2Refused(err, s.host) != "":
-		s.fail(rec, at, isl, metrics.ErrTypeConnect, s.scrub(http2Refused(err, s.host)))
+	case s.conns.refused(err, s.host) != "":
+		s.fail(rec, at, isl, metrics.ErrTypeConnect, s.scrub(s.conns.refused(err, s.host)))
 	case isTLSError(err):
 		s.fail(rec, at, isl, metrics.ErrTypeConnect, s.scrub(fmt.Sprintf("TLS with %s failed: %v (a private CA goes in target.tls.ca_file)", s.host, rootCause(err))))
 	case isDialError(err):
