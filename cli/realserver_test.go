@@ -177,6 +177,45 @@ load:
 	}
 }
 
+// TestRealServerMessages: the same persona sessions through llama-server's Anthropic Messages API
+// (target.endpoint: messages, cache_control breakpoints): no errors; the prompt counts the records
+// take from Messages' usage (input + cache reads) fit the server's tokenizer with slope 1; and the
+// client's cache hit, from cache_read_input_tokens, equals the server's own counters within a point.
+func TestRealServerMessages(t *testing.T) {
+	s := llamaserver.Require(t, llamaserver.ModelOptions{}, llamaserver.Options{Aliases: []string{"tiny"}})
+	sc := realScenario(t, s, "real-messages", "tiny", `  endpoint: messages
+  cache_control: true
+personas:
+  count: 3
+  system_prompt_tokens: {min: 300, max: 500}
+session:
+  turns: {min: 2, max: 4}
+  user_input_tokens: {min: 20, max: 60}
+  max_output_tokens: {min: 8, max: 16}
+  think_time: {min: 100ms, max: 300ms}
+load:
+  mode: concurrency
+  drain_timeout: 60s
+  stages:
+    - {concurrency: 4, warmup: 2s, duration: 12s}
+`)
+	code, out, stages, _ := realRunIn(t, t.TempDir(), sc)
+	checkClean(t, code, out, stages, 1, 0)
+	st := stages[0]
+	client, server := num(t, st, "server.client_cache_hit_same_span"), num(t, st, "server.cache_hit_rate")
+	if client < 0.3 || math.Abs(client-server) > 0.01 {
+		t.Errorf("cache hit over the server's span: client %.4f, server %.4f: want equal within a point", client, server)
+	}
+	agreement, _ := at(st, "summary.prompt_tokens_agreement").(map[string]any)
+	if agreement == nil {
+		t.Fatalf("no prompt_tokens_agreement in stage.json:\n%s", out)
+	}
+	if slope, ok := agreement["slope"].(float64); !ok || math.Abs(slope-1) > 0.01 {
+		t.Errorf("prompt agreement slope %v, want 1 (the tokenizer is the server's): %v", agreement["slope"], agreement)
+	}
+	t.Logf("%v requests; cache hit client %.4f, server %.4f; prompt agreement %v", at(st, "summary.requests.succeeded"), client, server, agreement)
+}
+
 func stageWarnings(st map[string]any) []string {
 	var out []string
 	for _, path := range []string{"summary.warnings", "warnings"} {
