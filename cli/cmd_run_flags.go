@@ -12,6 +12,7 @@ import (
 	"github.com/goccy/go-yaml"
 	"github.com/urfave/cli/v3"
 
+	"github.com/plload/plload/protocol"
 	"github.com/plload/plload/workload"
 )
 
@@ -206,6 +207,9 @@ func (d *scenarioDoc) applyFlags() error {
 		// vllm bench's default: every request sent at once. An open loop needs a finite schedule; a
 		// closed loop is "as fast as the server answers".
 		return badInput("--request-rate %q: inf (vllm bench's \"all at once\") is not a rate; accepted: requests per second such as 20, or for as fast as the server answers --concurrency N (N requests in flight, --requests M to end each stage after M); nothing was sent", fs["request-rate"])
+	}
+	if v := strings.TrimSpace(fs["endpoint"]); strings.HasPrefix(v, "/") {
+		return badInput("--endpoint %q: a path, as vllm bench serve's --endpoint takes; accepted: the API's name, %s (the /v1 goes in --base-url); nothing was sent", v, endpointForPath(v))
 	}
 	if fs["dataset"] != "" && fs["isl"] != "" {
 		return badInput("--isl with --dataset: the dataset's text sets the prompt lengths; accepted: one of them; nothing was sent")
@@ -559,3 +563,20 @@ const flagsHelp = "Without a scenario file the flags make one: synthetic single-
 	"--request-rate is open loop: requests are due on a Poisson schedule drawn from the seed whether\n" +
 	"or not earlier ones have answered (at most load.max_in_flight, 1000, at once; a late one waits and\n" +
 	"its lag is recorded). With --turns above 1, sessions arrive at that rate and their turns follow.\n\n"
+
+// endpointForPath names the API whose path ends v (vllm bench serve's --endpoint /v1/completions is
+// plload's completions), or lists them all.
+func endpointForPath(v string) string {
+	var all []string
+	for _, name := range workload.Endpoints {
+		api, err := protocol.For(name)
+		if err != nil {
+			continue
+		}
+		if strings.HasSuffix(v, api.Path()) {
+			return fmt.Sprintf("here %s (POST …/v1%s)", name, api.Path())
+		}
+		all = append(all, fmt.Sprintf("%s (POST …/v1%s)", name, api.Path()))
+	}
+	return "one of " + strings.Join(all, ", ")
+}

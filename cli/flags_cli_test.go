@@ -226,6 +226,7 @@ func TestBadFlagsExitTwoBeforeTraffic(t *testing.T) {
 		{"max in flight 0", append(good, "--request-rate", "5", "--max-in-flight", "0"), []string{`--max-in-flight "0": load.max_in_flight: found 0; accepted: a whole number ≥ 1`}},
 		{"error rate", append(good, "--request-rate", "5", "--slo-error-rate", "5%"), []string{`--slo-error-rate "5%": slo.error_rate`, "1% is 0.01"}},
 		{"endpoint", append(good, "--concurrency", "1", "--endpoint", "chat/completions"), []string{`--endpoint "chat/completions": target.endpoint: found "chat/completions"; accepted: chat, completions`}},
+		{"vllm's endpoint path", append(good, "--concurrency", "1", "--endpoint", "/v1/completions"), []string{`--endpoint "/v1/completions": a path, as vllm bench serve's --endpoint takes; accepted: the API's name, here completions (POST …/v1/completions)`}},
 		{"http", append(good, "--concurrency", "1", "--http", "3"), []string{`--http "3": target.http: found "3"; accepted: auto, 1.1, 2`}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

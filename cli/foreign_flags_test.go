@@ -25,7 +25,7 @@ func TestForeignAndUnknownFlags(t *testing.T) {
 		{"result-dir", []string{"run", "--result-dir", "x"}, "run: --result-dir is a flag of vllm bench serve, not of plload run; in plload: --out DIR of plload run"},
 		{"host and port typed", []string{"run", "--host", "gpu1", "--port", "9000", "--model", "m"}, "run: --host is a flag of vllm bench serve, not of plload run; in plload: --base-url http://gpu1:9000/v1; nothing was sent"},
 		{"port alone", []string{"run", "--port=9001"}, "run: --port is a flag of vllm bench serve, not of plload run; in plload: --base-url http://127.0.0.1:9001/v1"},
-		{"endpoint", []string{"run", "--endpoint", "/v1/completions"}, "run: --endpoint is a flag of vllm bench serve, not of plload run; in plload: target.endpoint in a scenario file: chat (POST /v1/chat/completions, the default) or completions"},
+		{"endpoint", []string{"search", "--endpoint", "/v1/completions"}, "search: --endpoint is a flag of vllm bench serve, not of plload search; in plload: target.endpoint: the API's name, not its path: chat (POST /v1/chat/completions, the default), completions"},
 		{"backend", []string{"validate", "--backend", "vllm"}, "validate: --backend is a flag of vllm bench serve, not of plload validate; in plload: nothing to pick: plload speaks the OpenAI API, chat completions unless target.endpoint: completions"},
 		{"num-prompts with =", []string{"validate", "--num-prompts=5"}, "validate: --num-prompts is a flag of vllm bench serve, not of plload validate; in plload: --requests N"},
 		{"aiperf request-count", append([]string{"run"}, append(good, "--request-count", "5")...), "run: --request-count is a flag of AIPerf, not of plload run; in plload: --requests N"},
