@@ -34,7 +34,7 @@ type Body struct {
 func NewBody(api API, sc *workload.Scenario, w *workload.Workload) (*Body, error) {
 	t := sc.Target
 	shape := api.shape()
-	b := &Body{api: api, maxField: t.MaxTokensField, input: inputOptions{cacheControl: t.CacheControl}}
+	b := &Body{api: api, maxField: t.MaxTokensField, input: inputOptions{cacheControl: t.CacheControl, serverHistory: t.History == workload.HistoryServer}}
 	if shape.maxField != "" {
 		b.maxField = shape.maxField
 	}
@@ -134,6 +134,18 @@ var openAIShape = shape{streamOptions: true, ignoreEOS: true}
 type inputOptions struct {
 	// cacheControl marks prompt-cache breakpoints (target.cache_control; Messages only).
 	cacheControl bool
+	// serverHistory: the server holds the conversation (target.history: server; Responses only);
+	// previous is what it holds of this request's session (set per request by BuildAfter).
+	serverHistory bool
+	previous      Previous
+}
+
+// Previous is what the server holds of a session's conversation under target.history: server: the
+// id of the session's last answer, and how many of the history's messages that answer stands for
+// (those sent before it and the answer itself). The zero value is nothing: the history goes whole.
+type Previous struct {
+	ID   string
+	Held int
 }
 
 // ToolsTokens is the tools block's length in the scenario's tokenizer (0 without tools): part of
@@ -144,6 +156,13 @@ func (b *Body) ToolsTokens() int { return b.toolsTokens }
 // target.model) into buf (nil: a buffer sized to fit). exact asks for exactly maxTokens
 // (ignore_eos, which vLLM and SGLang honour), unless extra_body decides.
 func (b *Body) Build(buf []byte, model string, history []Message, maxTokens int, exact bool) []byte {
+	return b.BuildAfter(buf, model, history, Previous{}, maxTokens, exact)
+}
+
+// BuildAfter is Build for a session whose server holds prev of its history (target.history:
+// server): an API that can refer to it (Responses' previous_response_id) sends only the rest; every
+// other API, and every other history mode, ignores prev.
+func (b *Body) BuildAfter(buf []byte, model string, history []Message, prev Previous, maxTokens int, exact bool) []byte {
 	prefix := b.prefix
 	if p, ok := b.prefixes[model]; ok {
 		prefix = p
@@ -156,7 +175,9 @@ func (b *Body) Build(buf []byte, model string, history []Message, maxTokens int,
 		}
 	}
 	buf = append(buf[:0], prefix...)
-	buf = b.api.appendInput(buf, history, b.input)
+	input := b.input
+	input.previous = prev
+	buf = b.api.appendInput(buf, history, input)
 	if b.maxField != "" {
 		buf = append(buf, `,"`...)
 		buf = append(buf, b.maxField...)

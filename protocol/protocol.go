@@ -1,5 +1,5 @@
 // Package protocol holds, per HTTP API a target speaks, how a session's turn becomes the request
-// body and how the answer is read: one file per API (chat.go, completions.go, messages.go) behind the API
+// body and how the answer is read: one file per API (chat.go, completions.go, messages.go, responses.go) behind the API
 // interface, picked once from target.endpoint (For). The engine sends the body, times the answer's
 // events and makes the record; what an event carries (content, reasoning, tool calls, usage, an
 // error) comes from the API's reader as sse.Events, the same for every API.
@@ -53,6 +53,7 @@ var apis = map[string]API{
 	"chat":        chat{},
 	"completions": completions{},
 	"messages":    messages{},
+	"responses":   responses{},
 }
 
 // For is the API that target.endpoint names (validated by workload; "" is workload's default).

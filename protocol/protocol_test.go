@@ -193,7 +193,11 @@ func TestNotStreamedBody(t *testing.T) {
 	for _, endpoint := range workload.Endpoints {
 		sc := target(endpoint)
 		sc.Target.Stream = new(bool)
-		if got := build(t, sc, nil, "", conversation()[:2], 5, false); !strings.HasSuffix(got, `"max_tokens":5,"stream":false}`) {
+		field := "max_tokens"
+		if endpoint == "responses" { // the API's only limit field
+			field = "max_output_tokens"
+		}
+		if got := build(t, sc, nil, "", conversation()[:2], 5, false); !strings.HasSuffix(got, `"`+field+`":5,"stream":false}`) {
 			t.Errorf("%s: %s", endpoint, got)
 		}
 	}

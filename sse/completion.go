@@ -18,6 +18,9 @@ type Completion struct {
 	Usage *Usage
 	// Err is the server's error when the body is an error object.
 	Err *StreamError
+	// ResponseID is the answer's id where the API names one a later request may refer to (the
+	// Responses API's previous_response_id); "" otherwise.
+	ResponseID string
 }
 
 // completionJSON is the part of a non-streamed response ParseCompletion reads. Content and arguments

@@ -43,6 +43,9 @@ type Event struct {
 	Usage *Usage
 	// Done is set for data: [DONE], or another API's end of the answer (its Decoder's).
 	Done bool
+	// ResponseID is the answer's id where the API names one a later request may refer to (the
+	// Responses API's previous_response_id); "" otherwise.
+	ResponseID string
 	// Err is set for `event: error` or a chunk holding an error object.
 	Err *StreamError
 	// Comment is set for a message that was only comment lines (keep-alives).

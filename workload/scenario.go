@@ -63,6 +63,10 @@ type Target struct {
 	// CacheControl marks the persona and the history's last message as prompt-cache breakpoints
 	// (cache_control: {type: ephemeral}); endpoint messages only.
 	CacheControl bool `yaml:"cache_control,omitempty"`
+	// History is who holds a session's conversation (endpoint responses only): "client" sends it
+	// whole every turn; "server" stores each answer and sends only what is new with
+	// previous_response_id. Empty on other endpoints.
+	History string `yaml:"history,omitempty"`
 	// HTTP is the protocol: "1.1", "2" (h2c with prior knowledge on http://, ALPN on https://) or
 	// "auto" (HTTP/2 where TLS negotiates it, else HTTP/1.1).
 	HTTP string `yaml:"http"`
@@ -212,7 +216,13 @@ type Output struct {
 
 // Endpoints are target.endpoint's accepted values, one per API a target may speak; package
 // protocol holds each one's request body and answer (its test ties the two lists).
-var Endpoints = []string{"chat", "completions", "messages"}
+var Endpoints = []string{"chat", "completions", "messages", "responses"}
+
+// target.history's accepted values (endpoint responses); HistoryClient is its default there.
+const (
+	HistoryClient = "client"
+	HistoryServer = "server"
+)
 
 // HTTPVersions are target.http's accepted values; DefaultHTTP is its default.
 var HTTPVersions = []string{"auto", "1.1", "2"}
@@ -269,6 +279,9 @@ func (s *Scenario) applyDefaults() {
 	}
 	if t.Endpoint == "" {
 		t.Endpoint = DefaultEndpoint
+	}
+	if t.Endpoint == "responses" && t.History == "" {
+		t.History = HistoryClient
 	}
 	s.mockDefaults()
 	if s.Personas.Source == "" {
