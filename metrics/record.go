@@ -99,6 +99,9 @@ type Record struct {
 	// plload metric, set with ClientPromptTokens): a chat template adds a few tokens per message,
 	// and prompt_tokens_agreement fits them out.
 	ClientPromptMessages Opt[int]
+	// RequestBytes is the request body's size as sent (request_bytes, a plload metric): what a turn
+	// costs on the wire, which the Responses API's server-held history makes smaller.
+	RequestBytes Opt[int]
 	// OutputChars is the Unicode characters of the streamed content (reasoning and tool-call text
 	// included): output_char_count, a plload metric that needs no tokenizer to compare servers.
 	OutputChars Opt[int]

@@ -95,7 +95,10 @@ const (
 	// tagClientPromptMessages is how many messages the request sent (Record.ClientPromptMessages).
 	tagClientPromptMessages = "client_prompt_messages"
 	unitMessages            = "messages"
-	tagPerUserTok           = "output_token_throughput_per_user"
+	// tagRequestBytes is the request body's size (Record.RequestBytes).
+	tagRequestBytes = "request_bytes"
+	unitBytes       = "bytes"
+	tagPerUserTok   = "output_token_throughput_per_user"
 )
 
 // floatMetrics and countMetrics are the record's scalar metrics in the order they are written (the
@@ -127,6 +130,7 @@ var (
 		{"error_isl", unitTokens, func(r *Record) *Opt[int] { return &r.ErrorISL }},
 		{tagClientPromptTokens, unitTokens, func(r *Record) *Opt[int] { return &r.ClientPromptTokens }},
 		{tagClientPromptMessages, unitMessages, func(r *Record) *Opt[int] { return &r.ClientPromptMessages }},
+		{tagRequestBytes, unitBytes, func(r *Record) *Opt[int] { return &r.RequestBytes }},
 		{tagCharCount, unitChars, func(r *Record) *Opt[int] { return &r.OutputChars }},
 		{tagToolCalls, unitCalls, func(r *Record) *Opt[int] { return &r.ToolCalls }},
 		{tagToolCallsInvalid, unitCalls, func(r *Record) *Opt[int] { return &r.ToolCallsInvalid }},

@@ -232,6 +232,7 @@ type rawMetrics struct {
 	ErrorISL              rawMetric[number]  `json:"error_isl"`
 	ClientPromptTokens    rawMetric[number]  `json:"client_prompt_tokens"`
 	ClientPromptMessages  rawMetric[number]  `json:"client_prompt_messages"`
+	RequestBytes          rawMetric[number]  `json:"request_bytes"`
 	OutputChars           rawMetric[number]  `json:"output_char_count"`
 	ToolCalls             rawMetric[number]  `json:"tool_call_count"`
 	ToolCallsInvalid      rawMetric[number]  `json:"tool_call_invalid_arguments"`
@@ -303,6 +304,7 @@ func (m *rawMetrics) apply(rec *Record) error {
 		{"error_isl", &m.ErrorISL.Value, &rec.ErrorISL},
 		{tagClientPromptTokens, &m.ClientPromptTokens.Value, &rec.ClientPromptTokens},
 		{tagClientPromptMessages, &m.ClientPromptMessages.Value, &rec.ClientPromptMessages},
+		{tagRequestBytes, &m.RequestBytes.Value, &rec.RequestBytes},
 		{tagCharCount, &m.OutputChars.Value, &rec.OutputChars},
 		{tagToolCalls, &m.ToolCalls.Value, &rec.ToolCalls},
 		{tagToolCallsInvalid, &m.ToolCallsInvalid.Value, &rec.ToolCallsInvalid},

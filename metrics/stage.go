@@ -70,6 +70,8 @@ type Stage struct {
 	flightStarts, flightEnds         []int64 // of the requests in flight in the window, clipped to it
 	flightArea                       int64   // Σ ns in flight within the window
 	turns                            map[int]*turnCache
+	turnSums                         map[int]*turnSums // TTFT and request sizes by turn (stage_turns.go)
+	sawRequestBytes                  bool
 	s                                StageSummary
 	promptSum, cachedSum             int64
 	promptCount                      int
@@ -243,6 +245,7 @@ func (s *Stage) success(r *Record) {
 	appendOpt(&s.perUser, r.ThroughputPerUser)
 	appendOptInt(&s.isl, r.InputSequenceLength)
 	appendOptInt(&s.osl, r.OutputSequenceLength)
+	s.addTurn(r)
 	if r.TTFT.OK {
 		if r.TurnIndex == 0 {
 			s.ttftFirst = append(s.ttftFirst, r.TTFT.V)

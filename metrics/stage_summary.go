@@ -88,6 +88,9 @@ type StageSummary struct {
 	Batch *BatchResult `json:"-"`
 	// CacheHitByTurn is the cache hit by turn index: entry i is turn i ([] when no request had one).
 	CacheHitByTurn []TurnCacheHit `json:"cache_hit_by_turn"`
+	// ByTurn is the mean TTFT and request size by turn index; absent when no record carried
+	// request_bytes.
+	ByTurn []TurnNumbers `json:"by_turn,omitempty"`
 	// PromptTokensAgreement compares usage.prompt_tokens with the client's count of the same
 	// messages; absent when no request had both.
 	PromptTokensAgreement *PromptAgreement `json:"prompt_tokens_agreement,omitempty"`
@@ -209,6 +212,7 @@ func (s *Stage) Summary() *StageSummary {
 		sum.CacheHit = Some(float64(s.cachedSum) / float64(s.promptSum))
 	}
 	sum.CacheHitByTurn = s.cacheHitByTurn()
+	sum.ByTurn = s.byTurn()
 	sum.PromptTokensAgreement = s.prompts.result()
 	s.feat.result(sum, s.in)
 	s.rates()
