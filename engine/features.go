@@ -95,6 +95,7 @@ func (s *stageRun) readCompletion(ctx, reqCtx context.Context, ex *exchange, bod
 		return
 	}
 	ex.answer.WriteString(c.Content)
+	ex.responseID = c.ResponseID
 	ex.toolCalls.Reset()
 	for i, tc := range c.ToolCalls {
 		ex.toolCalls.Add([]sse.ToolCallDelta{{Index: i, ID: tc.ID, Type: tc.Type, Name: tc.Name, Arguments: tc.Arguments}})

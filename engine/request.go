@@ -34,6 +34,9 @@ type exchange struct {
 	toolCalls     sse.ToolCallAssembler
 	calls         []sse.ToolCall
 	firstToolCall time.Time
+	// responseID is the answer's id where its API names one (Responses'), which the session's next
+	// request refers to under target.history: server.
+	responseID string
 	// retryAfter is a 429's Retry-After, for the slot's backoff.
 	retryAfter time.Duration
 	// heldBack: a stream ended normally without a token event although the server generated
@@ -340,6 +343,9 @@ func (s *stageRun) takeEvent(st *streamRead, ex *exchange, ev sse.Event, err err
 	}
 	if ev.ToolCalls != nil {
 		ex.toolCalls.Add(ev.ToolCalls)
+	}
+	if ev.ResponseID != "" {
+		ex.responseID = ev.ResponseID
 	}
 	if ev.Usage != nil {
 		st.usage = ev.Usage

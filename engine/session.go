@@ -43,6 +43,10 @@ type session struct {
 	// which seeds its tool results.
 	model   string
 	ordinal int
+	// previous is what the server holds of this session's conversation: its last answer's id and
+	// the history messages that answer stands for (target.history: server; Body ignores it
+	// otherwise). The zero value, before an answer with an id, sends the whole history.
+	previous protocol.Previous
 }
 
 // runSession plays one session from the pool: each turn waits for its intended send time (the
@@ -344,9 +348,11 @@ func (s *stageRun) sendRequest(reqCtx context.Context, ss *session, k, round int
 	ss.slotWait = metrics.Opt[int64]{}
 	if body == nil {
 		// A fresh buffer per request (nil: build sizes it): the transport may still hold the last one.
-		body = s.body.Build(nil, ss.model, withNonce(ss.history, s.cfg.Scenario.NonceAt(), ex.rec.XRequestID), turn.MaxOutputTokens, turn.ExactOutput)
+		body = s.body.BuildAfter(nil, ss.model, withNonce(ss.history, s.cfg.Scenario.NonceAt(), ex.rec.XRequestID), ss.previous, turn.MaxOutputTokens, turn.ExactOutput)
 	}
+	ex.rec.RequestBytes = metrics.Some(len(body))
 	s.send(reqCtx, ex, body, ss.isl)
+	ss.remember(ex)
 	if ex.rec.ClientPromptTokens.OK { // the messages those tokens came in: a chat template adds some per message
 		ex.rec.ClientPromptMessages = metrics.Some(len(ss.history))
 	}
@@ -362,6 +368,17 @@ func (s *stageRun) sendRequest(reqCtx context.Context, ss *session, k, round int
 	s.records.Write(&ex.rec)
 	ss.sr.Requests++
 	return ex
+}
+
+// remember keeps what the server holds after ex: an answer with an id stands for the history sent
+// and itself, the one message (its text, or its tool calls) the session adds next; without an
+// answer, or an id, the next request sends the whole history again.
+func (ss *session) remember(ex *exchange) {
+	if !ex.ok() || ex.responseID == "" {
+		ss.previous = protocol.Previous{}
+		return
+	}
+	ss.previous = protocol.Previous{ID: ex.responseID, Held: len(ss.history) + 1}
 }
 
 // addAnswer adds turn's answer to the history: the file's own (history: recorded) or the server's,
