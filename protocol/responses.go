@@ -11,9 +11,9 @@ import (
 )
 
 // responses is OpenAI's Responses API (POST /responses): the persona goes as instructions, the
-// conversation as the input's items — plain messages as {"role","content"} (the reference's easy
-// input message, which is chat's message as plload renders it), an answer's tool calls as
-// function_call items and their results as function_call_output items; the limit is
+// conversation as the input's items — a user's message as {"role","content"} (the reference's easy
+// input message, which is chat's message as plload renders it), an earlier answer as an output
+// message item (the one form llama.cpp takes), its tool calls as function_call items and their results as function_call_output items; the limit is
 // max_output_tokens. With target.history: server every request is stored and a turn after an
 // answered one sends only what is new, with previous_response_id naming that answer. Its stream is
 // named events (response.created, response.output_text.delta, …), which responses_answer.go
@@ -122,8 +122,19 @@ func appendItem(buf []byte, m Message) []byte {
 		return appendFunctionCalls(buf, m)
 	case bytes.Contains(m.encoded, []byte(`"content":[`)):
 		return appendParts(buf, m)
+	case m.role == "assistant":
+		return appendOutputMessage(buf, m.Text())
 	}
 	return append(buf, m.encoded...)
+}
+
+// appendOutputMessage writes an earlier answer's text as the reference's output message item
+// ({"type":"message","role":"assistant","content":[{"type":"output_text",…}]}): llama.cpp takes an
+// assistant's words only in that form, and OpenAI's reference lists it beside the easy message.
+func appendOutputMessage(buf []byte, text string) []byte {
+	buf = append(buf, `{"type":"message","role":"assistant","content":[{"type":"output_text","text":`...)
+	buf = appendString(buf, text)
+	return append(buf, "}]}"...)
 }
 
 // appendFunctionCalls writes an answer that asked for tool calls as the assistant's text message
@@ -144,9 +155,7 @@ func appendFunctionCalls(buf []byte, m Message) []byte {
 	}
 	first := true
 	if msg.Content != nil && *msg.Content != "" {
-		buf = append(buf, `{"role":"assistant","content":`...)
-		buf = appendString(buf, *msg.Content)
-		buf = append(buf, '}')
+		buf = appendOutputMessage(buf, *msg.Content)
 		first = false
 	}
 	for _, c := range msg.ToolCalls {
@@ -163,7 +172,7 @@ func appendFunctionCalls(buf []byte, m Message) []byte {
 		buf = append(buf, '}')
 	}
 	if first { // no text and no calls: an empty answer still holds its place
-		buf = append(buf, `{"role":"assistant","content":""}`...)
+		buf = appendOutputMessage(buf, "")
 	}
 	return buf
 }
@@ -183,9 +192,13 @@ func appendParts(buf []byte, m Message) []byte {
 	if msg.Role == "assistant" {
 		textType = "output_text"
 	}
-	buf = append(buf, `{"role":`...)
-	buf = appendString(buf, msg.Role)
-	buf = append(buf, `,"content":[`...)
+	if msg.Role == "assistant" {
+		buf = append(buf, `{"type":"message","role":"assistant","content":[`...)
+	} else {
+		buf = append(buf, `{"role":`...)
+		buf = appendString(buf, msg.Role)
+		buf = append(buf, `,"content":[`...)
+	}
 	for k, raw := range msg.Content {
 		if k > 0 {
 			buf = append(buf, ',')
