@@ -6,7 +6,8 @@ import (
 )
 
 // What an endpoint's API cannot carry is refused at its key's line, saying what is accepted;
-// messages itself, with cache_control, is valid.
+// messages itself, with cache_control, is valid, and so is responses with either history (client
+// by default).
 func TestEndpointRules(t *testing.T) {
 	const tools = "  tools: {count: 2, schema_tokens: {min: 20, max: 40}}"
 	cases := []struct {
@@ -29,6 +30,18 @@ func TestEndpointRules(t *testing.T) {
 			"plload sends the persona as system itself"},
 		{"messages ignores max_tokens_field", []edit{{5, "  model: m\n  endpoint: messages\n  max_tokens_field: max_completion_tokens"}}, true, "target.max_tokens_field", 7,
 			"always sends max_tokens"},
+		{"history needs responses", []edit{{5, "  model: m\n  history: server"}}, false, "target.history", 6,
+			`found "server" with target.endpoint chat; accepted: history only with endpoint responses (client or server`},
+		{"history on messages", []edit{{5, "  model: m\n  endpoint: messages\n  history: client"}}, false, "target.history", 7,
+			`found "client" with target.endpoint messages; accepted: history only with endpoint responses`},
+		{"history is client or server", []edit{{5, "  model: m\n  endpoint: responses\n  history: both"}}, false, "target.history", 7,
+			`found "both"; accepted: client, server`},
+		{"responses has no response_format", []edit{{5, "  model: m\n  endpoint: responses"}, {9, "session:\n  response_format: {type: json_object}"}}, false, "session.response_format", 11,
+			"the Responses API has no response_format"},
+		{"responses sets store itself", []edit{{5, "  model: m\n  endpoint: responses\n  extra_body: {store: true}"}}, false, "target.extra_body.store", 7,
+			"plload sets store from target.history"},
+		{"responses sends max_output_tokens", []edit{{5, "  model: m\n  endpoint: responses\n  extra_body: {max_tokens: 9}"}}, false, "target.extra_body.max_tokens", 7,
+			"the Responses API's limit is max_output_tokens"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -44,5 +57,13 @@ func TestEndpointRules(t *testing.T) {
 	_, issues := Parse("t.yaml", []byte(applyEdits(edit{5, "  model: m\n  endpoint: messages\n  cache_control: true"}, edit{9, "session:\n" + tools})), LoadOptions{Getenv: noEnv})
 	if err := issues.Err(); err != nil {
 		t.Errorf("messages with cache_control and tools: %v", err)
+	}
+	for _, history := range []string{"", "\n  history: client", "\n  history: server"} {
+		sc, issues := Parse("t.yaml", []byte(applyEdits(edit{5, "  model: m\n  endpoint: responses" + history}, edit{9, "session:\n" + tools})), LoadOptions{Getenv: noEnv})
+		if err := issues.Err(); err != nil {
+			t.Errorf("responses with tools%s: %v", history, err)
+		} else if want := strings.TrimPrefix(history, "\n  history: "); sc.Target.History != want && !(want == "" && sc.Target.History == HistoryClient) {
+			t.Errorf("responses%s: history %q", history, sc.Target.History)
+		}
 	}
 }
