@@ -73,5 +73,6 @@ func Comparison(runs []Run) string {
 		fmt.Fprintf(&b, "%s: %s\n", r.Name, resultfiles.HeadlineLine(r.Stages))
 	}
 	b.WriteString("\n" + stageTables(rowsOf(runs), len(runs) > 1))
+	b.WriteString(turnsSection(rowsOf(runs), len(runs) > 1))
 	return b.String()
 }

@@ -221,5 +221,5 @@ const columnNotes = "\nColumns: load is the concurrency (c=), the session arriva
 // and outages, the server's view and the injector's health.
 func sections(rows []runStage, withRun bool, extraWarnings []string) string {
 	return warningsSection(rows, withRun, extraWarnings) + errorsSection(rows, withRun) + engineSection(rows, withRun) +
-		connectionsSection(rows, withRun) + serverSection(rows, withRun) + injectorSection(rows, withRun)
+		connectionsSection(rows, withRun) + serverSection(rows, withRun) + injectorSection(rows, withRun) + turnsSection(rows, withRun)
 }
