@@ -396,3 +396,108 @@ func TestRealServerSearch(t *testing.T) {
 		}
 	}
 }
+
+// TestRealServerResponses: the Responses API with the conversation held by the client, against
+// llama-server's /v1/responses: no errors; the prompt counts from input_tokens fit the server's
+// tokenizer (slope 1); the client's cache hit (input_tokens_details.cached_tokens over input_tokens)
+// equals the server's own counters within a point; every record carries request_bytes, and
+// stage.json's by_turn shows them by turn.
+func TestRealServerResponses(t *testing.T) {
+	s := llamaserver.Require(t, llamaserver.ModelOptions{}, llamaserver.Options{Aliases: []string{"tiny"}})
+	sc := realScenario(t, s, "real-responses", "tiny", `  endpoint: responses
+  history: client
+personas:
+  count: 3
+  system_prompt_tokens: {min: 300, max: 500}
+session:
+  turns: {min: 2, max: 4}
+  user_input_tokens: {min: 20, max: 60}
+  max_output_tokens: {min: 8, max: 16}
+  think_time: {min: 100ms, max: 300ms}
+load:
+  mode: concurrency
+  drain_timeout: 60s
+  stages:
+    - {concurrency: 4, warmup: 2s, duration: 12s}
+`)
+	code, out, stages, _ := realRunIn(t, t.TempDir(), sc)
+	checkClean(t, code, out, stages, 1, 0)
+	st := stages[0]
+	client, server := num(t, st, "server.client_cache_hit_same_span"), num(t, st, "server.cache_hit_rate")
+	if client < 0.3 || math.Abs(client-server) > 0.01 {
+		t.Errorf("cache hit over the server's span: client %.4f, server %.4f: want equal within a point", client, server)
+	}
+	agreement, _ := at(st, "summary.prompt_tokens_agreement").(map[string]any)
+	if agreement == nil {
+		t.Fatalf("no prompt_tokens_agreement in stage.json:\n%s", out)
+	}
+	if slope, ok := agreement["slope"].(float64); !ok || math.Abs(slope-1) > 0.01 {
+		t.Errorf("prompt agreement slope %v, want 1 (the tokenizer is the server's): %v", agreement["slope"], agreement)
+	}
+	turns, _ := at(st, "summary.by_turn").([]any)
+	if len(turns) < 2 {
+		t.Fatalf("by_turn %v", at(st, "summary.by_turn"))
+	}
+	for _, e := range turns {
+		if b, _ := e.(map[string]any)["request_bytes_mean"].(float64); b <= 0 {
+			t.Errorf("by_turn entry without request bytes: %v", e)
+		}
+	}
+	t.Logf("%v requests; cache hit client %.4f, server %.4f; prompt agreement %v; by turn %v", at(st, "summary.requests.succeeded"), client, server, agreement, turns)
+}
+
+// TestRealServerResponsesServerHistory: llama-server refuses previous_response_id, so with the
+// conversation held by the server every session's first turn is answered and every later one is an
+// error record that carries llama.cpp's own message and the fix (target.history: client), never a
+// silent success or a zero; the error-rate SLO fails the run.
+func TestRealServerResponsesServerHistory(t *testing.T) {
+	s := llamaserver.Require(t, llamaserver.ModelOptions{}, llamaserver.Options{Aliases: []string{"tiny"}})
+	sc := realScenario(t, s, "real-responses-server", "tiny", `  endpoint: responses
+  history: server
+personas:
+  count: 2
+  system_prompt_tokens: {min: 100, max: 200}
+session:
+  turns: {min: 2, max: 2}
+  user_input_tokens: {min: 20, max: 40}
+  max_output_tokens: {min: 8, max: 12}
+  think_time: {min: 50ms, max: 100ms}
+load:
+  mode: concurrency
+  drain_timeout: 60s
+  stages:
+    - {concurrency: 2, duration: 4s}
+slo: {error_rate_max: 0.01}
+`)
+	code, out, _, dir := realRunIn(t, t.TempDir(), sc)
+	if code == 0 || !strings.Contains(out, "llama.cpp does not support 'previous_response_id'") || !strings.Contains(out, "needs target.history: client") {
+		t.Errorf("exit %d; want a failed SLO and the server's refusal with the fix in the output:\n%s", code, out)
+	}
+	recs, _ := filepath.Glob(filepath.Join(dir, "stage_01", "profile_export.jsonl"))
+	if len(recs) != 1 {
+		t.Fatalf("no records:\n%s", out)
+	}
+	data, _ := os.ReadFile(recs[0])
+	first, refused := 0, 0
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var r map[string]any
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		turn := at(r, "metadata.turn_index").(float64)
+		msg, _ := at(r, "error.message").(string)
+		switch {
+		case turn == 0 && msg == "":
+			first++
+		case turn > 0 && strings.Contains(msg, "llama.cpp does not support 'previous_response_id'"):
+			refused++
+		case turn > 0 && at(r, "metadata.was_cancelled") == true:
+		default:
+			t.Errorf("turn %v: error %q", turn, msg)
+		}
+	}
+	if first == 0 || refused == 0 {
+		t.Errorf("%d first turns answered, %d later turns refused in llama.cpp's words:\n%s", first, refused, out)
+	}
+	t.Logf("exit %d; %d first turns answered, %d later turns refused", code, first, refused)
+}

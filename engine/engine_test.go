@@ -222,7 +222,7 @@ var (
 		"input_sequence_length": "tokens", "output_token_count": "tokens", "reasoning_token_count": "tokens",
 		"output_sequence_length": "tokens", "usage_prompt_tokens": "tokens", "usage_completion_tokens": "tokens",
 		"usage_total_tokens": "tokens", "usage_prompt_cache_read_tokens": "tokens", "error_isl": "tokens", "output_char_count": "chars", "client_prompt_tokens": "tokens",
-		"client_prompt_messages": "messages", "tool_call_count": "calls", "tool_call_invalid_arguments": "calls", "time_to_first_tool_call": "ms"}
+		"client_prompt_messages": "messages", "request_bytes": "bytes", "tool_call_count": "calls", "tool_call_invalid_arguments": "calls", "time_to_first_tool_call": "ms"}
 )
 
 func isInt(v any) bool {

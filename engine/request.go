@@ -22,6 +22,7 @@ import (
 	"github.com/plload/plload/engine/h1client"
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/sse"
+	"github.com/plload/plload/workload"
 )
 
 // exchange is one request: what to send and, afterwards, what came back.
@@ -229,9 +230,17 @@ func (s *stageRun) httpError(ex *exchange, resp *http.Response, islEstimate int)
 		message = "Retry-After: " + ra + "; " + message
 		ex.retryAfter = parseRetryAfter(ra, end)
 	}
+	if resp.StatusCode >= 400 && resp.StatusCode < 500 && s.cfg.Scenario.Target.History == workload.HistoryServer && strings.Contains(message, "previous_response_id") {
+		message = historyHint + message // before the server's text, so the cut never drops it
+	}
 	rec.Error = &metrics.RecordError{Code: metrics.Some(resp.StatusCode), Type: text,
 		Message: s.scrubCut(message, maxMessageBytes)}
 }
+
+// historyHint goes before a server's refusal that names previous_response_id under target.history:
+// server: a server that keeps no responses (llama.cpp's), or has let this one go, cannot continue
+// a conversation it does not hold (docs/apis.md).
+const historyHint = "the server refused previous_response_id (target.history: server); a server that keeps no responses needs target.history: client: "
 
 // redirectMessage says what plload did with a 3xx answer to Location (its client follows none).
 func redirectMessage(location string) string {

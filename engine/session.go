@@ -350,8 +350,10 @@ func (s *stageRun) sendRequest(reqCtx context.Context, ss *session, k, round int
 		// A fresh buffer per request (nil: build sizes it): the transport may still hold the last one.
 		body = s.body.BuildAfter(nil, ss.model, withNonce(ss.history, s.cfg.Scenario.NonceAt(), ex.rec.XRequestID), ss.previous, turn.MaxOutputTokens, turn.ExactOutput)
 	}
-	ex.rec.RequestBytes = metrics.Some(len(body))
 	s.send(reqCtx, ex, body, ss.isl)
+	if ex.rec.Error == nil { // an error record carries error_isl alone (docs/records.md, AIPerf's layout)
+		ex.rec.RequestBytes = metrics.Some(len(body))
+	}
 	ss.remember(ex)
 	if ex.rec.ClientPromptTokens.OK { // the messages those tokens came in: a chat template adds some per message
 		ex.rec.ClientPromptMessages = metrics.Some(len(ss.history))
