@@ -175,3 +175,22 @@ func TestResponsesBadInputAndFailures(t *testing.T) {
 		t.Errorf("whole failure: HTTP %d %s", status, body)
 	}
 }
+
+// Fuzz the mock's reading of a Responses request (its input items, tools and tool_choice): never
+// a panic, whatever a client sends.
+func FuzzResponsesRequest(f *testing.F) {
+	f.Add([]byte(`{"model":"m","instructions":"x","input":[{"role":"user","content":"hi"},{"type":"message","role":"assistant","content":[{"type":"output_text","text":"a"}]},{"type":"function_call","call_id":"c","name":"f","arguments":"{}"},{"type":"function_call_output","call_id":"c","output":"r"}],"tools":[{"type":"function","name":"f"}],"tool_choice":{"type":"function","name":"f"}}`))
+	f.Add([]byte(`{"input":"hi","tool_choice":{}}`))
+	f.Add([]byte(`{"input":[{"type":"function_call_output","output":[{"type":"input_text"}]}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var rr responsesRequest
+		if json.Unmarshal(data, &rr) != nil {
+			return
+		}
+		in, err := messagesOf(rr.Input)
+		if err != nil {
+			return
+		}
+		_, _ = rr.chatRequest(in[:len(in)/2], in[len(in)/2:])
+	})
+}
