@@ -172,6 +172,7 @@ func shardStageJSON(t *testing.T, src map[string]any, out string, i, n int, off,
 	eng["issued"], eng["sessions"] = records, sessions
 	if i != 0 {
 		eng["reused_sessions"], eng["never_started"], eng["retried_requests"] = 0, 0, 0
+		delete(eng, "connections") // shard 0's, as the counts above: the merge sums the shards' own
 	}
 	writeJSONMap(t, filepath.Join(out, "stage.json"), st)
 }
