@@ -91,13 +91,13 @@ func (c *connTally) refused(err error, host string) string {
 	if !c.requireHTTP2 {
 		return ""
 	}
-	if msg := http2Refused(err, host); msg != "" {
-		c.refusal.CompareAndSwap(nil, &msg)
-		return msg
-	}
 	c.mu.Lock()
 	answered := len(c.protos) > 0
 	c.mu.Unlock()
+	if msg := http2Refused(err, host, answered); msg != "" {
+		c.refusal.CompareAndSwap(nil, &msg)
+		return msg
+	}
 	if first := c.refusal.Load(); first != nil && !answered {
 		return *first
 	}
@@ -106,12 +106,35 @@ func (c *connTally) refused(err error, host string) string {
 
 // http2Refused rewords the errors of an HTTP/2-only client that met an HTTP/1.1-only server, which
 // would otherwise read as a broken TLS setup or a garbled frame; "" for any other error.
-func http2Refused(err error, host string) string {
+//   - TLS without ALPN h2: the handshake names the protocols.
+//   - h2c: a server answering the preface with an HTTP/1.1 status line is recognised by net/http; one
+//     that answers with bare bytes (Python's http.server sends an HTML 505 without a status line)
+//     reads as an oversized or garbled first frame: taken as a refusal only before the stage's
+//     first answer, when no HTTP/2 server causes them.
+func http2Refused(err error, host string, answered bool) string {
+	garbled := func(msg string) bool {
+		return !answered && (strings.Contains(msg, "http2: frame too large") || strings.Contains(msg, "connection error: PROTOCOL_ERROR"))
+	}
 	switch msg := err.Error(); {
 	case strings.Contains(msg, "no application protocol"), strings.Contains(msg, "unsupported application protocols"):
 		return fmt.Sprintf(notHTTP2+"%s does not offer HTTP/2 (TLS refused ALPN h2: %v): set target.http to auto or 1.1 for this server", host, rootCause(err))
-	case strings.Contains(msg, "looked like an HTTP/1.1 header"):
-		return fmt.Sprintf(notHTTP2+"%s answered the HTTP/2 preface in HTTP/1.1: it does not speak h2c (HTTP/2 without TLS); set target.http to 1.1, or use https:// if it speaks HTTP/2 over TLS", host)
+	case strings.Contains(msg, "looked like an HTTP/1.1 header"), garbled(msg):
+		return fmt.Sprintf(notHTTP2+"%s did not answer the HTTP/2 preface in HTTP/2 (%v): it does not speak h2c (HTTP/2 without TLS); set target.http to 1.1, or use https:// if it speaks HTTP/2 over TLS", host, rootCause(err))
 	}
 	return ""
+}
+
+// streamReset is the error code of an HTTP/2 stream the server reset ("INTERNAL_ERROR"), or "".
+// net/http's bundled HTTP/2 keeps its StreamError type unexported; its text is the only handle.
+func streamReset(err error) string {
+	msg := err.Error()
+	i := strings.Index(msg, "stream error: stream ID ")
+	if i < 0 || !strings.Contains(msg, "received from peer") {
+		return ""
+	}
+	parts := strings.Split(msg[i:], "; ")
+	if len(parts) < 2 {
+		return "reset"
+	}
+	return parts[1]
 }

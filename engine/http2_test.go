@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/mock"
 	"github.com/plload/plload/timingtier"
 	"github.com/plload/plload/workload"
@@ -124,17 +126,23 @@ func TestHTTP2AgainstAnHTTP1OnlyServer(t *testing.T) {
 	noALPN.StartTLS()
 	noALPN.TLS.NextProtos = nil // httptest offered http/1.1; this server offers nothing by ALPN
 	defer noALPN.Close()
+	// Python's http.server answers the preface with a bare HTML page, no status line: to an HTTP/2
+	// client, a first frame far over its size limit.
+	bare := rawServer(t, func(c net.Conn) {
+		c.Read(make([]byte, 64))
+		io.WriteString(c, "<!DOCTYPE HTML>\n<html><body><h1>Error response</h1><p>Error code: 505</p></body></html>\n")
+	})
 	for _, tc := range []struct {
-		name string
-		ts   *httptest.Server
-		want string
+		name, url string
+		want      string
 	}{
-		{"h2c", cleartext, "does not speak h2c"},
-		{"TLS without h2 in ALPN", alpnH1, "does not offer HTTP/2"},
-		{"TLS without ALPN", noALPN, "answered over HTTP/1.1"},
+		{"h2c", cleartext.URL, "does not speak h2c"},
+		{"h2c, a bare HTML answer", bare, "does not speak h2c"},
+		{"TLS without h2 in ALPN", alpnH1.URL, "does not offer HTTP/2"},
+		{"TLS without ALPN", noALPN.URL, "answered over HTTP/1.1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			text := withHTTP(tc.ts.URL+"/v1", "2", "", "  mode: concurrency\n  stages:\n    - {concurrency: 2, duration: 300ms}")
+			text := withHTTP(tc.url+"/v1", "2", "", "  mode: concurrency\n  stages:\n    - {concurrency: 2, duration: 300ms}")
 			text = strings.Replace(text, "  http: \"2\"", "  http: \"2\"\n  tls: {insecure_skip_verify: true}", 1)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
@@ -170,6 +178,72 @@ func TestHTTP2AgainstAnHTTP1OnlyServer(t *testing.T) {
 			var pe *PreflightError
 			if !errors.As(err, &pe) || !strings.Contains(pe.Fix, "set target.http to auto") || !strings.Contains(pe.Problem, tc.want) {
 				t.Fatalf("preflight: %v", err)
+			}
+		})
+	}
+}
+
+// rawServer serves each connection with handle and closes it, on a loopback port of the test's; it
+// returns its http:// URL.
+func rawServer(t *testing.T, handle func(net.Conn)) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return // closed at the test's end
+			}
+			go func() { defer c.Close(); handle(c) }()
+		}
+	}()
+	return "http://" + ln.Addr().String()
+}
+
+// TestHTTP2ClosedOrResetWordedAsHTTP1: a server that closes the connection before answering is
+// said to have done so over HTTP/2 as over HTTP/1.1 (not a stream cut mid-answer), and a stream the
+// server resets mid-answer (the mock's reset fault, RST_STREAM on HTTP/2) is a reset, as a TCP RST
+// is on HTTP/1.1: the report's kinds of failure do not depend on the protocol.
+func TestHTTP2ClosedOrResetWordedAsHTTP1(t *testing.T) {
+	closing := rawServer(t, func(c net.Conn) { // reads the whole request (so the close is a FIN, not an RST)
+		buf := make([]byte, 64<<10)
+		for {
+			c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+			if _, err := c.Read(buf); err != nil {
+				return
+			}
+		}
+	})
+	resetting, _ := startRealMock(t, false, func(c *mock.Config) { c.Faults = map[mock.FaultKind]float64{mock.FaultReset: 1} })
+	stage := "  mode: concurrency\n  stages:\n    - {concurrency: 2, duration: 300ms}"
+	for _, tc := range []struct {
+		name, base, version, want, kind string
+	}{
+		{"closed, HTTP/1.1", closing + "/v1", "1.1", "closed the connection before answering", "closed"},
+		{"closed, h2c", closing + "/v1", "2", "closed the connection before answering", "closed"},
+		{"reset, HTTP/1.1", resetting, "1.1", "reset", "reset"},
+		{"reset, h2c", resetting, "2", "reset the stream (HTTP/2 RST_STREAM", "reset"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			_, dir, _ := runScenario(t, ctx, withHTTP(tc.base, tc.version, "", stage))
+			recs := readRecords(t, filepath.Join(dir, "stage_01", "profile_export.jsonl"))
+			if len(recs) == 0 {
+				t.Fatal("no records")
+			}
+			for _, r := range recs {
+				e, _ := r["error"].(map[string]any)
+				msg, _ := e["message"].(string)
+				typ, _ := e["type"].(string)
+				kind := metrics.FailureKind(&metrics.Record{Error: &metrics.RecordError{Type: typ, Message: msg}})
+				if !strings.Contains(msg, tc.want) || kind != tc.kind {
+					t.Fatalf("record error %q (kind %q); want %q, kind %q", msg, kind, tc.want, tc.kind)
+				}
 			}
 		})
 	}

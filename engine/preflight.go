@@ -77,7 +77,13 @@ func Preflight(ctx context.Context, cfg Config) (warning string, err error) {
 	kind := metrics.FailureKind(rec)
 	switch {
 	case strings.HasPrefix(rec.Error.Message, notHTTP2):
-		return fail("the server does not speak HTTP/2 here: set target.http to auto (HTTP/2 where TLS negotiates it) or 1.1")
+		// The record's message ends with the same fix: say it once.
+		for _, sep := range []string{": set target.http", "; set target.http"} {
+			if i := strings.Index(problem, sep); i > 0 {
+				problem = problem[:i]
+			}
+		}
+		return fail("set target.http to auto (HTTP/2 where TLS negotiates it) or 1.1, or use https:// where the server speaks HTTP/2 over TLS")
 	case kind == "tls":
 		return fail("give the server's CA in target.tls.ca_file (or, for a test server only, target.tls.insecure_skip_verify)")
 	case kind == "refused" || kind == "connect" || kind == "dns":
@@ -102,7 +108,7 @@ func Preflight(ctx context.Context, cfg Config) (warning string, err error) {
 	case rec.Error.Code.OK && rec.Error.Code.V >= 400 && rec.Error.Code.V < 500 && rec.Error.Code.V != metrics.StatusTooManyRequests:
 		return fail(fmt.Sprintf("the server refused the request itself: check target.model (%q), target.max_tokens_field (%s) and target.extra_body", sc.Target.Model, sc.Target.MaxTokensField))
 	case kind == "not SSE":
-		return fail("the server did not stream Server-Sent Events: is target.base_url an OpenAI-compatible API?")
+		return fail(fmt.Sprintf("the server did not stream Server-Sent Events: does target.base_url serve the %s API (target.endpoint)?", s.api.Name()))
 	case kind == "stream error":
 		return fail("the server answered with an error inside the stream: check target.model and target.extra_body")
 	}

@@ -447,8 +447,18 @@ func (s *stageRun) transportFailure(stageCtx, reqCtx context.Context, rec *metri
 			how = "reset (TCP RST)"
 		}
 		s.fail(rec, at, isl, metrics.ErrTypeTransport, s.scrub(fmt.Sprintf("the server %s the connection before answering: %v", how, rootCause(err))))
+	case !rec.RequestAckNs.OK && errors.Is(err, io.ErrUnexpectedEOF):
+		// HTTP/2's transport says so of a connection the server closed before any answer.
+		s.fail(rec, at, isl, metrics.ErrTypeTransport, s.scrub(fmt.Sprintf("the server closed the connection before answering: %v", rootCause(err))))
 	case errors.Is(err, syscall.ECONNRESET):
 		s.fail(rec, at, isl, metrics.ErrTypeTransport, "the server reset the connection (TCP RST) mid-answer")
+	case streamReset(err) != "":
+		// HTTP/2: the server ended this request's stream (RST_STREAM); the connection carries others.
+		when := "mid-answer"
+		if !rec.RequestAckNs.OK {
+			when = "before answering"
+		}
+		s.fail(rec, at, isl, metrics.ErrTypeTransport, fmt.Sprintf("the server reset the stream (HTTP/2 RST_STREAM, %s) %s", streamReset(err), when))
 	case errors.Is(err, io.ErrUnexpectedEOF):
 		s.fail(rec, at, isl, metrics.ErrTypeTransport, "the connection closed mid-answer (stream cut)")
 	case errors.Is(err, sse.ErrEventTooLarge):

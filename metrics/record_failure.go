@@ -51,7 +51,7 @@ func FailureKind(r *Record) string {
 			return "reset"
 		case has("before answering"):
 			return "closed"
-		case has("closed mid-answer", "stream cut", "without data: [done]", "closed the connection"):
+		case has("closed mid-answer", "stream cut", "without data: [done]", "stream ended without", "closed the connection"):
 			return "stream cut"
 		case has("bad json", "event was over"):
 			return "bad stream"
