@@ -27,11 +27,12 @@ func (c *checker) endpointRules() {
 	if s.Session.ResponseFormat != nil {
 		c.errorf("session.response_format", "the Messages API has no response_format; accepted: response_format with target.endpoint chat")
 	}
-	for _, k := range []string{"stream_options", "system", "max_completion_tokens"} {
+	for _, k := range []string{"stream_options", "system", "max_tokens", "max_completion_tokens"} {
 		if _, set := t.ExtraBody[k]; set {
 			why := map[string]string{
 				"stream_options":        "the Messages API has no stream_options (its stream always carries usage)",
 				"system":                "plload sends the persona as system itself",
+				"max_tokens":            "plload sends max_tokens itself, each request's from session.max_output_tokens (the estimates and the length checks use it)",
 				"max_completion_tokens": "the Messages API's limit is max_tokens, which plload always sends",
 			}[k]
 			c.errorf("target.extra_body."+k, "%s; accepted with endpoint messages: any other key the server takes", why)

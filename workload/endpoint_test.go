@@ -28,6 +28,8 @@ func TestEndpointRules(t *testing.T) {
 			"the Messages API has no stream_options"},
 		{"messages sends its own system", []edit{{5, "  model: m\n  endpoint: messages\n  extra_body: {system: x}"}}, false, "target.extra_body.system", 7,
 			"plload sends the persona as system itself"},
+		{"messages sends its own max_tokens", []edit{{5, "  model: m\n  endpoint: messages\n  extra_body: {max_tokens: 5}"}}, false, "target.extra_body.max_tokens", 7,
+			"plload sends max_tokens itself"},
 		{"messages ignores max_tokens_field", []edit{{5, "  model: m\n  endpoint: messages\n  max_tokens_field: max_completion_tokens"}}, true, "target.max_tokens_field", 7,
 			"always sends max_tokens"},
 		{"history needs responses", []edit{{5, "  model: m\n  history: server"}}, false, "target.history", 6,
