@@ -35,9 +35,18 @@ func turnsSection(rows []runStage, withRun bool) string {
 	b.WriteString("Turn by turn (1 is a session's first), over the successful requests in the window, tool rounds included: the cache hit (the server's cached ÷ prompt tokens), the mean TTFT and the mean request body sent (request_bytes).\n")
 	for _, n := range numbers {
 		stages := byNumber[n]
+		// Runs that differ in who held the conversation say so: that is the comparison this is for.
+		histories := map[string]bool{}
+		for _, rs := range stages {
+			histories[rs.st.Target.History] = true
+		}
 		label := func(metric string, rs runStage) string {
 			if withRun {
-				return metric + " " + mdCell(rs.run)
+				name := rs.run
+				if len(histories) > 1 && rs.st.Target.History != "" {
+					name += " (history " + rs.st.Target.History + ")"
+				}
+				return metric + " " + mdCell(name)
 			}
 			return metric
 		}

@@ -48,6 +48,13 @@ func TestTurnsSideBySide(t *testing.T) {
 			t.Errorf("%s: %s", name, got)
 		}
 	}
+	// Runs that differ in target.history say which held the conversation in every column's name.
+	a, b := turnsStage(4000, 6000), turnsStage(4000, 1500)
+	a.Target.History, b.Target.History = "client", "server"
+	named := Comparison([]Run{{Name: "run-a", Stages: []*resultfiles.StageReport{a}}, {Name: "run-b", Stages: []*resultfiles.StageReport{b}}})
+	if !strings.Contains(named, "| turn | cache hit run-a (history client) | cache hit run-b (history server) |") {
+		t.Errorf("the columns do not name each run's history:\n%s", named)
+	}
 	if got := bytesText(123456); got != "123.5 kB" {
 		t.Errorf("bytesText(123456) = %s", got)
 	}

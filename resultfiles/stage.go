@@ -178,6 +178,8 @@ type Target struct {
 	Model          string `json:"model"`
 	Endpoint       string `json:"endpoint"`
 	MaxTokensField string `json:"max_tokens_field"`
+	// History is target.history where the endpoint has one (who held the conversation).
+	History string `json:"history,omitempty"`
 }
 
 // CostInputs are the cost inputs as the scenario gave them.
@@ -270,7 +272,7 @@ func NewStageReport(tool string, sc *workload.Scenario, i int, sha string, sum *
 		SchemaVersion: SchemaVersion, Tool: tool, Run: sc.Name, Stage: i + 1, Stages: len(sc.Load.Stages),
 		Mode: sc.Load.Mode, Name: st.Name, Concurrency: st.Concurrency, SessionsPerSec: st.SessionsPerSec, MaxConcurrency: st.MaxConcurrency,
 		Warmup: st.Warmup.String(), Duration: st.Duration.String(), DatasetSHA256: sha, Source: sourceInfo(sc),
-		Target: Target{BaseURL: sc.Masked().Target.BaseURL, Model: sc.Target.Model, Endpoint: sc.Target.Endpoint,
+		Target: Target{BaseURL: sc.Masked().Target.BaseURL, Model: sc.Target.Model, Endpoint: sc.Target.Endpoint, History: sc.Target.History,
 			MaxTokensField: sc.Target.MaxTokensField},
 		SLO: in.SLO, Cost: CostInputs{CostInputs: in.Cost, Label: sc.Cost.Label},
 		Partial: sum.Partial, RecordsKept: sc.Output.RecordRequests, Engine: eng.withLists(), Summary: sum,
