@@ -1,6 +1,7 @@
 package mock
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -31,6 +33,9 @@ type responsesHandler struct {
 	store map[string][]message // a response's id → its conversation (instructions apart), its answer last
 	order []string             // ids in the order stored, for eviction
 	cap   int
+	// seq makes every response's id unique: the plan, and so its random part, is the conversation's,
+	// which a client-held and a server-held turn share.
+	seq atomic.Uint64
 }
 
 func newResponsesHandler(s *Server) *responsesHandler {
@@ -246,7 +251,7 @@ func (h *responsesHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	defer s.release()
 	s.beginTimed()
 	defer s.endTimed()
-	x.id = fmt.Sprintf("%x", x.plan.rng.Uint64())
+	x.id = fmt.Sprintf("%x%x", x.plan.rng.Uint64(), x.h.seq.Add(1))
 	x.model = jsonString(x.req.Model)
 	x.created = strconv.FormatInt(time.Now().Unix(), 10)
 	if x.req.Stream {
@@ -300,7 +305,10 @@ func (x *responsesX) prepareResponses(body []byte) bool {
 	if x.maxTokens, err = x.req.maxTokens(s.cfg.DefaultMaxTokens, s.cfg.MaxTokensLimit); err != nil {
 		return bad(strings.ReplaceAll(err.Error(), "max_tokens", "max_output_tokens"))
 	}
-	x.plan = s.newPlan(body, &x.req, x.maxTokens)
+	// The plan is drawn from the conversation, not the body: the same turn held by the client (the
+	// whole history in input, store false) or by the server (previous_response_id) gets the same
+	// answer, so the two history modes play the same conversations and compare like for like.
+	x.plan = s.newPlan(conversationKey(&x.req), &x.req, x.maxTokens)
 	if err := s.planFeatures(&x.plan, &x.req, x.maxTokens); err != nil {
 		return bad(err.Error())
 	}
@@ -601,4 +609,34 @@ func (x *responsesX) completeResponse() {
 	x.answered(content.String())
 	x.w.Header().Set("Content-Type", "application/json")
 	io.WriteString(x.w, x.responseObject(status, incomplete, x.outputItems(reasoning.String(), content.String()))+"\n")
+}
+
+// conversationKey is what a Responses request asks, whichever way its history came: the model, the
+// limit, the tools, and each message's role, text and tool calls (compacted).
+func conversationKey(req *request) []byte {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "%s\x00%v\x00%v\x00%d\x00", req.Model, deref(req.MaxTokens), deref(req.MaxCompletionTokens), len(req.Tools))
+	for _, t := range req.Tools {
+		b.WriteString(t.Function.Name)
+		b.WriteByte(0)
+	}
+	for _, m := range req.Messages {
+		text, _ := m.text()
+		b.WriteString(m.Role)
+		b.WriteByte(0)
+		b.WriteString(text)
+		b.WriteByte(0)
+		if len(m.ToolCalls) > 0 {
+			json.Compact(&b, m.ToolCalls)
+		}
+		b.WriteByte(0)
+	}
+	return b.Bytes()
+}
+
+func deref(p *int) int {
+	if p == nil {
+		return -1
+	}
+	return *p
 }

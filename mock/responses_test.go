@@ -125,6 +125,12 @@ func TestResponsesStoredConversation(t *testing.T) {
 	if block := m.cache.block; held != sent || heldCached == 0 || sentCached != sent/block*block {
 		t.Errorf("server-held: %d input tokens, %d cached; client-held: %d input, %d cached (the same prompt, every whole block cached the second time)", held, heldCached, sent, sentCached)
 	}
+	// The same conversation gets the same answer whoever held it (the plan is drawn from the
+	// conversation, not the body, which differs in store and previous_response_id), so the two
+	// history modes compare like for like.
+	if a, b := outputText(t, second), outputText(t, whole); a != b {
+		t.Errorf("the same conversation answered %q when the server held it, %q when the client did", a, b)
+	}
 	for name, id := range map[string]any{"unknown": "resp_nope", "store false": whole["id"]} {
 		status, body = respond(t, m.BaseURL(), fmt.Sprintf(`{"model":"m","previous_response_id":%q,"input":"hi"}`, id))
 		if status != http.StatusBadRequest || !strings.Contains(body, `"code":"previous_response_not_found"`) || !strings.Contains(body, `"param":"previous_response_id"`) {
@@ -193,4 +199,19 @@ func FuzzResponsesRequest(f *testing.F) {
 		}
 		_, _ = rr.chatRequest(in[:len(in)/2], in[len(in)/2:])
 	})
+}
+
+// outputText is a response object's first output message's text.
+func outputText(t *testing.T, resp map[string]any) string {
+	t.Helper()
+	out, _ := resp["output"].([]any)
+	if len(out) == 0 {
+		t.Fatalf("no output in %v", resp)
+	}
+	content, _ := out[0].(map[string]any)["content"].([]any)
+	if len(content) == 0 {
+		t.Fatalf("no content in %v", out[0])
+	}
+	text, _ := content[0].(map[string]any)["text"].(string)
+	return text
 }
