@@ -64,7 +64,11 @@ func Preflight(ctx context.Context, cfg Config) (warning string, err error) {
 	if len(problem) < len(rec.Error.Message) {
 		problem += "…"
 	}
-	if rec.Error.Code.OK {
+	switch {
+	case rec.Error.Type == metrics.ErrTypeSSE:
+		// An error event in a 200 stream: the record's code is AIPerf's convention, not the server's.
+		problem = "HTTP 200, then an error event in the stream: " + problem
+	case rec.Error.Code.OK:
 		problem = fmt.Sprintf("HTTP %d %s: %s", rec.Error.Code.V, rec.Error.Type, problem)
 	}
 	switch {

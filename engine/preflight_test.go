@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -108,5 +109,21 @@ func TestPreflightHeldBackToken(t *testing.T) {
 				t.Fatalf("warning %q; want a no-content warning: %v", warning, tc.warn)
 			}
 		})
+	}
+}
+
+// TestPreflightNamesAnErrorEventAsOne: a 200 stream that carries an error event stops the preflight
+// saying so, with the server's message, type and code; never as an HTTP 502 the server did not send
+// (the record's 502 is AIPerf's convention for an in-stream error).
+func TestPreflightNamesAnErrorEventAsOne(t *testing.T) {
+	base := preflightServer(t, "data: {\"error\":{\"message\":\"the model crashed\",\"type\":\"server_error\",\"code\":\"engine_dead\"}}\n\n", `{"data":[{"id":"m"}]}`)
+	_, err := preflightOn(t, base, "")
+	var pe *PreflightError
+	if !errors.As(err, &pe) {
+		t.Fatalf("preflight: %v; want a PreflightError", err)
+	}
+	want := "HTTP 200, then an error event in the stream: server error in stream: the model crashed (server_error, code engine_dead)"
+	if !strings.HasPrefix(pe.Problem, want) || strings.Contains(pe.Problem, "502") {
+		t.Errorf("problem %q; want it to start %q, with no 502", pe.Problem, want)
 	}
 }

@@ -80,8 +80,16 @@ type StreamError struct {
 
 func (e *StreamError) Error() string {
 	s := "server error in stream: " + e.Message
+	// The server's own words for the kind of error: its type, and its code where that says more.
+	var kind []string
 	if e.Type != "" {
-		s += " (" + e.Type + ")"
+		kind = append(kind, e.Type)
+	}
+	if e.Code != "" && e.Code != e.Type {
+		kind = append(kind, "code "+e.Code)
+	}
+	if len(kind) > 0 {
+		s += " (" + strings.Join(kind, ", ") + ")"
 	}
 	return s
 }

@@ -346,6 +346,9 @@ func TestErrorTexts(t *testing.T) {
 	}{
 		{&StreamError{Message: "overloaded", Type: "server_error"}, "server error in stream: overloaded (server_error)"},
 		{&StreamError{Message: "context full"}, "server error in stream: context full"},
+		{&StreamError{Message: "slow down", Code: "rate_limit_exceeded"}, "server error in stream: slow down (code rate_limit_exceeded)"},
+		{&StreamError{Message: "boom", Type: "server_error", Code: "server_error"}, "server error in stream: boom (server_error)"},
+		{&StreamError{Message: "busy", Type: "invalid_request_error", Code: "429"}, "server error in stream: busy (invalid_request_error, code 429)"},
 		{&MalformedError{Data: `{"choi`, Err: cause}, `malformed JSON chunk (unexpected end of JSON input): "{\"choi"`},
 	} {
 		if got := tc.err.Error(); got != tc.want {
