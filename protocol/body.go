@@ -34,10 +34,7 @@ type Body struct {
 func NewBody(api API, sc *workload.Scenario, w *workload.Workload) (*Body, error) {
 	t := sc.Target
 	shape := api.shape()
-	b := &Body{api: api, maxField: t.MaxTokensField, input: inputOptions{cacheControl: t.CacheControl, serverHistory: t.History == workload.HistoryServer}}
-	if shape.maxField != "" {
-		b.maxField = shape.maxField
-	}
+	b := &Body{api: api, maxField: t.LimitField(), input: inputOptions{cacheControl: t.CacheControl, serverHistory: t.History == workload.HistoryServer}}
 	modelPrefix := func(name string) []byte {
 		model, _ := json.Marshal(name)
 		return append([]byte(`{"model":`), model...)
@@ -114,8 +111,6 @@ func NewBody(api API, sc *workload.Scenario, w *workload.Workload) (*Body, error
 
 // shape is how an API's body differs in its fixed parts: what Body renders once per stage.
 type shape struct {
-	// maxField is the max-tokens field the API always sends; "" is target.max_tokens_field.
-	maxField string
 	// streamOptions: a streamed request asks for usage with stream_options.include_usage.
 	streamOptions bool
 	// ignoreEOS: an exact output length is asked for with ignore_eos (vLLM's, SGLang's).

@@ -35,12 +35,12 @@ func (messages) SetHeaders(h http.Header, apiKey string) {
 
 func (messages) StreamEnd() string { return "event: message_stop" }
 
-// shape: max_tokens always (the API refuses a request without it, whatever
-// target.max_tokens_field says); no stream_options (usage comes in message_start and
+// shape: the limit goes as max_tokens always (workload's LimitField: the API refuses a request
+// without it, whatever target.max_tokens_field says); no stream_options (usage comes in message_start and
 // message_delta) and no ignore_eos (not the API's; extra_body may still send it to a server that
 // honours it); system is the body's own.
 func (messages) shape() shape {
-	return shape{maxField: "max_tokens", reserved: []string{"system"}, tools: anthropicTools}
+	return shape{reserved: []string{"system"}, tools: anthropicTools}
 }
 
 func (messages) NewStreamReader(body io.Reader, maxEventBytes int) *sse.Reader {

@@ -28,12 +28,12 @@ func (responses) SetHeaders(h http.Header, apiKey string) { setBearer(h, apiKey)
 
 func (responses) StreamEnd() string { return "event: response.completed" }
 
-// shape: max_output_tokens always (the API's only limit field; max_tokens is refused by OpenAI's);
-// no stream_options (response.completed always carries usage) and no ignore_eos (not the API's;
+// shape: the limit goes as max_output_tokens (workload's LimitField: the API's only limit field;
+// max_tokens is refused by OpenAI's); no stream_options (response.completed always carries usage) and no ignore_eos (not the API's;
 // extra_body may still send it to a server that honours it); instructions, input, store and
 // previous_response_id are the body's own.
 func (responses) shape() shape {
-	return shape{maxField: "max_output_tokens", reserved: []string{"instructions", "input", "store", "previous_response_id"}, tools: responsesTools}
+	return shape{reserved: []string{"instructions", "input", "store", "previous_response_id"}, tools: responsesTools}
 }
 
 func (responses) NewStreamReader(body io.Reader, maxEventBytes int) *sse.Reader {

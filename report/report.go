@@ -201,7 +201,7 @@ func configurationSection(b *strings.Builder, r *resultfiles.Report, sc, m *work
 // outputLengthLine says how output lengths were asked for, from the request actually sent: extra_body
 // may set ignore_eos (true: the server runs to the cap) or min_tokens (it may not stop before them).
 func outputLengthLine(sc *workload.Scenario) string {
-	line := fmt.Sprintf("- Output length: each request asks for at most its drawn max_output_tokens through `%s`", sc.Target.MaxTokensField)
+	line := fmt.Sprintf("- Output length: each request asks for at most its drawn max_output_tokens through `%s`", sc.Target.LimitField())
 	jsonOf := func(v any) string { b, _ := json.Marshal(v); return string(b) }
 	eos, eosSet := sc.Target.ExtraBody["ignore_eos"]
 	minTok, minSet := sc.Target.ExtraBody["min_tokens"]

@@ -273,7 +273,7 @@ func NewStageReport(tool string, sc *workload.Scenario, i int, sha string, sum *
 		Mode: sc.Load.Mode, Name: st.Name, Concurrency: st.Concurrency, SessionsPerSec: st.SessionsPerSec, MaxConcurrency: st.MaxConcurrency,
 		Warmup: st.Warmup.String(), Duration: st.Duration.String(), DatasetSHA256: sha, Source: sourceInfo(sc),
 		Target: Target{BaseURL: sc.Masked().Target.BaseURL, Model: sc.Target.Model, Endpoint: sc.Target.Endpoint, History: sc.Target.History,
-			MaxTokensField: sc.Target.MaxTokensField},
+			MaxTokensField: sc.Target.LimitField()},
 		SLO: in.SLO, Cost: CostInputs{CostInputs: in.Cost, Label: sc.Cost.Label},
 		Partial: sum.Partial, RecordsKept: sc.Output.RecordRequests, Engine: eng.withLists(), Summary: sum,
 		Tokenizer: tokenizerInfo(sc), Batch: sum.Batch,

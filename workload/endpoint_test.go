@@ -69,3 +69,19 @@ func TestEndpointRules(t *testing.T) {
 		}
 	}
 }
+
+// LimitField is the field each request's output limit goes in, as sent: max_tokens_field for chat
+// and completions, the API's own for messages and responses (whatever max_tokens_field says), so
+// stage.json and the report name what the server got.
+func TestLimitField(t *testing.T) {
+	for _, tc := range []struct{ endpoint, field, want string }{
+		{"chat", "max_completion_tokens", "max_completion_tokens"},
+		{"completions", "max_tokens", "max_tokens"},
+		{"messages", "max_completion_tokens", "max_tokens"},
+		{"responses", "max_completion_tokens", "max_output_tokens"},
+	} {
+		if got := (Target{Endpoint: tc.endpoint, MaxTokensField: tc.field}).LimitField(); got != tc.want {
+			t.Errorf("%s with max_tokens_field %s: LimitField %q; want %q", tc.endpoint, tc.field, got, tc.want)
+		}
+	}
+}

@@ -224,6 +224,19 @@ const (
 	HistoryServer = "server"
 )
 
+// apiLimitFields are the body fields that carry each request's output limit for the APIs that fix
+// it themselves; the others send target.max_tokens_field. The one place these names are tied to
+// their APIs: the request bodies (protocol) and the results (stage.json, the report) read LimitField.
+var apiLimitFields = map[string]string{"messages": "max_tokens", "responses": "max_output_tokens"}
+
+// LimitField is the body field that carries each request's output limit, as sent.
+func (t Target) LimitField() string {
+	if f, ok := apiLimitFields[t.Endpoint]; ok {
+		return f
+	}
+	return t.MaxTokensField
+}
+
 // HTTPVersions are target.http's accepted values; DefaultHTTP is its default.
 var HTTPVersions = []string{"auto", "1.1", "2"}
 
