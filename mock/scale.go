@@ -22,6 +22,7 @@ type scaleClock struct {
 	at      time.Time
 	timer   *time.Timer
 	stopped bool
+	done    atomic.Bool // the slots have changed (rescale ran): its timer fires at, and runs soon after
 }
 
 // newSlots is the slot channel for cfg (nil: unlimited), with the slots not yet open held.
@@ -75,8 +76,13 @@ func (s *Server) rescale() {
 			s.closing.Add(1)
 		}
 	}
+	s.scale.done.Store(true)
 	slog.Info("mock: request slots scaled", "from", n, "to", m)
 }
+
+// Scaled reports whether the slots have changed: after ScaleAt, once the change has been made (a
+// loaded machine may run the timer's function a moment after its time).
+func (s *Server) Scaled() bool { return s.scale.done.Load() }
 
 // stopScaleClock cancels a scale that has not happened (the server is stopping).
 func (s *Server) stopScaleClock() {

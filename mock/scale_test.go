@@ -70,7 +70,9 @@ func TestScaleDownClosesSlots(t *testing.T) {
 	})
 	cancel := holdRequests(t, m, 3)
 	waitFor(t, "3 running", func() bool { return slotState(t, m) == "running 3, waiting 0" })
-	waitFor(t, "the scale moment", func() bool { at := m.ScaleAt(); return !at.IsZero() && time.Now().After(at) })
+	// The change made, not only its time passed: requests sent between the two would take the
+	// slots the scale down is about to close.
+	waitFor(t, "the scale", m.Scaled)
 	if got := slotState(t, m); got != "running 3, waiting 0" {
 		t.Fatalf("a scale down stopped running requests: %s", got)
 	}
