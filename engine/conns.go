@@ -113,7 +113,10 @@ func (c *connTally) refused(err error, host string) string {
 //     first answer, when no HTTP/2 server causes them.
 func http2Refused(err error, host string, answered bool) string {
 	garbled := func(msg string) bool {
-		return !answered && (strings.Contains(msg, "http2: frame too large") || strings.Contains(msg, "connection error: PROTOCOL_ERROR"))
+		// "could not be established": net/http's word for a connection whose HTTP/2 handshake failed,
+		// as a retry on a fresh connection to such a server says it.
+		return !answered && (strings.Contains(msg, "http2: frame too large") || strings.Contains(msg, "connection error: PROTOCOL_ERROR") ||
+			strings.Contains(msg, "http2: client conn could not be established"))
 	}
 	switch msg := err.Error(); {
 	case strings.Contains(msg, "no application protocol"), strings.Contains(msg, "unsupported application protocols"):

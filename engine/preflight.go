@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/protocol"
@@ -79,6 +80,11 @@ func Preflight(ctx context.Context, cfg Config) (warning string, err error) {
 	}
 	fail := func(fix string) (string, error) { return "", &PreflightError{URL: s.url, Problem: problem, Fix: fix} }
 	kind := metrics.FailureKind(rec)
+	if (kind == "closed" || kind == "reset") && s.speaksOnlyHTTP1(ctx) {
+		// An HTTP/1.1 server may close on the HTTP/2 preface before the client reads its refusal.
+		problem = fmt.Sprintf(notHTTP2+"%s closed the connection on the HTTP/2 preface and answers HTTP/1.1: it does not speak h2c (HTTP/2 without TLS)", s.host)
+		return fail("set target.http to auto or 1.1, or use https:// where the server speaks HTTP/2 over TLS")
+	}
 	switch {
 	case strings.HasPrefix(rec.Error.Message, notHTTP2):
 		// The record's message ends with the same fix: say it once.
@@ -195,4 +201,27 @@ func (s *stageRun) checkModels(ctx context.Context) (string, error) {
 		}
 	}
 	return "", nil
+}
+
+// speaksOnlyHTTP1 asks, for a target.http "2" stage on http:// whose request found the connection
+// closed, whether the server answers HTTP/1.1 there: one GET of the models list over HTTP/1.1, no
+// key sent, no redirect followed, 5 s at most.
+func (s *stageRun) speaksOnlyHTTP1(ctx context.Context) bool {
+	if !s.conns.requireHTTP2 || !strings.HasPrefix(s.base, "http://") {
+		return false
+	}
+	var h1 http.Protocols
+	h1.SetHTTP1(true)
+	client := &http.Client{Transport: &http.Transport{Protocols: &h1, Proxy: nil}, CheckRedirect: noRedirects, Timeout: 5 * time.Second}
+	defer client.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/models", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	resp.Body.Close()
+	return resp.ProtoMajor == 1
 }
