@@ -95,6 +95,11 @@ func (c *usageCounts) usage() *sse.Usage {
 	return u
 }
 
+// messagesEventTypes are the Messages API's own event types: a stream that begins with one of them is
+// this API's, whatever else it lacks; one that begins with anything else is another API's.
+var messagesEventTypes = map[string]bool{"message_start": true, "ping": true, "content_block_start": true,
+	"content_block_delta": true, "content_block_stop": true, "message_delta": true, "message_stop": true}
+
 // messagesDecoder decodes one Messages stream's events (an sse.Decoder, made per stream).
 type messagesDecoder struct {
 	started bool // message_start came
@@ -125,12 +130,15 @@ func (d *messagesDecoder) Decode(event string, data []byte, ev *sse.Event) error
 		ev.Err = messagesStreamError(data)
 		return nil
 	}
-	if !d.started && typ != "message_start" && typ != "ping" {
+	if !d.started && !messagesEventTypes[typ] {
 		return sse.NewMalformed(messagesExpected, data, nil)
 	}
+	// A stream that starts past message_start is still this API's: llama.cpp's server sent one
+	// that began at content_block_start, once in 228 answers of the real-server tier. Its usage
+	// then comes from message_delta alone.
+	d.started = d.started || typ != "ping"
 	switch typ {
 	case "message_start":
-		d.started = true
 		if m := e.Message; m != nil {
 			ev.Role = m.Role
 			if m.Usage != nil {

@@ -199,8 +199,22 @@ func TestMessagesForeignStream(t *testing.T) {
 			t.Errorf("%s: %v (%d events); want an error naming the Messages events", name, err, len(got))
 		}
 	}
+	// A stream that begins past message_start (llama.cpp's server sent one) is still this API's: its
+	// text is read, its usage comes from message_delta, and it ends at message_stop.
+	got, err := readEvents(t, api, "event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"+
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"hi\"}}\n\n"+
+		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"max_tokens\"},\"usage\":{\"output_tokens\":1}}\n\n"+
+		"event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n")
+	text, done := "", false
+	for _, ev := range got {
+		text += ev.Content
+		done = done || ev.Done
+	}
+	if err != nil || text != "hi" || !done {
+		t.Errorf("a stream from content_block_start: %v, text %q, done %v", err, text, done)
+	}
 	// After message_start, data that is not JSON is a malformed event, not another API.
-	_, err := readEvents(t, api, "data: {\"type\":\"message_start\",\"message\":{}}\n\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"text\n\n")
+	_, err = readEvents(t, api, "data: {\"type\":\"message_start\",\"message\":{}}\n\ndata: {\"type\":\"content_block_delta\",\"delta\":{\"text\n\n")
 	if err == nil || !strings.Contains(err.Error(), "an Anthropic Messages event that is not JSON") {
 		t.Errorf("a broken event: %v", err)
 	}
