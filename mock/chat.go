@@ -406,12 +406,11 @@ func (x *exchange) stream() {
 	rc.Flush()
 }
 
-// complete answers a non-streaming request once the whole answer would have been generated.
-func (x *exchange) complete() {
+// awaitWholeAnswer waits until a non-streamed answer of total tokens would have been generated, and
+// plays the faults that end it without an answer (a cut, a reset, a stall); false when the request
+// is over (result then says how, if the client left), true when the answer is to be written.
+func (x *exchange) awaitWholeAnswer(total int, result *string) bool {
 	s, p := x.s, &x.plan
-	result := string(p.outcome)
-	defer func() { s.metrics.requests.WithLabelValues(result).Inc() }()
-	total := p.reasoning + p.content
 	done := x.admitted.Add(x.firstTokenDelay())
 	for i := 1; i < total; i++ {
 		done = done.Add(time.Duration(p.jittered(float64(s.cfg.Gap()), s.cfg.Jitter)))
@@ -419,17 +418,30 @@ func (x *exchange) complete() {
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	if !x.sleepUntil(timer, done) {
-		result = "client_gone"
-		return
+		*result = "client_gone"
+		return false
 	}
 	switch p.outcome {
 	case faultOutcome(FaultCut), faultOutcome(FaultReset):
 		x.breakConnection(p.outcome == faultOutcome(FaultReset))
-		return
+		return false
 	case faultOutcome(FaultStall):
 		x.stall()
+		return false
+	}
+	return true
+}
+
+// complete answers a non-streaming request once the whole answer would have been generated.
+func (x *exchange) complete() {
+	s, p := x.s, &x.plan
+	result := string(p.outcome)
+	defer func() { s.metrics.requests.WithLabelValues(result).Inc() }()
+	total := p.reasoning + p.content
+	if !x.awaitWholeAnswer(total, &result) {
 		return
-	case faultOutcome(FaultMalformed):
+	}
+	if p.outcome == faultOutcome(FaultMalformed) {
 		x.w.Header().Set("Content-Type", "application/json")
 		io.WriteString(x.w, `{"id":"chatcmpl-`+x.id+`","choices":[{"index":0,"message":{"content":" broken`)
 		return

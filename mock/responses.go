@@ -571,24 +571,10 @@ func (x *responsesX) completeResponse() {
 	result := string(p.outcome)
 	defer func() { s.metrics.requests.WithLabelValues(result).Inc() }()
 	total := p.reasoning + p.content
-	done := x.admitted.Add(x.firstTokenDelay())
-	for i := 1; i < total; i++ {
-		done = done.Add(time.Duration(p.jittered(float64(s.cfg.Gap()), s.cfg.Jitter)))
-	}
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	if !x.sleepUntil(timer, done) {
-		result = "client_gone"
+	if !x.awaitWholeAnswer(total, &result) {
 		return
 	}
-	switch p.outcome {
-	case faultOutcome(FaultCut), faultOutcome(FaultReset):
-		x.breakConnection(p.outcome == faultOutcome(FaultReset))
-		return
-	case faultOutcome(FaultStall):
-		x.stall()
-		return
-	case faultOutcome(FaultMalformed):
+	if p.outcome == faultOutcome(FaultMalformed) {
 		x.w.Header().Set("Content-Type", "application/json")
 		io.WriteString(x.w, `{"id":"`+x.respID()+`","object":"response","output":[{"type":"message","content":[{"type":"output_text","text":" broken`)
 		return
