@@ -18,18 +18,7 @@ import (
 // a request and 5 a message beside the texts, as TestRealServerCountsAsQwen3 finds for chat). The
 // body is protocol's own, so what is checked is what a run sends.
 func TestRealServerMessages(t *testing.T) {
-	s := llamaserver.Require(t, llamaserver.ModelOptions{}, llamaserver.Options{Slots: 1, Context: 2048})
-	path, err := llamaserver.TokenizerJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tk, err := tokenizer.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	system, user := "You are a patient assistant for a bakery.", "Which of your breads keep best for a week?"
-	history := []Message{NewMessage("system", system, 0), NewMessage("user", user, 0)}
-	want := tk.Count(system) + tk.Count(user) + 3 + 5*2
+	s, history, want := realServerTurn(t)
 	api, _ := For("messages")
 	post := func(streamed bool) *http.Response {
 		t.Helper()
@@ -99,4 +88,23 @@ func TestRealServerMessages(t *testing.T) {
 	if c.Usage.PromptTokens != want || c.Usage.CompletionTokens != 5 || !c.Usage.HasCached || c.Usage.CachedTokens == 0 {
 		t.Errorf("not streamed: usage %+v; want %d prompt tokens, 5 output, a cache hit; body %s", c.Usage, want, body)
 	}
+}
+
+// realServerTurn is a real llama-server of one slot, a first turn (a system prompt and a user
+// message), and the prompt tokens Qwen3's chat template makes of it: the texts, 3 tokens a request
+// and 5 a message.
+func realServerTurn(t *testing.T) (*llamaserver.Server, []Message, int) {
+	t.Helper()
+	s := llamaserver.Require(t, llamaserver.ModelOptions{}, llamaserver.Options{Slots: 1, Context: 2048})
+	path, err := llamaserver.TokenizerJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tk, err := tokenizer.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	system, user := "You are a patient assistant for a bakery.", "Which of your breads keep best for a week?"
+	history := []Message{NewMessage("system", system, 0), NewMessage("user", user, 0)}
+	return s, history, tk.Count(system) + tk.Count(user) + 3 + 5*2
 }

@@ -8,9 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/plload/plload/llamaserver"
 	"github.com/plload/plload/sse"
-	"github.com/plload/plload/tokenizer"
 	"github.com/plload/plload/workload"
 )
 
@@ -22,18 +20,7 @@ import (
 // previous_response_id (history server) is refused with llama.cpp's own message, which is what a
 // run's record says (docs/apis.md).
 func TestRealServerResponses(t *testing.T) {
-	s := llamaserver.Require(t, llamaserver.ModelOptions{}, llamaserver.Options{Slots: 1, Context: 2048})
-	path, err := llamaserver.TokenizerJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tk, err := tokenizer.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	system, user := "You are a patient assistant for a bakery.", "Which of your breads keep best for a week?"
-	history := []Message{NewMessage("system", system, 0), NewMessage("user", user, 0)}
-	want := tk.Count(system) + tk.Count(user) + 3 + 5*2
+	s, history, want := realServerTurn(t)
 	api, _ := For("responses")
 	post := func(streamed bool, history []Message, history2 string, prev Previous) *http.Response {
 		t.Helper()
