@@ -185,7 +185,17 @@ func TestRealServerMessages(t *testing.T) {
 	s := llamaserver.Require(t, llamaserver.ModelOptions{}, llamaserver.Options{Aliases: []string{"tiny"}})
 	sc := realScenario(t, s, "real-messages", "tiny", `  endpoint: messages
   cache_control: true
-personas:
+`+realPersonaSessions)
+	code, out, stages, _ := realRunIn(t, t.TempDir(), sc)
+	checkClean(t, code, out, stages, 1, 0)
+	st := stages[0]
+	client, server, agreement := checkServerCounts(t, st, out)
+	t.Logf("%v requests; cache hit client %.4f, server %.4f; prompt agreement %v", at(st, "summary.requests.succeeded"), client, server, agreement)
+}
+
+// realPersonaSessions is the persona sessions of the Messages and Responses runs: shared personas,
+// 2–4 turns, one stage of 4 sessions for 12 s.
+const realPersonaSessions = `personas:
   count: 3
   system_prompt_tokens: {min: 300, max: 500}
 session:
@@ -198,22 +208,25 @@ load:
   drain_timeout: 60s
   stages:
     - {concurrency: 4, warmup: 2s, duration: 12s}
-`)
-	code, out, stages, _ := realRunIn(t, t.TempDir(), sc)
-	checkClean(t, code, out, stages, 1, 0)
-	st := stages[0]
-	client, server := num(t, st, "server.client_cache_hit_same_span"), num(t, st, "server.cache_hit_rate")
+`
+
+// checkServerCounts: the client's cache hit over the server's span equals the server's own counters
+// within a point (and the shared personas were cached), and the records' prompt counts fit the
+// server's tokenizer with slope 1. It returns both hits and the agreement, for more checks.
+func checkServerCounts(t *testing.T, st map[string]any, out string) (client, server float64, agreement map[string]any) {
+	t.Helper()
+	client, server = num(t, st, "server.client_cache_hit_same_span"), num(t, st, "server.cache_hit_rate")
 	if client < 0.3 || math.Abs(client-server) > 0.01 {
 		t.Errorf("cache hit over the server's span: client %.4f, server %.4f: want equal within a point", client, server)
 	}
-	agreement, _ := at(st, "summary.prompt_tokens_agreement").(map[string]any)
+	agreement, _ = at(st, "summary.prompt_tokens_agreement").(map[string]any)
 	if agreement == nil {
 		t.Fatalf("no prompt_tokens_agreement in stage.json:\n%s", out)
 	}
 	if slope, ok := agreement["slope"].(float64); !ok || math.Abs(slope-1) > 0.01 {
 		t.Errorf("prompt agreement slope %v, want 1 (the tokenizer is the server's): %v", agreement["slope"], agreement)
 	}
-	t.Logf("%v requests; cache hit client %.4f, server %.4f; prompt agreement %v", at(st, "summary.requests.succeeded"), client, server, agreement)
+	return client, server, agreement
 }
 
 func stageWarnings(st map[string]any) []string {
@@ -406,34 +419,11 @@ func TestRealServerResponses(t *testing.T) {
 	s := llamaserver.Require(t, llamaserver.ModelOptions{}, llamaserver.Options{Aliases: []string{"tiny"}})
 	sc := realScenario(t, s, "real-responses", "tiny", `  endpoint: responses
   history: client
-personas:
-  count: 3
-  system_prompt_tokens: {min: 300, max: 500}
-session:
-  turns: {min: 2, max: 4}
-  user_input_tokens: {min: 20, max: 60}
-  max_output_tokens: {min: 8, max: 16}
-  think_time: {min: 100ms, max: 300ms}
-load:
-  mode: concurrency
-  drain_timeout: 60s
-  stages:
-    - {concurrency: 4, warmup: 2s, duration: 12s}
-`)
+`+realPersonaSessions)
 	code, out, stages, _ := realRunIn(t, t.TempDir(), sc)
 	checkClean(t, code, out, stages, 1, 0)
 	st := stages[0]
-	client, server := num(t, st, "server.client_cache_hit_same_span"), num(t, st, "server.cache_hit_rate")
-	if client < 0.3 || math.Abs(client-server) > 0.01 {
-		t.Errorf("cache hit over the server's span: client %.4f, server %.4f: want equal within a point", client, server)
-	}
-	agreement, _ := at(st, "summary.prompt_tokens_agreement").(map[string]any)
-	if agreement == nil {
-		t.Fatalf("no prompt_tokens_agreement in stage.json:\n%s", out)
-	}
-	if slope, ok := agreement["slope"].(float64); !ok || math.Abs(slope-1) > 0.01 {
-		t.Errorf("prompt agreement slope %v, want 1 (the tokenizer is the server's): %v", agreement["slope"], agreement)
-	}
+	client, server, agreement := checkServerCounts(t, st, out)
 	turns, _ := at(st, "summary.by_turn").([]any)
 	if len(turns) < 2 {
 		t.Fatalf("by_turn %v", at(st, "summary.by_turn"))
