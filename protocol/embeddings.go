@@ -1,0 +1,181 @@
+package protocol
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/plload/plload/sse"
+)
+
+// embeddings is OpenAI's embeddings API (POST /embeddings), which vLLM, llama.cpp's server
+// (--embedding) and most gateways serve: the inputs go as a list of strings, and the answer's data
+// has a vector per input, data[i].index naming the input it is for.
+type embeddings struct{}
+
+func (embeddings) Name() string { return "embeddings" }
+
+func (embeddings) Path() string { return "/embeddings" }
+
+func (embeddings) SetHeaders(h http.Header, apiKey string) { setBearer(h, apiKey) }
+
+// embeddingsOwn are the body's keys Body sets from the query.
+var embeddingsOwn = []string{"model", "input"}
+
+// Body is {"model", "input": [...], "encoding_format": "float"}. The input is a list even for one
+// input, so that every answer is read the same way. encoding_format is said rather than left to
+// the server's default, so the answer's size does not depend on the server; extra may set it
+// (base64, as OpenAI's SDKs ask for: a smaller answer).
+func (embeddings) Body(model string, q RetrievalQuery, extra map[string]any) ([]byte, error) {
+	buf := append(make([]byte, 0, 64+len(model)+stringsSize(q.Inputs)), `{"model":`...)
+	buf = appendString(buf, model)
+	buf = append(buf, `,"input":`...)
+	buf = appendStrings(buf, q.Inputs)
+	if _, set := extra["encoding_format"]; !set {
+		buf = append(buf, `,"encoding_format":"float"`...)
+	}
+	buf, err := appendExtra(buf, extra, embeddingsOwn)
+	if err != nil {
+		return nil, err
+	}
+	return append(buf, '}'), nil
+}
+
+// embeddingsJSON is the part of the answer ParseAnswer reads. A vector is kept raw: only its
+// length is wanted, and a long list of floats is not worth decoding.
+type embeddingsJSON struct {
+	retrievalEnvelope
+	Data []struct {
+		Index     *float64        `json:"index"`
+		Embedding json.RawMessage `json:"embedding"`
+	} `json:"data"`
+}
+
+// ParseAnswer checks that every input has exactly one vector: as many vectors as inputs, indexes
+// 0..n-1 each once (an item without an index stands for its place in the list, as the reference
+// never omits it but a few gateways do), and every vector the same length, not zero.
+func (embeddings) ParseAnswer(body []byte, q RetrievalQuery) (RetrievalAnswer, error) {
+	var out RetrievalAnswer
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return out, errors.New("empty response body")
+	}
+	var a embeddingsJSON
+	if err := json.Unmarshal(trimmed, &a); err != nil {
+		return out, sse.NewMalformed("response is not the JSON of an embeddings answer", trimmed, err)
+	}
+	out.Usage = a.Usage.usage()
+	if out.Err = a.serverError(trimmed, a.Data != nil); out.Err != nil {
+		return out, nil
+	}
+	if a.Data == nil {
+		return out, sse.NewMalformed(`response is not an embeddings answer (expected "data", a list of vectors)`, trimmed, nil)
+	}
+	n := len(q.Inputs)
+	out.Items = len(a.Data)
+	if out.Items != n {
+		return out, fmt.Errorf("the answer has %s for %s", plural(out.Items, "vector"), plural(n, "input"))
+	}
+	seen := make([]bool, n)
+	first := -1 // the index of the first vector, whose length the others must have
+	for i, d := range a.Data {
+		idx := i
+		if d.Index != nil {
+			var err error
+			if idx, err = itemIndex(*d.Index, n, "vector", "input"); err != nil {
+				return out, err
+			}
+		}
+		if seen[idx] {
+			return out, fmt.Errorf("vector index %d comes twice: each of the %s has one vector", idx, plural(n, "input"))
+		}
+		seen[idx] = true
+		dims, err := vectorLength(d.Embedding)
+		if err != nil {
+			return out, fmt.Errorf("vector %d: %w", idx, err)
+		}
+		switch {
+		case dims == 0:
+			return out, fmt.Errorf("vector %d is empty", idx)
+		case first < 0:
+			first, out.Dimensions = idx, dims
+		case dims != out.Dimensions:
+			return out, fmt.Errorf("vector %d has %d dimensions, vector %d has %d", idx, dims, first, out.Dimensions)
+		}
+	}
+	return out, nil
+}
+
+// vectorLength is how many numbers an embedding has: a list of numbers (encoding_format float), or
+// a base64 string of little-endian float32s (base64), 4 bytes each. The list is counted, not
+// decoded; the body has been checked to be JSON, so a list holds only numbers, commas and spaces
+// once every element is found to begin as a number.
+func vectorLength(raw json.RawMessage) (int, error) {
+	if !present(raw) {
+		return 0, errors.New(`it has no "embedding"`)
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return 0, err
+		}
+		b, err := base64.StdEncoding.DecodeString(s)
+		if err != nil {
+			return 0, fmt.Errorf("its embedding is a string that is not base64: %w", err)
+		}
+		if len(b)%4 != 0 {
+			return 0, fmt.Errorf("its base64 embedding has %d bytes, not whole float32s (4 bytes each)", len(b))
+		}
+		return len(b) / 4, nil
+	case '[':
+		n, elem := 0, true // elem: the next byte that is not a space begins an element
+		for _, c := range raw[1:] {
+			switch {
+			case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			case c == ',':
+				elem = true
+			case !elem:
+			case c == '-' || '0' <= c && c <= '9':
+				n, elem = n+1, false
+			case c == ']': // the list is empty
+				return n, nil
+			case c == '[':
+				// A list of lists: llama.cpp's server sends a vector per token of the input when its
+				// pooling is none.
+				return 0, errors.New("per-token vectors: the server's pooling is none; an embeddings answer needs one pooled vector per input (llama-server --pooling mean, cls or last)")
+			default:
+				return 0, fmt.Errorf("element %d of its embedding is %s, not a number", n, jsonKind(c))
+			}
+		}
+		return n, nil
+	}
+	return 0, fmt.Errorf("its embedding is %s, not a list of numbers or a base64 string", jsonKind(raw[0]))
+}
+
+// jsonKind names the JSON value that begins with c.
+func jsonKind(c byte) string {
+	switch c {
+	case 'n':
+		return "null"
+	case 't', 'f':
+		return "a boolean"
+	case '"':
+		return "a string"
+	case '{':
+		return "an object"
+	}
+	return "a number"
+}
+
+// stringsSize is about how many bytes ss take as a JSON list, so a body's buffer is allocated once.
+func stringsSize(ss []string) int {
+	n := 0
+	for _, s := range ss {
+		n += len(s) + 3
+	}
+	return n
+}
