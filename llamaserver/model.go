@@ -21,6 +21,10 @@ import (
 type ModelOptions struct {
 	// Seed picks the random weights (0 is a fixed default).
 	Seed uint64
+	// Pooling makes an embedding model ("mean" or "last": llama-server's /v1/embeddings, with
+	// --embeddings) or a reranker ("rank": /v1/rerank, with --reranking) of the same weights; "" is the
+	// chat model.
+	Pooling string
 }
 
 // Architecture of the tiny model.
@@ -85,12 +89,22 @@ func readMaybeGzip(path string) ([]byte, error) {
 // WriteTinyQwen3 writes the tiny model to out, from a tokenizer.json and a tokenizer_config.json
 // (either may be gzip-compressed, by the .gz suffix).
 func WriteTinyQwen3(out, tokenizerJSON, configJSON string, opt ModelOptions) error {
+	if err := checkPooling(opt.Pooling); err != nil {
+		return err
+	}
 	meta, err := tokenizerMeta(tokenizerJSON, configJSON)
 	if err != nil {
 		return err
 	}
 	tokens := meta[2].value.([]string)
 	tensors := weights(tokens, opt)
+	if opt.Pooling == "rank" {
+		head, err := classifierHead(tokens, tensors)
+		if err != nil {
+			return fmt.Errorf("%s: %w", tokenizerJSON, err)
+		}
+		tensors = append(tensors, head)
+	}
 	arch := []kv{
 		{"general.architecture", "qwen3"},
 		{"general.name", "plload tiny qwen3"},
@@ -112,6 +126,7 @@ func WriteTinyQwen3(out, tokenizerJSON, configJSON string, opt ModelOptions) err
 		return err
 	}
 	tmp := f.Name()
+	meta = append(meta, poolingMeta(opt.Pooling)...)
 	if err := writeGGUF(f, append(arch, meta...), tensors); err != nil {
 		f.Close()
 		os.Remove(tmp)

@@ -41,8 +41,15 @@ func TinyModel(dir string, opt ModelOptions) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
+	if err := checkPooling(opt.Pooling); err != nil {
+		return "", err
+	}
 	// The name carries the writer's version: a model written by an older writer is never reused.
-	p := filepath.Join(dir, fmt.Sprintf("tiny-qwen3-v%d-seed%d.gguf", modelVersion, opt.Seed))
+	name := fmt.Sprintf("tiny-qwen3-v%d-seed%d", modelVersion, opt.Seed)
+	if opt.Pooling != "" {
+		name += "-" + opt.Pooling
+	}
+	p := filepath.Join(dir, name+".gguf")
 	if _, err := os.Stat(p); err == nil {
 		modelPaths[opt] = p
 		return p, nil

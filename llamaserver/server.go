@@ -1,6 +1,7 @@
 // Package llamaserver runs a real llama.cpp server for plload's tests: Debian's llama-server,
 // unpacked (not installed) by .ci/llama-server.sh, serving a tiny random-weight model this package
-// writes with Qwen3's vocabulary and chat template. Tests that need it call Require, which skips with
+// writes with Qwen3's vocabulary and chat template (or, by ModelOptions.Pooling, an embedding model
+// for --embeddings or a reranker for --reranking). Tests that need it call Require, which skips with
 // the reason where the server is not at hand, and fails instead when PLLOAD_REAL_SERVER=require (CI).
 package llamaserver
 
