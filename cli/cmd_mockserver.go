@@ -25,7 +25,8 @@ func mockserverCommand() *cli.Command {
 		Usage: "serve the bundled OpenAI-compatible mock with a known delay",
 		Description: "An OpenAI-compatible LLM server whose timing is known exactly, for trying plload without a GPU,\n" +
 			"for tests and for the self-test. Endpoints: POST /v1/chat/completions (stream and not),\n" +
-			"POST /v1/completions, GET /v1/models, GET /health, GET /metrics (vLLM-style names plus\n" +
+			"POST /v1/completions, POST /v1/embeddings and POST /v1/rerank (one prefill each, answered whole at\n" +
+			"its TTFT), GET /v1/models, GET /health, GET /metrics (vLLM-style names plus\n" +
 			"plload_mock_send_lateness_seconds) and GET /mock/stats (send lateness; ?reset=1 starts a new window).\n\n" +
 			"Each request is admitted (queued first with --max-concurrency), its first token is sent TTFT\n" +
 			"later, then one token per chunk every 1/tps, all scheduled from the admission time. A prefix-cache\n" +
@@ -43,6 +44,7 @@ func mockserverCommand() *cli.Command {
 			&cli.StringFlag{Name: "model", Value: d.Model, Usage: "model name listed by /v1/models (requests may name any, unless --models)"},
 			&cli.StringFlag{Name: "models", Usage: "comma-separated models served besides --model (LoRA adapters, say): /v1/models lists them and a request naming another gets HTTP 404 (default: any model)"},
 			&cli.Float64Flag{Name: "tool-call-rate", Value: d.ToolCallRate, Usage: "share of chat requests with tools answered with tool calls, streamed in argument pieces (tool_choice required or a named function: always; none: never)"},
+			&cli.IntFlag{Name: "embedding-dimensions", Value: d.EmbeddingDimensions, Usage: "length of the vectors /v1/embeddings answers with (a request's dimensions may ask for fewer)"},
 			&cli.Float64Flag{Name: "json-valid-rate", Value: d.JSONValidRate, Usage: "share of requests with response_format json_object/json_schema answered with a valid JSON document (the others get it truncated)"},
 			&cli.DurationFlag{Name: "ttft", Value: d.TTFT, Usage: "time to first token after admission"},
 			&cli.Float64Flag{Name: "tps", Value: d.TPS, Usage: "decode speed per stream, tokens per second (chunks 1/tps apart)"},
@@ -102,6 +104,7 @@ func mockserverCommand() *cli.Command {
 			cfg.RetryAfter = cmd.Duration("retry-after")
 			cfg.ToolCallRate = cmd.Float64("tool-call-rate")
 			cfg.JSONValidRate = cmd.Float64("json-valid-rate")
+			cfg.EmbeddingDimensions = cmd.Int("embedding-dimensions")
 			if models := cmd.String("models"); models != "" {
 				for _, m := range strings.Split(models, ",") {
 					cfg.Models = append(cfg.Models, strings.TrimSpace(m))

@@ -95,6 +95,10 @@ type Config struct {
 
 	// Faults are the shares of requests that get each fault (see FaultKind).
 	Faults map[FaultKind]float64
+
+	// EmbeddingDimensions is the length of the vectors /v1/embeddings answers with; a request's
+	// dimensions may ask for fewer (a Matryoshka model's truncation), never more.
+	EmbeddingDimensions int
 }
 
 // FaultKind is one way the mock can misbehave on purpose.
@@ -120,9 +124,13 @@ func DefaultConfig() Config {
 		Model: "plload-mock", TTFT: 200 * time.Millisecond, TPS: 40,
 		CacheCapacity: 500_000, CacheBlock: 16, CacheTTFTFactor: 1,
 		DefaultMaxTokens: 256, MaxTokensLimit: 1_000_000, EOSMinFraction: 1, RetryAfter: time.Second,
-		ToolCallRate: 0.5, JSONValidRate: 1,
+		ToolCallRate: 0.5, JSONValidRate: 1, EmbeddingDimensions: 384,
 	}
 }
+
+// maxEmbeddingDimensions bounds EmbeddingDimensions: past the widest embedding models (4096) with
+// room, and small enough that a vector is never a surprise in memory.
+const maxEmbeddingDimensions = 65_536
 
 // maxScaleSlots bounds ScaleMaxConcurrency: the slots that are not open yet are held as tokens of
 // one channel, filled one by one at start.
@@ -175,6 +183,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--reasoning-tokens %d: accepted: ≥ 0", c.ReasoningTokens)
 	case c.RetryAfter < 0:
 		return fmt.Errorf("--retry-after %s: accepted: a duration ≥ 0", c.RetryAfter)
+	case c.EmbeddingDimensions < 1 || c.EmbeddingDimensions > maxEmbeddingDimensions:
+		return fmt.Errorf("--embedding-dimensions %d: accepted: 1 to %d", c.EmbeddingDimensions, maxEmbeddingDimensions)
 	}
 	for _, f := range []struct {
 		name string
