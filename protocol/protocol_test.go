@@ -14,10 +14,15 @@ import (
 // the other would pass validation and fail the run, or be code no scenario can reach.
 func TestEveryEndpointHasItsAPI(t *testing.T) {
 	want := slices.Sorted(slices.Values(workload.Endpoints))
-	if got := Names(); !slices.Equal(got, want) {
-		t.Fatalf("protocol's APIs %v; workload accepts target.endpoint %v", got, want)
+	if got := slices.Sorted(slices.Values(append(Names(), RetrievalNames()...))); !slices.Equal(got, want) {
+		t.Fatalf("protocol's APIs %v and %v; workload accepts target.endpoint %v", Names(), RetrievalNames(), want)
 	}
-	for _, name := range want {
+	for _, name := range RetrievalNames() {
+		if api, ok := RetrievalFor(name); !ok || api.Name() != name || !workload.IsRetrieval(name) {
+			t.Fatalf("RetrievalFor(%q) = %v, %v; workload.IsRetrieval %v", name, api, ok, workload.IsRetrieval(name))
+		}
+	}
+	for _, name := range Names() {
 		api, err := For(name)
 		if err != nil || api.Name() != name {
 			t.Fatalf("For(%q) = %v, %v", name, api, err)
@@ -122,7 +127,7 @@ func TestMaxTokensFieldAndIgnoreEOS(t *testing.T) {
 // extra_body may not set a key plload sets itself: the body's own keys always, and the workload's
 // features' keys when the scenario uses them.
 func TestExtraBodyReservedKeys(t *testing.T) {
-	for _, endpoint := range workload.Endpoints {
+	for _, endpoint := range Names() { // retrieval endpoints' own keys: workload's retrievalRules
 		for _, k := range workload.ReservedBodyKeys {
 			sc := target(endpoint)
 			sc.Target.ExtraBody = map[string]any{"temperature": 0, k: "x"}
@@ -190,7 +195,7 @@ func TestWorkloadFeaturesInTheBody(t *testing.T) {
 
 // A non-streamed run asks for no stream and no stream options.
 func TestNotStreamedBody(t *testing.T) {
-	for _, endpoint := range workload.Endpoints {
+	for _, endpoint := range Names() {
 		sc := target(endpoint)
 		sc.Target.Stream = new(bool)
 		field := "max_tokens"

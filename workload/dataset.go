@@ -15,9 +15,9 @@ type Turn struct {
 	// User is the message sent as the user (with its retrieved document first, for RAG).
 	User string
 	// UserTokens is the length of User in the scenario's tokenizer.
-	UserTokens int
+	UserTokens int32
 	// MaxOutputTokens is the most tokens this turn asks for.
-	MaxOutputTokens int
+	MaxOutputTokens int32
 	// ThinkBefore is the pause after the previous turn's answer (0 for the first turn), in whole ms.
 	ThinkBefore time.Duration
 	// AfterPrevious, when > 0, is when the turn is due after the previous turn was due, as a trace
@@ -26,6 +26,9 @@ type Turn struct {
 	AfterPrevious time.Duration
 	// ExactOutput asks for exactly MaxOutputTokens (ignore_eos): a trace's lengths are facts.
 	ExactOutput bool
+	// Retrieval is a retrieval stage's request, or a RAG turn's candidate documents (User is then
+	// the question alone: the chosen documents join it when the turn is sent); nil otherwise.
+	Retrieval *RetrievalTurn
 	// Recorded is what a dataset recorded after this turn's user message; nil for synthetic turns.
 	// Behind a pointer because a stage's pool holds every turn of every session for the whole run,
 	// and most turns record nothing (bench/README.md's third pass: 40 of a turn's 152 bytes).
@@ -174,7 +177,10 @@ func (s *Scenario) Build() (*Workload, error) {
 		}
 		return w, err
 	}
-	w := &Workload{Personas: s.buildPersonas(g), feat: feat}
+	w := &Workload{feat: feat}
+	if !s.Retrieval() {
+		w.Personas = s.buildPersonas(g)
+	}
 	w.Picker = NewPersonaPicker(len(w.Personas), s.Session.PersonaSelection, s.Session.ZipfS)
 	// Stages are independent (each has its own generators), so they are built in parallel, each with a
 	// TextGen of its own: its count cache is not safe to share.
@@ -236,7 +242,10 @@ type sessionDraw struct {
 // startSession draws session i's persona and turn count; the turns follow from the returned draw.
 func (s *Scenario) startSession(w *Workload, stage, i int) (SessionPlan, *sessionDraw) {
 	r := s.rng(streamSession, uint64(stage)<<32|uint64(i))
-	sp := SessionPlan{ID: fmt.Sprintf("s%02d-%06d", stage, i), Persona: w.Picker.Pick(r)}
+	sp := SessionPlan{ID: fmt.Sprintf("s%02d-%06d", stage, i), Persona: -1}
+	if len(w.Personas) > 0 { // a retrieval stage has none
+		sp.Persona = w.Picker.Pick(r)
+	}
 	sp.planned = s.Session.Turns.SampleInt(r)
 	return sp, &sessionDraw{s: s, r: r, n: sp.planned}
 }
@@ -249,10 +258,15 @@ func (d *sessionDraw) next(g *TextGen) (Turn, bool) {
 	ss, r, k := d.s.Session, d.r, d.k
 	d.k++
 	var t Turn
+	if d.s.Retrieval() {
+		t.Retrieval = d.s.drawRetrieval(g, r)
+		t.UserTokens = int32(t.Retrieval.Tokens())
+		return t, true
+	}
 	if k > 0 {
 		t.ThinkBefore = ss.ThinkTime.SampleDuration(r).Round(time.Millisecond)
 	}
-	t.MaxOutputTokens = ss.MaxOutputTokens.SampleInt(r)
+	t.MaxOutputTokens = int32(ss.MaxOutputTokens.SampleInt(r))
 	var doc string
 	docTokens := 0
 	if ss.RetrievedTokens != nil {
@@ -267,7 +281,10 @@ func (d *sessionDraw) next(g *TextGen) (Turn, bool) {
 		question = " " + question
 	}
 	t.User = doc + question
-	t.UserTokens = docTokens + userTokens
+	t.UserTokens = int32(docTokens + userTokens)
+	if ss.RAG != nil {
+		t.Retrieval = d.s.drawRAG(g, r, question, userTokens)
+	}
 	return t, true
 }
 
@@ -295,6 +312,8 @@ type datasetTurn struct {
 	// fixed-schedule field); absent outside replay.
 	Timestamp    *int64 `json:"timestamp,omitempty"`
 	OutputLength int    `json:"output_length,omitempty"`
+	// Texts are a retrieval request's texts (AIPerf's single-turn texts): a rerank's query first.
+	Texts []string `json:"texts,omitempty"`
 }
 
 type datasetSession struct {
@@ -308,7 +327,7 @@ func datasetLine(sp SessionPlan, personas []Persona) datasetSession {
 		out.Turns = append(out.Turns, datasetTurn{Role: "system", Text: personas[sp.Persona].SystemPrompt})
 	}
 	for k, t := range sp.Turns {
-		dt := datasetTurn{Role: "user", Text: t.User, Delay: max(t.ThinkBefore, t.AfterPrevious).Milliseconds(), OutputLength: t.MaxOutputTokens}
+		dt := datasetTurn{Role: "user", Text: t.User, Delay: max(t.ThinkBefore, t.AfterPrevious).Milliseconds(), OutputLength: int(t.MaxOutputTokens), Texts: datasetTexts(t)}
 		if k == 0 && sp.Timed {
 			ms := sp.At.Milliseconds()
 			dt.Timestamp = &ms

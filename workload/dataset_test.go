@@ -165,7 +165,7 @@ func TestDatasetLayout(t *testing.T) {
 				break
 			}
 			dt := got.Turns[k+1]
-			if dt.Role != "user" || dt.Text != text || dt.OutputLength != turn.MaxOutputTokens || dt.Delay != turn.ThinkBefore.Milliseconds() {
+			if dt.Role != "user" || dt.Text != text || dt.OutputLength != int(turn.MaxOutputTokens) || dt.Delay != turn.ThinkBefore.Milliseconds() {
 				t.Fatalf("line %d turn %d does not match the plan", i+1, k)
 			}
 			if k == 0 && dt.Delay != 0 {
@@ -336,7 +336,7 @@ func BenchmarkBuildPersonaShared(b *testing.B) {
 	for _, st := range w.Stages {
 		for i := range st.Sessions {
 			for _, turn := range st.Turns(i) {
-				tokens += turn.UserTokens
+				tokens += int(turn.UserTokens)
 			}
 		}
 	}

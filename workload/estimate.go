@@ -121,9 +121,9 @@ func (c *checker) estimates() {
 		c.sourceDryPools()
 		return
 	}
-	perSession := s.Session.Turns.MeanInt() * s.Session.UserInputTokens.MeanInt()
-	if s.Session.RetrievedTokens != nil {
-		perSession += s.Session.Turns.MeanInt() * s.Session.RetrievedTokens.MeanInt()
+	perSession := s.Session.Turns.MeanInt() * (s.Session.UserInputTokens.MeanInt() + s.meanDocumentTokens(false))
+	if s.Retrieval() {
+		perSession = s.meanRetrievalTokens()
 	}
 	if s.Personas.Source == "synthetic" {
 		if b := float64(s.Personas.Count) * s.Personas.SystemPromptTokens.MeanInt() * bytesPerToken; b > maxDatasetBytes {
@@ -146,14 +146,14 @@ func (c *checker) estimates() {
 			c.warnf(p, "the pool of %d sessions is likely to run dry (about %.0f sessions will start, with %s): sessions will be sent again (load.session_reuse: %s); raise load.session_pool_factor or sessions%s", pool, e.SessionsNeeded, s.Assumption(), s.Load.SessionReuse, freshAdvice(s))
 		}
 	}
+	if s.Retrieval() {
+		return // no history
+	}
 	turns := s.Session.Turns.MaxValue()
 	if math.IsInf(turns, 1) {
 		turns = 3 * s.Session.Turns.MeanInt()
 	}
-	perTurn := s.Session.UserInputTokens.MeanInt() + s.Session.MaxOutputTokens.MeanInt()
-	if s.Session.RetrievedTokens != nil {
-		perTurn += s.Session.RetrievedTokens.MeanInt()
-	}
+	perTurn := s.Session.UserInputTokens.MeanInt() + s.Session.MaxOutputTokens.MeanInt() + s.meanDocumentTokens(true)
 	if history := s.MeanSystemPromptTokens() + turns*perTurn; history > historyWarnTokens {
 		c.warnf("session.turns", "history is likely to reach about %.0f tokens by turn %.0f (answers at their max_output_tokens), over the %d-token context of many models", history, turns, historyWarnTokens)
 	}

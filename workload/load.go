@@ -234,11 +234,15 @@ func (c *checker) rules() {
 		}
 	}
 
-	if s.Source() != nil || s.Workload != nil && (s.Workload.Dataset != nil || s.Workload.Trace != nil) {
+	switch {
+	case s.Retrieval():
+		c.retrievalRules() // texts in, vectors or scores out: no personas, no sessions
+	case s.Source() != nil || s.Workload != nil && (s.Workload.Dataset != nil || s.Workload.Trace != nil):
 		c.sourceRules() // the file gives the system prompts and the turns
-	} else {
+	default:
 		c.syntheticRules()
 	}
+	c.ragRules()
 	ss := s.Session
 	if ss.RetrievedTokens != nil && s.Workload == nil {
 		c.dist("session.retrieved_tokens", *ss.RetrievedTokens)

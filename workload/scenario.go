@@ -29,6 +29,10 @@ type Scenario struct {
 	Workload *DataSource `yaml:"workload,omitempty"`
 	// Matrix holds plload matrix's keys (workload/matrix.go); nil: none.
 	Matrix *Matrix `yaml:"matrix,omitempty,flow"`
+	// Embeddings and Rerank shape the requests of a stage of target.endpoint embeddings or rerank
+	// (workload/retrieval.go); nil on other endpoints.
+	Embeddings *EmbeddingsSpec `yaml:"embeddings,omitempty"`
+	Rerank     *RerankSpec     `yaml:"rerank,omitempty"`
 
 	// File is the path the scenario was read from; relative paths inside it are resolved against its folder.
 	File string `yaml:"-"`
@@ -145,6 +149,9 @@ type Session struct {
 	Tools *ToolsSpec `yaml:"tools,omitempty"`
 	// ResponseFormat asks for structured output on every request; nil: none.
 	ResponseFormat *ResponseFormatSpec `yaml:"response_format,omitempty"`
+	// RAG makes every turn a retrieval pipeline: embed the question, rerank candidate documents,
+	// then chat with the best (workload/retrieval.go); nil: plain chat.
+	RAG *RAGSpec `yaml:"rag,omitempty"`
 }
 
 // LoadPlan is how sessions are started, and the stages of the run. Each mode (LoadMode, one file
@@ -216,7 +223,7 @@ type Output struct {
 
 // Endpoints are target.endpoint's accepted values, one per API a target may speak; package
 // protocol holds each one's request body and answer (its test ties the two lists).
-var Endpoints = []string{"chat", "completions", "messages", "responses"}
+var Endpoints = []string{"chat", "completions", "messages", "responses", "embeddings", "rerank"}
 
 // target.history's accepted values (endpoint responses); HistoryClient is its default there.
 const (
@@ -334,6 +341,7 @@ func (s *Scenario) applyDefaults() {
 	if !s.has("session.zipf_s") {
 		ss.ZipfS = 1.0
 	}
+	s.retrievalDefaults()
 	s.featureDefaults()
 	s.loadDefaults()
 	if !s.has("cost.gpu_count") {

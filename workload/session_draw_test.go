@@ -67,7 +67,7 @@ func TestSessionsAreDrawnAgainByteForByte(t *testing.T) {
 						if text != dt.Text {
 							return fmt.Errorf("session %s turn %d drawn again as\n%q\nwant\n%q", sp.ID, k, text, dt.Text)
 						}
-						if turn.MaxOutputTokens != dt.OutputLength || turn.ThinkBefore.Milliseconds() != dt.Delay {
+						if int(turn.MaxOutputTokens) != dt.OutputLength || turn.ThinkBefore.Milliseconds() != dt.Delay {
 							return fmt.Errorf("session %s turn %d drawn again with output %d, think %v; the dataset says %d, %d ms", sp.ID, k, turn.MaxOutputTokens, turn.ThinkBefore, dt.OutputLength, dt.Delay)
 						}
 						if strings.HasPrefix(text, "Reference document") || strings.HasPrefix(text, "참고") {

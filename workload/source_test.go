@@ -61,7 +61,7 @@ func view(w *Workload, pool StagePool) []sessionView {
 			v.System = w.Personas[sp.Persona].SystemPrompt
 		}
 		for _, t := range sp.Turns {
-			v.Turns = append(v.Turns, turnView{User: t.User, Max: t.MaxOutputTokens, Recorded: t.RecordedText()})
+			v.Turns = append(v.Turns, turnView{User: t.User, Max: int(t.MaxOutputTokens), Recorded: t.RecordedText()})
 		}
 		out = append(out, v)
 	}
@@ -191,7 +191,7 @@ func TestDatasetOptions(t *testing.T) {
 			if tu.MaxOutputTokens < 10 || tu.MaxOutputTokens > 20 {
 				t.Fatalf("output tokens %d outside 10–20", tu.MaxOutputTokens)
 			}
-			seen[tu.MaxOutputTokens] = true
+			seen[int(tu.MaxOutputTokens)] = true
 		}
 	}
 	if len(seen) < 3 {

@@ -179,7 +179,7 @@ load: {mode: concurrency, stages: [{concurrency: 2, duration: 5s}]}
 	for i := range w.Stages[0].Sessions {
 		cur := w.Stages[0].Cursor(i)
 		for turn, text, ok := cur.Next(); ok; turn, text, ok = cur.Next() {
-			if got := qwen.Count(text); got != turn.UserTokens {
+			if got := qwen.Count(text); got != int(turn.UserTokens) {
 				t.Fatalf("a user turn counts %d Qwen3 tokens, drawn %d", got, turn.UserTokens)
 			}
 		}
