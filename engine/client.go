@@ -114,11 +114,16 @@ func (s *stageRun) prepareClient() error {
 		base = workload.Expand(sc.Target.BaseURL, s.cfg.Getenv)
 	}
 	base = strings.TrimRight(base, "/")
-	api, err := protocol.For(sc.Target.Endpoint)
-	if err != nil {
-		return err
+	s.base = base
+	if !sc.Retrieval() {
+		api, err := protocol.For(sc.Target.Endpoint)
+		if err != nil {
+			return err
+		}
+		s.api, s.url = api, base+api.Path()
+	} else if api, ok := protocol.RetrievalFor(sc.Target.Endpoint); ok {
+		s.url = base + api.Path()
 	}
-	s.api, s.base, s.url = api, base, base+api.Path()
 	s.host = strings.TrimPrefix(strings.TrimPrefix(base, "http://"), "https://")
 	if u, err := url.Parse(base); err == nil && u.Host != "" {
 		s.host = u.Host
@@ -154,7 +159,12 @@ func (s *stageRun) prepareClient() error {
 	if env := sc.Target.APIKeyEnv; env != "" {
 		key = s.cfg.Getenv(env)
 	}
-	s.api.SetHeaders(s.headers, key)
+	if s.api != nil {
+		s.api.SetHeaders(s.headers, key)
+	} else if api, ok := protocol.RetrievalFor(sc.Target.Endpoint); ok {
+		s.headers.Set("Accept", "application/json") // a retrieval answer is one JSON body
+		api.SetHeaders(s.headers, key)
+	}
 	if key != "" {
 		s.secrets = addSecret(s.secrets, key)
 	}
@@ -164,6 +174,9 @@ func (s *stageRun) prepareClient() error {
 		if workload.IsSecretHeader(k) {
 			s.secrets = headerSecrets(s.secrets, v, value, s.cfg.Getenv)
 		}
+	}
+	if err := s.prepareRetrieval(base); err != nil || s.api == nil {
+		return err
 	}
 	s.body, err = protocol.NewBody(s.api, sc, s.cfg.Workload)
 	return err

@@ -214,8 +214,13 @@ type stageRun struct {
 	// freshClient opens a new connection for every request: a retry must not land on another
 	// pooled connection the server has closed too.
 	freshClient *http.Client
-	// api is target.endpoint's API: the request's path, its body and how its answer is read.
+	// api is target.endpoint's API: the request's path, its body and how its answer is read; nil
+	// for a retrieval stage, whose requests go to retrieval instead.
 	api protocol.API
+	// retrieval is a retrieval stage's target (target.endpoint embeddings or rerank); ragSteps are
+	// session.rag's steps, in their order (engine/retrieval.go).
+	retrieval *retrievalTarget
+	ragSteps  []*retrievalTarget
 	// base is the target's URL without the API's path (no trailing /): GET /models goes there.
 	base string
 	url  string

@@ -51,12 +51,55 @@ func Preflight(ctx context.Context, cfg Config) (warning string, err error) {
 		return "", err
 	}
 	defer s.client.CloseIdleConnections()
-	history := []protocol.Message{protocol.NewMessage("user", "Say OK.", 3)}
-	ex := &exchange{rec: metrics.Record{XRequestID: newUUID(), XCorrelationID: newUUID()}}
-	s.send(ctx, ex, s.body.Build(nil, "", history, 1, false), 3)
+	// A retrieval stage's request, or a RAG turn's steps (each may go to a server of its own),
+	// then the chat request.
+	var warnings []string
+	for _, target := range append([]*retrievalTarget{s.retrieval}, s.ragSteps...) {
+		if target == nil {
+			continue
+		}
+		q := protocol.RetrievalQuery{Inputs: []string{"Say OK."}}
+		if target.api.Name() == "rerank" {
+			q = protocol.RetrievalQuery{Query: "Say OK.", Inputs: []string{"OK.", "No."}}
+		}
+		ex := &exchange{call: &retrievalCall{target: target, query: q}, rec: metrics.Record{XRequestID: newUUID(), XCorrelationID: newUUID()}}
+		body, err := target.api.Body(target.model, q, s.cfg.Scenario.Target.ExtraBody)
+		if err != nil {
+			return "", err
+		}
+		s.send(ctx, ex, body, 3)
+		warning, err := s.preflightVerdict(ctx, ex, target.url)
+		if err != nil {
+			return "", err
+		}
+		if warning != "" {
+			warnings = append(warnings, warning)
+		}
+	}
+	if s.api != nil {
+		history := []protocol.Message{protocol.NewMessage("user", "Say OK.", 3)}
+		ex := &exchange{rec: metrics.Record{XRequestID: newUUID(), XCorrelationID: newUUID()}}
+		s.send(ctx, ex, s.body.Build(nil, "", history, 1, false), 3)
+		warning, err := s.preflightVerdict(ctx, ex, s.url)
+		if err != nil {
+			return "", err
+		}
+		if warning != "" {
+			warnings = append(warnings, warning)
+		}
+	}
+	if len(warnings) > 0 {
+		return strings.Join(warnings, "\n"), nil
+	}
+	return s.checkModels(ctx)
+}
+
+// preflightVerdict judges the preflight's request ex, sent to url: nothing when it succeeded, an
+// error for what no stage could survive, a warning for what may pass.
+func (s *stageRun) preflightVerdict(ctx context.Context, ex *exchange, url string) (warning string, err error) {
 	rec := &ex.rec
 	if rec.Error == nil || rec.WasCancelled || ex.heldBack {
-		return s.checkModels(ctx)
+		return "", nil
 	}
 	sc := s.cfg.Scenario
 	// The terminal gets the start of what the server said (the record keeps 4 KiB of it); a
@@ -78,7 +121,7 @@ func Preflight(ctx context.Context, cfg Config) (warning string, err error) {
 	case ex.encoding != "":
 		problem = "the answer came compressed"
 	}
-	fail := func(fix string) (string, error) { return "", &PreflightError{URL: s.url, Problem: problem, Fix: fix} }
+	fail := func(fix string) (string, error) { return "", &PreflightError{URL: url, Problem: problem, Fix: fix} }
 	kind := metrics.FailureKind(rec)
 	if (kind == "closed" || kind == "reset") && s.speaksOnlyHTTP1(ctx) {
 		// An HTTP/1.1 server may close on the HTTP/2 preface before the client reads its refusal.
@@ -122,7 +165,7 @@ func Preflight(ctx context.Context, cfg Config) (warning string, err error) {
 	case kind == "stream error":
 		return fail("the server answered with an error inside the stream: check target.model and target.extra_body")
 	}
-	return fmt.Sprintf("preflight: POST %s: %s; going on (this may pass)", s.url, problem), nil
+	return fmt.Sprintf("preflight: POST %s: %s; going on (this may pass)", url, problem), nil
 }
 
 // timeoutFix says what a preflight request that ran past target.timeout did: it asked for one token,

@@ -54,6 +54,9 @@ type exchange struct {
 	// in full before the server closed the connection unanswered, so the server may have read it and
 	// done its work: it may have served the request twice (see retryable).
 	retriedAfterWrite bool
+	// call is a retrieval request's target and query (a retrieval stage's, or a RAG step's); nil
+	// for a chat turn, which goes to the stage's API.
+	call *retrievalCall
 }
 
 // send issues one request for history and fills in ex.rec. It never returns an error: every outcome,
@@ -87,7 +90,7 @@ func (s *stageRun) send(ctx context.Context, ex *exchange, body []byte, islEstim
 	client := s.client
 	for attempt := 0; ; attempt++ {
 		var req *http.Request
-		req, err = s.newRequest(httptrace.WithClientTrace(reqCtx, trace), rec, body)
+		req, err = s.newRequest(httptrace.WithClientTrace(reqCtx, trace), ex, body)
 		if err != nil {
 			s.fail(rec, time.Now(), islEstimate, metrics.ErrTypeTransport, fmt.Sprintf("building the request: %v", err))
 			return
@@ -134,6 +137,10 @@ func (s *stageRun) send(ctx context.Context, ex *exchange, body []byte, islEstim
 		ex.encoding = s.scrubCut(ce, 200) // server text, shown by the preflight too
 		s.fail(rec, time.Now(), islEstimate, metrics.ErrTypeTransport, s.scrubCut(
 			fmt.Sprintf("the server compressed the stream (Content-Encoding: %s) though plload asked for identity (Accept-Encoding: identity): turn compression off on the server or its proxy", ex.encoding), maxMessageBytes))
+		return
+	}
+	if ex.call != nil {
+		s.readRetrieval(ctx, reqCtx, ex, resp.Body, start, islEstimate)
 		return
 	}
 	if !s.cfg.Scenario.Streamed() {
@@ -192,13 +199,17 @@ func (st *streamRead) release() {
 // newRequest is the POST of body with the stage's headers and the request's ids: X-Request-ID,
 // X-Correlation-ID (the session's), and target.session_header's header with the session's id on every
 // turn, for a router's session affinity.
-func (s *stageRun) newRequest(ctx context.Context, rec *metrics.Record, body []byte) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
+func (s *stageRun) newRequest(ctx context.Context, ex *exchange, body []byte) (*http.Request, error) {
+	rec, url, headers := &ex.rec, s.url, s.headers
+	if ex.call != nil {
+		url, headers = ex.call.target.url, ex.call.target.headers
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
 	h := req.Header
-	for k, v := range s.headers {
+	for k, v := range headers {
 		h[k] = v
 	}
 	h.Set("X-Request-ID", rec.XRequestID)

@@ -78,7 +78,9 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, st sessionStart)
 			break
 		}
 		if k == 0 && st.reused && s.pool.NoncesRepeats() {
-			text, turn.UserTokens = s.repeatNonce(ss, text, turn.UserTokens)
+			var n int
+			text, n = s.repeatNonce(ss, text, int(turn.UserTokens))
+			turn.UserTokens = int32(n)
 		}
 		ss.setIntended(k, turn)
 		if k == 0 && st.prepared != nil {
@@ -150,7 +152,7 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, st sessionStart)
 				ex = nil
 				break
 			}
-			ex = onItsOwnStack(func() *exchange { return s.sendRequest(reqCtx, ss, k, round, turn, time.Now()) })
+			ex = onItsOwnStack(func() *exchange { return s.sendRequest(reqCtx, ss, k, round, turn, time.Now(), metrics.Opt[int64]{}) })
 			s.releaseSlot()
 			last = ex
 		}
@@ -243,22 +245,39 @@ func (ss *session) setIntended(k int, turn workload.Turn) {
 }
 
 // sendTurn sends turn k, whose user message is text (credit issued at credit), and writes its record.
+// A retrieval stage's turn is its one request; a RAG turn first runs its steps, whose documents
+// join the question.
 func (s *stageRun) sendTurn(reqCtx context.Context, ss *session, k int, turn workload.Turn, text string, credit time.Time) *exchange {
-	if ss.pending == nil { // a prepared turn's message is in the history already
-		ss.history = append(ss.history, protocol.NewMessage("user", text, turn.UserTokens))
-		ss.isl += turn.UserTokens
+	if s.retrieval != nil {
+		return s.sendRetrieval(reqCtx, ss, k, &retrievalCall{target: s.retrieval, query: retrievalQuery(turn.Retrieval)}, int(turn.UserTokens), credit)
 	}
-	return s.sendRequest(reqCtx, ss, k, 0, turn, credit)
+	tokens, turnStart := int(turn.UserTokens), metrics.Opt[int64]{}
+	if turn.Retrieval != nil && len(s.ragSteps) > 0 {
+		message, n, started, last, ok := s.ragTurn(reqCtx, ss, k, turn, text, credit)
+		if !ok {
+			return last
+		}
+		text, tokens, turnStart, credit = message, n, metrics.Some(started), time.Now()
+	}
+	if ss.pending == nil { // a prepared turn's message is in the history already
+		ss.history = append(ss.history, protocol.NewMessage("user", text, tokens))
+		ss.isl += tokens
+	}
+	ex := s.sendRequest(reqCtx, ss, k, 0, turn, credit, turnStart)
+	return ex
 }
 
 // prepareTurn adds turn's user message to the history and builds its request's body ahead of its
 // time, under the request id it will go with.
 func (s *stageRun) prepareTurn(ss *session, turn workload.Turn, text string) {
-	ss.history = append(ss.history, protocol.NewMessage("user", text, turn.UserTokens))
-	ss.isl += turn.UserTokens
+	if s.retrieval != nil || turn.Retrieval != nil && len(s.ragSteps) > 0 {
+		return // no chat body: a retrieval request, or a RAG turn's message, known after its steps
+	}
+	ss.history = append(ss.history, protocol.NewMessage("user", text, int(turn.UserTokens)))
+	ss.isl += int(turn.UserTokens)
 	id := newUUID()
 	ss.pending = &pendingBody{id: id,
-		body: s.body.Build(nil, ss.model, withNonce(ss.history, s.cfg.Scenario.NonceAt(), id), turn.MaxOutputTokens, turn.ExactOutput)}
+		body: s.body.Build(nil, ss.model, withNonce(ss.history, s.cfg.Scenario.NonceAt(), id), int(turn.MaxOutputTokens), turn.ExactOutput)}
 }
 
 // expectConn tells the connection pool that a prepared arrival's request is to go soon, so that the
@@ -318,7 +337,8 @@ type pendingBody struct {
 
 // sendRequest sends the session's history as a request of turn k — round 0 the user's message,
 // round r > 0 the r-th after tool results — and writes its record.
-func (s *stageRun) sendRequest(reqCtx context.Context, ss *session, k, round int, turn workload.Turn, credit time.Time) *exchange {
+// turnStart is a RAG turn's first step's start, for the turn's whole latency (absent otherwise).
+func (s *stageRun) sendRequest(reqCtx context.Context, ss *session, k, round int, turn workload.Turn, credit time.Time, turnStart metrics.Opt[int64]) *exchange {
 	if round > 0 {
 		ss.intended = ss.lastEnd // no think time before a tool round
 	}
@@ -341,6 +361,7 @@ func (s *stageRun) sendRequest(reqCtx context.Context, ss *session, k, round int
 		Persona:         ss.persona,
 		Model:           ss.model,
 		NotStreamed:     !s.cfg.Scenario.Streamed(),
+		RAGTurnStartNs:  turnStart,
 	}}
 	if s.cfg.Workload.MaxToolRounds() > 0 {
 		ex.rec.ToolRound = metrics.Some(round)
@@ -348,7 +369,7 @@ func (s *stageRun) sendRequest(reqCtx context.Context, ss *session, k, round int
 	ss.slotWait = metrics.Opt[int64]{}
 	if body == nil {
 		// A fresh buffer per request (nil: build sizes it): the transport may still hold the last one.
-		body = s.body.BuildAfter(nil, ss.model, withNonce(ss.history, s.cfg.Scenario.NonceAt(), ex.rec.XRequestID), ss.previous, turn.MaxOutputTokens, turn.ExactOutput)
+		body = s.body.BuildAfter(nil, ss.model, withNonce(ss.history, s.cfg.Scenario.NonceAt(), ex.rec.XRequestID), ss.previous, int(turn.MaxOutputTokens), turn.ExactOutput)
 	}
 	s.send(reqCtx, ex, body, ss.isl)
 	if ex.rec.Error == nil { // an error record carries error_isl alone (docs/records.md, AIPerf's layout)
@@ -358,18 +379,24 @@ func (s *stageRun) sendRequest(reqCtx context.Context, ss *session, k, round int
 	if ex.rec.ClientPromptTokens.OK { // the messages those tokens came in: a chat template adds some per message
 		ex.rec.ClientPromptMessages = metrics.Some(len(ss.history))
 	}
+	s.judgeAnswer(ex)
+	s.finishRecord(ss, ex)
+	return ex
+}
+
+// finishRecord ends a request of session ss: its end is the session's last and maybe the stage's,
+// it is counted, watched and written.
+func (s *stageRun) finishRecord(ss *session, ex *exchange) {
 	ss.lastEnd = s.clock.at(ex.rec.RequestEndNs.V)
 	for end := ex.rec.RequestEndNs.V; ; {
 		if last := s.lastEndNs.Load(); end <= last || s.lastEndNs.CompareAndSwap(last, end) {
 			break
 		}
 	}
-	s.judgeAnswer(ex)
 	s.counts.count(ex)
 	s.watch(&ex.rec, ss.lastEnd)
 	s.records.Write(&ex.rec)
 	ss.sr.Requests++
-	return ex
 }
 
 // remember keeps what the server holds after ex: an answer with an id stands for the history sent

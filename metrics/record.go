@@ -72,6 +72,13 @@ type Record struct {
 	// StructuredValid is whether the answer met the request's response_format ("structured_valid";
 	// only when response_format was set and the request succeeded).
 	StructuredValid Opt[bool]
+	// Step names a RAG turn's retrieval step ("rag_step": "embed" or "rerank"); "" for the turn's
+	// chat request, and for a retrieval stage's own requests. A step's record is not a chat request:
+	// its latency is the step's, summed apart (StageSummary.RAG).
+	Step string
+	// RAGTurnStartNs is, on a RAG turn's chat request, when the turn's first step started
+	// ("rag_turn_start_ns"): the turn's whole latency, question to last token, ends at its end.
+	RAGTurnStartNs Opt[int64]
 
 	// metrics
 	TTFT                  Opt[float64] // time_to_first_token, ms
@@ -112,6 +119,9 @@ type Record struct {
 	ToolCallsInvalid Opt[int]
 	// TTFToolCall is the first tool-call token event − request start (time_to_first_tool_call, ms).
 	TTFToolCall Opt[float64]
+	// RetrievalItems is how many vectors (embeddings) or scores (rerank) the answer had
+	// (retrieval_items, a plload metric), checked against what was asked before it is written.
+	RetrievalItems Opt[int]
 
 	Error *RecordError
 }

@@ -74,6 +74,10 @@ func (r *Record) appendMetadata(b []byte) []byte {
 		b = append(b, `,"structured_valid":`...)
 		b = strconv.AppendBool(b, r.StructuredValid.V)
 	}
+	if r.Step != "" {
+		b = appendStringField(b, "rag_step", r.Step)
+	}
+	b = appendOptIntField(b, "rag_turn_start_ns", r.RAGTurnStartNs)
 	return b
 }
 
@@ -99,6 +103,9 @@ const (
 	tagRequestBytes = "request_bytes"
 	unitBytes       = "bytes"
 	tagPerUserTok   = "output_token_throughput_per_user"
+	// tagRetrievalItems is a retrieval answer's vectors or scores (Record.RetrievalItems).
+	tagRetrievalItems = "retrieval_items"
+	unitItems         = "items"
 )
 
 // floatMetrics and countMetrics are the record's scalar metrics in the order they are written (the
@@ -134,6 +141,7 @@ var (
 		{tagCharCount, unitChars, func(r *Record) *Opt[int] { return &r.OutputChars }},
 		{tagToolCalls, unitCalls, func(r *Record) *Opt[int] { return &r.ToolCalls }},
 		{tagToolCallsInvalid, unitCalls, func(r *Record) *Opt[int] { return &r.ToolCallsInvalid }},
+		{tagRetrievalItems, unitItems, func(r *Record) *Opt[int] { return &r.RetrievalItems }},
 	}
 )
 

@@ -43,6 +43,8 @@ type rawRecord struct {
 		ToolRound          json.Number `json:"tool_round"`
 		Stream             *bool       `json:"stream"`
 		StructuredValid    *bool       `json:"structured_valid"`
+		Step               *string     `json:"rag_step"`
+		RAGTurnStartNs     json.Number `json:"rag_turn_start_ns"`
 		// The early (2025) layout's names for request_start_ns and benchmark_phase.
 		TimestampNs json.Number `json:"timestamp_ns"`
 		CreditPhase *string     `json:"credit_phase"`
@@ -185,6 +187,8 @@ func ParseRecord(line []byte) (*Record, error) {
 	if md.StructuredValid != nil {
 		rec.StructuredValid = Some(*md.StructuredValid)
 	}
+	rec.Step = deref(md.Step)
+	rec.RAGTurnStartNs = num("rag_turn_start_ns", md.RAGTurnStartNs)
 	if err != nil {
 		return nil, err
 	}
@@ -237,6 +241,7 @@ type rawMetrics struct {
 	ToolCalls             rawMetric[number]  `json:"tool_call_count"`
 	ToolCallsInvalid      rawMetric[number]  `json:"tool_call_invalid_arguments"`
 	TTFToolCall           rawMetric[number]  `json:"time_to_first_tool_call"`
+	RetrievalItems        rawMetric[number]  `json:"retrieval_items"`
 	InterChunkLatency     rawMetric[numbers] `json:"inter_chunk_latency"`
 	ChunkTokens           rawMetric[numbers] `json:"chunk_tokens"`
 	// The early (2025) layout's tags (aiperf_layout.go maps them).
@@ -308,6 +313,7 @@ func (m *rawMetrics) apply(rec *Record) error {
 		{tagCharCount, &m.OutputChars.Value, &rec.OutputChars},
 		{tagToolCalls, &m.ToolCalls.Value, &rec.ToolCalls},
 		{tagToolCallsInvalid, &m.ToolCallsInvalid.Value, &rec.ToolCallsInvalid},
+		{tagRetrievalItems, &m.RetrievalItems.Value, &rec.RetrievalItems},
 	}, func(v float64) int { return int(math.Round(v)) })
 	if err != nil {
 		return err

@@ -144,8 +144,13 @@ type Previous struct {
 }
 
 // ToolsTokens is the tools block's length in the scenario's tokenizer (0 without tools): part of
-// every request's prompt as the server counts it.
-func (b *Body) ToolsTokens() int { return b.toolsTokens }
+// every request's prompt as the server counts it. A nil Body (a retrieval stage's) has none.
+func (b *Body) ToolsTokens() int {
+	if b == nil {
+		return 0
+	}
+	return b.toolsTokens
+}
 
 // Build renders the request for the history (ending with the new user message) to model (""
 // target.model) into buf (nil: a buffer sized to fit). exact asks for exactly maxTokens
