@@ -47,12 +47,15 @@ func (c *CostInputs) UnmarshalJSON(b []byte) error {
 // CostResult is the stage's cost at its measured throughput; absent when the throughput is 0 or no
 // price was given.
 type CostResult struct {
-	USDPer1MOut   *float64 `json:"usd_per_1m_out"`
+	USDPer1MOut *float64 `json:"usd_per_1m_out"`
+	// USDPer1MIn is the price of a million input tokens at the stage's input rate: the cost of an
+	// embeddings or rerank stage, whose requests generate nothing.
+	USDPer1MIn    *float64 `json:"usd_per_1m_in,omitempty"`
 	USDPer1KTurns *float64 `json:"usd_per_1k_turns"`
 	USDPerSession *float64 `json:"usd_per_session"`
 }
 
-// cost: $/1M out = price × GPUs ÷ (out tok/s × 3600) × 10⁶; $/1K turns = price × GPUs ÷ (req/s × 3600)
+// cost: $/1M out = price × GPUs ÷ (out tok/s × 3600) × 10⁶ (and $/1M in of input tok/s); $/1K turns = price × GPUs ÷ (req/s × 3600)
 // × 10³; $/session = $/1K turns ÷ 10³ × E[turns].
 func cost(in CostInputs, s *StageSummary) CostResult {
 	var c CostResult
@@ -63,6 +66,10 @@ func cost(in CostInputs, s *StageSummary) CostResult {
 	if tps := s.Throughput.OutTokPerSec; tps > 0 {
 		v := hourly / (tps * 3600) * 1e6
 		c.USDPer1MOut = &v
+	}
+	if tps := s.Throughput.InTokPerSec; tps > 0 {
+		v := hourly / (tps * 3600) * 1e6
+		c.USDPer1MIn = &v
 	}
 	if rps := s.Throughput.ReqPerSec; rps > 0 {
 		v := hourly / (rps * 3600) * 1e3

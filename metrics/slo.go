@@ -41,6 +41,9 @@ const (
 	SLOMetricTPOT = "tpot" // per-request TPOT
 	SLOMetricITL  = "itl"  // pooled ITL (goodput: the request's own mean ITL)
 	SLOMetricE2E  = "e2e"  // request latency
+	// SLOMetricRAGTurn is a RAG turn's whole latency, its first step's start to its chat's last
+	// token (a chat request of a RAG turn: rag_turn_start_ns to request_end_ns).
+	SLOMetricRAGTurn = "rag_turn"
 )
 
 // SLO statistics.
@@ -55,7 +58,7 @@ const (
 
 // SLO metrics and statistics in the order limits are checked and listed.
 var (
-	SLOMetrics = []string{SLOMetricTTFT, SLOMetricTTFO, SLOMetricTPOT, SLOMetricITL, SLOMetricE2E}
+	SLOMetrics = []string{SLOMetricTTFT, SLOMetricTTFO, SLOMetricTPOT, SLOMetricITL, SLOMetricE2E, SLOMetricRAGTurn}
 	SLOStats   = []string{SLOStatMean, SLOStatP50, SLOStatP90, SLOStatP95, SLOStatP99, SLOStatMax}
 )
 
@@ -224,6 +227,10 @@ func (s *StageSummary) LatencyDist(metric string) Dist {
 		return s.ITL
 	case SLOMetricE2E:
 		return s.E2E
+	case SLOMetricRAGTurn:
+		if s.RAG != nil {
+			return s.RAG.Turn
+		}
 	}
 	return Dist{}
 }
@@ -236,8 +243,8 @@ func meetsLimits(limits []LatencyLimit, r *Record) bool {
 	for _, l := range limits {
 		v, ok := RequestValue(l.Metric, r)
 		switch {
-		case !ok && (l.Metric == SLOMetricTPOT || l.Metric == SLOMetricITL):
-			continue
+		case !ok && (l.Metric == SLOMetricTPOT || l.Metric == SLOMetricITL || l.Metric == SLOMetricRAGTurn):
+			continue // a request without the metric (one token; a tool round, not a RAG turn's chat)
 		case !ok || v > l.LimitMs:
 			return false
 		}
@@ -262,6 +269,10 @@ func RequestValue(metric string, r *Record) (float64, bool) {
 		}
 	case SLOMetricE2E:
 		v = r.RequestLatency
+	case SLOMetricRAGTurn:
+		if r.RAGTurnStartNs.OK && r.RequestEndNs.OK {
+			v = Some(Ms(r.RequestEndNs.V - r.RAGTurnStartNs.V))
+		}
 	}
 	return v.V, v.OK
 }

@@ -82,6 +82,7 @@ type Stage struct {
 	absorb                           *absorbWindows // nil: not asked
 	prompts                          promptPairs    // client vs server prompt counts
 	feat                             features       // tool calls, structured output, batch (docs/scenario.md)
+	rag                              ragTally       // RAG turns' steps and whole latency (stage_rag.go)
 }
 
 type interval struct{ start, end int64 }
@@ -139,6 +140,12 @@ func endNs(r *Record) int64 {
 // Add counts one record.
 func (s *Stage) Add(r *Record) {
 	sum := &s.s
+	if r.Step != "" { // a RAG turn's step: summed apart from the chat requests (stage_rag.go)
+		if r.RequestStartNs >= s.w && r.RequestStartNs < sum.Window.EEffNs {
+			s.rag.addStep(r)
+		}
+		return
+	}
 	sum.Requests.Total++
 	s.feat.add(r)
 	widenSession(s.sessions, r)
@@ -246,6 +253,7 @@ func (s *Stage) success(r *Record) {
 	appendOptInt(&s.isl, r.InputSequenceLength)
 	appendOptInt(&s.osl, r.OutputSequenceLength)
 	s.addTurn(r)
+	s.rag.addTurn(r)
 	if r.TTFT.OK {
 		if r.TurnIndex == 0 {
 			s.ttftFirst = append(s.ttftFirst, r.TTFT.V)
@@ -266,7 +274,7 @@ func (s *Stage) success(r *Record) {
 		sum.ReasoningSeen = true
 	}
 	s.addRecordGaps(r)
-	if r.UsageCompletionTokens.OK {
+	if r.UsageCompletionTokens.OK || r.RetrievalItems.OK && r.UsagePromptTokens.OK { // a retrieval answer's usage has prompt tokens only
 		sum.UsageReported++
 	} else {
 		sum.MissingUsage++

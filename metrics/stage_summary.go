@@ -81,6 +81,9 @@ type StageSummary struct {
 	// ReuseCache is the cache hit of the requests whose session repeated a conversation the run had
 	// sent (records with dataset_session) against the others'; absent when none did.
 	ReuseCache *ReuseCache `json:"reuse_cache_hit,omitempty"`
+	// RAG is a RAG stage's pipeline: each step's requests and latency, and the whole turn's
+	// latency; absent when no record was a RAG turn's.
+	RAG *RAGSummary `json:"rag,omitempty"`
 	// Structured counts the answers checked against response_format; absent when none was.
 	Structured *StructuredSummary `json:"structured,omitempty"`
 	// Batch is a batch stage's job over every record; stage.json has it beside the summary (its
@@ -215,6 +218,7 @@ func (s *Stage) Summary() *StageSummary {
 	sum.ByTurn = s.byTurn()
 	sum.PromptTokensAgreement = s.prompts.result()
 	s.feat.result(sum, s.in)
+	sum.RAG = s.rag.result()
 	s.rates()
 	s.activeSessions()
 	s.inFlightLevels()

@@ -24,6 +24,8 @@ type columns struct {
 	traceReuse bool
 	// agents: a stage has tool calls or structured output (docs/scenario.md); batch: a stage is a batch job.
 	agents, batch bool
+	// retrieval: a stage sent embeddings or rerank requests; rag: a stage's turns had RAG steps.
+	retrieval, rag bool
 	// limited marks, by SLO metric, the statistics an SLO of these stages limits (ttft p95): their
 	// values are bold in the cells, whose statistics never change (tableStats).
 	limited map[string]map[string]bool
@@ -72,6 +74,8 @@ func columnsFor(rows []runStage, withRun bool) columns {
 		c.traceReuse = c.traceReuse || r.TraceBlockReuse != nil
 		c.agents = c.agents || r.Summary.Tools != nil || r.Summary.Structured != nil
 		c.batch = c.batch || r.Batch != nil
+		c.rag = c.rag || r.Summary.RAG != nil
+		c.retrieval = c.retrieval || workload.IsRetrieval(r.Target.Endpoint)
 		for _, l := range r.SLO.Limits() {
 			if limited[l.Metric] == nil {
 				limited[l.Metric] = map[string]bool{}
@@ -185,6 +189,12 @@ func (c columns) tables(rows []runStage) []table {
 	ts = append(ts, c.throughputTable(rows), c.errorsTable(rows), c.latencyTable(rows), c.turnsTable(rows))
 	if c.agents {
 		ts = append(ts, c.agentsTable(rows))
+	}
+	if c.retrieval {
+		ts = append(ts, c.retrievalTable(rows))
+	}
+	if c.rag {
+		ts = append(ts, c.ragTable(rows))
 	}
 	if c.openLoop {
 		ts = append(ts, c.openLoopTable(rows))

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/workload"
 )
 
 // HeadlineLine is the report's first line in Markdown: the cost at the best SLO-passing stage.
@@ -22,6 +23,9 @@ func HeadlineText(stages []*StageReport) string {
 	}
 	if batchHeadline := batchHeadline(stages); batchHeadline != "" {
 		return batchHeadline
+	}
+	if len(stages) > 0 && workload.IsRetrieval(stages[0].Target.Endpoint) {
+		return retrievalHeadline(stages, set)
 	}
 	best := metrics.Headline(sums)
 	switch {
@@ -186,4 +190,38 @@ func StageList(ids []string) string {
 		return "stage " + ids[0]
 	}
 	return "stages " + strings.Join(ids, ", ")
+}
+
+// retrievalHeadline is an embeddings or rerank run's headline: its requests generate nothing, so
+// its cost is per million input tokens and per thousand requests, at the SLO-passing (or, with no
+// SLO, the measured) stage that read the most input tokens per second.
+func retrievalHeadline(stages []*StageReport, sloSet bool) string {
+	best := -1
+	for i, r := range stages {
+		s := r.Summary
+		if !s.Measured() || sloSet && s.SLO.Verdict != metrics.SLOPass {
+			continue
+		}
+		if best < 0 || s.Throughput.InTokPerSec > stages[best].Summary.Throughput.InTokPerSec {
+			best = i
+		}
+	}
+	if best < 0 {
+		sums := make([]*metrics.StageSummary, len(stages))
+		for i, r := range stages {
+			sums[i] = r.Summary
+		}
+		return noPassHeadline(sums)
+	}
+	r := stages[best]
+	s := r.Summary
+	verdict := "SLO " + s.SLO.Verdict
+	if !sloSet {
+		verdict = "no SLO set"
+	}
+	line := fmt.Sprintf("stage %02d (%s): input tok/s %.1f, req/s %.2f, %s", r.Stage, r.Target.Endpoint, s.Throughput.InTokPerSec, s.Throughput.ReqPerSec, verdict)
+	if r.Cost.Unpriced {
+		return line + "; no GPU price was given, so costs are N/A"
+	}
+	return fmt.Sprintf("%s; %s/1M input tokens, %s/1K requests", line, Money(s.Cost.USDPer1MIn, 4), Money(s.Cost.USDPer1KTurns, 4))
 }

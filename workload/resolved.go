@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/goccy/go-yaml"
@@ -117,7 +118,21 @@ func (s *Scenario) ResolvedYAML() ([]byte, error) {
 			comments[f.yamlPath] = []*yaml.Comment{yaml.LineComment(" sha256 " + sum)}
 		}
 	}
-	return yaml.MarshalWithOptions(m, yaml.IndentSequence(true), yaml.WithComment(comments))
+	if !s.Retrieval() {
+		return yaml.MarshalWithOptions(m, yaml.IndentSequence(true), yaml.WithComment(comments))
+	}
+	// A retrieval stage has no personas and no sessions (retrievalRules refuses them): the file
+	// leaves both sections out, as the user's did.
+	out, err := yaml.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	var doc yaml.MapSlice
+	if err := yaml.Unmarshal(out, &doc); err != nil {
+		return nil, err
+	}
+	doc = slices.DeleteFunc(doc, func(it yaml.MapItem) bool { return it.Key == "personas" || it.Key == "session" })
+	return yaml.MarshalWithOptions(doc, yaml.IndentSequence(true), yaml.WithComment(comments))
 }
 
 // fileSHA256 is the hex sha256 of a file's bytes.

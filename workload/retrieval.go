@@ -192,6 +192,9 @@ func (c *checker) retrievalRules() {
 func (c *checker) ragRules() {
 	s := c.s
 	rag := s.Session.RAG
+	if rag == nil && s.SLO.RAGTurn != nil {
+		c.errorf("slo.rag_turn", "bounds a RAG turn's whole latency, and this scenario has no session.rag; accepted: rag_turn with session.rag, or e2e for a request's latency")
+	}
 	if rag == nil {
 		if s.Retrieval() {
 			return
@@ -338,10 +341,11 @@ func (s *Scenario) RetrievalText() string {
 	return ""
 }
 
-// usesStreamTimes says whether a latency bound needs a streamed answer's times (all but e2e).
+// usesStreamTimes says whether a latency bound needs a streamed answer's times (all but e2e; and
+// rag_turn, refused on its own where there is no RAG turn).
 func (s SLO) usesStreamTimes() bool {
 	for _, l := range s.LatencyLimits() {
-		if l.Metric != "e2e" {
+		if l.Metric != "e2e" && l.Metric != "rag_turn" {
 			return true
 		}
 	}

@@ -15,6 +15,8 @@ type SLO struct {
 	TPOT *Limits `yaml:"tpot,omitempty,flow"`
 	ITL  *Limits `yaml:"itl,omitempty,flow"`
 	E2E  *Limits `yaml:"e2e,omitempty,flow"`
+	// RAGTurn bounds a RAG turn's whole latency, question to last token (session.rag).
+	RAGTurn *Limits `yaml:"rag_turn,omitempty,flow"`
 	// ErrorRate is error_rate_max's shorter name; a file may set one of them.
 	ErrorRate *float64 `yaml:"error_rate,omitempty"`
 	// Window is the length of the windows in which a stage whose load rises has its latency limits
@@ -52,7 +54,7 @@ type SLOLimit struct {
 
 // SLO metrics and statistics, in the order limits are listed.
 var (
-	SLOMetrics = []string{"ttft", "ttfo", "tpot", "itl", "e2e"}
+	SLOMetrics = []string{"ttft", "ttfo", "tpot", "itl", "e2e", "rag_turn"}
 	SLOStats   = []string{"mean", "p50", "p90", "p95", "p99", "max"}
 )
 
@@ -86,7 +88,7 @@ func (s SLO) block(metric string) Limits {
 
 // limitsOf is the block the file wrote for metric (nil: none).
 func (s SLO) limitsOf(metric string) *Limits {
-	return map[string]*Limits{"ttft": s.TTFT, "ttfo": s.TTFO, "tpot": s.TPOT, "itl": s.ITL, "e2e": s.E2E}[metric]
+	return map[string]*Limits{"ttft": s.TTFT, "ttfo": s.TTFO, "tpot": s.TPOT, "itl": s.ITL, "e2e": s.E2E, "rag_turn": s.RAGTurn}[metric]
 }
 
 // ErrorRateLimit is the most errors ÷ requests allowed, and whether one is set (0 is a limit: no
