@@ -22,7 +22,15 @@ func TestEveryEndpointHasItsAPI(t *testing.T) {
 			t.Fatalf("RetrievalFor(%q) = %v, %v; workload.IsRetrieval %v", name, api, ok, workload.IsRetrieval(name))
 		}
 	}
+	for _, name := range RetrievalNames() {
+		if api, _ := RetrievalFor(name); api.Path() != workload.EndpointPath(name) {
+			t.Errorf("%s: path %s, workload says %s", name, api.Path(), workload.EndpointPath(name))
+		}
+	}
 	for _, name := range Names() {
+		if api, _ := For(name); api.Path() != workload.EndpointPath(name) {
+			t.Errorf("%s: path %s, workload says %s", name, api.Path(), workload.EndpointPath(name))
+		}
 		api, err := For(name)
 		if err != nil || api.Name() != name {
 			t.Fatalf("For(%q) = %v, %v", name, api, err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/plload/plload/metrics"
+	"github.com/plload/plload/workload"
 )
 
 // AIPerf's summary files, written beside stage.json so dashboards and scripts that read AIPerf's
@@ -128,13 +129,9 @@ func (r *StageReport) aiperfInputConfig() ordered {
 		loadgen = append(loadgen, kv{"request_rate", r.Rate.To})
 	}
 	loadgen = append(loadgen, kv{"warmup_duration", r.Warmup}, kv{"benchmark_duration", r.Duration})
-	path := "/chat/completions" // after base_url, as plload's engine sends
-	if r.Target.Endpoint == "completions" {
-		path = "/completions"
-	}
 	return ordered{
-		{"endpoint", ordered{{"model_names", []string{r.Target.Model}}, {"custom_endpoint", path},
-			{"type", r.Target.Endpoint}, {"streaming", true}, {"url", r.Target.BaseURL}}},
+		{"endpoint", ordered{{"model_names", []string{r.Target.Model}}, {"custom_endpoint", workload.EndpointPath(r.Target.Endpoint)},
+			{"type", r.Target.Endpoint}, {"streaming", !workload.IsRetrieval(r.Target.Endpoint)}, {"url", r.Target.BaseURL}}},
 		{"loadgen", loadgen},
 		{"plload", ordered{{"tool", r.Tool}, {"run", r.Run}, {"stage", r.Stage}, {"stages", r.Stages}, {"mode", r.Mode},
 			{"name", r.Name}, {"dataset_sha256", r.DatasetSHA256}}},

@@ -78,10 +78,19 @@ func stat(d metrics.Dist, name string) any {
 
 // vllmBackend is vLLM's name for the endpoint plload sent to.
 func vllmBackend(endpoint string) string {
-	if endpoint == "completions" {
+	switch endpoint {
+	case "completions":
 		return "openai"
+	case "chat", "":
+		return "openai-chat"
+	case "embeddings":
+		return "openai-embeddings"
+	case "rerank":
+		return "vllm-rerank"
 	}
-	return "openai-chat"
+	// vLLM's bench has no backend for the Messages and Responses APIs: named as plload's own, never
+	// as chat, which they are not.
+	return "plload-" + endpoint
 }
 
 // vllmRate is request_rate as vLLM writes it: requests/s, or "inf" when requests go out as fast as

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -251,5 +252,21 @@ func TestVLLMPerRequestSource(t *testing.T) {
 				t.Errorf("per_request %q with %d ttfts, want %q with %d", f.Plload.PerRequest, len(f.TTFTs), tc.want, tc.n)
 			}
 		})
+	}
+}
+
+// Each endpoint is named as what it is in vLLM's and AIPerf's files: never chat's backend or path
+// for an API that is not chat.
+func TestEndpointNamesInForeignFiles(t *testing.T) {
+	for endpoint, want := range map[string][2]string{
+		"chat": {"openai-chat", "/chat/completions"}, "completions": {"openai", "/completions"},
+		"messages": {"plload-messages", "/messages"}, "responses": {"plload-responses", "/responses"},
+		"embeddings": {"openai-embeddings", "/embeddings"}, "rerank": {"vllm-rerank", "/rerank"},
+	} {
+		r := &StageReport{Target: Target{Endpoint: endpoint}}
+		got, _ := json.Marshal(r.aiperfInputConfig())
+		if vllmBackend(endpoint) != want[0] || !strings.Contains(string(got), `"custom_endpoint":"`+want[1]+`"`) {
+			t.Errorf("%s: backend %s, AIPerf input config %s; want %v", endpoint, vllmBackend(endpoint), got, want)
+		}
 	}
 }

@@ -225,6 +225,16 @@ type Output struct {
 // protocol holds each one's request body and answer (its test ties the two lists).
 var Endpoints = []string{"chat", "completions", "messages", "responses", "embeddings", "rerank"}
 
+// EndpointPath is the path an endpoint's requests go to after target.base_url, for the files that
+// name it (AIPerf's custom_endpoint); protocol's APIs send there (its test ties the two).
+func EndpointPath(endpoint string) string {
+	if endpoint == "" {
+		endpoint = DefaultEndpoint
+	}
+	return map[string]string{"chat": "/chat/completions", "completions": "/completions", "messages": "/messages",
+		"responses": "/responses", "embeddings": "/embeddings", "rerank": "/rerank"}[endpoint]
+}
+
 // target.history's accepted values (endpoint responses); HistoryClient is its default there.
 const (
 	HistoryClient = "client"
