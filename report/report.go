@@ -109,9 +109,13 @@ func methodSection(r *resultfiles.Report, sc *workload.Scenario) string {
 	b.WriteString(sloMethodLine(sc.SLO))
 	b.WriteString(costMethodLine(sc))
 	b.WriteString("\n## Workload\n\n")
-	if src := sc.Source(); src != nil {
+	switch src := sc.Source(); {
+	case sc.Retrieval():
+		fmt.Fprintf(&b, "- Requests: %s; each answer is checked for a %s per text it asked for (retrieval_items).\n", sc.RetrievalText(),
+			map[string]string{"embeddings": "vector", "rerank": "score"}[sc.Target.Endpoint])
+	case src != nil:
 		b.WriteString(sourceText(sc, src))
-	} else {
+	default:
 		syntheticText(&b, sc)
 	}
 	b.WriteString("- Datasets (sha256 of stage_NN/dataset.jsonl, the workload's identity):\n")
@@ -161,6 +165,10 @@ func syntheticText(b *strings.Builder, sc *workload.Scenario) {
 		distText(sc.Session.UserInputTokens), distText(sc.Session.MaxOutputTokens), distText(sc.Session.ThinkTime))
 	if sc.Session.RetrievedTokens != nil {
 		fmt.Fprintf(b, ", a retrieved document of %s tokens before every user turn", distText(*sc.Session.RetrievedTokens))
+	}
+	if rag := sc.Session.RAG; rag != nil {
+		fmt.Fprintf(b, "; RAG turns: %s candidate documents of %s tokens, the best %d sent before the question, after %s", distText(rag.Candidates),
+			distText(rag.DocumentTokens), rag.TopK, ragStepsText(sc))
 	}
 	fmt.Fprintf(b, "; language %s. History is real: each request re-sends every earlier message and the server's own answers.\n", sc.Session.Language)
 }
@@ -259,4 +267,24 @@ func costMethodLine(sc *workload.Scenario) string {
 	}
 	return fmt.Sprintf("- Cost: $%g/h × %d GPU(s)%s; $/1M out = price ÷ (out tok/s × 3600) × 10⁶; $/1K turns = price ÷ (req/s × 3600) × 10³; $/session = $/1K turns ÷ 10³ × E[turns] (%.3f, after clamping). %s\n",
 		*sc.Cost.GPUHourlyUSD, sc.Cost.GPUCount, label(sc.Cost.Label), sc.ExpectedTurns(), head)
+}
+
+// ragStepsText names a RAG turn's steps and where each went.
+func ragStepsText(sc *workload.Scenario) string {
+	var steps []string
+	for _, st := range []struct {
+		name string
+		at   *workload.StepTarget
+	}{{"embedding the question", sc.Session.RAG.Embed}, {"reranking the candidates", sc.Session.RAG.Rerank}} {
+		if st.at == nil {
+			continue
+		}
+		to := sc.StepTargetFor(st.at)
+		where := "target's server"
+		if st.at.BaseURL != "" {
+			where = to.BaseURL
+		}
+		steps = append(steps, fmt.Sprintf("%s (model %s, %s)", st.name, to.Model, where))
+	}
+	return strings.Join(steps, " and ")
 }

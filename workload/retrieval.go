@@ -188,6 +188,14 @@ func (c *checker) retrievalRules() {
 	}
 }
 
+// fewestOf is the smallest count d draws: a constant's value, else its floor.
+func fewestOf(d Dist) float64 {
+	if d.Kind == DistConstant {
+		return d.Value
+	}
+	return d.lower(1)
+}
+
 // ragRules checks session.rag.
 func (c *checker) ragRules() {
 	s := c.s
@@ -213,7 +221,7 @@ func (c *checker) ragRules() {
 	c.dist("session.rag.document_tokens", rag.DocumentTokens)
 	if rag.TopK < 1 {
 		c.errorf("session.rag.top_k", "found %d; accepted: the number of best documents sent with the chat, ≥ 1", rag.TopK)
-	} else if fewest := rag.Candidates.lower(1); !c.bad["session.rag.candidates"] && float64(rag.TopK) > fewest {
+	} else if fewest := fewestOf(rag.Candidates); !c.bad["session.rag.candidates"] && float64(rag.TopK) > fewest {
 		c.warnf("session.rag.top_k", "found %d, more than the fewest candidates (%g): such turns send every candidate", rag.TopK, fewest)
 	}
 	if rag.Embed == nil && rag.Rerank == nil {

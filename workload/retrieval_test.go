@@ -180,3 +180,20 @@ func TestRetrievalRules(t *testing.T) {
 		})
 	}
 }
+
+// top_k above the fewest candidates is a warning; a constant count at or above it is none.
+func TestRAGTopKWarning(t *testing.T) {
+	for _, tc := range []struct {
+		candidates string
+		warn       bool
+	}{{"6", false}, {"2", false}, {"1", true}, {"{min: 1, max: 9}", true}, {"{min: 2, max: 9}", false}} {
+		_, issues := Parse("t.yaml", []byte(strings.Replace(ragScenario, "candidates: 6", "candidates: "+tc.candidates, 1)), LoadOptions{Getenv: noEnv})
+		warned := false
+		for _, is := range issues.Warnings() {
+			warned = warned || is.Path == "session.rag.top_k"
+		}
+		if warned != tc.warn || len(issues.Errors()) > 0 {
+			t.Errorf("candidates %s with top_k 2: warned %v, want %v (%v)", tc.candidates, warned, tc.warn, issues)
+		}
+	}
+}
