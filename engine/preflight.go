@@ -63,7 +63,7 @@ func Preflight(ctx context.Context, cfg Config) (warning string, err error) {
 			q = protocol.RetrievalQuery{Query: "Say OK.", Inputs: []string{"OK.", "No."}}
 		}
 		ex := &exchange{call: &retrievalCall{target: target, query: q}, rec: metrics.Record{XRequestID: newUUID(), XCorrelationID: newUUID()}}
-		body, err := target.api.Body(target.model, q, s.cfg.Scenario.Target.ExtraBody)
+		body, err := target.api.Body(target.model, q, target.extra)
 		if err != nil {
 			return "", err
 		}
@@ -122,6 +122,11 @@ func (s *stageRun) preflightVerdict(ctx context.Context, ex *exchange, url strin
 		problem = "the answer came compressed"
 	}
 	fail := func(fix string) (string, error) { return "", &PreflightError{URL: url, Problem: problem, Fix: fix} }
+	if c := ex.call; c != nil && rec.Error.Code.OK && rec.Error.Type != metrics.ErrTypeSSE {
+		if fix := retrievalRefusal(c.target, rec.Error.Code.V); fix != "" {
+			return fail(fix)
+		}
+	}
 	kind := metrics.FailureKind(rec)
 	if (kind == "closed" || kind == "reset") && s.speaksOnlyHTTP1(ctx) {
 		// An HTTP/1.1 server may close on the HTTP/2 preface before the client reads its refusal.
@@ -140,7 +145,11 @@ func (s *stageRun) preflightVerdict(ctx context.Context, ex *exchange, url strin
 	case kind == "tls":
 		return fail("give the server's CA in target.tls.ca_file (or, for a test server only, target.tls.insecure_skip_verify)")
 	case kind == "refused" || kind == "connect" || kind == "dns":
-		return fail("is the server running there? check the host and port of target.base_url")
+		baseKey := "target.base_url"
+		if ex.call != nil && ex.call.target.step != "" {
+			baseKey = "session.rag." + ex.call.target.step + ".base_url"
+		}
+		return fail("is the server running there? check the host and port of " + baseKey)
 	case rec.Error.Code.OK && rec.Error.Code.V >= 300 && rec.Error.Code.V < 400:
 		return fail(fmt.Sprintf("the server redirects to %s; plload measures one target and follows no redirects: point target.base_url there", orNone(ex.location)))
 	case ex.encoding != "":
@@ -166,6 +175,27 @@ func (s *stageRun) preflightVerdict(ctx context.Context, ex *exchange, url strin
 		return fail("the server answered with an error inside the stream: check target.model and target.extra_body")
 	}
 	return fmt.Sprintf("preflight: POST %s: %s; going on (this may pass)", url, problem), nil
+}
+
+// retrievalRefusal is the fix for a retrieval request's refusal with HTTP status code, naming the
+// keys that set its target (a RAG step's own, or target's); "" where the generic advice holds (a
+// 429 or a 5xx may pass). A 501 is final: the server does not serve that API at all.
+func retrievalRefusal(t *retrievalTarget, code int) string {
+	keys, api := "target", t.api.Name()
+	if t.step != "" {
+		keys = "session.rag." + t.step
+	}
+	switch {
+	case code == http.StatusNotImplemented:
+		return fmt.Sprintf("the server does not serve the %s API there: point %s.base_url at one that does (llama-server serves /v1/embeddings only when started with --embeddings, /v1/rerank with --reranking)", api, keys)
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		return fmt.Sprintf("the server wants other credentials: name the key's environment variable in %s.api_key_env", keys)
+	case code == http.StatusNotFound:
+		return fmt.Sprintf("check %s.base_url (usually ending in /v1; POST %s goes after it) and %s.model (%q): many servers answer 404 for a model they do not serve", keys, t.api.Path(), keys, t.model)
+	case code >= 400 && code < 500 && code != metrics.StatusTooManyRequests:
+		return fmt.Sprintf("the server refused the request itself: check %s.model (%q) and that it is an %s model", keys, t.model, map[string]string{"embeddings": "embedding", "rerank": "reranking"}[api])
+	}
+	return ""
 }
 
 // timeoutFix says what a preflight request that ran past target.timeout did: it asked for one token,

@@ -24,6 +24,9 @@ type retrievalTarget struct {
 	url     string
 	headers http.Header
 	model   string
+	// extra is target.extra_body for a retrieval stage's own requests; nil for a RAG step, whose
+	// server is not the chat's and takes none of the chat's keys (temperature, ignore_eos).
+	extra map[string]any
 	// step names a RAG step in its records ("embed", "rerank"); "" for a retrieval stage's requests.
 	step string
 }
@@ -45,7 +48,7 @@ func (s *stageRun) prepareRetrieval(base string) error {
 	sc := s.cfg.Scenario
 	if sc.Retrieval() {
 		api, _ := protocol.RetrievalFor(sc.Target.Endpoint)
-		s.retrieval = &retrievalTarget{api: api, url: base + api.Path(), headers: s.headers, model: sc.Target.Model}
+		s.retrieval = &retrievalTarget{api: api, url: base + api.Path(), headers: s.headers, model: sc.Target.Model, extra: sc.Target.ExtraBody}
 	}
 	rag := sc.Session.RAG
 	if rag == nil {
@@ -84,7 +87,8 @@ func (s *stageRun) prepareRetrieval(base string) error {
 		if step.at.BaseURL == "" {
 			stepBase = base // target's, as the stage reaches it (the in-process mock's address)
 		}
-		s.ragSteps = append(s.ragSteps, &retrievalTarget{api: api, url: stepBase + api.Path(), headers: h, model: at.Model, step: step.name})
+		s.ragSteps = append(s.ragSteps, &retrievalTarget{api: api, url: stepBase + api.Path(), headers: h,
+			model: workload.Expand(at.Model, s.cfg.Getenv), step: step.name})
 	}
 	return nil
 }
@@ -107,7 +111,7 @@ func (s *stageRun) sendRetrieval(reqCtx context.Context, ss *session, k int, cal
 		Model:           call.target.model,
 	}}
 	ss.slotWait = metrics.Opt[int64]{}
-	body, err := call.target.api.Body(call.target.model, call.query, s.cfg.Scenario.Target.ExtraBody)
+	body, err := call.target.api.Body(call.target.model, call.query, call.target.extra)
 	if err != nil {
 		s.fail(&ex.rec, time.Now(), tokens, metrics.ErrTypeTransport, fmt.Sprintf("building the request: %v", err))
 	} else {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/plload/plload/mock"
+	"github.com/plload/plload/workload"
 )
 
 // exchangeLog is what a capturing proxy saw: each request's path, body, headers and answer.
@@ -302,4 +304,46 @@ func asFloat(v any) float64 {
 		return f
 	}
 	return 0
+}
+
+// A RAG step whose server is not running stops the run before any traffic, naming the step's key;
+// one whose server does not serve the API (501) too.
+func TestRAGStepPreflight(t *testing.T) {
+	base, _ := startLoggedMock(t, nil)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := "http://" + ln.Addr().String() + "/v1"
+	ln.Close()
+	notImplemented := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNotImplemented)
+		io.WriteString(w, `{"error":{"code":501,"message":"This server does not support embeddings. Start it with `+"`--embeddings`"+`","type":"not_supported_error"}}`)
+	})
+	ln2, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: notImplemented}
+	go hs.Serve(ln2)
+	defer hs.Close()
+	for _, tc := range []struct{ url, want string }{
+		{dead, "check the host and port of session.rag.embed.base_url"},
+		{"http://" + ln2.Addr().String() + "/v1", "does not serve the embeddings API there: point session.rag.embed.base_url"},
+	} {
+		session := shortSessions + "\n  rag:\n    embed: {base_url: \"" + tc.url + "\"}\n    rerank: {}"
+		sc, issues := workload.Parse("t.yaml", []byte(scenarioYAML(base, session, "  mode: concurrency\n  stages:\n    - {concurrency: 1, duration: 500ms}")), workload.LoadOptions{ForRun: true, Getenv: testEnv})
+		if err := issues.Err(); err != nil {
+			t.Fatal(err)
+		}
+		w, err := sc.Build()
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Preflight(context.Background(), Config{Scenario: sc, Workload: w, Getenv: testEnv})
+		var pe *PreflightError
+		if !errors.As(err, &pe) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.url) {
+			t.Errorf("preflight with the embed step at %s: %v; want an error naming %q", tc.url, err, tc.want)
+		}
+	}
 }

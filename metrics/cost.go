@@ -50,7 +50,7 @@ type CostResult struct {
 	USDPer1MOut *float64 `json:"usd_per_1m_out"`
 	// USDPer1MIn is the price of a million input tokens at the stage's input rate: the cost of an
 	// embeddings or rerank stage, whose requests generate nothing.
-	USDPer1MIn    *float64 `json:"usd_per_1m_in,omitempty"`
+	USDPer1MIn    *float64 `json:"usd_per_1m_in"`
 	USDPer1KTurns *float64 `json:"usd_per_1k_turns"`
 	USDPerSession *float64 `json:"usd_per_session"`
 }

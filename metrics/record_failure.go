@@ -9,7 +9,7 @@ import (
 
 // FailureKind names how a request failed in the words a user looks for on the terminal — refused,
 // dns, tls, connect, timeout, HTTP 404, HTTP 429, HTTP 503, reset, closed (before answering), stream
-// cut, bad stream, not SSE, stream error, empty answer, transport — or "" for a success or a cancellation. It reads only the record,
+// cut, bad stream, not SSE, stream error, empty answer, invalid answer, transport — or "" for a success or a cancellation. It reads only the record,
 // so it works on AIPerf's records too (whose messages fall under their type).
 func FailureKind(r *Record) string {
 	e := r.Error
@@ -44,7 +44,10 @@ func FailureKind(r *Record) string {
 	case ErrTypeSSE:
 		return "stream error"
 	case ErrTypeInvalidResult:
-		return "empty answer"
+		if has("no content") {
+			return "empty answer"
+		}
+		return "invalid answer" // not what was asked: a retrieval answer's count, a body that is not the API's
 	case ErrTypeTransport:
 		switch {
 		case has("reset"):

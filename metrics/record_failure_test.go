@@ -29,6 +29,7 @@ func TestFailureKind(t *testing.T) {
 		{Record{RequestAckNs: Some[int64](1), Error: &RecordError{Type: ErrTypeTransport, Message: `expected a text/event-stream answer to a streaming request, got Content-Type "application/json": {}`}}, "not SSE", false, false},
 		{Record{RequestAckNs: Some[int64](1), Error: &RecordError{Code: Some(CodeSSEError), Type: ErrTypeSSE, Message: "model overloaded"}}, "stream error", false, false},
 		{Record{RequestAckNs: Some[int64](1), Error: &RecordError{Type: ErrTypeInvalidResult, Message: "the answer has no content"}}, "empty answer", false, false},
+		{Record{RequestAckNs: Some[int64](1), Error: &RecordError{Type: ErrTypeInvalidResult, Message: "the answer has 3 vectors for 4 inputs"}}, "invalid answer", false, false},
 	} {
 		r := tc.rec
 		if got := FailureKind(&r); got != tc.kind {

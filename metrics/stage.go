@@ -144,7 +144,11 @@ func (s *Stage) Add(r *Record) {
 		if r.RequestStartNs >= s.w && r.RequestStartNs < sum.Window.EEffNs {
 			s.rag.addStep(r)
 		}
-		return
+		if r.OK() {
+			return
+		}
+		// A failed step is its turn's failure — the chat request it kept from going — and counts
+		// as one below, so a RAG stage whose embedding server is down fails its error rate.
 	}
 	sum.Requests.Total++
 	s.feat.add(r)

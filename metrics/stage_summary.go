@@ -18,7 +18,7 @@ type StageSummary struct {
 	} `json:"window"`
 	Partial  bool `json:"partial"`
 	Requests struct {
-		Total     int `json:"total"`     // records in the file
+		Total     int `json:"total"`     // records in the file, a RAG turn's successful steps aside (summary.rag)
 		InWindow  int `json:"in_window"` // started in [W, E_eff)
 		Succeeded int `json:"succeeded"` // of those
 		Errors    int `json:"errors"`    // of those, cancelled excluded

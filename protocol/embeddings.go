@@ -3,10 +3,12 @@ package protocol
 import (
 	"bytes"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/plload/plload/sse"
 )
@@ -100,6 +102,10 @@ func (embeddings) ParseAnswer(body []byte, q RetrievalQuery) (RetrievalAnswer, e
 		switch {
 		case dims == 0:
 			return out, fmt.Errorf("vector %d is empty", idx)
+		case allZero(d.Embedding):
+			// No embedding model gives a zero vector (they are normalised); a server that computed
+			// none does: llama-server started with --reranking answers /v1/embeddings so.
+			return out, fmt.Errorf("vector %d is all zeros: the server computed no embedding (is it serving an embedding model? a llama-server started with --reranking answers zeros)", idx)
 		case first < 0:
 			first, out.Dimensions = idx, dims
 		case dims != out.Dimensions:
@@ -178,4 +184,33 @@ func stringsSize(ss []string) int {
 		n += len(s) + 3
 	}
 	return n
+}
+
+// allZero says whether a vector that vectorLength accepted is all zeros. It stops at the first
+// number that is not, so a real vector costs one number's parse.
+func allZero(raw json.RawMessage) bool {
+	if raw[0] == '"' {
+		var s string
+		json.Unmarshal(raw, &s)
+		b, _ := base64.StdEncoding.DecodeString(s)
+		for i := 0; i+4 <= len(b); i += 4 {
+			if binary.LittleEndian.Uint32(b[i:])&0x7fffffff != 0 { // -0 is zero
+				return false
+			}
+		}
+		return true
+	}
+	rest := bytes.Trim(raw, "[] \t\r\n")
+	for len(rest) > 0 {
+		field := rest
+		if i := bytes.IndexByte(rest, ','); i >= 0 {
+			field, rest = rest[:i], rest[i+1:]
+		} else {
+			rest = nil
+		}
+		if v, err := strconv.ParseFloat(string(bytes.TrimSpace(field)), 64); err != nil || v != 0 {
+			return false
+		}
+	}
+	return true
 }

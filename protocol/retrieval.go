@@ -181,6 +181,11 @@ func detailError(raw json.RawMessage) *sse.StreamError {
 type retrievalUsage struct {
 	PromptTokens *float64 `json:"prompt_tokens"`
 	TotalTokens  *float64 `json:"total_tokens"`
+	// PromptTokensDetails.CachedTokens is the prefix cache's share, as chat's usage has it (vLLM
+	// caches embedding prompts' prefixes too; the bundled mock reports it).
+	PromptTokensDetails *struct {
+		CachedTokens *float64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
 }
 
 // usage is the record's usage: the prompt is prompt_tokens, or the total where that is all there
@@ -196,6 +201,9 @@ func (u *retrievalUsage) usage() *sse.Usage {
 	}
 	if u.PromptTokens != nil {
 		out.PromptTokens, out.HasPrompt = clampInt(u.PromptTokens), true
+	}
+	if d := u.PromptTokensDetails; d != nil && d.CachedTokens != nil {
+		out.CachedTokens, out.HasCached = clampInt(d.CachedTokens), true
 	}
 	return out
 }

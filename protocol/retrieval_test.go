@@ -199,6 +199,11 @@ func TestEmbeddingsParseAnswer(t *testing.T) {
 		{name: "indexes in any order, no usage", body: data(vec("1", "[1,2]"), vec("0", "[ 3 , -4.5e-3 ]")), q: two, items: 2, dims: 2},
 		{name: "an empty usage is none", body: `{"data":[{"index":0,"embedding":[1]}],"usage":{}}`, q: RetrievalQuery{Inputs: inputs(1)}, items: 1, dims: 1},
 		{name: "usage with only total_tokens", body: `{"data":[{"index":0,"embedding":[1]}],"usage":{"total_tokens":5}}`, q: RetrievalQuery{Inputs: inputs(1)}, items: 1, dims: 1, usage: usageOf(5, 5, true, true)},
+		{name: "all-zero vectors (llama-server --reranking's)", body: `{"data":[{"index":0,"embedding":[0.0,-0.0,0e3]}]}`, q: RetrievalQuery{Inputs: inputs(1)}, errText: "vector 0 is all zeros"},
+		{name: "all-zero base64 vector", body: `{"data":[{"index":0,"embedding":"AAAAAAAAAIA="}]}`, q: RetrievalQuery{Inputs: inputs(1)}, errText: "vector 0 is all zeros"},
+		{name: "a vector with one number not zero", body: `{"data":[{"index":0,"embedding":[0,0,1e-9]}]}`, q: RetrievalQuery{Inputs: inputs(1)}, items: 1, dims: 3},
+		{name: "cached tokens as chat's usage has them", body: `{"data":[{"index":0,"embedding":[1]}],"usage":{"prompt_tokens":40,"total_tokens":40,"prompt_tokens_details":{"cached_tokens":32}}}`,
+			q: RetrievalQuery{Inputs: inputs(1)}, items: 1, dims: 1, usage: &sse.Usage{PromptTokens: 40, TotalTokens: 40, HasPrompt: true, HasTotal: true, CachedTokens: 32, HasCached: true}},
 		{name: "items without index stand in their places", body: `{"data":[{"embedding":[1,2,3]},{"embedding":[4,5,6]}]}`, q: two, items: 2, dims: 3},
 
 		{name: "a vector missing", body: data(vec("0", "[1]"), vec("1", "[1]"), vec("2", "[1]")), q: RetrievalQuery{Inputs: inputs(4)}, errText: "the answer has 3 vectors for 4 inputs"},

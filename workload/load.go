@@ -317,11 +317,25 @@ func (c *checker) env(opts LoadOptions) {
 	for k, v := range s.Target.Headers {
 		check("target.headers."+k, v)
 	}
-	if s.Target.APIKeyEnv != "" {
-		if !envName.MatchString(s.Target.APIKeyEnv) {
-			c.errorf("target.api_key_env", "found %q; accepted: the name of an environment variable (not the key itself)", s.Target.APIKeyEnv)
-		} else if opts.Getenv(s.Target.APIKeyEnv) == "" {
-			missing("target.api_key_env", "environment variable %s is not set; requests would go out without an API key", s.Target.APIKeyEnv)
+	keyEnv := func(path, name string) {
+		if name == "" {
+			return
+		}
+		if !envName.MatchString(name) {
+			c.errorf(path, "found %q; accepted: the name of an environment variable (not the key itself)", name)
+		} else if opts.Getenv(name) == "" {
+			missing(path, "environment variable %s is not set; requests would go out without an API key", name)
+		}
+	}
+	keyEnv("target.api_key_env", s.Target.APIKeyEnv)
+	if rag := s.Session.RAG; rag != nil {
+		for name, st := range map[string]*StepTarget{"embed": rag.Embed, "rerank": rag.Rerank} {
+			if st != nil {
+				p := "session.rag." + name
+				check(p+".base_url", st.BaseURL)
+				check(p+".model", st.Model)
+				keyEnv(p+".api_key_env", st.APIKeyEnv)
+			}
 		}
 	}
 }

@@ -203,19 +203,16 @@ func (c *checker) ragRules() {
 	if rag == nil && s.SLO.RAGTurn != nil {
 		c.errorf("slo.rag_turn", "bounds a RAG turn's whole latency, and this scenario has no session.rag; accepted: rag_turn with session.rag, or e2e for a request's latency")
 	}
-	if rag == nil {
-		if s.Retrieval() {
-			return
-		}
-		for _, section := range []string{"embeddings", "rerank"} {
-			if s.has(section) {
-				c.errorf(section, "the %s: section shapes the requests of target.endpoint %s, and this scenario's endpoint is %s; accepted: target.endpoint %s, or session.rag for embed and rerank steps before each chat turn", section, section, endpointName(s.Target.Endpoint), section)
-			}
-		}
-		return
-	}
 	if s.Retrieval() {
 		return // retrievalRules refuses the session section
+	}
+	for _, section := range []string{"embeddings", "rerank"} {
+		if s.has(section) {
+			c.errorf(section, "the %s: section shapes the requests of target.endpoint %s, and this scenario's endpoint is %s; accepted: target.endpoint %s; a RAG turn's steps take their documents from session.rag (candidates, document_tokens, top_k)", section, section, endpointName(s.Target.Endpoint), section)
+		}
+	}
+	if rag == nil {
+		return
 	}
 	c.dist("session.rag.candidates", rag.Candidates)
 	c.dist("session.rag.document_tokens", rag.DocumentTokens)
@@ -234,7 +231,7 @@ func (c *checker) ragRules() {
 		c.errorf("session.rag", "found with target.endpoint completions; accepted: rag with chat, messages or responses")
 	}
 	for name, st := range map[string]*StepTarget{"embed": rag.Embed, "rerank": rag.Rerank} {
-		if st != nil && st.BaseURL != "" && !strings.HasPrefix(st.BaseURL, "http://") && !strings.HasPrefix(st.BaseURL, "https://") {
+		if st != nil && st.BaseURL != "" && !strings.HasPrefix(st.BaseURL, "http://") && !strings.HasPrefix(st.BaseURL, "https://") && !strings.HasPrefix(st.BaseURL, "${") {
 			c.errorf("session.rag."+name+".base_url", "found %q; accepted: an http:// or https:// URL, such as http://127.0.0.1:8001/v1, or leave it out for target.base_url", st.BaseURL)
 		}
 	}
@@ -309,17 +306,19 @@ func RAGChosen(rt *RetrievalTurn, order []int, topK int) []int {
 	return order[:min(topK, len(order))]
 }
 
-// StepTargetFor is where a RAG step goes: its own keys, target's for those left out.
+// StepTargetFor is where a RAG step goes: its own keys, target's for those left out — but target's
+// key only to target's own server: a step on a server of its own sends the key it names, or none,
+// never target's credentials to another host.
 func (s *Scenario) StepTargetFor(step *StepTarget) StepTarget {
 	out := *step
 	if out.BaseURL == "" {
 		out.BaseURL = s.Target.BaseURL
+		if out.APIKeyEnv == "" {
+			out.APIKeyEnv = s.Target.APIKeyEnv
+		}
 	}
 	if out.Model == "" {
 		out.Model = s.Target.Model
-	}
-	if out.APIKeyEnv == "" {
-		out.APIKeyEnv = s.Target.APIKeyEnv
 	}
 	return out
 }

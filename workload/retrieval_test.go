@@ -159,7 +159,7 @@ func TestRetrievalRules(t *testing.T) {
 			"answers are never streamed"},
 		{"embeddings have no ttft", embeddingsScenario + "slo: {ttft: {p95: 1s}}\n", "slo", "accepted: e2e"},
 		{"embeddings section on chat", strings.Replace(embeddingsScenario, "  endpoint: embeddings\n", "", 1), "embeddings",
-			"accepted: target.endpoint embeddings, or session.rag"},
+			"accepted: target.endpoint embeddings; a RAG turn"},
 		{"rag with no step", strings.Replace(strings.Replace(ragScenario, "    embed: {model: emb-model}\n", "", 1), "    rerank: {base_url: \"http://127.0.0.1:2/v1\", model: rr-model}\n", "", 1), "session.rag",
 			"neither embed nor rerank is set"},
 		{"rag top_k 0", strings.Replace(ragScenario, "top_k: 2", "top_k: 0", 1), "session.rag.top_k", "found 0"},
@@ -195,5 +195,30 @@ func TestRAGTopKWarning(t *testing.T) {
 		if warned != tc.warn || len(issues.Errors()) > 0 {
 			t.Errorf("candidates %s with top_k 2: warned %v, want %v (%v)", tc.candidates, warned, tc.warn, issues)
 		}
+	}
+}
+
+// A step on a server of its own never gets target's key; one on target's server does. A step's
+// base_url may come from the environment, and its key variable is checked as target's is.
+func TestRAGStepKeys(t *testing.T) {
+	yaml := strings.Replace(ragScenario, "  model: chat-model\n", "  model: chat-model\n  api_key_env: CHAT_KEY\n", 1)
+	yaml = strings.Replace(yaml, `rerank: {base_url: "http://127.0.0.1:2/v1", model: rr-model}`, `rerank: {base_url: "${RR_URL}", model: rr-model, api_key_env: RR_KEY}`, 1)
+	env := func(k string) string {
+		return map[string]string{"CHAT_KEY": "k1", "RR_URL": "http://127.0.0.1:2/v1"}[k]
+	}
+	s, issues := Parse("t.yaml", []byte(yaml), LoadOptions{Getenv: env, ForRun: true})
+	var rrKey bool
+	for _, is := range issues.Errors() {
+		rrKey = rrKey || is.Path == "session.rag.rerank.api_key_env" && strings.Contains(is.Message, "RR_KEY is not set")
+	}
+	if !rrKey || len(issues.Errors()) != 1 {
+		t.Fatalf("want only the unset RR_KEY refused; got %v", issues)
+	}
+	if e := s.StepTargetFor(s.Session.RAG.Embed); e.APIKeyEnv != "CHAT_KEY" {
+		t.Errorf("a step on target's server: key %q, want target's", e.APIKeyEnv)
+	}
+	s.Session.RAG.Rerank.APIKeyEnv = ""
+	if r := s.StepTargetFor(s.Session.RAG.Rerank); r.APIKeyEnv != "" {
+		t.Errorf("a step on its own server: key %q, want none of target's", r.APIKeyEnv)
 	}
 }

@@ -114,7 +114,7 @@ func (s SLO) IsSet() bool {
 func (c *checker) slo() {
 	s := c.s
 	if !s.has("slo") && !c.bad["slo"] {
-		c.warnf("slo", "no SLO limit is set: every stage's SLO verdict will be N/A and goodput unknown; accepted: slo: {ttft: {p95: 500ms}, tpot: {p99: 50ms}, error_rate: 0.01}")
+		c.warnf("slo", "no SLO limit is set: every stage's SLO verdict will be N/A and goodput unknown; accepted: %s", sloExample(s))
 		return
 	}
 	// A window too short to hold the requests it judges measures nothing (1 ms windows wrote 19,846
@@ -138,7 +138,7 @@ func (c *checker) slo() {
 		}
 	}
 	if !s.SLO.IsSet() && len(c.issues.Errors()) == 0 { // `slo: {}`, as a resolved file without limits writes it
-		c.warnf("slo", "no SLO limit is set: every stage's SLO verdict will be N/A and goodput unknown; accepted: slo: {ttft: {p95: 500ms}, tpot: {p99: 50ms}, error_rate: 0.01}")
+		c.warnf("slo", "no SLO limit is set: every stage's SLO verdict will be N/A and goodput unknown; accepted: %s", sloExample(s))
 	}
 }
 
@@ -149,4 +149,13 @@ func (s SLO) statLimit(metric, stat string) Duration {
 		return 0
 	}
 	return map[string]Duration{"mean": l.Mean, "p50": l.P50, "p90": l.P90, "p95": l.P95, "p99": l.P99, "max": l.Max}[stat]
+}
+
+// sloExample is an SLO the scenario's requests can meet: a retrieval stage's answers have only a
+// latency (e2e), a chat's have a first token and token gaps.
+func sloExample(s *Scenario) string {
+	if s.Retrieval() {
+		return "slo: {e2e: {p95: 200ms}, error_rate: 0.01}"
+	}
+	return "slo: {ttft: {p95: 500ms}, tpot: {p99: 50ms}, error_rate: 0.01}"
 }
