@@ -110,6 +110,7 @@ type scenarioDoc struct {
 	doc    yaml.MapSlice
 	owners []owner
 	flags  flagSet
+	file   string // the scenario file the flags apply to; "" for a run from flags alone
 }
 
 // flagOf is the flag that wrote path or one of its parents ("" when none did).
@@ -246,6 +247,9 @@ func (d *scenarioDoc) applyFlags() error {
 	if v, ok := fs["window"]; ok {
 		d.set("window", "slo.window", v)
 	}
+	if endpoint, _ := d.get("target.endpoint"); workload.IsRetrieval(fmt.Sprint(endpoint)) {
+		return d.retrievalFlags(fmt.Sprint(endpoint))
+	}
 	switch fs["ignore-eos"] {
 	case "true":
 		d.set("ignore-eos", "target.extra_body.ignore_eos", true)
@@ -253,6 +257,27 @@ func (d *scenarioDoc) applyFlags() error {
 		d.del("target.extra_body.ignore_eos")
 	}
 	d.workloadFlags()
+	return d.loadFlags()
+}
+
+// retrievalFlags writes the flags of an embeddings or rerank run: its requests carry no
+// conversation, so the flags-only document's personas and session go, --isl is each text's length
+// (an embeddings input, a rerank document), and the flags that shape a chat are refused.
+func (d *scenarioDoc) retrievalFlags(endpoint string) error {
+	fs := d.flags
+	for _, flag := range []string{"osl", "turns", "ignore-eos", "dataset", "dataset-format"} {
+		if _, ok := fs[flag]; ok {
+			return badInput("--%s with endpoint %s, whose requests generate nothing and carry no conversation; accepted: --isl (each text's tokens), the load flags, or a scenario file's %s: section; nothing was sent", flag, endpoint, endpoint)
+		}
+	}
+	if d.file == "" { // the flags-only document's chat shape: none of it applies
+		for _, k := range []string{"personas", "session", "workload"} {
+			d.del(k)
+		}
+	}
+	if v, ok := fs["isl"]; ok {
+		d.set("isl", map[string]string{"embeddings": "embeddings.input_tokens", "rerank": "rerank.document_tokens"}[endpoint], scalar(v))
+	}
 	return d.loadFlags()
 }
 
@@ -382,8 +407,9 @@ func (d *scenarioDoc) loadFlags() error {
 func (d *scenarioDoc) keepSingleTurn(flag, mode string) {
 	_, dataset := d.get("workload.dataset")
 	_, trace := d.get("workload.trace")
-	if workload.ModeOf(mode).SingleTurn || dataset || trace {
-		return
+	endpoint, _ := d.get("target.endpoint")
+	if workload.ModeOf(mode).SingleTurn || dataset || trace || workload.IsRetrieval(fmt.Sprint(endpoint)) {
+		return // a retrieval stage's request is its session: no session keys at all
 	}
 	for k, v := range map[string]any{"session.turns": 1, "session.think_time": "0s"} {
 		if _, ok := d.get(k); !ok {
@@ -396,7 +422,7 @@ func (d *scenarioDoc) keepSingleTurn(flag, mode string) {
 // run from flags alone. It returns the scenario and its warnings, or an exit-2 error listing every
 // problem, each naming the flag that set the key when one did.
 func scenarioFromFlags(file string, fs flagSet, opts workload.LoadOptions) (*workload.Scenario, workload.Issues, error) {
-	d := &scenarioDoc{flags: fs}
+	d := &scenarioDoc{flags: fs, file: file}
 	var original []byte
 	if file == "" {
 		doc, err := flagsOnlyDoc(fs)

@@ -228,6 +228,9 @@ func TestBadFlagsExitTwoBeforeTraffic(t *testing.T) {
 		{"endpoint", append(good, "--concurrency", "1", "--endpoint", "chat/completions"), []string{`--endpoint "chat/completions": target.endpoint: found "chat/completions"; accepted: chat, completions`}},
 		{"vllm's endpoint path", append(good, "--concurrency", "1", "--endpoint", "/v1/completions"), []string{`--endpoint "/v1/completions": a path, as vllm bench serve's --endpoint takes; accepted: the API's name, here completions (POST …/v1/completions)`}},
 		{"http", append(good, "--concurrency", "1", "--http", "3"), []string{`--http "3": target.http: found "3"; accepted: auto, 1.1, 2`}},
+		{"osl on embeddings", append(good, "--concurrency", "1", "--endpoint", "embeddings", "--osl", "5"), []string{"--osl with endpoint embeddings, whose requests generate nothing", "accepted: --isl"}},
+		{"ignore-eos on rerank", append(good, "--concurrency", "1", "--endpoint", "rerank", "--ignore-eos"), []string{"--ignore-eos with endpoint rerank"}},
+		{"ttft slo on embeddings", append(good, "--concurrency", "1", "--endpoint", "embeddings", "--slo-ttft-p95", "1s"), []string{`--slo-ttft-p95 "1s": slo.ttft.p95: target.endpoint embeddings answers in one piece`, "accepted: e2e"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			chats.Store(0) // each case on its own count
@@ -496,5 +499,16 @@ func TestMockserverSendTimesHelpTakesNoValue(t *testing.T) {
 	}
 	if !strings.Contains(stdout, "--send-times") {
 		t.Errorf("mockserver --help lacks --send-times:\n%s", stdout)
+	}
+}
+
+// TestRetrievalFromFlags: an embeddings or rerank run from flags alone has no personas or sessions,
+// and --isl is each text's length.
+func TestRetrievalFromFlags(t *testing.T) {
+	for endpoint, key := range map[string]string{"embeddings": "embeddings:\n  input_tokens:\n    dist: constant\n    value: 40", "rerank": "rerank:\n  document_tokens:\n    dist: constant\n    value: 40"} {
+		code, stdout, stderr := plload(t, "validate", "--base-url", "mock", "--endpoint", endpoint, "--concurrency", "2", "--isl", "40")
+		if code != 0 || !strings.Contains(stdout, key) || strings.Contains(stdout, "personas:") || strings.Contains(stdout, "\nsession:") {
+			t.Errorf("%s: exit %d\n%s%s", endpoint, code, stdout, stderr)
+		}
 	}
 }

@@ -180,8 +180,15 @@ func (c *checker) retrievalRules() {
 	if s.Target.Stream != nil && *s.Target.Stream {
 		c.errorf("target.stream", "found true with target.endpoint %s, whose answers are never streamed; accepted: leave it out", e)
 	}
-	if s.SLO.usesStreamTimes() {
-		c.errorf("slo", "target.endpoint %s answers in one piece: it has no first token and no token gaps; accepted: e2e (the request's latency)", e)
+	for _, l := range s.SLO.LatencyLimits() {
+		if l.Metric == "e2e" {
+			continue
+		}
+		path := "slo." + l.Metric + "." + l.Stat
+		if !s.has(path) { // the turn-1 keys
+			path = "slo." + l.Metric + "_" + l.Stat
+		}
+		c.errorf(path, "target.endpoint %s answers in one piece: it has no first token and no token gaps; accepted: e2e (the request's latency)", e)
 	}
 	if s.Retrieval() && s.has("target.max_tokens_field") {
 		c.warnf("target.max_tokens_field", "ignored with target.endpoint %s, which asks for no output tokens", e)
@@ -348,13 +355,3 @@ func (s *Scenario) RetrievalText() string {
 	return ""
 }
 
-// usesStreamTimes says whether a latency bound needs a streamed answer's times (all but e2e; and
-// rag_turn, refused on its own where there is no RAG turn).
-func (s SLO) usesStreamTimes() bool {
-	for _, l := range s.LatencyLimits() {
-		if l.Metric != "e2e" && l.Metric != "rag_turn" {
-			return true
-		}
-	}
-	return false
-}
