@@ -354,4 +354,3 @@ func (s *Scenario) RetrievalText() string {
 	}
 	return ""
 }
-
