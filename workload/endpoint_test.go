@@ -85,3 +85,20 @@ func TestLimitField(t *testing.T) {
 		}
 	}
 }
+
+// A version written as another number is suggested as the one it equals, not the one fewest edits
+// away ("2.0" is HTTP/2; "1.1" is as close by edits).
+func TestHTTPVersionSuggestion(t *testing.T) {
+	for found, want := range map[string]string{"2.0": `(did you mean "2"?)`, "1.10": `(did you mean "1.1"?)`, "atuo": `(did you mean "auto"?)`} {
+		_, issues := Parse("t.yaml", []byte(applyEdits(edit{5, "  model: m\n  http: \"" + found + "\""})), LoadOptions{Getenv: noEnv})
+		got := ""
+		for _, is := range issues.Errors() {
+			if is.Path == "target.http" {
+				got = is.Message
+			}
+		}
+		if !strings.Contains(got, want) {
+			t.Errorf("http %q: %q; want it to say %s", found, got, want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -103,6 +104,15 @@ func IsScenarioError(err error) bool {
 
 // suggest returns the closest candidate to s when it is close enough to be a likely typo.
 func suggest(s string, candidates []string) string {
+	// A number written another way is the same number ("2.0" is HTTP "2", not "1.1", which is as
+	// few edits away).
+	if f, err := strconv.ParseFloat(s, 64); err == nil {
+		for _, c := range candidates {
+			if g, err := strconv.ParseFloat(c, 64); err == nil && f == g {
+				return c
+			}
+		}
+	}
 	best, bestDist := "", len(s)/2+2
 	for _, c := range candidates {
 		if d := editDistance(strings.ToLower(s), strings.ToLower(c)); d < bestDist {
