@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -272,4 +273,38 @@ func FuzzMessagesAnswer(f *testing.F) {
 		rd.Release()
 		_, _ = api.ParseAnswer(data)
 	})
+}
+
+// llama.cpp's own Messages stream without message_start (captured byte for byte through a proxy, as
+// llama-server sent it): the server sends message_start only with the first decoded token, and when
+// that token is part of a multibyte character it holds it back, so the stream begins at
+// content_block_start (in 19 of 800 answers of the tiny model). It reads as an answer: its text,
+// and usage from message_delta alone (output tokens; the prompt's count came in the event that was
+// never sent).
+func TestMessagesLlamaCppStreamWithoutMessageStart(t *testing.T) {
+	stream, err := os.ReadFile("testdata/llamacpp_messages_no_message_start.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, _ := For("messages")
+	got, err := readEvents(t, api, string(stream))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tokens, finish := 0, ""
+	var usage *sse.Usage
+	for _, ev := range got {
+		if ev.IsToken() {
+			tokens++
+		}
+		if ev.FinishReason != "" {
+			finish = ev.FinishReason
+		}
+		if ev.Usage != nil {
+			usage = ev.Usage
+		}
+	}
+	if tokens != 11 || !got[len(got)-1].Done || finish != "length" || usage == nil || usage.CompletionTokens != 14 || usage.HasPrompt {
+		t.Errorf("%d token events, finish %q, usage %+v, last %+v", tokens, finish, usage, got[len(got)-1])
+	}
 }
