@@ -173,7 +173,7 @@ func retrievalQuery(rt *workload.RetrievalTurn) protocol.RetrievalQuery {
 // step failed: the session ends there, as on a failed chat request, since an assistant whose
 // retrieval failed has no documents to answer with.
 func (s *stageRun) ragTurn(reqCtx context.Context, ss *session, k int, turn workload.Turn, question string, credit time.Time) (text string, tokens int, started int64, last *exchange, ok bool) {
-	rt := turn.Retrieval
+	rt := turn.RetrievalRequest()
 	var order []int
 	for i, target := range s.ragSteps {
 		call := &retrievalCall{target: target}

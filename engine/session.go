@@ -249,10 +249,10 @@ func (ss *session) setIntended(k int, turn workload.Turn) {
 // join the question.
 func (s *stageRun) sendTurn(reqCtx context.Context, ss *session, k int, turn workload.Turn, text string, credit time.Time) *exchange {
 	if s.retrieval != nil {
-		return s.sendRetrieval(reqCtx, ss, k, &retrievalCall{target: s.retrieval, query: retrievalQuery(turn.Retrieval)}, int(turn.UserTokens), credit)
+		return s.sendRetrieval(reqCtx, ss, k, &retrievalCall{target: s.retrieval, query: retrievalQuery(turn.RetrievalRequest())}, int(turn.UserTokens), credit)
 	}
 	tokens, turnStart := int(turn.UserTokens), metrics.Opt[int64]{}
-	if turn.Retrieval != nil && len(s.ragSteps) > 0 {
+	if turn.RetrievalRequest() != nil && len(s.ragSteps) > 0 {
 		message, n, started, last, ok := s.ragTurn(reqCtx, ss, k, turn, text, credit)
 		if !ok {
 			return last
@@ -270,7 +270,7 @@ func (s *stageRun) sendTurn(reqCtx context.Context, ss *session, k int, turn wor
 // prepareTurn adds turn's user message to the history and builds its request's body ahead of its
 // time, under the request id it will go with.
 func (s *stageRun) prepareTurn(ss *session, turn workload.Turn, text string) {
-	if s.retrieval != nil || turn.Retrieval != nil && len(s.ragSteps) > 0 {
+	if s.retrieval != nil || turn.RetrievalRequest() != nil && len(s.ragSteps) > 0 {
 		return // no chat body: a retrieval request, or a RAG turn's message, known after its steps
 	}
 	ss.history = append(ss.history, protocol.NewMessage("user", text, int(turn.UserTokens)))

@@ -26,9 +26,9 @@ type Turn struct {
 	AfterPrevious time.Duration
 	// ExactOutput asks for exactly MaxOutputTokens (ignore_eos): a trace's lengths are facts.
 	ExactOutput bool
-	// Retrieval is a retrieval stage's request, or a RAG turn's candidate documents (User is then
-	// the question alone: the chosen documents join it when the turn is sent); nil otherwise.
-	Retrieval *RetrievalTurn
+	// Extra is what few turns carry (a retrieval request, images), behind one pointer so that the
+	// turns of a pool stay 64 bytes each; nil for a plain text turn.
+	Extra *TurnExtra
 	// Recorded is what a dataset recorded after this turn's user message; nil for synthetic turns.
 	// Behind a pointer because a stage's pool holds every turn of every session for the whole run,
 	// and most turns record nothing (bench/README.md's third pass: 40 of a turn's 152 bytes).
@@ -259,8 +259,9 @@ func (d *sessionDraw) next(g *TextGen) (Turn, bool) {
 	d.k++
 	var t Turn
 	if d.s.Retrieval() {
-		t.Retrieval = d.s.drawRetrieval(g, r)
-		t.UserTokens = int32(t.Retrieval.Tokens())
+		rt := d.s.drawRetrieval(g, r)
+		t.Extra = &TurnExtra{Retrieval: rt}
+		t.UserTokens = int32(rt.Tokens())
 		return t, true
 	}
 	if k > 0 {
@@ -283,7 +284,7 @@ func (d *sessionDraw) next(g *TextGen) (Turn, bool) {
 	t.User = doc + question
 	t.UserTokens = int32(docTokens + userTokens)
 	if ss.RAG != nil {
-		t.Retrieval = d.s.drawRAG(g, r, question, userTokens)
+		t.Extra = &TurnExtra{Retrieval: d.s.drawRAG(g, r, question, userTokens)}
 	}
 	return t, true
 }

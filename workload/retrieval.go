@@ -47,6 +47,21 @@ type StepTarget struct {
 	APIKeyEnv string `yaml:"api_key_env,omitempty"`
 }
 
+// TurnExtra is a turn's rarer parts.
+type TurnExtra struct {
+	// Retrieval is a retrieval stage's request, or a RAG turn's candidate documents (the turn's
+	// user text is then the question alone: the chosen documents join it when the turn is sent).
+	Retrieval *RetrievalTurn
+}
+
+// RetrievalRequest is the turn's retrieval request or RAG candidates; nil for a chat turn.
+func (t Turn) RetrievalRequest() *RetrievalTurn {
+	if t.Extra == nil {
+		return nil
+	}
+	return t.Extra.Retrieval
+}
+
 // RetrievalTurn is what a retrieval request sends: an embeddings request's inputs, a rerank
 // request's query and documents, or a RAG turn's candidate documents (its query is the question).
 type RetrievalTurn struct {
@@ -334,7 +349,7 @@ func (s *Scenario) StepTargetFor(step *StepTarget) StepTarget {
 // texts): a rerank stage's query first, then the inputs or documents; a RAG turn's question is its
 // text, and its candidates are these.
 func datasetTexts(t Turn) []string {
-	rt := t.Retrieval
+	rt := t.RetrievalRequest()
 	if rt == nil {
 		return nil
 	}

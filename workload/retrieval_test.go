@@ -97,7 +97,7 @@ func TestRetrievalStagesDraw(t *testing.T) {
 					t.Fatalf("session %d: %d turns, persona %d", i, len(turns), sp.Persona)
 				}
 				turn, text, _ := pool.Cursor(i).Next()
-				rt := turn.Retrieval
+				rt := turn.RetrievalRequest()
 				if rt == nil || text != "" {
 					t.Fatalf("session %d: no retrieval request (user %q)", i, text)
 				}
@@ -127,7 +127,7 @@ func TestRAGTurns(t *testing.T) {
 		t.Fatal(err)
 	}
 	turn, text, _ := w.Stages[0].Cursor(0).Next()
-	rt := turn.Retrieval
+	rt := turn.RetrievalRequest()
 	if rt == nil || len(rt.Inputs) != 6 || rt.Query != text || rt.QueryTokens != 15 || rt.TopN != 2 || turn.UserTokens != 15 {
 		t.Fatalf("retrieval %+v for user %q", rt, text)
 	}
