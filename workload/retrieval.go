@@ -52,6 +52,9 @@ type TurnExtra struct {
 	// Retrieval is a retrieval stage's request, or a RAG turn's candidate documents (the turn's
 	// user text is then the question alone: the chosen documents join it when the turn is sent).
 	Retrieval *RetrievalTurn
+	// Images are the images the turn's user message carries (workload/image.go), shared with
+	// every other turn that sends them.
+	Images []*Image
 }
 
 // RetrievalRequest is the turn's retrieval request or RAG candidates; nil for a chat turn.
