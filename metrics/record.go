@@ -119,6 +119,15 @@ type Record struct {
 	ToolCallsInvalid Opt[int]
 	// TTFToolCall is the first tool-call token event − request start (time_to_first_tool_call, ms).
 	TTFToolCall Opt[float64]
+	// ImageCount, ImagePixels and ImageBytes are the images the request sent — its new message's
+	// and its history's — their pixels and their encoded bytes (image_count, image_pixels,
+	// image_bytes, plload metrics); absent for a request with none.
+	ImageCount  Opt[int]
+	ImagePixels Opt[int]
+	ImageBytes  Opt[int]
+	// ClientImageTokens is the client's estimate of those images' tokens by the model family's rule
+	// (session.images.tokens): client_image_tokens, beside usage_prompt_tokens − the text's tokens.
+	ClientImageTokens Opt[int]
 	// RetrievalItems is how many vectors (embeddings) or scores (rerank) the answer had
 	// (retrieval_items, a plload metric), checked against what was asked before it is written.
 	RetrievalItems Opt[int]

@@ -106,6 +106,13 @@ const (
 	// tagRetrievalItems is a retrieval answer's vectors or scores (Record.RetrievalItems).
 	tagRetrievalItems = "retrieval_items"
 	unitItems         = "items"
+	// The images a request sent (Record.ImageCount, ImagePixels, ImageBytes, ClientImageTokens).
+	tagImageCount        = "image_count"
+	tagImagePixels       = "image_pixels"
+	tagImageBytes        = "image_bytes"
+	tagClientImageTokens = "client_image_tokens"
+	unitImages           = "images"
+	unitPixels           = "pixels"
 )
 
 // floatMetrics and countMetrics are the record's scalar metrics in the order they are written (the
@@ -142,6 +149,10 @@ var (
 		{tagToolCalls, unitCalls, func(r *Record) *Opt[int] { return &r.ToolCalls }},
 		{tagToolCallsInvalid, unitCalls, func(r *Record) *Opt[int] { return &r.ToolCallsInvalid }},
 		{tagRetrievalItems, unitItems, func(r *Record) *Opt[int] { return &r.RetrievalItems }},
+		{tagImageCount, unitImages, func(r *Record) *Opt[int] { return &r.ImageCount }},
+		{tagImagePixels, unitPixels, func(r *Record) *Opt[int] { return &r.ImagePixels }},
+		{tagImageBytes, unitBytes, func(r *Record) *Opt[int] { return &r.ImageBytes }},
+		{tagClientImageTokens, unitTokens, func(r *Record) *Opt[int] { return &r.ClientImageTokens }},
 	}
 )
 

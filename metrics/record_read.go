@@ -242,6 +242,10 @@ type rawMetrics struct {
 	ToolCallsInvalid      rawMetric[number]  `json:"tool_call_invalid_arguments"`
 	TTFToolCall           rawMetric[number]  `json:"time_to_first_tool_call"`
 	RetrievalItems        rawMetric[number]  `json:"retrieval_items"`
+	ImageCount            rawMetric[number]  `json:"image_count"`
+	ImagePixels           rawMetric[number]  `json:"image_pixels"`
+	ImageBytes            rawMetric[number]  `json:"image_bytes"`
+	ClientImageTokens     rawMetric[number]  `json:"client_image_tokens"`
 	InterChunkLatency     rawMetric[numbers] `json:"inter_chunk_latency"`
 	ChunkTokens           rawMetric[numbers] `json:"chunk_tokens"`
 	// The early (2025) layout's tags (aiperf_layout.go maps them).
@@ -314,6 +318,10 @@ func (m *rawMetrics) apply(rec *Record) error {
 		{tagToolCalls, &m.ToolCalls.Value, &rec.ToolCalls},
 		{tagToolCallsInvalid, &m.ToolCallsInvalid.Value, &rec.ToolCallsInvalid},
 		{tagRetrievalItems, &m.RetrievalItems.Value, &rec.RetrievalItems},
+		{tagImageCount, &m.ImageCount.Value, &rec.ImageCount},
+		{tagImagePixels, &m.ImagePixels.Value, &rec.ImagePixels},
+		{tagImageBytes, &m.ImageBytes.Value, &rec.ImageBytes},
+		{tagClientImageTokens, &m.ClientImageTokens.Value, &rec.ClientImageTokens},
 	}, func(v float64) int { return int(math.Round(v)) })
 	if err != nil {
 		return err

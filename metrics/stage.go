@@ -83,6 +83,7 @@ type Stage struct {
 	prompts                          promptPairs    // client vs server prompt counts
 	feat                             features       // tool calls, structured output, batch (docs/scenario.md)
 	rag                              ragTally       // RAG turns' steps and whole latency (stage_rag.go)
+	images                           imageTally     // vision requests' images, by images per request (stage_images.go)
 }
 
 type interval struct{ start, end int64 }
@@ -258,6 +259,7 @@ func (s *Stage) success(r *Record) {
 	appendOptInt(&s.osl, r.OutputSequenceLength)
 	s.addTurn(r)
 	s.rag.addTurn(r)
+	s.images.add(r)
 	if r.TTFT.OK {
 		if r.TurnIndex == 0 {
 			s.ttftFirst = append(s.ttftFirst, r.TTFT.V)
@@ -320,6 +322,7 @@ func appendOptInt(to *[]float64, v Opt[int]) {
 func (s *Stage) throughput(r *Record, good bool) {
 	t := &s.s.Throughput
 	t.Requests++
+	s.images.addEnded(r)
 	if r.InputSequenceLength.OK {
 		t.InputTokens += r.InputSequenceLength.V
 	}

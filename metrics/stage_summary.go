@@ -84,6 +84,9 @@ type StageSummary struct {
 	// RAG is a RAG stage's pipeline: each step's requests and latency, and the whole turn's
 	// latency; absent when no record was a RAG turn's.
 	RAG *RAGSummary `json:"rag,omitempty"`
+	// Images is a vision stage's images: by images per request, bytes, image tokens, cache hit;
+	// absent when no request carried one.
+	Images *ImagesSummary `json:"images,omitempty"`
 	// Structured counts the answers checked against response_format; absent when none was.
 	Structured *StructuredSummary `json:"structured,omitempty"`
 	// Batch is a batch stage's job over every record; stage.json has it beside the summary (its
@@ -219,6 +222,7 @@ func (s *Stage) Summary() *StageSummary {
 	sum.PromptTokensAgreement = s.prompts.result()
 	s.feat.result(sum, s.in)
 	sum.RAG = s.rag.result()
+	sum.Images = s.images.result(sum.Window.Seconds)
 	s.rates()
 	s.activeSessions()
 	s.inFlightLevels()
