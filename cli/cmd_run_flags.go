@@ -524,6 +524,12 @@ func (d *scenarioDoc) relabel(issues workload.Issues, file string, original []by
 			"slo":                 "no SLO flag (--slo-ttft-p95, --slo-tpot-p99, --slo-error-rate): every stage's SLO verdict will be N/A and goodput unknown",
 			"cost.gpu_hourly_usd": "no --gpu-hourly-usd: $/1M output tokens, $/1K turns and $/session will be N/A",
 		}[is.Path]
+		if endpoint, _ := d.get("target.endpoint"); workload.IsRetrieval(fmt.Sprint(endpoint)) { // no first token; nothing generated
+			unset = map[string]string{
+				"slo":                 "no SLO flag (--slo-error-rate; a latency limit takes a scenario file's slo.e2e): every stage's SLO verdict will be N/A",
+				"cost.gpu_hourly_usd": "no --gpu-hourly-usd: $/1M input tokens and $/1K requests will be N/A",
+			}[is.Path]
+		}
 		switch {
 		case file == "" && flag == "" && isUnset && is.Severity == workload.SeverityWarning:
 			c.File, c.Line, c.Column, c.Path, c.Message = flagsSource, 0, 0, "", unset

@@ -120,3 +120,15 @@ session:
 		t.Errorf("no RAG table in report.md")
 	}
 }
+
+// TestRealServerEmbeddingsAtAReranker: llama-server started with --reranking answers /v1/embeddings
+// with 200 and vectors of zeros; the preflight stops the run before any stage, naming the zeros and
+// the key to change, and exits 1 with nothing sent beyond the preflight.
+func TestRealServerEmbeddingsAtAReranker(t *testing.T) {
+	s := llamaserver.Require(t, llamaserver.ModelOptions{Pooling: "rank"}, llamaserver.Options{Slots: 1, Context: 4096, Aliases: []string{"tiny"}, Extra: []string{"--reranking"}})
+	sc := realScenario(t, s, "real-embeddings-at-reranker", "tiny", "  endpoint: embeddings\n"+retrievalLoad)
+	code, out, stages := realRun(t, sc)
+	if code == 0 || len(stages) != 0 || !strings.Contains(out, "is all zeros") || !strings.Contains(out, "point target.base_url at a server of embeddings") {
+		t.Errorf("exit %d, %d stages:\n%s", code, len(stages), out)
+	}
+}

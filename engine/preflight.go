@@ -127,6 +127,12 @@ func (s *stageRun) preflightVerdict(ctx context.Context, ex *exchange, url strin
 			return fail(fix)
 		}
 	}
+	if c := ex.call; c != nil && rec.Error.Type == metrics.ErrTypeInvalidResult {
+		// A retrieval answer is the same shape every time: one that does not answer the preflight's
+		// texts (a count short, all-zero vectors) will not answer a stage's either.
+		return fail(fmt.Sprintf("the answer does not answer what was asked: point %s at a server of %s (a llama-server needs --embeddings or --reranking, and a model of that kind)",
+			stepKeys(c.target)+".base_url", c.target.api.Name()))
+	}
 	kind := metrics.FailureKind(rec)
 	if (kind == "closed" || kind == "reset") && s.speaksOnlyHTTP1(ctx) {
 		// An HTTP/1.1 server may close on the HTTP/2 preface before the client reads its refusal.
@@ -146,8 +152,8 @@ func (s *stageRun) preflightVerdict(ctx context.Context, ex *exchange, url strin
 		return fail("give the server's CA in target.tls.ca_file (or, for a test server only, target.tls.insecure_skip_verify)")
 	case kind == "refused" || kind == "connect" || kind == "dns":
 		baseKey := "target.base_url"
-		if ex.call != nil && ex.call.target.step != "" {
-			baseKey = "session.rag." + ex.call.target.step + ".base_url"
+		if ex.call != nil {
+			baseKey = stepKeys(ex.call.target) + ".base_url"
 		}
 		return fail("is the server running there? check the host and port of " + baseKey)
 	case rec.Error.Code.OK && rec.Error.Code.V >= 300 && rec.Error.Code.V < 400:
@@ -181,10 +187,7 @@ func (s *stageRun) preflightVerdict(ctx context.Context, ex *exchange, url strin
 // keys that set its target (a RAG step's own, or target's); "" where the generic advice holds (a
 // 429 or a 5xx may pass). A 501 is final: the server does not serve that API at all.
 func retrievalRefusal(t *retrievalTarget, code int) string {
-	keys, api := "target", t.api.Name()
-	if t.step != "" {
-		keys = "session.rag." + t.step
-	}
+	keys, api := stepKeys(t), t.api.Name()
 	switch {
 	case code == http.StatusNotImplemented:
 		return fmt.Sprintf("the server does not serve the %s API there: point %s.base_url at one that does (llama-server serves /v1/embeddings only when started with --embeddings, /v1/rerank with --reranking)", api, keys)
@@ -196,6 +199,14 @@ func retrievalRefusal(t *retrievalTarget, code int) string {
 		return fmt.Sprintf("the server refused the request itself: check %s.model (%q) and that it is an %s model", keys, t.model, map[string]string{"embeddings": "embedding", "rerank": "reranking"}[api])
 	}
 	return ""
+}
+
+// stepKeys is the scenario section that sets t: a RAG step's, or target.
+func stepKeys(t *retrievalTarget) string {
+	if t.step != "" {
+		return "session.rag." + t.step
+	}
+	return "target"
 }
 
 // timeoutFix says what a preflight request that ran past target.timeout did: it asked for one token,
