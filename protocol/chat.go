@@ -8,7 +8,8 @@ import (
 )
 
 // chat is OpenAI's chat completions API (POST /chat/completions): the history goes as the
-// messages array, each message as it was rendered; the answer is chat.completion.chunk events
+// messages array, each message as it was rendered (a message with images as image_url and text
+// parts, rendered per request: image.go); the answer is chat.completion.chunk events
 // (or one chat.completion), which package sse reads.
 type chat struct{}
 
@@ -34,17 +35,21 @@ func (chat) appendInput(buf []byte, history []Message, _ inputOptions) []byte {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
+		if m.parts != nil {
+			buf = appendImageMessage(buf, m, chatParts, false)
+			continue
+		}
 		buf = append(buf, m.encoded...)
 	}
 	return append(buf, ']')
 }
 
-// inputSize is the messages' rendered lengths and their commas; Build's slack covers the array's
-// own brackets.
+// inputSize is the messages' rendered lengths (their images' parts included) and their commas;
+// Build's slack covers the array's own brackets.
 func (chat) inputSize(history []Message) int {
 	n := 0
 	for _, m := range history {
-		n += len(m.encoded) + 1
+		n += len(m.encoded) + 1 + m.partsSize()
 	}
 	return n
 }

@@ -10,7 +10,10 @@ import (
 
 // completions is OpenAI's legacy completions API (POST /completions): it takes one prompt, so the
 // history goes as a transcript ("role: text" paragraphs, ending with "assistant:" for the answer);
-// the answer's choices carry text instead of a delta, which package sse reads as content.
+// the answer's choices carry text instead of a delta, which package sse reads as content. A
+// message's images are left out of the transcript (only its text goes), never an error here: the
+// API takes no images, and a scenario that sends them to it is workload's to refuse before any
+// traffic.
 type completions struct{}
 
 func (completions) Name() string { return "completions" }

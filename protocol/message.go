@@ -16,8 +16,12 @@ import (
 // reads it back for the rare uses that need it.
 type Message struct {
 	role    string
-	encoded []byte // {"role":...,"content":...}
+	encoded []byte // {"role":...,"content":...}; for a message with images, its text alone (image.go)
 	tokens  int    // content's tokens in the scenario's tokenizer, for input_sequence_length without usage
+	// parts are a user message's images (or the note that stands for them), rendered into each
+	// request's body from the shared images, never held here as base64 (image.go); nil for the
+	// text-only messages, which render as they always have.
+	parts *imageParts
 }
 
 // NewMessage is a message of role with text content, tokens long in the scenario's tokenizer.
@@ -69,8 +73,9 @@ func (m Message) Role() string { return m.role }
 // Tokens is the content's length in the scenario's tokenizer, as the message was made with.
 func (m Message) Tokens() int { return m.tokens }
 
-// Text is the message's content when it is text ("" for none, null, or a list of parts): the
-// completions endpoint's transcript and the nonce read it.
+// Text is the message's content when it is text ("" for none, null, or a list of parts), and a
+// message with images' text part (NewUserMessageWithImages): the completions endpoint's transcript
+// and the nonce read it.
 func (m Message) Text() string {
 	var v struct {
 		Content any `json:"content"`

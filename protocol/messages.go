@@ -54,11 +54,11 @@ const ephemeral = `"cache_control":{"type":"ephemeral"}`
 
 // appendInput writes the system messages (the persona) as the top-level system, joined by a blank
 // line when a dataset has several, and the rest as messages: plain ones as rendered (their
-// {"role","content"} is the Messages API's too), an answer with tool calls as text and tool_use
-// blocks, and each run of tool results as one user message of tool_result blocks, which the API
-// wants right after the tool_use. With o.cacheControl the system and the last message end with a
-// cache breakpoint, so a server that caches only where asked caches the persona and the
-// conversation so far.
+// {"role","content"} is the Messages API's too), one with images as image and text blocks, an
+// answer with tool calls as text and tool_use blocks, and each run of tool results as one user
+// message of tool_result blocks, which the API wants right after the tool_use. With
+// o.cacheControl the system and the last message end with a cache breakpoint, so a server that
+// caches only where asked caches the persona and the conversation so far.
 func (messages) appendInput(buf []byte, history []Message, o inputOptions) []byte {
 	system, n := "", 0
 	for _, m := range history {
@@ -96,6 +96,8 @@ func (messages) appendInput(buf []byte, history []Message, o inputOptions) []byt
 		}
 		first = false
 		switch {
+		case m.parts != nil:
+			buf = appendImageMessage(buf, m, messagesParts, o.cacheControl && i == last)
 		case m.role == "tool":
 			j := i
 			for j+1 < len(history) && history[j+1].role == "tool" {
@@ -119,7 +121,7 @@ func (messages) appendInput(buf []byte, history []Message, o inputOptions) []byt
 func (messages) inputSize(history []Message) int {
 	n := 64
 	for _, m := range history {
-		n += len(m.encoded) + 1
+		n += len(m.encoded) + 1 + m.partsSize()
 	}
 	return n
 }

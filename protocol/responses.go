@@ -96,17 +96,20 @@ func (responses) appendInput(buf []byte, history []Message, o inputOptions) []by
 func (responses) inputSize(history []Message) int {
 	n := 96
 	for _, m := range history {
-		n += len(m.encoded) + 1
+		n += len(m.encoded) + 1 + m.partsSize()
 	}
 	return n
 }
 
-// appendItem writes one message of the history as input items: a tool result as a
-// function_call_output item, an answer with tool calls as its text (when it had any) and one
-// function_call item per call, a message whose content is a list of chat's parts with the parts in
-// the Responses API's words, and any other as it was rendered.
+// appendItem writes one message of the history as input items: a message with images as a message
+// item of input_image and input_text parts, a tool result as a function_call_output item, an
+// answer with tool calls as its text (when it had any) and one function_call item per call, a
+// message whose content is a list of chat's parts with the parts in the Responses API's words, and
+// any other as it was rendered.
 func appendItem(buf []byte, m Message) []byte {
 	switch {
+	case m.parts != nil:
+		return appendImageMessage(buf, m, responsesParts, false)
 	case m.role == "tool":
 		var msg struct {
 			ToolCallID string `json:"tool_call_id"`
