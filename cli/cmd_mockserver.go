@@ -59,6 +59,8 @@ func mockserverCommand() *cli.Command {
 			&cli.IntFlag{Name: "cache-capacity", Value: d.CacheCapacity, Usage: "prefix cache size in tokens (0 = off)"},
 			&cli.IntFlag{Name: "cache-block", Value: d.CacheBlock, Usage: "prefix cache block size in tokens"},
 			&cli.Float64Flag{Name: "cache-ttft-factor", Value: d.CacheTTFTFactor, Usage: "TTFT multiplier on a full prefix-cache hit"},
+			&cli.IntFlag{Name: "image-tokens-patch", Value: d.ImageTokensPatch, Usage: "an image of w×h pixels is ceil(w/N)·ceil(h/N) prompt tokens, at most 16384 (28: Qwen2.5-VL); they count in usage, the prefix cache (by the image's content hash) and prefill time"},
+			&cli.IntFlag{Name: "image-tokens-fixed", Usage: "every image is this many prompt tokens, whatever its size (Gemma 3: 256; 0 = count by --image-tokens-patch)"},
 			&cli.BoolFlag{Name: "no-usage", Usage: "leave usage out of every response"},
 			&cli.IntFlag{Name: "default-max-tokens", Value: d.DefaultMaxTokens, Usage: "output length when a request sets no max_tokens"},
 			&cli.Float64Flag{Name: "eos-min-fraction", Value: d.EOSMinFraction, Usage: "without ignore_eos, stop at a length drawn from [fraction × max_tokens, max_tokens]"},
@@ -94,6 +96,7 @@ func mockserverCommand() *cli.Command {
 			cfg.CacheCapacity = cmd.Int("cache-capacity")
 			cfg.CacheBlock = cmd.Int("cache-block")
 			cfg.CacheTTFTFactor = cmd.Float64("cache-ttft-factor")
+			cfg.ImageTokensPatch, cfg.ImageTokensFixed = cmd.Int("image-tokens-patch"), cmd.Int("image-tokens-fixed")
 			cfg.NoUsage = cmd.Bool("no-usage")
 			cfg.DefaultMaxTokens = cmd.Int("default-max-tokens")
 			cfg.EOSMinFraction = cmd.Float64("eos-min-fraction")

@@ -137,7 +137,8 @@ func (x *exchange) prepare(body []byte) bool {
 }
 
 // promptTokens tokenizes the prompt as a chat template would lay it out: each message's role on a
-// line, then its content. Message texts are cached, so a long history costs little per turn.
+// line, then its content, an image's tokens in its part's place (images.go). Message texts are
+// cached, so a long history costs little per turn.
 func (x *exchange) promptTokens() ([]uint, error) {
 	var ids []uint
 	if x.kind == completionsEndpoint {
@@ -167,13 +168,27 @@ func (x *exchange) promptTokens() ([]uint, error) {
 		b, _ := json.Marshal(x.req.Tools)
 		ids = append(ids, x.s.tokens.tokens("tools:\n"+string(b))...)
 	}
+	imageTokens := 0
 	for i, m := range x.req.Messages {
-		text, err := m.text()
+		segs, err := m.chatSegments(i)
 		if err != nil {
-			return nil, fmt.Errorf("messages[%d]: %v", i, err)
+			return nil, err
 		}
 		ids = append(ids, x.s.tokens.tokens(m.Role+":\n")...)
-		ids = append(ids, x.s.tokens.tokens(text)...)
+		for _, sg := range segs {
+			if sg.image == nil {
+				ids = append(ids, x.s.tokens.tokens(sg.text)...)
+				continue
+			}
+			// An image's tokens sit where its part does, as a chat template places its placeholder.
+			if err := x.s.resolveImage(sg.image); err != nil {
+				return nil, err
+			}
+			if imageTokens += sg.image.tokens; imageTokens > maxPromptImageTokens {
+				return nil, fmt.Errorf("%s: the request's images come to more than %d tokens, more than the mock takes", sg.image.where, maxPromptImageTokens)
+			}
+			ids = appendImageTokens(ids, sg.image)
+		}
 		if len(m.ToolCalls) > 0 && string(m.ToolCalls) != "null" {
 			ids = append(ids, x.s.tokens.tokens(string(m.ToolCalls))...)
 		}

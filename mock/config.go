@@ -62,6 +62,14 @@ type Config struct {
 	// CacheTTFTFactor multiplies TTFT on a full cache hit; a partial hit scales by the cached fraction:
 	// TTFT × (1 − cached/prompt × (1 − factor)).
 	CacheTTFTFactor float64
+	// ImageTokensPatch is the side in pixels of the patch an image is counted in: w×h pixels are
+	// ceil(w/p)·ceil(h/p) tokens (28, Qwen2.5-VL's 14-pixel patches merged 2×2), at most 16,384
+	// (Qwen2.5-VL's max_pixels). The tokens are prompt tokens: in usage, in the prefix cache, and in
+	// the prefill time (PrefillPerToken each, when not cached).
+	ImageTokensPatch int
+	// ImageTokensFixed, when > 0, is every image's token count instead, whatever its size (Gemma 3
+	// and InternVL's single tile: 256).
+	ImageTokensFixed int
 	// NoUsage leaves usage out of every response, as some servers do.
 	NoUsage bool
 
@@ -122,7 +130,7 @@ var FaultKinds = []FaultKind{FaultCut, FaultReset, FaultStall, FaultMalformed, F
 func DefaultConfig() Config {
 	return Config{
 		Model: "plload-mock", TTFT: 200 * time.Millisecond, TPS: 40,
-		CacheCapacity: 500_000, CacheBlock: 16, CacheTTFTFactor: 1,
+		CacheCapacity: 500_000, CacheBlock: 16, CacheTTFTFactor: 1, ImageTokensPatch: 28,
 		DefaultMaxTokens: 256, MaxTokensLimit: 1_000_000, EOSMinFraction: 1, RetryAfter: time.Second,
 		ToolCallRate: 0.5, JSONValidRate: 1, EmbeddingDimensions: 384,
 	}
@@ -175,6 +183,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--cache-block %d: accepted: tokens ≥ 1", c.CacheBlock)
 	case c.CacheTTFTFactor < 0:
 		return fmt.Errorf("--cache-ttft-factor %g: accepted: ≥ 0", c.CacheTTFTFactor)
+	case c.ImageTokensPatch < 1 || c.ImageTokensPatch > 1024:
+		return fmt.Errorf("--image-tokens-patch %d: accepted: the side of an image patch in pixels, 1 to 1024 (Qwen2.5-VL: 28)", c.ImageTokensPatch)
+	case c.ImageTokensFixed < 0 || c.ImageTokensFixed > maxImageTokens:
+		return fmt.Errorf("--image-tokens-fixed %d: accepted: 0 (count by --image-tokens-patch) or tokens per image, at most %d", c.ImageTokensFixed, maxImageTokens)
 	case c.DefaultMaxTokens < 1:
 		return fmt.Errorf("--default-max-tokens %d: accepted: ≥ 1", c.DefaultMaxTokens)
 	case c.MaxTokensLimit < c.DefaultMaxTokens:

@@ -13,6 +13,9 @@ func FuzzRequest(f *testing.F) {
 	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"max_tokens":3}`))
 	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"}]}],"max_completion_tokens":2,"min_tokens":5}`))
 	f.Add([]byte(`{"model":"m","prompt":["a","b"],"max_tokens":1}`))
+	// A 1×1 GIF as an image part, and a broken one: the image reading must refuse, never panic.
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"data:image/gif;base64,R0lGODlhAQABAAAAACw="}}]}],"max_tokens":1}`))
+	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw0KGgo"}}]}],"max_tokens":1}`))
 	f.Add([]byte(`{"messages":[{"role":"user","content":null}],"max_tokens":-1}`))
 	f.Add([]byte(`{`))
 	cfg := DefaultConfig()

@@ -2,7 +2,6 @@ package mock
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -49,46 +48,81 @@ type contentBlock struct {
 	Name    string          `json:"name"`
 	Input   json.RawMessage `json:"input"`
 	Content json.RawMessage `json:"content"` // a tool_result's: a string or text blocks
+	Source  *struct {
+		Type      string `json:"type"`
+		MediaType string `json:"media_type"`
+		Data      string `json:"data"`
+		URL       string `json:"url"`
+	} `json:"source"` // an image's
 }
 
-// blocksText reads a content (the system, a message's, a tool_result's): a string, or blocks whose
-// text (a tool_result's content included) is joined; tool_use blocks are returned apart, as the
-// calls a chat template would render.
-func blocksText(raw json.RawMessage) (text string, toolUses []contentBlock, err error) {
+// blocksText reads a content (the system, a message's, a tool_result's) named where: a string, or
+// blocks whose text (a tool_result's content included) is joined; tool_use blocks are returned
+// apart, as the calls a chat template would render. segs gets the texts and the image blocks in
+// order (images.go).
+func blocksText(raw json.RawMessage, where string, segs *segments) (text string, toolUses []contentBlock, err error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", nil, nil
 	}
-	if json.Unmarshal(raw, &text) == nil {
+	if isJSONString(raw) && json.Unmarshal(raw, &text) == nil {
+		segs.addText(text)
 		return text, nil, nil
 	}
 	var blocks []contentBlock
 	if err := json.Unmarshal(raw, &blocks); err != nil {
-		return "", nil, errors.New("content must be a string or an array of content blocks")
+		return "", nil, fmt.Errorf("%s: content must be a string or an array of content blocks", where)
 	}
 	var b strings.Builder
-	for _, bl := range blocks {
+	for j, bl := range blocks {
 		switch bl.Type {
 		case "text":
 			b.WriteString(bl.Text)
+			segs.addText(bl.Text)
 		case "tool_result":
-			inner, _, err := blocksText(bl.Content)
+			inner, _, err := blocksText(bl.Content, fmt.Sprintf("%s.%d.content", where, j), segs)
 			if err != nil {
-				return "", nil, fmt.Errorf("tool_result: %v", err)
+				return "", nil, err
 			}
 			b.WriteString(inner)
 		case "tool_use":
 			toolUses = append(toolUses, bl)
+		case "image":
+			ref, err := messagesImage(bl, fmt.Sprintf("%s.%d", where, j))
+			if err != nil {
+				return "", nil, err
+			}
+			segs.addImage(ref)
 		}
 	}
 	return b.String(), toolUses, nil
 }
 
+// messagesImage reads an image block's source: base64 data of one of the media types Anthropic
+// takes, or a URL.
+func messagesImage(bl contentBlock, where string) (*imageRef, error) {
+	src := bl.Source
+	switch {
+	case src == nil:
+		return nil, fmt.Errorf("%s.source: Field required", where)
+	case src.Type == "base64":
+		switch src.MediaType {
+		case "image/jpeg", "image/png", "image/gif", "image/webp":
+			return imageBase64Ref(where, src.MediaType, src.Data), nil
+		}
+		return nil, fmt.Errorf("%s.source.media_type: accepted: image/jpeg, image/png, image/gif or image/webp; found %q", where, src.MediaType)
+	case src.Type == "url" && src.URL != "":
+		return imageURLRef(where, src.URL), nil
+	}
+	return nil, fmt.Errorf("%s.source.type: accepted: base64 (with media_type and data) or url (with url); found %q", where, src.Type)
+}
+
 // chatRequest is the Messages request as the chat request the mock plans with.
 func (m *messagesRequest) chatRequest() (request, error) {
 	req := request{Model: m.Model, Stream: m.Stream, MaxTokens: m.MaxTokens, IgnoreEOS: m.IgnoreEOS}
-	system, _, err := blocksText(m.System)
+	// The system takes text blocks, as Anthropic's does: an image block there is checked, not sent.
+	system, _, err := blocksText(m.System, "system", &segments{})
 	if err != nil {
-		return req, fmt.Errorf("system: %v", err)
+		return req, err
 	}
 	if system != "" {
 		req.Messages = append(req.Messages, message{Role: "system", Content: json.RawMessage(jsonString(system))})
@@ -97,11 +131,15 @@ func (m *messagesRequest) chatRequest() (request, error) {
 		if msg.Role != "user" && msg.Role != "assistant" {
 			return req, fmt.Errorf("messages.%d.role: accepted: user or assistant; found %q", i, msg.Role)
 		}
-		text, uses, err := blocksText(msg.Content)
+		var segs segments
+		text, uses, err := blocksText(msg.Content, fmt.Sprintf("messages.%d.content", i), &segs)
 		if err != nil {
-			return req, fmt.Errorf("messages.%d.content: %v", i, err)
+			return req, err
 		}
 		cm := message{Role: msg.Role, Content: json.RawMessage(jsonString(text))}
+		if segs.images {
+			cm.parts = segs.done()
+		}
 		if len(uses) > 0 {
 			cm.ToolCalls, _ = json.Marshal(uses)
 		}

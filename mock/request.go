@@ -31,6 +31,9 @@ type message struct {
 	Role      string          `json:"role"`
 	Content   json.RawMessage `json:"content"`
 	ToolCalls json.RawMessage `json:"tool_calls"` // an assistant's calls, counted as prompt tokens
+	// parts is the content read already, its texts and images in order: set where a Messages or
+	// Responses request's content holds images (Content then holds its text alone).
+	parts []segment
 }
 
 // text returns a message's content: a string, or the text parts of a content array.

@@ -97,26 +97,39 @@ type inputItem struct {
 	Output    json.RawMessage `json:"output"`
 }
 
-// itemsText reads a message's content: a string, or parts whose text (input_text, output_text,
-// text) is joined.
-func itemsText(raw json.RawMessage) (string, error) {
+// itemsText reads a message's content, input[i].content: a string, or parts whose text
+// (input_text, output_text, text) is joined. segs gets the texts and the input_image parts in
+// order (images.go).
+func itemsText(raw json.RawMessage, i int, segs *segments) (string, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return "", nil
 	}
 	var s string
-	if json.Unmarshal(raw, &s) == nil {
+	if isJSONString(raw) && json.Unmarshal(raw, &s) == nil {
+		segs.addText(s)
 		return s, nil
 	}
 	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		ImageURL string `json:"image_url"`
+		FileID   string `json:"file_id"`
 	}
 	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", errors.New("content must be a string or an array of content parts")
+		return "", fmt.Errorf("input[%d].content: content must be a string or an array of content parts", i)
 	}
 	var b strings.Builder
-	for _, p := range parts {
-		b.WriteString(p.Text)
+	for j, p := range parts {
+		if p.Type != "input_image" {
+			b.WriteString(p.Text)
+			segs.addText(p.Text)
+			continue
+		}
+		where := fmt.Sprintf("input[%d].content[%d]", i, j)
+		if p.ImageURL == "" {
+			return "", fmt.Errorf("%s: input_image needs image_url, a data URL (data:image/png;base64,<data>) or an http(s) URL (the mock has no Files API for file_id)", where)
+		}
+		segs.addImage(imageURLRef(where, p.ImageURL))
 	}
 	return b.String(), nil
 }
@@ -179,11 +192,16 @@ func messagesOf(input json.RawMessage) ([]message, error) {
 			default:
 				return nil, fmt.Errorf("input[%d].role: accepted: user, assistant, system or developer; found %q", i, it.Role)
 			}
-			t, err := itemsText(it.Content)
+			var segs segments
+			t, err := itemsText(it.Content, i, &segs)
 			if err != nil {
-				return nil, fmt.Errorf("input[%d].content: %v", i, err)
+				return nil, err
 			}
-			out = append(out, message{Role: it.Role, Content: json.RawMessage(jsonString(t))})
+			m := message{Role: it.Role, Content: json.RawMessage(jsonString(t))}
+			if segs.images {
+				m.parts = segs.done()
+			}
+			out = append(out, m)
 		case "reasoning":
 			flush() // the mock's reasoning is not part of its prompt
 		default:
@@ -612,6 +630,7 @@ func conversationKey(req *request) []byte {
 		b.WriteByte(0)
 		b.WriteString(text)
 		b.WriteByte(0)
+		m.imageKey(&b)
 		if len(m.ToolCalls) > 0 {
 			json.Compact(&b, m.ToolCalls)
 		}

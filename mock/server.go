@@ -19,6 +19,7 @@ import (
 type Server struct {
 	cfg     Config
 	tokens  *tokenCache
+	images  *imageCache
 	cache   *prefixCache
 	metrics *serverMetrics
 	slots   chan struct{} // nil = unlimited
@@ -50,7 +51,7 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("loading the o200k_base tokenizer: %w", err)
 	}
-	s := &Server{cfg: cfg, tokens: tc, cache: newPrefixCache(cfg.CacheCapacity, cfg.CacheBlock),
+	s := &Server{cfg: cfg, tokens: tc, images: newImageCache(1 << 16), cache: newPrefixCache(cfg.CacheCapacity, cfg.CacheBlock),
 		stop: make(chan struct{}), hijacked: map[net.Conn]struct{}{}}
 	s.slots = newSlots(cfg)
 	if cfg.SharesProcess {
