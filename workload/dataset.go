@@ -206,7 +206,11 @@ func (s *Scenario) buildStage(g *TextGen, w *Workload, stage int, st Stage) Stag
 	pool := StagePool{Stage: stage, Spec: st, Sessions: make([]SessionPlan, s.PoolSize(st)), personas: w.Personas,
 		text: newTextSource(s.Session.Language, s.Tokenizer()), Reuse: s.Load.SessionReuse}
 	pool.draw = func(g *TextGen, i int) SessionPlan { return s.buildSession(g, w, stage, i) }
-	pool.start = func(i int) (SessionPlan, *sessionDraw) { return s.startSession(w, stage, i) }
+	pool.start = func(i int) (SessionPlan, *sessionDraw) {
+		sp, d := s.startSession(w, stage, i)
+		d.encode = true
+		return sp, d
+	}
 	lines := newDatasetHash()
 	for i := range pool.Sessions {
 		sp := s.buildSession(g, w, stage, i)
@@ -237,6 +241,9 @@ type sessionDraw struct {
 	s    *Scenario
 	r    *rand.Rand
 	k, n int
+	// encode makes each turn's images (a session being sent, StagePool.Cursor); without it they
+	// are their recipes alone (a session drawn for dataset.jsonl).
+	encode bool
 }
 
 // startSession draws session i's persona and turn count; the turns follow from the returned draw.
@@ -286,6 +293,16 @@ func (d *sessionDraw) next(g *TextGen) (Turn, bool) {
 	if ss.RAG != nil {
 		t.Extra = &TurnExtra{Retrieval: d.s.drawRAG(g, r, question, userTokens)}
 	}
+	if ss.Images != nil {
+		// Drawn last, so a scenario without images draws its text as before; UserTokens stays the
+		// text's (images are counted apart, Scenario.ImageTokens).
+		if ims := d.s.drawImages(r, k, d.encode); ims != nil {
+			if t.Extra == nil {
+				t.Extra = &TurnExtra{}
+			}
+			t.Extra.Images = ims
+		}
+	}
 	return t, true
 }
 
@@ -315,6 +332,9 @@ type datasetTurn struct {
 	OutputLength int    `json:"output_length,omitempty"`
 	// Texts are a retrieval request's texts (AIPerf's single-turn texts): a rerank's query first.
 	Texts []string `json:"texts,omitempty"`
+	// Images are the turn's synthetic images as their recipes: the dataset's sha256 covers them
+	// without encoding them, and ImageRecipe.Encode makes their files again.
+	Images []ImageRecipe `json:"images,omitempty"`
 }
 
 type datasetSession struct {
@@ -328,7 +348,7 @@ func datasetLine(sp SessionPlan, personas []Persona) datasetSession {
 		out.Turns = append(out.Turns, datasetTurn{Role: "system", Text: personas[sp.Persona].SystemPrompt})
 	}
 	for k, t := range sp.Turns {
-		dt := datasetTurn{Role: "user", Text: t.User, Delay: max(t.ThinkBefore, t.AfterPrevious).Milliseconds(), OutputLength: int(t.MaxOutputTokens), Texts: datasetTexts(t)}
+		dt := datasetTurn{Role: "user", Text: t.User, Delay: max(t.ThinkBefore, t.AfterPrevious).Milliseconds(), OutputLength: int(t.MaxOutputTokens), Texts: datasetTexts(t), Images: datasetImages(t)}
 		if k == 0 && sp.Timed {
 			ms := sp.At.Milliseconds()
 			dt.Timestamp = &ms

@@ -19,6 +19,9 @@ type Image struct {
 	// SHA256 is the hex sha256 of Data (of URL for an image by URL): its identity in dataset.jsonl
 	// and in the server's multimodal cache.
 	SHA256 string
+	// recipe makes a synthetic image again (workload/image_gen.go): dataset.jsonl's record of it,
+	// so the dataset's sha256 covers the image without encoding it; nil for an image from data.
+	recipe *ImageRecipe
 }
 
 // MIME is the image's media type ("image/jpeg").

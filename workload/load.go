@@ -243,6 +243,7 @@ func (c *checker) rules() {
 		c.syntheticRules()
 	}
 	c.ragRules()
+	c.imageRules()
 	ss := s.Session
 	if ss.RetrievedTokens != nil && s.Workload == nil {
 		c.dist("session.retrieved_tokens", *ss.RetrievedTokens)

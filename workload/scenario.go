@@ -152,6 +152,8 @@ type Session struct {
 	// RAG makes every turn a retrieval pipeline: embed the question, rerank candidate documents,
 	// then chat with the best (workload/retrieval.go); nil: plain chat.
 	RAG *RAGSpec `yaml:"rag,omitempty"`
+	// Images makes turns carry images (workload/images.go); nil: text only.
+	Images *ImagesSpec `yaml:"images,omitempty"`
 }
 
 // LoadPlan is how sessions are started, and the stages of the run. Each mode (LoadMode, one file
@@ -352,6 +354,7 @@ func (s *Scenario) applyDefaults() {
 		ss.ZipfS = 1.0
 	}
 	s.retrievalDefaults()
+	s.imageDefaults()
 	s.featureDefaults()
 	s.loadDefaults()
 	if !s.has("cost.gpu_count") {
