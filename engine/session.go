@@ -260,7 +260,8 @@ func (s *stageRun) sendTurn(reqCtx context.Context, ss *session, k int, turn wor
 		text, tokens, turnStart, credit = message, n, metrics.Some(started), time.Now()
 	}
 	if ss.pending == nil { // a prepared turn's message is in the history already
-		ss.history = append(ss.history, protocol.NewMessage("user", text, tokens))
+		s.dropImages(ss)
+		ss.history = append(ss.history, protocol.NewUserMessageWithImages(text, tokens, turn.Images()))
 		ss.isl += tokens
 	}
 	ex := s.sendRequest(reqCtx, ss, k, 0, turn, credit, turnStart)
@@ -273,7 +274,8 @@ func (s *stageRun) prepareTurn(ss *session, turn workload.Turn, text string) {
 	if s.retrieval != nil || turn.RetrievalRequest() != nil && len(s.ragSteps) > 0 {
 		return // no chat body: a retrieval request, or a RAG turn's message, known after its steps
 	}
-	ss.history = append(ss.history, protocol.NewMessage("user", text, int(turn.UserTokens)))
+	s.dropImages(ss)
+	ss.history = append(ss.history, protocol.NewUserMessageWithImages(text, int(turn.UserTokens), turn.Images()))
 	ss.isl += int(turn.UserTokens)
 	id := newUUID()
 	ss.pending = &pendingBody{id: id,
@@ -374,6 +376,7 @@ func (s *stageRun) sendRequest(reqCtx context.Context, ss *session, k, round int
 	s.send(reqCtx, ex, body, ss.isl)
 	if ex.rec.Error == nil { // an error record carries error_isl alone (docs/records.md, AIPerf's layout)
 		ex.rec.RequestBytes = metrics.Some(len(body))
+		s.recordImages(&ex.rec, ss.history)
 	}
 	ss.remember(ex)
 	if ex.rec.ClientPromptTokens.OK { // the messages those tokens came in: a chat template adds some per message
@@ -448,7 +451,7 @@ func withNonce(history []protocol.Message, at workload.Nonce, requestID string) 
 	}
 	out := append([]protocol.Message(nil), history...)
 	m := history[i]
-	out[i] = protocol.NewMessage(m.Role(), "["+requestID[:min(8, len(requestID))]+"] "+m.Text(), m.Tokens())
+	out[i] = m.WithText("[" + requestID[:min(8, len(requestID))] + "] " + m.Text()) // images kept
 	return out
 }
 

@@ -42,6 +42,9 @@ func (p *promptPairs) add(r *Record) {
 	if !r.UsagePromptTokens.OK || !r.ClientPromptTokens.OK || r.ClientPromptTokens.V <= 0 {
 		return
 	}
+	if r.ImageCount.OK && r.ImageCount.V > 0 {
+		return // the server's count holds the images' tokens too: summary.images compares those
+	}
 	if len(p.client) == 0 {
 		p.allMessages = true
 	}

@@ -26,6 +26,8 @@ type columns struct {
 	agents, batch bool
 	// retrieval: a stage sent embeddings or rerank requests; rag: a stage's turns had RAG steps.
 	retrieval, rag bool
+	// images: a stage's requests carried images.
+	images bool
 	// limited marks, by SLO metric, the statistics an SLO of these stages limits (ttft p95): their
 	// values are bold in the cells, whose statistics never change (tableStats).
 	limited map[string]map[string]bool
@@ -75,6 +77,7 @@ func columnsFor(rows []runStage, withRun bool) columns {
 		c.agents = c.agents || r.Summary.Tools != nil || r.Summary.Structured != nil
 		c.batch = c.batch || r.Batch != nil
 		c.rag = c.rag || r.Summary.RAG != nil
+		c.images = c.images || r.Summary.Images != nil
 		c.retrieval = c.retrieval || workload.IsRetrieval(r.Target.Endpoint)
 		for _, l := range r.SLO.Limits() {
 			if limited[l.Metric] == nil {
@@ -195,6 +198,9 @@ func (c columns) tables(rows []runStage) []table {
 	}
 	if c.rag {
 		ts = append(ts, c.ragTable(rows))
+	}
+	if c.images {
+		ts = append(ts, c.imagesTable(rows))
 	}
 	if c.openLoop {
 		ts = append(ts, c.openLoopTable(rows))

@@ -62,6 +62,7 @@ func startMock(sc *workload.Scenario) (*mock.Running, error) {
 	cfg.TTFT, cfg.TPS, cfg.Jitter = m.TTFT.D(), m.TPS, m.Jitter
 	cfg.ErrorRate, cfg.CacheTTFTFactor, cfg.NoUsage, cfg.Seed = m.ErrorRate, m.CacheTTFTFactor, !m.Usage, m.Seed
 	cfg.CloseAfterResponse = m.CloseAfterResponse
+	cfg.PrefillPerToken = m.PrefillPerToken.D()
 	cfg.MaxConcurrency, cfg.ScaleMaxConcurrency, cfg.ScaleAfter = m.MaxConcurrency, m.ScaleMaxConcurrency, m.ScaleAfter.D()
 	if m.ToolCallRate != nil {
 		cfg.ToolCallRate = *m.ToolCallRate

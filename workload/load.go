@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // LoadOptions says what the caller is about to do with the scenario.
@@ -224,6 +225,9 @@ func (c *checker) rules() {
 			c.errorf("target.mock.tps", "found %g; accepted: tokens per second per stream > 0", m.TPS)
 		}
 		c.fraction("target.mock.jitter", m.Jitter)
+		if m.PrefillPerToken < 0 || m.PrefillPerToken > Duration(time.Second) {
+			c.errorf("target.mock.prefill_per_token", "found %s; accepted: a duration from 0 to 1s per uncached prompt token, such as 20us", m.PrefillPerToken)
+		}
 		c.fraction("target.mock.error_rate", m.ErrorRate)
 		if m.CacheTTFTFactor < 0 {
 			c.errorf("target.mock.cache_ttft_factor", "found %g; accepted: a factor ≥ 0 (1 = a cache hit does not speed up TTFT)", m.CacheTTFTFactor)

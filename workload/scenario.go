@@ -118,6 +118,9 @@ type MockTarget struct {
 	JSONValidRate *float64 `yaml:"json_valid_rate,omitempty"`
 	// Models are the model names the mock serves (empty: any).
 	Models []string `yaml:"models,omitempty"`
+	// PrefillPerToken is added to TTFT for every prompt token the mock's prefix cache did not
+	// hold (text and image tokens alike): what makes a longer, uncached prompt slower (0: none).
+	PrefillPerToken Duration `yaml:"prefill_per_token,omitempty"`
 }
 
 // TLS holds the options for https targets.
