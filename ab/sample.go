@@ -58,6 +58,9 @@ func (c *Collector) inWindow(ns int64) bool { return ns >= c.w && ns < c.e }
 
 // Add takes one record.
 func (c *Collector) Add(r *metrics.Record) {
+	if r.SummedApart() {
+		return // a RAG step: not one of the stage's requests (metrics.Record.SummedApart)
+	}
 	if r.OK() && r.RequestEndNs.OK && c.inWindow(r.RequestEndNs.V) {
 		c.output(r)
 	}

@@ -128,7 +128,7 @@ func TestRealServerEmbeddingsAtAReranker(t *testing.T) {
 	s := llamaserver.Require(t, llamaserver.ModelOptions{Pooling: "rank"}, llamaserver.Options{Slots: 1, Context: 4096, Aliases: []string{"tiny"}, Extra: []string{"--reranking"}})
 	sc := realScenario(t, s, "real-embeddings-at-reranker", "tiny", "  endpoint: embeddings\n"+retrievalLoad)
 	code, out, stages := realRun(t, sc)
-	if code == 0 || len(stages) != 0 || !strings.Contains(out, "is all zeros") || !strings.Contains(out, "point target.base_url at a server of embeddings") {
+	if code == 0 || len(stages) != 0 || !strings.Contains(out, "is all zeros") || !strings.Contains(out, "point target.base_url at a server of the embeddings API") {
 		t.Errorf("exit %d, %d stages:\n%s", code, len(stages), out)
 	}
 }

@@ -109,6 +109,8 @@ func (s *stageRun) preflightVerdict(ctx context.Context, ex *exchange, url strin
 		problem += "…"
 	}
 	switch {
+	case rec.Error.Type == metrics.ErrTypeSSE && ex.call != nil:
+		problem = "HTTP 200 with an error object: " + problem // a retrieval answer is not streamed
 	case rec.Error.Type == metrics.ErrTypeSSE:
 		// An error event in a 200 stream: the record's code is AIPerf's convention, not the server's.
 		problem = "HTTP 200, then an error event in the stream: " + problem
@@ -122,16 +124,10 @@ func (s *stageRun) preflightVerdict(ctx context.Context, ex *exchange, url strin
 		problem = "the answer came compressed"
 	}
 	fail := func(fix string) (string, error) { return "", &PreflightError{URL: url, Problem: problem, Fix: fix} }
-	if c := ex.call; c != nil && rec.Error.Code.OK && rec.Error.Type != metrics.ErrTypeSSE {
-		if fix := retrievalRefusal(c.target, rec.Error.Code.V); fix != "" {
+	if c := ex.call; c != nil {
+		if fix := retrievalFix(c.target, ex, metrics.FailureKind(rec)); fix != "" {
 			return fail(fix)
 		}
-	}
-	if c := ex.call; c != nil && rec.Error.Type == metrics.ErrTypeInvalidResult {
-		// A retrieval answer is the same shape every time: one that does not answer the preflight's
-		// texts (a count short, all-zero vectors) will not answer a stage's either.
-		return fail(fmt.Sprintf("the answer does not answer what was asked: point %s at a server of %s (a llama-server needs --embeddings or --reranking, and a model of that kind)",
-			stepKeys(c.target)+".base_url", c.target.api.Name()))
 	}
 	kind := metrics.FailureKind(rec)
 	if (kind == "closed" || kind == "reset") && s.speaksOnlyHTTP1(ctx) {
@@ -183,14 +179,30 @@ func (s *stageRun) preflightVerdict(ctx context.Context, ex *exchange, url strin
 	return fmt.Sprintf("preflight: POST %s: %s; going on (this may pass)", url, problem), nil
 }
 
-// retrievalRefusal is the fix for a retrieval request's refusal with HTTP status code, naming the
-// keys that set its target (a RAG step's own, or target's); "" where the generic advice holds (a
-// 429 or a 5xx may pass). A 501 is final: the server does not serve that API at all.
-func retrievalRefusal(t *retrievalTarget, code int) string {
+// retrievalFix is the fix for a retrieval request's failure (kind as metrics.FailureKind names it),
+// naming the keys that set its target (a RAG step's own, or target's) and what serves its API; ""
+// where the generic advice holds (a 429 or a 5xx may pass). A 501 is final: the server does not
+// serve that API at all; so is an answer that does not answer the texts asked (a count short,
+// all-zero vectors), since a retrieval answer has the same shape every time.
+func retrievalFix(t *retrievalTarget, ex *exchange, kind string) string {
 	keys, api := stepKeys(t), t.api.Name()
+	serves := map[string]string{"embeddings": "a llama-server needs --embeddings and an embedding model (pooling mean, cls or last)",
+		"rerank": "a llama-server needs --reranking and a reranker (pooling rank)"}[api]
+	code := 0
+	if e := ex.rec.Error; e.Code.OK && e.Type != metrics.ErrTypeSSE {
+		code = e.Code.V
+	}
 	switch {
+	case ex.rec.Error.Type == metrics.ErrTypeInvalidResult:
+		return fmt.Sprintf("the answer does not answer what was asked: point %s.base_url at a server of the %s API (%s)", keys, api, serves)
+	case ex.rec.Error.Type == metrics.ErrTypeSSE:
+		return fmt.Sprintf("the server answered with an error: check %s.model (%q) and that it serves the %s API (%s)", keys, t.model, api, serves)
+	case code >= 300 && code < 400:
+		return fmt.Sprintf("the server redirects to %s; plload measures one target and follows no redirects: point %s.base_url there", orNone(ex.location), keys)
+	case kind == "timeout":
+		return fmt.Sprintf("the server sent no answer within target.timeout: is %s.base_url the service of the %s API, and is its model loaded?", keys, api)
 	case code == http.StatusNotImplemented:
-		return fmt.Sprintf("the server does not serve the %s API there: point %s.base_url at one that does (llama-server serves /v1/embeddings only when started with --embeddings, /v1/rerank with --reranking)", api, keys)
+		return fmt.Sprintf("the server does not serve the %s API there: point %s.base_url at one that does (%s)", api, keys, serves)
 	case code == http.StatusUnauthorized || code == http.StatusForbidden:
 		return fmt.Sprintf("the server wants other credentials: name the key's environment variable in %s.api_key_env", keys)
 	case code == http.StatusNotFound:

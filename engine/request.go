@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -441,17 +442,23 @@ func (s *stageRun) fail(rec *metrics.Record, end time.Time, isl int, kind, msg s
 // transportFailure classifies an error from the HTTP client or the stream: the stage cancelling it,
 // the request timeout, a refused connection, a reset, a cut stream.
 func (s *stageRun) transportFailure(stageCtx, reqCtx context.Context, rec *metrics.Record, at time.Time, isl int, err error) {
+	host := s.host
+	if ue := (*url.Error)(nil); errors.As(err, &ue) { // the request's own host: a RAG step's may be another
+		if u, perr := url.Parse(ue.URL); perr == nil && u.Host != "" {
+			host = u.Host
+		}
+	}
 	switch {
 	case stageCtx.Err() != nil:
 		s.cancelled(rec, at, isl)
 	case reqCtx.Err() != nil || isTimeout(err):
 		s.fail(rec, at, isl, metrics.ErrTypeTimeout, fmt.Sprintf("no complete answer within target.timeout %s", s.timeout))
-	case s.conns.refused(err, s.host) != "":
-		s.fail(rec, at, isl, metrics.ErrTypeConnect, s.scrub(s.conns.refused(err, s.host)))
+	case s.conns.refused(err, host) != "":
+		s.fail(rec, at, isl, metrics.ErrTypeConnect, s.scrub(s.conns.refused(err, host)))
 	case isTLSError(err):
-		s.fail(rec, at, isl, metrics.ErrTypeConnect, s.scrub(fmt.Sprintf("TLS with %s failed: %v (a private CA goes in target.tls.ca_file)", s.host, rootCause(err))))
+		s.fail(rec, at, isl, metrics.ErrTypeConnect, s.scrub(fmt.Sprintf("TLS with %s failed: %v (a private CA goes in target.tls.ca_file)", host, rootCause(err))))
 	case isDialError(err):
-		s.fail(rec, at, isl, metrics.ErrTypeConnect, s.scrub(fmt.Sprintf("cannot connect to %s: %v", s.host, rootCause(err))))
+		s.fail(rec, at, isl, metrics.ErrTypeConnect, s.scrub(fmt.Sprintf("cannot connect to %s: %v", host, rootCause(err))))
 	case !rec.RequestAckNs.OK && (errors.Is(err, syscall.ECONNRESET) || errors.Is(err, io.EOF) || errors.Is(err, syscall.EPIPE)):
 		how := "closed"
 		if errors.Is(err, syscall.ECONNRESET) {

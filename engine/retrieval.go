@@ -108,7 +108,7 @@ func (s *stageRun) sendRetrieval(reqCtx context.Context, ss *session, k int, cal
 		IntendedStartNs: metrics.Some(s.clock.ns(ss.intended)),
 		NotStreamed:     true,
 		Step:            call.target.step,
-		Model:           call.target.model,
+		Model:           ss.model, // as a chat record's: the session's in a model mix, else none
 	}}
 	ss.slotWait = metrics.Opt[int64]{}
 	body, err := call.target.api.Body(call.target.model, call.query, call.target.extra)
@@ -154,7 +154,13 @@ func (s *stageRun) readRetrieval(ctx, reqCtx context.Context, ex *exchange, body
 	call.answer = a
 	rec.RequestEndNs = metrics.Some(s.clock.ns(end))
 	rec.RequestLatency = metrics.Some(metrics.Ms(int64(end.Sub(start))))
-	rec.InputSequenceLength, rec.ClientPromptTokens = metrics.Some(isl), metrics.Some(isl)
+	rec.InputSequenceLength = metrics.Some(isl)
+	if call.query.Query == "" {
+		// An embeddings input is counted by the server as the client counts it; a rerank's prompt
+		// is each document with the query in the server's template, which no client count matches:
+		// its records take no part in prompt_tokens_agreement.
+		rec.ClientPromptTokens = metrics.Some(isl)
+	}
 	rec.RetrievalItems = metrics.Some(a.Items)
 	if a.Usage != nil {
 		ex.hasUsage = true
@@ -169,7 +175,8 @@ func retrievalQuery(rt *workload.RetrievalTurn) protocol.RetrievalQuery {
 
 // ragTurn runs turn k's RAG steps — embed the question, rerank the candidates — and returns the
 // user message the chat sends (the chosen documents, best first, then the question) with its
-// tokens, and the first step's start (the turn's start, for its whole latency). ok is false when a
+// tokens, and when the turn was due (its first step's intended start: the turn's whole latency
+// runs from there). ok is false when a
 // step failed: the session ends there, as on a failed chat request, since an assistant whose
 // retrieval failed has no documents to answer with.
 func (s *stageRun) ragTurn(reqCtx context.Context, ss *session, k int, turn workload.Turn, question string, credit time.Time) (text string, tokens int, started int64, last *exchange, ok bool) {
@@ -188,10 +195,12 @@ func (s *stageRun) ragTurn(reqCtx context.Context, ss *session, k int, turn work
 			credit = time.Now()
 			ss.intended = ss.lastEnd // the next step goes as the last one answers
 		}
-		ex := s.sendRetrieval(reqCtx, ss, k, call, isl, credit)
 		if i == 0 {
-			started = ex.rec.RequestStartNs
+			// The turn is due when its first step is: a turn that waited for a slot or a late client
+			// waited with its question asked, and its whole latency says so.
+			started = s.clock.ns(ss.intended)
 		}
+		ex := s.sendRetrieval(reqCtx, ss, k, call, isl, credit)
 		last = ex
 		if !ex.ok() {
 			return "", 0, started, ex, false

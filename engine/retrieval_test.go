@@ -188,7 +188,7 @@ func TestRerankShortAnswerIsAnError(t *testing.T) {
 // A RAG turn against the mock: the embed step sends the question alone, the rerank step the
 // question and the turn's candidates, and the chat's user message is the rerank's top_k documents,
 // best first, then the question; every step is a record of its own tied to the turn, and the
-// chat's rag_turn_start_ns is its first step's start.
+// chat's rag_turn_start_ns is when the turn was due (its first step's intended start).
 func TestRAGTurnsSendTheRerankedDocuments(t *testing.T) {
 	base, log := startLoggedMock(t, nil)
 	session := shortSessions + `
@@ -264,6 +264,9 @@ func TestRAGTurnsSendTheRerankedDocuments(t *testing.T) {
 		md := r["metadata"].(map[string]any)
 		if step, _ := md["rag_step"].(string); step != "" {
 			steps[step+"|"+md["x_correlation_id"].(string)+"|"+jsonNum(md["turn_index"])] = asFloat(md["request_start_ns"])
+			if step == "embed" {
+				steps["due|"+md["x_correlation_id"].(string)+"|"+jsonNum(md["turn_index"])] = asFloat(md["intended_start_ns"])
+			}
 		}
 	}
 	for _, r := range recs {
@@ -273,7 +276,7 @@ func TestRAGTurnsSendTheRerankedDocuments(t *testing.T) {
 		}
 		key := "|" + md["x_correlation_id"].(string) + "|" + jsonNum(md["turn_index"])
 		start := asFloat(md["rag_turn_start_ns"])
-		if start == 0 || start != steps["embed"+key] || steps["rerank"+key] <= start || asFloat(md["request_start_ns"]) <= steps["rerank"+key] {
+		if start == 0 || start != steps["due"+key] || start > steps["embed"+key] || steps["rerank"+key] <= steps["embed"+key] || asFloat(md["request_start_ns"]) <= steps["rerank"+key] {
 			t.Errorf("chat record %v: its turn's steps %v", md, steps)
 		}
 		chats++

@@ -76,8 +76,9 @@ type Record struct {
 	// chat request, and for a retrieval stage's own requests. A step's record is not a chat request:
 	// its latency is the step's, summed apart (StageSummary.RAG).
 	Step string
-	// RAGTurnStartNs is, on a RAG turn's chat request, when the turn's first step started
-	// ("rag_turn_start_ns"): the turn's whole latency, question to last token, ends at its end.
+	// RAGTurnStartNs is, on a RAG turn's chat request, when the turn was due: its first step's
+	// intended start ("rag_turn_start_ns"). The turn's whole latency, question to last token, runs
+	// from there to this request's end, so a turn that waited for a slot shows its wait.
 	RAGTurnStartNs Opt[int64]
 
 	// metrics
@@ -134,6 +135,12 @@ type Record struct {
 
 	Error *RecordError
 }
+
+// SummedApart says whether the record is a RAG turn's step that succeeded: not one of the stage's
+// requests (its latency is another server's, and the turn's chat request follows it), summed in
+// summary.rag instead. A failed step is its turn's failure and counts as a request. Every reader
+// of records that counts requests (a stage, its series, an A/B sample) applies this one rule.
+func (r *Record) SummedApart() bool { return r.Step != "" && r.OK() }
 
 // Phases of a request: started before the end of warmup, or after.
 const (

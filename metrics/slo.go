@@ -41,7 +41,7 @@ const (
 	SLOMetricTPOT = "tpot" // per-request TPOT
 	SLOMetricITL  = "itl"  // pooled ITL (goodput: the request's own mean ITL)
 	SLOMetricE2E  = "e2e"  // request latency
-	// SLOMetricRAGTurn is a RAG turn's whole latency, its first step's start to its chat's last
+	// SLOMetricRAGTurn is a RAG turn's whole latency, the turn's due time (its first step's intended start) to its chat's last
 	// token (a chat request of a RAG turn: rag_turn_start_ns to request_end_ns).
 	SLOMetricRAGTurn = "rag_turn"
 )

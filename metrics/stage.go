@@ -142,10 +142,14 @@ func endNs(r *Record) int64 {
 func (s *Stage) Add(r *Record) {
 	sum := &s.s
 	if r.Step != "" { // a RAG turn's step: summed apart from the chat requests (stage_rag.go)
-		if r.RequestStartNs >= s.w && r.RequestStartNs < sum.Window.EEffNs {
+		inWindow := r.RequestStartNs >= s.w && r.RequestStartNs < sum.Window.EEffNs
+		if inWindow {
 			s.rag.addStep(r)
 		}
-		if r.OK() {
+		if r.SummedApart() {
+			if inWindow {
+				s.lags(r) // its wait for its schedule is the client's lateness all the same
+			}
 			return
 		}
 		// A failed step is its turn's failure — the chat request it kept from going — and counts

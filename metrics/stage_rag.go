@@ -5,16 +5,16 @@ import "fmt"
 // A RAG turn is a pipeline: its steps (embed the question, rerank the candidates), then the chat.
 // The steps' records are not chat requests — they have no tokens out and their latency is another
 // server's — so they are summed here, apart from the stage's chat numbers, and the turn's whole
-// latency (its first step's start to the chat's last token) beside them.
+// latency (from when it was due — its first step's intended start — to the chat's last token) beside them.
 
 // RAGSummary is a RAG stage's pipeline (stage.json "rag"): each step's requests and latency, and the
 // whole turn's latency, over the turns whose chat request started in the window.
 type RAGSummary struct {
 	Steps []RAGStep `json:"steps"`
-	// Turn is the whole turn's latency, question to last token: its first step's start to its chat
+	// Turn is the whole turn's latency, question to last token: from when the turn was due (its first step's intended start) to its chat
 	// request's end, over the successful chat requests of RAG turns in the window.
 	Turn Dist `json:"turn_ms"`
-	// TurnTTFT is the first step's start to the chat's first token: what the user waits to see.
+	// TurnTTFT is from when the turn was due to the chat's first token: what the user waits to see.
 	TurnTTFT Dist `json:"turn_ttft_ms"`
 }
 

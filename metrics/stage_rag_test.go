@@ -7,7 +7,7 @@ import (
 
 // A RAG turn's steps are summed apart: a successful step is not a chat request (its latency would
 // pull the stage's E2E toward another server's), a failed one counts as its turn's failure in the
-// error rate; the whole turn runs from the first step's start to the chat's end.
+// error rate; the whole turn runs from when it was due to the chat's end.
 func TestRAGStepsSummedApart(t *testing.T) {
 	ms := int64(1_000_000)
 	st := NewStage(StageInput{T0Ns: Some(int64(0)), Duration: 10 * time.Second})
@@ -41,5 +41,16 @@ func TestRAGStepsSummedApart(t *testing.T) {
 	}
 	if v, ok := sum.LatencyDist(SLOMetricRAGTurn).Stat("p95"); !ok || v != 230 {
 		t.Errorf("rag_turn p95 %v %v", v, ok)
+	}
+}
+
+// The rule every reader of records applies: a successful step is summed apart, a failed one is a
+// request (its turn's failure).
+func TestSummedApart(t *testing.T) {
+	ok := &Record{Step: "embed", RequestEndNs: Some(int64(1))}
+	failed := &Record{Step: "rerank", Error: &RecordError{Type: "Service Unavailable"}}
+	chat := &Record{RequestEndNs: Some(int64(1))}
+	if !ok.SummedApart() || failed.SummedApart() || chat.SummedApart() {
+		t.Errorf("summed apart: ok step %v, failed step %v, chat %v", ok.SummedApart(), failed.SummedApart(), chat.SummedApart())
 	}
 }

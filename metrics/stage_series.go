@@ -67,6 +67,9 @@ func NewSeriesBuilder(sum *StageSummary) *SeriesBuilder {
 
 // Add takes the next record, in file order.
 func (b *SeriesBuilder) Add(r *Record) {
+	if r.SummedApart() {
+		return
+	}
 	if r.RequestEndNs.OK {
 		b.last = max(b.last, r.RequestEndNs.V)
 	}

@@ -175,7 +175,7 @@ func (c *checker) retrievalRules() {
 	}
 	other := map[string]string{"embeddings": "rerank", "rerank": "embeddings"}[e]
 	if s.has(other) {
-		c.errorf(other, "the %s: section shapes target.endpoint %s's requests, and this scenario's endpoint is %s; accepted: a %s: section", other, other, e, e)
+		c.errorf(other, "the %s: section shapes target.endpoint %s's requests, and this scenario's endpoint is %s; accepted: the %s: section", other, other, e, e)
 	}
 	switch e {
 	case "embeddings":

@@ -153,7 +153,7 @@ func TestRetrievalRules(t *testing.T) {
 		{"embeddings with personas", embeddingsScenario + "personas: {count: 2, system_prompt_tokens: 5}\n", "personas",
 			"target.endpoint embeddings sends no conversation"},
 		{"rerank section on embeddings", embeddingsScenario + "rerank: {documents: 3}\n", "rerank",
-			"accepted: a embeddings: section"},
+			"accepted: the embeddings: section"},
 		{"rerank top_n below 0", strings.Replace(rerankScenario, "top_n: 2", "top_n: -1", 1), "rerank.top_n", "found -1"},
 		{"embeddings never stream", strings.Replace(embeddingsScenario, "endpoint: embeddings", "endpoint: embeddings\n  stream: true", 1), "target.stream",
 			"answers are never streamed"},
