@@ -154,13 +154,7 @@ func (s *stageRun) readRetrieval(ctx, reqCtx context.Context, ex *exchange, body
 	call.answer = a
 	rec.RequestEndNs = metrics.Some(s.clock.ns(end))
 	rec.RequestLatency = metrics.Some(metrics.Ms(int64(end.Sub(start))))
-	rec.InputSequenceLength = metrics.Some(isl)
-	if call.query.Query == "" {
-		// An embeddings input is counted by the server as the client counts it; a rerank's prompt
-		// is each document with the query in the server's template, which no client count matches:
-		// its records take no part in prompt_tokens_agreement.
-		rec.ClientPromptTokens = metrics.Some(isl)
-	}
+	rec.InputSequenceLength, rec.ClientPromptTokens = metrics.Some(isl), metrics.Some(isl)
 	rec.RetrievalItems = metrics.Some(a.Items)
 	if a.Usage != nil {
 		ex.hasUsage = true

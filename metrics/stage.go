@@ -20,6 +20,10 @@ type StageInput struct {
 	Warnings []string
 	// NeverStarted is the number of arrival_rate sessions still queued at the end (−1 unknown).
 	NeverStarted int
+	// TemplatedPrompts: the server counts each text inside a template of its own (a rerank's
+	// documents, each with the query), which no client count of the texts matches; the stage then
+	// has no prompt_tokens_agreement rather than a tokenizer warning that is not about tokenizers.
+	TemplatedPrompts bool
 	// Replay marks a stage of load.mode replay: its summary then says whether the client kept the
 	// trace's pace (replay_valid).
 	Replay bool

@@ -219,7 +219,9 @@ func (s *Stage) Summary() *StageSummary {
 	}
 	sum.CacheHitByTurn = s.cacheHitByTurn()
 	sum.ByTurn = s.byTurn()
-	sum.PromptTokensAgreement = s.prompts.result()
+	if !s.in.TemplatedPrompts {
+		sum.PromptTokensAgreement = s.prompts.result()
+	}
 	s.feat.result(sum, s.in)
 	sum.RAG = s.rag.result()
 	sum.Images = s.images.result(sum.Window.Seconds)

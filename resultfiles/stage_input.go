@@ -21,6 +21,8 @@ func StageInput(sc *workload.Scenario, i int) metrics.StageInput {
 		Replay:       mode.TraceClock,
 		AbsorbWindow: absorbWindow(sc, i),
 		Batch:        mode.Job,
+		// A rerank's prompt is each document with the query in the server's template.
+		TemplatedPrompts: sc.Target.Endpoint == "rerank",
 	}
 }
 
