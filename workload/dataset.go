@@ -332,9 +332,10 @@ type datasetTurn struct {
 	OutputLength int    `json:"output_length,omitempty"`
 	// Texts are a retrieval request's texts (AIPerf's single-turn texts): a rerank's query first.
 	Texts []string `json:"texts,omitempty"`
-	// Images are the turn's synthetic images as their recipes: the dataset's sha256 covers them
-	// without encoding them, and ImageRecipe.Encode makes their files again.
-	Images []ImageRecipe `json:"images,omitempty"`
+	// Images are the turn's images: a synthetic one as its recipe (the dataset's sha256 covers it
+	// without encoding it, and ImageRecipe.Encode makes its file again), one from data as its
+	// sha256 (and its url, for an image by URL): datasetImage.
+	Images []datasetImage `json:"images,omitempty"`
 }
 
 type datasetSession struct {

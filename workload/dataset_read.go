@@ -1,6 +1,7 @@
 package workload
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +20,13 @@ const (
 // maxDatasetLine bounds one line of a dataset file (a conversation of about 2M tokens).
 const maxDatasetLine = 8 << 20
 
+// maxOpenAILine bounds one line of an openai dataset, whose user messages may carry images as data
+// URLs: the text's bound plus two images at the limit in base64 (more belong in files). The
+// scanner's buffer grows only as far as the longest line, so the bound costs nothing until used.
+func maxOpenAILine(maxImageBytes int) int {
+	return maxDatasetLine + 2*base64.StdEncoding.EncodedLen(maxImageBytes)
+}
+
 // rawTurn is one message of a conversation as a file gives it, before filters and counting.
 type rawTurn struct {
 	role, text   string
@@ -30,6 +38,9 @@ type rawTurn struct {
 	// tool_calls, or a tool result, is replayed verbatim by history: recorded.
 	message json.RawMessage
 	toolish bool // it carries tool_calls, or it is a tool result
+	// images are a user message's images (openai's image_url parts), in its order: each the
+	// dataset's one *Image of its content.
+	images []*Image
 }
 
 // rawSession is one conversation read from a file.
@@ -39,10 +50,16 @@ type rawSession struct {
 	turns []rawTurn
 }
 
-// readDataset reads a dataset file of the given format into conversations. Every error names the
-// file, the line (or the item, for a JSON array) and what is accepted; the text itself is never
-// quoted, since it can be a customer's data.
+// readDataset is readDatasetWith with the default limit of an image's bytes.
 func readDataset(path, format string) ([]rawSession, int, error) {
+	return readDatasetWith(path, format, DefaultImageMaxBytes)
+}
+
+// readDatasetWith reads a dataset file of the given format into conversations, with an openai
+// file's images (none over maxImageBytes: dataset_images.go). Every error names the file, the line
+// (or the item, for a JSON array) and what is accepted; the text itself is never quoted, since it
+// can be a customer's data.
+func readDatasetWith(path, format string, maxImageBytes int) ([]rawSession, int, error) {
 	if format == FormatShareGPT {
 		return readShareGPT(path)
 	}
@@ -57,14 +74,19 @@ func readDataset(path, format string) ([]rawSession, int, error) {
 		return nil, 0, fmt.Errorf("format %q; accepted: prompts, openai, sharegpt, aiperf", format)
 	}
 	var out []rawSession
-	lines, err := EachJSONLine(path, f, maxDatasetLine, func(line int, text []byte) error {
+	images := newImageLoader(path, maxImageBytes)
+	maxLine := maxDatasetLine
+	if format == FormatOpenAI {
+		maxLine = maxOpenAILine(images.maxBytes)
+	}
+	lines, err := EachJSONLine(path, f, maxLine, func(line int, text []byte) error {
 		var rs rawSession
 		var err error
 		switch format {
 		case FormatPrompts:
 			rs, err = promptLine(text)
 		case FormatOpenAI:
-			rs, err = openAILine(text)
+			rs, err = openAILine(text, images)
 		case FormatAIPerf:
 			rs, err = aiperfLine(text)
 		}
@@ -86,7 +108,7 @@ func readDataset(path, format string) ([]rawSession, int, error) {
 
 const (
 	acceptPrompts = `accepted: {"prompt": "..."} or {"text": "..."}, optional "output_tokens" or "output_length" (a whole number ≥ 1)`
-	acceptOpenAI  = `accepted: {"messages": [{"role": "system"|"user"|"assistant", "content": "..."}, ...]} with at least one user message`
+	acceptOpenAI  = `accepted: {"messages": [{"role": "system"|"user"|"assistant", "content": "..." or [{"type": "text", "text": "..."}, {"type": "image_url", "image_url": {"url": "..."}}, ...]}, ...]} with at least one user message`
 	acceptAIPerf  = `accepted: {"session_id": "...", "turns": [{"text": "...", "delay": ms, "output_length": n}, ...]}`
 )
 
@@ -114,29 +136,35 @@ func promptLine(text []byte) (rawSession, error) {
 	return rawSession{turns: []rawTurn{{role: "user", text: *prompt, outputTokens: n, delayMs: -1, atMs: -1}}}, nil
 }
 
-// content reads a message's content: text, or OpenAI's list of parts (the text parts joined).
-func content(raw json.RawMessage) (string, bool) {
+// content reads a message's content: text, or OpenAI's list of parts (the text parts joined, and
+// its image_url parts in their order).
+func content(raw json.RawMessage) (string, []imagePart, bool) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
-		return s, true
+		return s, nil, true
 	}
 	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+		Type     string          `json:"type"`
+		Text     string          `json:"text"`
+		ImageURL json.RawMessage `json:"image_url"`
 	}
 	if json.Unmarshal(raw, &parts) != nil {
-		return "", false
+		return "", nil, false
 	}
 	var b strings.Builder
-	for _, p := range parts {
-		if p.Type == "text" {
+	var images []imagePart
+	for i, p := range parts {
+		switch p.Type {
+		case "text":
 			b.WriteString(p.Text)
+		case "image_url":
+			images = append(images, imagePart{index: i, url: readImagePart(p.ImageURL)})
 		}
 	}
-	return b.String(), true
+	return b.String(), images, true
 }
 
-func openAILine(text []byte) (rawSession, error) {
+func openAILine(text []byte, loader *imageLoader) (rawSession, error) {
 	var raw struct {
 		ID       string            `json:"id"`
 		Messages []json.RawMessage `json:"messages"`
@@ -154,17 +182,38 @@ func openAILine(text []byte) (rawSession, error) {
 		if err := json.Unmarshal(whole, &m); err != nil {
 			return rawSession{}, fmt.Errorf("messages[%d] is not a message object (%s); %s", i, jsonProblem(err), acceptOpenAI)
 		}
-		c, ok := content(m.Content)
+		c, parts, ok := content(m.Content)
 		if !ok && len(m.Content) > 0 && string(m.Content) != "null" {
 			return rawSession{}, fmt.Errorf("messages[%d].content is neither text nor a list of text parts; %s", i, acceptOpenAI)
 		}
 		switch m.Role {
 		case "system", "developer", "user", "assistant", "tool":
-			calls := len(m.ToolCalls) > 0 && string(m.ToolCalls) != "null" && string(m.ToolCalls) != "[]"
-			rs.turns = append(rs.turns, rawTurn{role: m.Role, text: c, delayMs: -1, atMs: -1, message: whole, toolish: m.Role == "tool" || calls})
 		default:
 			return rawSession{}, fmt.Errorf("messages[%d].role %q; %s", i, m.Role, acceptOpenAI)
 		}
+		var images []*Image
+		for _, part := range parts {
+			at := fmt.Sprintf("messages[%d].content[%d]", i, part.index)
+			switch {
+			case m.Role != "user":
+				return rawSession{}, fmt.Errorf("%s is an image_url part in a message of role %s (images go in user messages); %s", at, m.Role, acceptImage(loader.maxBytes))
+			case strings.TrimSpace(part.url) == "":
+				return rawSession{}, fmt.Errorf("%s is an image_url part without a url; %s", at, acceptImage(loader.maxBytes))
+			}
+			im, err := loader.load(part.url)
+			if err != nil {
+				return rawSession{}, fmt.Errorf("%s.image_url.url: %v; %s", at, err, acceptImage(loader.maxBytes))
+			}
+			images = append(images, im)
+		}
+		calls := len(m.ToolCalls) > 0 && string(m.ToolCalls) != "null" && string(m.ToolCalls) != "[]"
+		rt := rawTurn{role: m.Role, text: c, delayMs: -1, atMs: -1, toolish: m.Role == "tool" || calls, images: images}
+		if m.Role == "assistant" || m.Role == "tool" {
+			// Only the recorded answers are replayed verbatim; a user message's own bytes (its
+			// images' base64 with them) are not kept past its line.
+			rt.message = whole
+		}
+		rs.turns = append(rs.turns, rt)
 	}
 	return rs, checkHasUser(rs, acceptOpenAI)
 }
@@ -270,11 +319,11 @@ func readShareGPT(path string) ([]rawSession, int, error) {
 
 func checkHasUser(rs rawSession, accept string) error {
 	for _, t := range rs.turns {
-		if t.role == "user" && strings.TrimSpace(t.text) != "" {
+		if t.role == "user" && (strings.TrimSpace(t.text) != "" || len(t.images) > 0) {
 			return nil
 		}
 	}
-	return fmt.Errorf("no user message with text; %s", accept)
+	return fmt.Errorf("no user message with text or images; %s", accept)
 }
 
 // wholeNumber reads the first of the given numbers that is set: 0 when none is, an error when it is

@@ -131,6 +131,17 @@ func (s *Scenario) imageDefaults() {
 		return
 	}
 	const p = "session.images."
+	if im.History == "" {
+		im.History = ImageHistoryKeep
+	}
+	if !s.has(p + "tokens") {
+		im.Tokens = ImageTokensSpec{Patch: DefaultImagePatch}
+	}
+	if s.turnsFromFile() {
+		// A dataset's images are its own: the keys that draw synthetic ones get no default (set,
+		// they are refused), so the resolved scenario loads again.
+		return
+	}
 	if !s.has(p + "per_turn") {
 		im.PerTurn = Constant(1)
 		im.PerTurn.Limit = maxImagesPerTurn
@@ -152,14 +163,8 @@ func (s *Scenario) imageDefaults() {
 	if im.Format == ImageJPEG && !s.has(p+"jpeg_quality") {
 		im.JPEGQuality = DefaultJPEGQuality
 	}
-	if im.History == "" {
-		im.History = ImageHistoryKeep
-	}
 	if !s.has(p + "max_bytes") {
 		im.MaxBytes = DefaultImageMaxBytes
-	}
-	if !s.has(p + "tokens") {
-		im.Tokens = ImageTokensSpec{Patch: DefaultImagePatch}
 	}
 }
 
@@ -176,8 +181,10 @@ func (c *checker) imageRules() {
 	case "completions", "embeddings", "rerank":
 		c.errorf(p, "found with target.endpoint %s, whose requests carry no images; accepted: images with target.endpoint chat, messages or responses", e)
 	}
-	if s.Workload != nil {
-		c.errorf(p, "found with workload (a dataset or trace), whose turns are the file's; accepted: images with synthetic sessions (a dataset's own image parts are not read yet)")
+	if c.imagesFromSource() { // a dataset's images are its own: only history and tokens apply
+		c.oneOf(p+".history", im.History, ImageHistoryKeep, ImageHistoryDrop)
+		c.imageTokens(im.Tokens)
+		return
 	}
 	c.dist(p+".per_turn", im.PerTurn)
 	if f, isShare := im.Turns.share(); isShare {
@@ -205,7 +212,15 @@ func (c *checker) imageRules() {
 	if im.MaxBytes < 1 {
 		c.errorf(p+".max_bytes", "found %d; accepted: the most bytes one encoded image may take, ≥ 1 (default %d, 20 MB)", im.MaxBytes, DefaultImageMaxBytes)
 	}
-	t := im.Tokens
+	c.imageTokens(im.Tokens)
+	if len(c.issues.Errors()) == before && !c.badUnder(p) {
+		c.imageMaxBytes(im) // only on keys known good: it may encode an image
+	}
+}
+
+// imageTokens checks session.images.tokens.
+func (c *checker) imageTokens(t ImageTokensSpec) {
+	const p = "session.images"
 	switch {
 	case t.PerImage != 0 && t.Patch != 0:
 		c.errorf(p+".tokens", "found both per_image and patch; accepted: one of them: {per_image: N} (a fixed count) or {patch: P} (ceil(width/P)·ceil(height/P))")
@@ -215,9 +230,6 @@ func (c *checker) imageRules() {
 		c.errorf(p+".tokens.per_image", "found %d; accepted: an image's tokens, 1 to 1000000", t.PerImage)
 	case t.Patch < 0 || t.Patch > MaxImageSide:
 		c.errorf(p+".tokens.patch", "found %d; accepted: the pixels per side of one token, 1 to %d", t.Patch, MaxImageSide)
-	}
-	if len(c.issues.Errors()) == before && !c.badUnder(p) {
-		c.imageMaxBytes(im) // only on keys known good: it may encode an image
 	}
 }
 
@@ -334,18 +346,6 @@ func (s *Scenario) drawImages(r *rand.Rand, k int, encode bool) []*Image {
 			out[i] = rec.encode()
 		} else {
 			out[i] = rec.planned()
-		}
-	}
-	return out
-}
-
-// datasetImages is what dataset.jsonl keeps of a turn's images: each one's recipe, enough to make
-// the same file again (ImageRecipe.Encode).
-func datasetImages(t Turn) []ImageRecipe {
-	var out []ImageRecipe
-	for _, im := range t.Images() {
-		if im.recipe != nil {
-			out = append(out, *im.recipe)
 		}
 	}
 	return out

@@ -120,7 +120,8 @@ func TestImageEndpointsAndSources(t *testing.T) {
 		{"completions", "  model: m\n", "  model: m\n  endpoint: completions\n", "found with target.endpoint completions, whose requests carry no images; accepted: images with target.endpoint chat, messages or responses"},
 		{"embeddings", "  model: m\n", "  model: m\n  endpoint: embeddings\n", "found with target.endpoint embeddings"},
 		{"rerank", "  model: m\n", "  model: m\n  endpoint: rerank\n", "found with target.endpoint rerank"},
-		{"dataset", "load:\n", "workload:\n  dataset: {file: testdata/datasets/openai-conversations.jsonl}\nload:\n", "found with workload (a dataset or trace)"},
+		{"trace", "load:\n", "workload:\n  trace: {file: testdata/traces/mooncake.jsonl, format: mooncake}\nload:\n", "found with workload.trace, whose requests are lengths without content"},
+		{"prompts dataset", "load:\n", "workload:\n  dataset: {file: testdata/datasets/prompts.jsonl, format: prompts}\nload:\n", "found with workload.dataset format prompts, whose lines carry no images"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			yaml := strings.Replace(visionScenario, tc.from, tc.to, 1)

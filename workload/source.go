@@ -44,6 +44,9 @@ type SourceTurn struct {
 	Recorded *Recording
 	// Line is the file line (or CSV row) the turn came from, 1-based, for messages.
 	Line int
+	// Images are the user message's images (an openai dataset's image_url parts), each the
+	// source's one *Image of its content, shared by every turn and session that sends it.
+	Images []*Image
 	// Blocks are the trace's hash-id blocks the request reads, ReusedBlocks those of them an earlier
 	// request of the trace (in time) read too: the prefix reuse the trace itself has (0 for a source
 	// without block ids).

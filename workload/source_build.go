@@ -67,6 +67,9 @@ func (s *Scenario) buildFromSource(g *TextGen) (*Workload, error) {
 				pool.TraceReusedBlocks += int64(t.ReusedBlocks)
 				sp.Turns[k] = Turn{User: t.User, UserTokens: int32(t.UserTokens), MaxOutputTokens: int32(s.outputTokens(t, r)),
 					ExactOutput: t.ExactOutput, Recorded: t.Recorded}
+				if len(t.Images) > 0 {
+					sp.Turns[k].Extra = &TurnExtra{Images: t.Images} // the source's images, never copied
+				}
 				if k > 0 && t.DelayMs < 0 && t.AtMs >= 0 && ss.Turns[k-1].AtMs >= 0 {
 					sp.Turns[k].AfterPrevious = max(time.Millisecond, time.Duration((t.AtMs-ss.Turns[k-1].AtMs)*replay.turnScale()*float64(time.Millisecond)).Round(time.Millisecond))
 				} else {

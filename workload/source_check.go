@@ -97,6 +97,13 @@ func (c *checker) datasetRules(d *DatasetSpec) {
 	if d.History == "recorded" && d.Format == FormatPrompts {
 		c.errorf(p+".history", "a prompts file has no recorded answers; accepted with prompts: live")
 	}
+	if s.has(p+".max_image_bytes") && !c.bad[p+".max_image_bytes"] {
+		if d.MaxImageBytes < 1 {
+			c.errorf(p+".max_image_bytes", "found %d; accepted: the most bytes one encoded image of the dataset may take, ≥ 1 (default %d, 20 MB)", d.MaxImageBytes, DefaultImageMaxBytes)
+		} else if d.Format != FormatOpenAI {
+			c.warnf(p+".max_image_bytes", "ignored with format %s, whose lines carry no images (format openai's image_url parts do)", d.Format)
+		}
+	}
 	if !ok || len(c.issues.Errors()) > 0 {
 		return
 	}
@@ -108,7 +115,27 @@ func (c *checker) datasetRules(d *DatasetSpec) {
 	for _, w := range src.Warnings {
 		c.warnf(p+".file", "%s", w)
 	}
+	c.datasetImagesSent(src)
 	s.source = src
+}
+
+// datasetImagesSent refuses a dataset with images for an endpoint whose requests carry none: its
+// turns would go without them, a different workload from the file's.
+func (c *checker) datasetImagesSent(src *Source) {
+	e := c.s.Target.Endpoint
+	switch e {
+	case "completions", "embeddings", "rerank":
+	default:
+		return
+	}
+	for _, ss := range src.Sessions {
+		for _, t := range ss.Turns {
+			if len(t.Images) > 0 {
+				c.errorf("workload.dataset.file", "%s line %d carries images, which target.endpoint %s cannot send; accepted: a dataset with images with target.endpoint chat, messages or responses", src.Path, t.Line, e)
+				return
+			}
+		}
+	}
 }
 
 func (c *checker) traceRules(t *TraceSpec) {
@@ -152,7 +179,7 @@ func (c *checker) traceRules(t *TraceSpec) {
 // under min_input_tokens left out, seeded shuffle. Lengths are counts of the text in the scenario's tokenizer.
 func (s *Scenario) readDatasetSource(d *DatasetSpec) (*Source, error) {
 	path := s.resolvePath(d.File)
-	raw, lines, err := readDataset(path, d.Format)
+	raw, lines, err := readDatasetWith(path, d.Format, d.ImageLimit())
 	if err != nil {
 		return nil, err
 	}
@@ -244,15 +271,15 @@ turns:
 				ss.SystemTokens = g.Count(ss.System)
 				prompt = ss.SystemTokens
 			}
-			if strings.TrimSpace(t.text) == "" {
-				continue
+			if strings.TrimSpace(t.text) == "" && len(t.images) == 0 {
+				continue // an image alone is a turn: the images go without a text part
 			}
 			n := g.Count(t.text)
 			if d.MaxInputTokens > 0 && prompt+n > d.MaxInputTokens {
 				break turns
 			}
 			ss.Turns = append(ss.Turns, SourceTurn{User: t.text, UserTokens: n, OutputTokens: t.outputTokens, AtMs: t.atMs,
-				DelayMs: t.delayMs, Line: rs.line})
+				DelayMs: t.delayMs, Line: rs.line, Images: t.images})
 			prompt += n
 			if d.MaxTurns > 0 && len(ss.Turns) == d.MaxTurns {
 				break turns

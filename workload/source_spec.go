@@ -56,6 +56,17 @@ type DatasetSpec struct {
 	OutputTokens OutputTokens `yaml:"output_tokens,omitempty"`
 	// History is live (the server's answers, default) or recorded (the file's own assistant turns).
 	History string `yaml:"history"`
+	// MaxImageBytes is the most bytes one image of the file may take, encoded (0: the default,
+	// DefaultImageMaxBytes, 20 MB: the servers' usual limit).
+	MaxImageBytes int `yaml:"max_image_bytes,omitempty"`
+}
+
+// ImageLimit is the most bytes one image of the dataset may take: max_image_bytes, or the default.
+func (d *DatasetSpec) ImageLimit() int {
+	if d.MaxImageBytes > 0 {
+		return d.MaxImageBytes
+	}
+	return DefaultImageMaxBytes
 }
 
 // TraceSpec is `workload.trace`: per-request lengths (and times) without text.
