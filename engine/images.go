@@ -24,7 +24,11 @@ func (s *stageRun) dropImages(ss *session) {
 				if k > 0 {
 					note += " "
 				}
-				note += fmt.Sprintf("[image: %d×%d %s, not resent]", im.Width, im.Height, im.Format)
+				if im.URL != "" { // a dataset's image by URL: its size is the server's to know
+					note += "[image by URL, not resent]"
+				} else {
+					note += fmt.Sprintf("[image: %d×%d %s, not resent]", im.Width, im.Height, im.Format)
+				}
 			}
 			ss.history[i] = m.WithoutImages(note)
 		}
