@@ -41,14 +41,14 @@ type ImageBucket struct {
 
 // imageTally gathers a stage's vision numbers.
 type imageTally struct {
-	seen                   bool
-	requests, images       int
-	ended                  int // images of successful requests that ended in the window
-	bytes                  []float64
-	ttft, e2e              [3][]float64
-	server, client         []float64
-	prompt, cached         [2]int64 // [without, with] images
-	promptSeen, cachedSeen [2]bool
+	seen             bool
+	requests, images int
+	ended            int // images of successful requests that ended in the window
+	bytes            []float64
+	ttft, e2e        [3][]float64
+	server, client   []float64
+	prompt, cached   [2]int64 // [without, with] images
+	promptSeen       [2]bool
 }
 
 // add takes a successful in-window request.

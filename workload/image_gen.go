@@ -148,11 +148,6 @@ type canvas struct {
 	w, h   int
 }
 
-func (c canvas) set(x, y int, col rgb) {
-	i := y*c.stride + x*4
-	c.pix[i], c.pix[i+1], c.pix[i+2], c.pix[i+3] = clamp8(col[0]), clamp8(col[1]), clamp8(col[2]), 255
-}
-
 // sub is the part of c from (x0, y0), w×h, clipped to c.
 func (c canvas) sub(x0, y0, w, h int) canvas {
 	x0, y0 = max(0, x0), max(0, y0)
