@@ -186,6 +186,7 @@ func (s *Scenario) Build() (*Workload, error) {
 	// TextGen of its own: its count cache is not safe to share.
 	w.Stages = make([]StagePool, len(s.Load.Stages))
 	var eg errgroup.Group
+	s.warmImageBanks(&eg)
 	for i, st := range s.Load.Stages {
 		eg.Go(func() error {
 			sg, err := s.newTextGen()

@@ -16,8 +16,9 @@ type Image struct {
 	Data []byte
 	// URL is an http(s) URL passed through to the server ("" when Data is sent).
 	URL string
-	// SHA256 is the hex sha256 of Data (of URL for an image by URL): its identity in dataset.jsonl
-	// and in the server's multimodal cache.
+	// SHA256 is the hex sha256 of Data (of URL for an image by URL): an image from data's identity
+	// in dataset.jsonl. "" for a synthetic image, whose recipe is its identity (hashing each fresh
+	// file would cost more than splicing it).
 	SHA256 string
 	// recipe makes a synthetic image again (workload/image_gen.go): dataset.jsonl's record of it,
 	// so the dataset's sha256 covers the image without encoding it; nil for an image from data.

@@ -2,8 +2,6 @@ package workload
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"image"
 	"image/jpeg"
@@ -65,6 +63,21 @@ func (r ImageRecipe) Encode() (*Image, error) {
 // encode is Encode for a recipe already checked. The encoders write to memory, where their only
 // errors — a writer's, or a side over 65,535 pixels — cannot happen.
 func (r ImageRecipe) encode() *Image {
+	var data []byte
+	if r.Format == ImageJPEG {
+		if bank := jpegBankFor(r); bank != nil {
+			data = bank.spliced(r.Seed)
+		}
+	}
+	if data == nil {
+		data = r.encodeWhole()
+	}
+	rec := r
+	return &Image{Format: r.Format, Width: r.Width, Height: r.Height, Data: data, recipe: &rec}
+}
+
+// encodeWhole draws the recipe's picture and encodes it: a PNG, or a JPEG too small to splice.
+func (r ImageRecipe) encodeWhole() []byte {
 	img := drawImage(r)
 	var buf bytes.Buffer
 	if r.Format == ImagePNG {
@@ -72,9 +85,7 @@ func (r ImageRecipe) encode() *Image {
 	} else {
 		_ = jpeg.Encode(&buf, img, &jpeg.Options{Quality: r.Quality})
 	}
-	sum := sha256.Sum256(buf.Bytes())
-	rec := r
-	return &Image{Format: r.Format, Width: r.Width, Height: r.Height, Data: buf.Bytes(), SHA256: hex.EncodeToString(sum[:]), recipe: &rec}
+	return buf.Bytes()
 }
 
 // planned is the recipe's image without its file: what a dataset line needs (the recipe), never
