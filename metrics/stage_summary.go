@@ -232,6 +232,7 @@ func (s *Stage) Summary() *StageSummary {
 	sum.SLO = judge(s.in.SLO, sum)
 	sum.Absorb = s.absorb.result()
 	sum.Cost = cost(s.in.Cost, sum)
+	sum.Images.priceByImages(sum.Cost.USDPer1KTurns)
 	sum.Warnings = append(sum.Warnings, s.warnings()...)
 	sum.Warnings = append(sum.Warnings, s.in.Warnings...)
 	if sum.Warnings == nil {

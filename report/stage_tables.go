@@ -200,7 +200,7 @@ func (c columns) tables(rows []runStage) []table {
 		ts = append(ts, c.ragTable(rows))
 	}
 	if c.images {
-		ts = append(ts, c.imagesTable(rows))
+		ts = append(ts, c.imagesTables(rows)...)
 	}
 	if c.openLoop {
 		ts = append(ts, c.openLoopTable(rows))
