@@ -71,6 +71,7 @@ func (s *Summary) Print(out io.Writer, sources []string) {
 	} else {
 		fmt.Fprintln(out, "\nsessions: none (no session ids in the log)")
 	}
+	fmt.Fprint(out, s.Images.print())
 	switch {
 	case s.PrefixShare == nil:
 		fmt.Fprintln(out, "prefix sharing: unknown (no hash_ids, no request text and no cached-token counts in the log)")

@@ -78,6 +78,8 @@ type Log struct {
 	// CacheRecords counts such records.
 	CachedTokens, CachePromptTokens int64
 	CacheRecords                    int
+	// images counts the requests' images (fit/images.go).
+	images imageTally
 
 	textSeen map[uint64]struct{}
 	// firstSeen holds the sessions whose first turn prefix sharing has been measured on.
@@ -435,6 +437,7 @@ func (l *Log) requestLine(text []byte) error {
 	l.add(t, ni, no, l.session(id))
 	if r.Request != nil {
 		l.text(requestText(r.Request))
+		l.images.request(r.Request)
 	}
 	return nil
 }
@@ -525,6 +528,7 @@ func (l *Log) recordLine(text []byte) error {
 	}
 	l.timing(end, int32(min(max(rec.TurnIndex, -1), math.MaxInt32)))
 	l.recordCache(rec, in.V)
+	l.images.record(rec)
 	return nil
 }
 

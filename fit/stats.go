@@ -71,6 +71,8 @@ type Summary struct {
 	OutputTokens   Quantiles     `json:"output_tokens"`
 	Sessions       *SessionStats `json:"sessions"`
 	PrefixShare    *float64      `json:"prefix_share"`
+	// Images is the log's images; absent when no request carried one.
+	Images *ImageStats `json:"images,omitempty"`
 
 	// The rest is for the terminal and the scenario.
 	Formats []string `json:"-"`
@@ -180,7 +182,7 @@ func Summarize(l *Log) (*Summary, error) {
 	if n < 2 {
 		return nil, errors.New("fewer than 2 requests with lengths: nothing to fit")
 	}
-	s := &Summary{Requests: n, Formats: l.Formats, Skipped: l.Skipped}
+	s := &Summary{Requests: n, Formats: l.Formats, Skipped: l.Skipped, Images: l.images.result(n)}
 	times := slices.Clone(l.Start)
 	slices.Sort(times)
 	// Beyond ±10¹² s (year 33658) a timestamp is a unit mix-up (ms or ns read as seconds), and
