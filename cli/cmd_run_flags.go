@@ -58,7 +58,7 @@ func scenarioFlags() []cli.Flag {
 		&cli.BoolFlag{Name: "ignore-eos", Usage: "ask for exactly the max output tokens: ignore_eos in every request body (target.extra_body; vLLM and SGLang honour it); --ignore-eos=false drops a file's"},
 		s("turns", "turns per session (default 1; with --dataset: at most this many turns of each conversation)"),
 		s("dataset", "a dataset file in place of synthetic text (see --dataset-format)"),
-		s("dataset-format", "the dataset's format: prompts, openai, sharegpt or aiperf"),
+		s("dataset-format", "the dataset's format: prompts, openai, sharegpt, aiperf or visionarena"),
 		s("slo-ttft-p95", "SLO: TTFT p95 limit, such as 500ms (no SLO flag and no slo section: verdicts N/A)"),
 		s("slo-tpot-p99", "SLO: TPOT p99 limit (time per output token), such as 50ms"),
 		s("slo-error-rate", "SLO: the most errors ÷ requests allowed, such as 0.01 (not set: errors are reported but not judged)"),

@@ -205,6 +205,9 @@ func (l *imageLoader) fromBytes(data []byte, what string) (*Image, error) {
 	return l.shared(&Image{Format: format, Width: cfg.Width, Height: cfg.Height, Data: data, SHA256: sum}), nil
 }
 
+// carriesImages reports whether a dataset format's lines may carry images.
+func carriesImages(format string) bool { return format == FormatOpenAI || format == FormatVisionArena }
+
 // shared is the dataset's image of im's sha256: im itself the first time.
 func (l *imageLoader) shared(im *Image) *Image {
 	if have, ok := l.bySHA[im.SHA256]; ok {
@@ -306,8 +309,8 @@ func (c *checker) imagesFromSource() bool {
 		c.errorf(p, "found with workload.trace, whose requests are lengths without content; accepted: images with synthetic sessions, or a workload.dataset of format openai whose messages carry image_url parts")
 		return true
 	}
-	if f := ds.Dataset.Format; f != FormatOpenAI && f != "" {
-		c.errorf(p, "found with workload.dataset format %s, whose lines carry no images; accepted: session.images.history and .tokens with format openai, whose user messages may carry image_url parts", f)
+	if f := ds.Dataset.Format; !carriesImages(f) && f != "" {
+		c.errorf(p, "found with workload.dataset format %s, whose lines carry no images; accepted: session.images.history and .tokens with format openai, whose user messages may carry image_url parts, or visionarena", f)
 		return true
 	}
 	for _, k := range []string{"per_turn", "turns", "sizes", "format", "jpeg_quality", "max_bytes"} {

@@ -15,6 +15,8 @@ const (
 	FormatOpenAI   = "openai"   // JSONL {"messages": [{"role", "content"}, ...]}
 	FormatShareGPT = "sharegpt" // JSON [{"conversations": [{"from", "value"}, ...]}]
 	FormatAIPerf   = "aiperf"   // AIPerf multi_turn JSONL {"session_id", "turns": [{"text", "delay", ...}]}
+	// FormatVisionArena is VisionArena-Chat as JSONL {"conversation": [[{"role", "content"}, ...], ...], "images": [...]}.
+	FormatVisionArena = "visionarena"
 )
 
 // maxDatasetLine bounds one line of a dataset file (a conversation of about 2M tokens).
@@ -69,14 +71,14 @@ func readDatasetWith(path, format string, maxImageBytes int) ([]rawSession, int,
 	}
 	defer f.Close()
 	switch format {
-	case FormatPrompts, FormatOpenAI, FormatAIPerf:
+	case FormatPrompts, FormatOpenAI, FormatAIPerf, FormatVisionArena:
 	default:
-		return nil, 0, fmt.Errorf("format %q; accepted: prompts, openai, sharegpt, aiperf", format)
+		return nil, 0, fmt.Errorf("format %q; accepted: prompts, openai, sharegpt, aiperf, visionarena", format)
 	}
 	var out []rawSession
 	images := newImageLoader(path, maxImageBytes)
 	maxLine := maxDatasetLine
-	if format == FormatOpenAI {
+	if format == FormatOpenAI || format == FormatVisionArena {
 		maxLine = maxOpenAILine(images.maxBytes)
 	}
 	lines, err := EachJSONLine(path, f, maxLine, func(line int, text []byte) error {
@@ -89,6 +91,8 @@ func readDatasetWith(path, format string, maxImageBytes int) ([]rawSession, int,
 			rs, err = openAILine(text, images)
 		case FormatAIPerf:
 			rs, err = aiperfLine(text)
+		case FormatVisionArena:
+			rs, err = visionArenaLine(text, images)
 		}
 		if err != nil {
 			return fmt.Errorf("%s line %d: %v", path, line, err)

@@ -80,8 +80,8 @@ func (c *checker) datasetRules(d *DatasetSpec) {
 	s := c.s
 	const p = "workload.dataset"
 	ok := c.require(p+".file", "a dataset file, relative to the scenario")
-	if c.require(p+".format", "prompts, openai, sharegpt or aiperf") {
-		c.oneOf(p+".format", d.Format, FormatPrompts, FormatOpenAI, FormatShareGPT, FormatAIPerf)
+	if c.require(p+".format", "prompts, openai, sharegpt, aiperf or visionarena") {
+		c.oneOf(p+".format", d.Format, FormatPrompts, FormatOpenAI, FormatShareGPT, FormatAIPerf, FormatVisionArena)
 	}
 	c.oneOf(p+".order", d.Order, "sequential", "shuffle")
 	c.oneOf(p+".history", d.History, "live", "recorded")
@@ -100,8 +100,8 @@ func (c *checker) datasetRules(d *DatasetSpec) {
 	if s.has(p+".max_image_bytes") && !c.bad[p+".max_image_bytes"] {
 		if d.MaxImageBytes < 1 {
 			c.errorf(p+".max_image_bytes", "found %d; accepted: the most bytes one encoded image of the dataset may take, ≥ 1 (default %d, 20 MB)", d.MaxImageBytes, DefaultImageMaxBytes)
-		} else if d.Format != FormatOpenAI {
-			c.warnf(p+".max_image_bytes", "ignored with format %s, whose lines carry no images (format openai's image_url parts do)", d.Format)
+		} else if !carriesImages(d.Format) {
+			c.warnf(p+".max_image_bytes", "ignored with format %s, whose lines carry no images (format openai's image_url parts and visionarena's images do)", d.Format)
 		}
 	}
 	if !ok || len(c.issues.Errors()) > 0 {

@@ -42,7 +42,7 @@ func (s *Scenario) NonceAt() Nonce {
 // DatasetSpec is `workload.dataset`: prompts or conversations with their text.
 type DatasetSpec struct {
 	File   string `yaml:"file"`
-	Format string `yaml:"format"` // prompts, openai, sharegpt, aiperf
+	Format string `yaml:"format"` // prompts, openai, sharegpt, aiperf, visionarena
 	Order  string `yaml:"order"`  // sequential (default) or shuffle (seeded)
 	// MaxTurns cuts longer conversations (0: keep every turn).
 	MaxTurns int `yaml:"max_turns,omitempty"`
