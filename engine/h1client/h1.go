@@ -200,7 +200,11 @@ func closeBody(req *http.Request) {
 
 // exchange writes req and reads the answer's status line and headers.
 func (c *h1Conn) exchange(req *http.Request, trace *httptrace.ClientTrace, closeAfter bool) (*http.Response, error) {
-	buf, err := c.appendRequest(c.wbuf[:0], req, closeAfter)
+	// A body up to 64 KiB is copied behind the headers and goes in one write; a larger one (a
+	// long prompt, a request with images) is written from its own bytes after the headers, so
+	// that no second copy of it is made while it is in flight.
+	inline := req.Body == nil || req.ContentLength <= 64<<10
+	buf, err := c.appendRequest(c.wbuf[:0], req, closeAfter, inline)
 	if err != nil {
 		return nil, err
 	}
@@ -208,8 +212,15 @@ func (c *h1Conn) exchange(req *http.Request, trace *httptrace.ClientTrace, close
 	if _, err := c.nc.Write(buf); err != nil {
 		return nil, err
 	}
-	if cap(c.wbuf) > 64<<10 {
-		c.wbuf = nil // a long prompt's buffer is not kept for every later request
+	if !inline {
+		n, err := io.Copy(c.nc, req.Body)
+		req.Body.Close()
+		if err == nil && n != req.ContentLength {
+			err = fmt.Errorf("the request body had %d bytes, not its Content-Length %d", n, req.ContentLength)
+		}
+		if err != nil {
+			return nil, err
+		}
 	}
 	if _, err := c.br.Peek(1); err != nil {
 		return nil, err // io.EOF here: the server closed the connection without answering
@@ -230,8 +241,8 @@ func (c *h1Conn) exchange(req *http.Request, trace *httptrace.ClientTrace, close
 }
 
 // appendRequest renders req as HTTP/1.1 bytes: request line, Host, the request's headers,
-// Content-Length and the body, written with one syscall.
-func (c *h1Conn) appendRequest(buf []byte, req *http.Request, closeAfter bool) ([]byte, error) {
+// Content-Length and, with withBody, the body, written with one syscall.
+func (c *h1Conn) appendRequest(buf []byte, req *http.Request, closeAfter, withBody bool) ([]byte, error) {
 	host := req.Host
 	if host == "" {
 		host = req.URL.Host
@@ -268,7 +279,7 @@ func (c *h1Conn) appendRequest(buf []byte, req *http.Request, closeAfter bool) (
 		buf = append(buf, "\r\n"...)
 	}
 	buf = append(buf, "\r\n"...)
-	if req.Body != nil {
+	if req.Body != nil && withBody {
 		defer req.Body.Close()
 		n := len(buf)
 		buf = append(buf, make([]byte, req.ContentLength)...)

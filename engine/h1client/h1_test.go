@@ -283,3 +283,37 @@ func TestH1IdlePoolFollowsRecentUse(t *testing.T) {
 		t.Errorf("%d of the burst's connections are still in memory, %d of them closed: the pool keeps what it evicted", alive, alive-idle())
 	}
 }
+
+// TestH1SendsLargeBodiesWhole: bodies below, at and above the 64 KiB a request copies behind its
+// headers (a larger one is written from its own bytes) reach the server whole and in order, on one
+// pooled connection, and the connection's write buffer keeps no large body.
+func TestH1SendsLargeBodiesWhole(t *testing.T) {
+	url, conns := countingServer(t, func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		fmt.Fprintf(w, "%d:%x", len(b), b[len(b)-8:])
+	})
+	tr := New(Config{MaxIdle: 4})
+	defer tr.CloseIdleConnections()
+	for _, n := range []int{100, 64 << 10, 64<<10 + 1, 3 << 20, 200} {
+		body := make([]byte, n)
+		for i := range body {
+			body[i] = byte(i * 7 % 251)
+		}
+		got, _, _ := h1Do(t, tr, http.MethodPost, url+"/x", string(body))
+		if want := fmt.Sprintf("%d:%x", n, body[n-8:]); got != want {
+			t.Fatalf("%d bytes: the server read %s, want %s", n, got, want)
+		}
+	}
+	if conns.Load() != 1 {
+		t.Errorf("%d connections for 5 requests in turn", conns.Load())
+	}
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	for _, cs := range tr.idle {
+		for _, c := range cs {
+			if cap(c.wbuf) > 80<<10 {
+				t.Errorf("an idle connection keeps a %d-byte write buffer", cap(c.wbuf))
+			}
+		}
+	}
+}
