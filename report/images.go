@@ -16,7 +16,7 @@ func (c columns) imagesTables(rows []runStage) []table {
 	sent := table{title: "Images", header: c.leadHeader("requests with images (images)", "images/s", "input tok/s image/text",
 		"image KB/request mean", "image tokens server/client mean", "cache hit% with/without images")}
 	byImages := table{title: "Images: by images in the request", header: c.leadHeader("images", "requests",
-		c.statHeader("TTFT", metrics.SLOMetricTTFT), c.statHeader("E2E", metrics.SLOMetricE2E), "request KB mean", "$/1K turns")}
+		c.statHeader("TTFT", metrics.SLOMetricTTFT), c.statHeader("E2E", metrics.SLOMetricE2E), "request KB mean", "$/1K turns (share by E2E)")}
 	byPixels := table{title: "Images: by the request's pixels", header: c.leadHeader("pixels", "requests",
 		c.statHeader("TTFT", metrics.SLOMetricTTFT), c.statHeader("E2E", metrics.SLOMetricE2E))}
 	for _, rs := range rows {
