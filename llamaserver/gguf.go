@@ -10,7 +10,7 @@ import (
 
 // GGUF is llama.cpp's model file: a header, key-value metadata, tensor descriptions, then the tensors'
 // data, each aligned. This writer knows only what a tiny test model needs: scalars, strings, arrays
-// of strings and integers, and f32 tensors. The layout is version 3 of the format, little-endian.
+// of strings, integers and floats, and f32 tensors. The layout is version 3 of the format, little-endian.
 
 const (
 	ggufMagic     = 0x46554747 // "GGUF" read as a little-endian uint32
@@ -30,7 +30,8 @@ const (
 
 const ggmlTypeF32 uint32 = 0
 
-// kv is one metadata entry; value is uint32, int32, float32, bool, string, []string or []int32.
+// kv is one metadata entry; value is uint32, int32, float32, bool, string, []string, []int32 or
+// []float32.
 type kv struct {
 	key   string
 	value any
@@ -105,6 +106,13 @@ func (g *ggufWriter) value(key string, v any) {
 		g.u64(uint64(len(v)))
 		for _, x := range v {
 			g.u32(uint32(x))
+		}
+	case []float32:
+		g.u32(ggufArray)
+		g.u32(ggufFloat32)
+		g.u64(uint64(len(v)))
+		for _, x := range v {
+			g.u32(math.Float32bits(x))
 		}
 	default:
 		if g.err == nil {

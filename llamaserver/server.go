@@ -64,6 +64,7 @@ type Options struct {
 	Context int      // -c: the context shared by the slots (default 16384)
 	Threads int      // -t (default 2)
 	Aliases []string // -a: the names the model is served under (default: llama.cpp's own)
+	Mmproj  string   // --mmproj: a multimodal projector (WriteTinyProjector writes one), for images
 	Extra   []string // more flags
 }
 
@@ -105,6 +106,9 @@ func Start(ctx context.Context, root string, opt Options) (*Server, error) {
 		"--host", "127.0.0.1", "--port", strconv.Itoa(port), "--no-webui"}
 	if len(opt.Aliases) > 0 {
 		args = append(args, "-a", strings.Join(opt.Aliases, ","))
+	}
+	if opt.Mmproj != "" {
+		args = append(args, "--mmproj", opt.Mmproj)
 	}
 	args = append(args, opt.Extra...)
 	cmd := exec.Command(in.loader, args...)
