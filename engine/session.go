@@ -167,6 +167,9 @@ func (s *stageRun) runSession(issueCtx, reqCtx context.Context, st sessionStart)
 			return last
 		}
 		ss.addAnswer(turn, ex, s.cfg.Scenario.Tokenizer().Count)
+		// Answered: under history drop its images are a note from now on, so a thinking session
+		// holds none (the next turn would drop them too, but only after its think time).
+		s.dropImages(ss)
 	}
 	return last
 }
