@@ -21,17 +21,14 @@ import (
 
 // BenchmarkVisionSendLag: do fresh images delay a send? Each op runs the same stage against the
 // mock in a child process without images and then with 1–2 fresh 1024×1024 JPEGs in every turn, so
-// the two are measured side by side: their send lag (credit − intended start) p50/p99/max and start
-// lag (request start − intended) p99; then both again for their live heap's peak over the heap
-// before them, and the images run's most image bytes in flight at once (credit to end; the files,
-// not their base64 in the bodies). Two stages at 20 turns/s:
+// the two are measured side by side: their send lag (credit − intended start) p50/p99/max, start lag
+// (request start − intended) p99 and the client's CPU per request. Then both run again for their
+// live heap's peak over the heap before them, beside the images in use at once (imagesHeld). Two
+// stages at 20 turns/s: request_rate, 20 one-turn sessions a second (every turn a first turn,
+// prepared ahead); arrival_rate, 5 sessions a second of 4 turns 200 ms apart (history drop), so most
+// turns come after a think time.
 //
-//   - request_rate: 20 one-turn sessions a second (every turn a first turn, prepared ahead);
-//
-//   - arrival_rate: 5 sessions a second of 4 turns, 200 ms apart (history drop), so most turns come
-//     after a think time.
-//
-//     PLLOAD_VISION_BENCH=1 go test ./bench -run '^$' -bench VisionSendLag -benchtime 1x -count 3 -v
+//	PLLOAD_VISION_BENCH=1 go test ./bench -run '^$' -bench VisionSendLag -benchtime 1x -count 3 -v
 func BenchmarkVisionSendLag(b *testing.B) {
 	if os.Getenv("PLLOAD_VISION_BENCH") != "1" {
 		b.Skip("set PLLOAD_VISION_BENCH=1 to run the vision send-lag benchmark (about 4 minutes a count)")
@@ -73,7 +70,7 @@ load:
 				}{
 					{"lag-p50-ms", text.lagP50, img.lagP50}, {"lag-p99-ms", text.lagP99, img.lagP99}, {"lag-max-ms", text.lagMax, img.lagMax},
 					{"start-lag-p99-ms", text.startLagP99, img.startLagP99}, {"peak-live-heap-MiB", text.heapMiB, img.heapMiB},
-					{"sent-req/s", text.sent, img.sent}, {"errors", text.errors, img.errors},
+					{"sent-req/s", text.sent, img.sent}, {"errors", text.errors, img.errors}, {"µs-CPU/req", text.cpuPerReq, img.cpuPerReq},
 				} {
 					b.ReportMetric(m.text, "text-"+m.name)
 					b.ReportMetric(m.img, "img-"+m.name)
@@ -92,6 +89,7 @@ type stageLags struct {
 	lagP50, lagP99, lagMax, startLagP99 float64
 	heapMiB, inFlightMiB, inUseMiB      float64
 	sent, imagesPerSec, errors          float64
+	cpuPerReq                           float64 // the client's CPU (this process: the mock is a child), µs
 }
 
 // visionStage runs text's one stage and measures its lags and its image bytes in flight, and with
@@ -111,7 +109,9 @@ func visionStage(b *testing.B, text string, span time.Duration, heap bool) stage
 	if heap {
 		stop = sampleLiveHeap()
 	}
+	cpu0 := engine.ProcessCPU()
 	res, err := engine.Run(context.Background(), engine.Config{Scenario: sc, Workload: w, Dir: b.TempDir()})
+	cpu := engine.ProcessCPU() - cpu0
 	top = stop()
 	if err != nil {
 		b.Fatal(err)
@@ -140,7 +140,7 @@ func visionStage(b *testing.B, text string, span time.Duration, heap bool) stage
 	return stageLags{lagP50: plmetrics.Percentile(lag, 50), lagP99: plmetrics.Percentile(lag, 99), lagMax: lag[len(lag)-1],
 		startLagP99: plmetrics.Percentile(startLag, 99), heapMiB: max(0, float64(top)-float64(base)) / (1 << 20),
 		inFlightMiB: float64(inFlight) / (1 << 20), inUseMiB: float64(inUse) / (1 << 20), sent: float64(len(lag)) / span.Seconds(), imagesPerSec: float64(images) / span.Seconds(),
-		errors: float64(r.Errors + r.Cancelled)}
+		errors: float64(r.Errors + r.Cancelled), cpuPerReq: float64(cpu.Microseconds()) / float64(len(lag))}
 }
 
 // imagesHeld is, from a stage's records, its images and the most image bytes held at once: in
