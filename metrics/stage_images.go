@@ -76,9 +76,9 @@ func pixelBucket(pixels int) int {
 	return len(ImagePixelBuckets)
 }
 
-// pixelLabel names bucket i in megapixels ("0.26–0.52 MP").
+// pixelLabel names bucket i in megapixels ("0.262–0.524 MP").
 func pixelLabel(i int) string {
-	mp := func(px int) string { return fmt.Sprintf("%.2g", float64(px)/1e6) }
+	mp := func(px int) string { return fmt.Sprintf("%.3g", float64(px)/1e6) }
 	switch {
 	case i == 0:
 		return "≤ " + mp(ImagePixelBuckets[0]) + " MP"

@@ -40,7 +40,7 @@ func TestImagesSummary(t *testing.T) {
 		t.Errorf("request bytes by images: %v, %v", b[0].RequestBytes.Mean, b[2].RequestBytes.Mean)
 	}
 	// 1 image: 512² (first bucket); 2: 2×512² (second); 3: 3×512² (third, up to 1024²).
-	if p := im.ByPixels; len(p) != 3 || p[0].Requests != 1 || p[0].TTFT.Mean != 40 || p[2].Pixels != "0.52–1 MP" || p[2].TTFT.Mean != 80 || p[2].MaxPixels != 1024*1024 {
+	if p := im.ByPixels; len(p) != 3 || p[0].Requests != 1 || p[0].TTFT.Mean != 40 || p[2].Pixels != "0.524–1.05 MP" || p[2].TTFT.Mean != 80 || p[2].MaxPixels != 1024*1024 {
 		t.Errorf("by pixels %+v", p)
 	}
 	// Image tokens from usage less the text's 10: 300, 600, 900 over the 10 s window; text 10 each.
