@@ -146,7 +146,9 @@ func visionStage(b *testing.B, text string, span time.Duration, heap bool) stage
 // imagesHeld is, from a stage's records, its images and the most image bytes held at once: in
 // flight (the files, credit to end), and in use — each file from when its turn was drawn (its
 // session's previous answer's end, or for a first turn prepareLead, 100 ms, before it was due) to its
-// request's end, and its base64 in the request body from when the body was built to that end.
+// request's end, and its base64 in the request body from when the body was built to that end. This
+// is history drop's account (the stages here): with keep a session holds its images through its
+// think times, and image_bytes counts the history's resent images again.
 func imagesHeld(recs []*plmetrics.Record) (images, inFlight, inUse int) {
 	type edge struct{ at, flight, use int64 }
 	ends := map[string]map[int]int64{}
@@ -175,7 +177,11 @@ func imagesHeld(recs []*plmetrics.Record) (images, inFlight, inUse int) {
 		}
 		edges = append(edges, edge{drawn, 0, n}, edge{built, 0, body}, edge{r.CreditIssuedNs, n, 0}, edge{r.RequestEndNs.V, -n, -n - body})
 	}
-	slices.SortFunc(edges, func(a, b edge) int { return cmp.Compare(a.at, b.at) })
+	// At one instant a release goes before a hold: a later turn is drawn at the very end of the
+	// request before it, and holding both at once would count an image that is not there.
+	slices.SortFunc(edges, func(a, b edge) int {
+		return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.flight+a.use, b.flight+b.use))
+	})
 	var flight, use int64
 	for _, e := range edges {
 		flight, use = flight+e.flight, use+e.use

@@ -39,14 +39,19 @@ func (s *stageRun) dropImages(ss *session) {
 // record: their count, pixels, encoded bytes and the client's estimate of their tokens.
 func (s *stageRun) recordImages(rec *metrics.Record, history []protocol.Message) {
 	count, pixels, bytes, tokens := 0, 0, 0, 0
+	sized := true // an image by URL has no size the client knows
 	for _, m := range history {
 		for _, im := range m.Images() {
 			count, pixels, bytes = count+1, pixels+im.Pixels(), bytes+len(im.Data)
 			tokens += s.cfg.Scenario.ImageTokens(im)
+			sized = sized && im.Pixels() > 0
 		}
 	}
 	if count == 0 {
 		return
 	}
-	rec.ImageCount, rec.ImagePixels, rec.ImageBytes, rec.ClientImageTokens = metrics.Some(count), metrics.Some(pixels), metrics.Some(bytes), metrics.Some(tokens)
+	rec.ImageCount, rec.ImageBytes, rec.ClientImageTokens = metrics.Some(count), metrics.Some(bytes), metrics.Some(tokens)
+	if sized { // else unknown, not the sized images' pixels alone
+		rec.ImagePixels = metrics.Some(pixels)
+	}
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -85,5 +86,40 @@ func TestVisionHistoryKeepAndDrop(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A dataset request whose images include one by URL: its record counts both images and their bytes,
+// and leaves image_pixels out (the URL's size is the server's to know; the other image's pixels
+// alone would understate the request), while a request with a data URL only has its pixels.
+func TestVisionURLImageHasNoPixels(t *testing.T) {
+	img := "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+	data := `{"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "` + img + `"}}, {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}}, {"type": "text", "text": "What are these?"}]}]}
+{"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "` + img + `"}}, {"type": "text", "text": "And this?"}]}]}
+`
+	file := filepath.Join(t.TempDir(), "d.jsonl")
+	if err := os.WriteFile(file, []byte(data), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	base, _ := startLoggedMock(t, nil)
+	text := scenarioYAML(base, "  think_time: 0s", "  mode: concurrency\n  stages:\n    - {concurrency: 1, requests: 2}") +
+		"workload:\n  dataset: {file: " + file + ", format: openai}\n"
+	res, dir, err := runScenario(t, context.Background(), text)
+	if err != nil || res[0].Errors != 0 {
+		t.Fatalf("%v, %+v", err, res)
+	}
+	recs := readRecords(t, filepath.Join(dir, "stage_01", "profile_export.jsonl"))
+	seen := map[float64]bool{}
+	for _, r := range recs {
+		m := r["metrics"].(map[string]any)
+		count := metricValue(m, "image_count")
+		_, hasPixels := m["image_pixels"]
+		seen[count] = true
+		if count == 2 && hasPixels || count == 1 && metricValue(m, "image_pixels") != 1 {
+			t.Errorf("%v images: image_pixels %v", count, m["image_pixels"])
+		}
+	}
+	if !seen[1] || !seen[2] {
+		t.Fatalf("records with %v images, want 1 and 2", seen)
 	}
 }

@@ -1,7 +1,6 @@
 package fit
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -30,6 +29,8 @@ type imageTally struct {
 	pixels   []int64 // per image whose size is known: its pixels
 	sizes    map[[2]int]int
 	urls     int // images by http(s) or file URL: no size without fetching
+	// unreadable is data URLs whose header did not decode as a PNG, JPEG, GIF or WebP.
+	unreadable int
 }
 
 // add counts one request's images: sent in all, fresh of them new (-1: unknown), and the
@@ -58,6 +59,7 @@ func (t *imageTally) request(r *requestBody) {
 	sent, fresh := 0, 0
 	var pixels []int64
 	var sizes [][2]int
+	last := lastUser(r)
 	for i, m := range r.Messages {
 		var parts []struct {
 			Type     string          `json:"type"`
@@ -72,14 +74,17 @@ func (t *imageTally) request(r *requestBody) {
 				continue
 			}
 			n++
-			if w, h, ok := dataURLSize(p.ImageURL); ok {
+			switch w, h, isData, ok := dataURLSize(p.ImageURL); {
+			case ok:
 				pixels, sizes = append(pixels, int64(w)*int64(h)), append(sizes, [2]int{w, h})
-			} else {
+			case isData:
+				t.unreadable++
+			default:
 				t.urls++
 			}
 		}
 		sent += n
-		if m.Role == "user" && i == lastUser(r) {
+		if i == last {
 			fresh = n
 		}
 	}
@@ -95,33 +100,39 @@ func lastUser(r *requestBody) int {
 	return -1
 }
 
-// dataURLSize reads the size of an image_url part sent as a base64 data URL, from its header.
-func dataURLSize(raw json.RawMessage) (w, h int, ok bool) {
+// dataURLSize reads the size of an image_url part sent as a base64 data URL from its header;
+// isData says whether it was a data URL at all. The decoder streams, so only the header's bytes are
+// decoded, whatever the size of the image.
+func dataURLSize(raw json.RawMessage) (w, h int, isData, ok bool) {
 	var u struct {
 		URL string `json:"url"`
 	}
 	if json.Unmarshal(raw, &u) != nil {
 		var s string
 		if json.Unmarshal(raw, &s) != nil {
-			return 0, 0, false
+			return 0, 0, false, false
 		}
 		u.URL = s
 	}
 	head, payload, found := strings.Cut(u.URL, ",")
-	if !found || !strings.HasPrefix(head, "data:") || !strings.HasSuffix(head, ";base64") {
-		return 0, 0, false
+	if !found || !strings.HasPrefix(strings.ToLower(head), "data:") {
+		return 0, 0, false, false
 	}
-	// A header is within the first few KB; decode no more than that (whole 4-byte groups).
-	payload = payload[:min(len(payload), 64<<10)&^3]
-	data, err := base64.StdEncoding.DecodeString(payload)
-	if err != nil {
-		return 0, 0, false
+	if !strings.HasSuffix(strings.ToLower(head), ";base64") {
+		return 0, 0, true, false
 	}
-	cfg, _, err := image.DecodeConfig(bytes.NewReader(data))
+	if strings.ContainsAny(payload, " \t\r\n") { // a wrapped payload
+		payload = strings.Join(strings.Fields(payload), "")
+	}
+	enc := base64.StdEncoding
+	if len(payload)%4 != 0 { // without its padding
+		enc = base64.RawStdEncoding
+	}
+	cfg, _, err := image.DecodeConfig(base64.NewDecoder(enc, strings.NewReader(payload)))
 	if err != nil || cfg.Width < 1 || cfg.Height < 1 {
-		return 0, 0, false
+		return 0, 0, true, false
 	}
-	return cfg.Width, cfg.Height, true
+	return cfg.Width, cfg.Height, true, true
 }
 
 // record counts a plload record's images: image_count sent (history's included), image_pixels
@@ -153,8 +164,10 @@ type ImageStats struct {
 	Megapixels *Quantiles `json:"megapixels,omitempty"`
 	// Sizes are the most common width×height (request logs with data URLs), most frequent first.
 	Sizes []ImageSize `json:"sizes,omitempty"`
-	// ByURL is the images sent by URL, whose size the log does not hold.
-	ByURL int `json:"by_url"`
+	// ByURL is the images sent by URL, whose size the log does not hold; Unreadable the data URLs
+	// whose header did not decode as an image.
+	ByURL      int `json:"by_url"`
+	Unreadable int `json:"unreadable"`
 }
 
 // ImageSize is one width×height and how many images had it.
@@ -177,7 +190,7 @@ func (t *imageTally) result(requests int) *ImageStats {
 		slices.Sort(out)
 		return out
 	}
-	st := &ImageStats{Requests: t.requests, PerRequest: quantiles(asFloats(t.sent)), ByURL: t.urls}
+	st := &ImageStats{Requests: t.requests, PerRequest: quantiles(asFloats(t.sent)), ByURL: t.urls, Unreadable: t.unreadable}
 	if requests > 0 {
 		st.Share = float64(t.requests) / float64(requests)
 	}
@@ -232,6 +245,9 @@ func (s *ImageStats) print() string {
 	}
 	if s.ByURL > 0 {
 		fmt.Fprintf(&b, "  by URL      %d images (their size is not in the log)\n", s.ByURL)
+	}
+	if s.Unreadable > 0 {
+		fmt.Fprintf(&b, "  unreadable  %d data URLs whose header is not a PNG, JPEG, GIF or WebP (no size)\n", s.Unreadable)
 	}
 	return b.String()
 }

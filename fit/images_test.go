@@ -11,6 +11,17 @@ import (
 	"testing"
 )
 
+// wrap breaks a data URL's base64 into 76-character lines, as MIME tools write it.
+func wrap(u string) string {
+	head, payload, _ := strings.Cut(u, ",")
+	var b strings.Builder
+	for len(payload) > 76 {
+		b.WriteString(payload[:76] + "\r\n")
+		payload = payload[76:]
+	}
+	return head + "," + b.String() + payload
+}
+
 func pngDataURL(t *testing.T, w, h int) string {
 	t.Helper()
 	var b bytes.Buffer
@@ -41,6 +52,8 @@ func TestImagesFromRequestLog(t *testing.T) {
 		line(1, user(img(photo), txt)),
 		line(2, user(img(photo), txt), map[string]any{"role": "assistant", "content": "a cat"}, user(img(shot), img("https://example.com/x.png"), txt)),
 		line(3, map[string]any{"role": "user", "content": "no images here"}),
+		// wrapped and unpadded base64 still give their size; a data URL that is not an image does not
+		line(4, user(img(wrap(shot)), img(strings.TrimRight(photo, "=")), img("data:image/png;base64,"+base64.StdEncoding.EncodeToString([]byte("not an image"))))),
 	}, "\n")
 	l := NewLog()
 	if err := l.Read("requests.jsonl", strings.NewReader(log), ""); err != nil {
@@ -51,18 +64,18 @@ func TestImagesFromRequestLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	im := s.Images
-	if im == nil || im.Requests != 2 || im.PerRequest.Max != 3 || im.NewPerRequest == nil || im.NewPerRequest.Max != 2 || im.NewPerRequest.P50 < 1 || im.ByURL != 1 {
+	if im == nil || im.Requests != 3 || im.PerRequest.Max != 3 || im.NewPerRequest == nil || im.NewPerRequest.Max != 3 || im.ByURL != 1 || im.Unreadable != 1 {
 		t.Fatalf("images %+v", im)
 	}
-	if fmt.Sprintf("%.3f", im.Share) != "0.667" {
+	if im.Share != 0.75 {
 		t.Errorf("share %v", im.Share)
 	}
-	if len(im.Sizes) != 2 || im.Sizes[0] != (ImageSize{1024, 768, 2}) || im.Sizes[1] != (ImageSize{640, 480, 1}) {
+	if len(im.Sizes) != 2 || im.Sizes[0] != (ImageSize{1024, 768, 3}) || im.Sizes[1] != (ImageSize{640, 480, 2}) {
 		t.Errorf("sizes %+v", im.Sizes)
 	}
 	var out strings.Builder
 	s.Print(&out, []string{"requests.jsonl"})
-	for _, want := range []string{"images: 2 requests carried images (66.7 %)", "most common 1024×768 (2), 640×480 (1)", "by URL      1 images"} {
+	for _, want := range []string{"images: 3 requests carried images (75.0 %)", "most common 1024×768 (3), 640×480 (2)", "by URL      1 images", "unreadable  1 data URLs"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("the summary lacks %q:\n%s", want, out.String())
 		}

@@ -34,7 +34,8 @@ type ImagesSummary struct {
 	ByPixels []PixelBucket `json:"by_pixels"`
 	// ImageInTokPerSec and TextInTokPerSec split the input tokens of the successful requests that
 	// ended in the window, per second: image tokens (the server's prompt less the client's text
-	// count where usage says, else the client's estimate) and the text's (the client's count).
+	// count where usage says, the chat template's tokens with them; else the client's estimate)
+	// and the rest of the server's prompt (the client's count without usage).
 	ImageInTokPerSec float64 `json:"image_input_tok_per_sec"`
 	TextInTokPerSec  float64 `json:"text_input_tok_per_sec"`
 }
@@ -154,11 +155,14 @@ func (t *imageTally) addEnded(r *Record) {
 		}
 	}
 	t.imageTok += int64(image)
+	// The text is the rest of the server's prompt, so the two add up to the stage's input tokens
+	// (its chat template's tokens included); without usage, the client's count, which is the
+	// text's alone.
 	switch {
-	case r.ClientPromptTokens.OK: // the client's count is of the text alone
-		t.textTok += int64(r.ClientPromptTokens.V)
+	case r.UsagePromptTokens.OK:
+		t.textTok += int64(max(0, r.UsagePromptTokens.V-image))
 	case r.InputSequenceLength.OK:
-		t.textTok += int64(max(0, r.InputSequenceLength.V-image))
+		t.textTok += int64(r.InputSequenceLength.V)
 	}
 }
 

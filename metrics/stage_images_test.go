@@ -23,7 +23,9 @@ func TestImagesSummary(t *testing.T) {
 		}
 		return r
 	}
-	for _, r := range []*Record{req(0, 0, 10, 10, 0), req(200, 1, 40, 310, 0), req(400, 2, 60, 610, 300), req(600, 3, 80, 910, 900)} {
+	plain := req(0, 0, 10, 10, 0)
+	plain.ClientPromptTokens = Some(8) // the server counts 2 more (its template): they are text
+	for _, r := range []*Record{plain, req(200, 1, 40, 310, 0), req(400, 2, 60, 610, 300), req(600, 3, 80, 910, 900)} {
 		st.Add(r)
 	}
 	im := st.Summary().Images
@@ -43,7 +45,8 @@ func TestImagesSummary(t *testing.T) {
 	if p := im.ByPixels; len(p) != 3 || p[0].Requests != 1 || p[0].TTFT.Mean != 40 || p[2].Pixels != "0.524–1.05 MP" || p[2].TTFT.Mean != 80 || p[2].MaxPixels != 1024*1024 {
 		t.Errorf("by pixels %+v", p)
 	}
-	// Image tokens from usage less the text's 10: 300, 600, 900 over the 10 s window; text 10 each.
+	// Image tokens from usage less the text's 10: 300, 600, 900 over the 10 s window; the text is the
+	// rest of the server's prompt, 10 each, so the two add up to the input tokens.
 	if im.ImageInTokPerSec != 180 || im.TextInTokPerSec != 4 {
 		t.Errorf("input tok/s: image %v, text %v", im.ImageInTokPerSec, im.TextInTokPerSec)
 	}

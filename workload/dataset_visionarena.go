@@ -1,10 +1,10 @@
 package workload
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"strings"
 )
 
 // VisionArena-style conversations (lmarena-ai/VisionArena-Chat exported as JSONL): a line is
@@ -36,20 +36,34 @@ func visionArenaLine(text []byte, loader *imageLoader) (rawSession, error) {
 	var msgs []message
 	var where []string
 	for i, item := range raw.Conversation {
-		var turn []message
-		if json.Unmarshal(item, &turn) == nil { // a turn: a list of messages
-			for j, m := range turn {
+		if t := bytes.TrimSpace(item); len(t) > 0 && t[0] == '[' { // a turn: a list of messages
+			var turn []json.RawMessage
+			if err := json.Unmarshal(t, &turn); err != nil {
+				return rawSession{}, fmt.Errorf("conversation[%d] is not a list of messages (%s); %s", i, jsonProblem(err), acceptVisionArena)
+			}
+			for j, item := range turn {
+				var m message
+				if err := json.Unmarshal(item, &m); err != nil {
+					return rawSession{}, fmt.Errorf("conversation[%d][%d] is not a message (%s); %s", i, j, jsonProblem(err), acceptVisionArena)
+				}
 				msgs, where = append(msgs, m), append(where, fmt.Sprintf("conversation[%d][%d]", i, j))
 			}
 			continue
 		}
 		var m message
-		if err := json.Unmarshal(item, &m); err != nil {
-			return rawSession{}, fmt.Errorf("conversation[%d] is neither a message nor a list of messages (%s); %s", i, jsonProblem(err), acceptVisionArena)
+		if err := json.Unmarshal(item, &m); err != nil || string(bytes.TrimSpace(item)) == "null" {
+			return rawSession{}, fmt.Errorf("conversation[%d] is neither a message nor a list of messages; %s", i, acceptVisionArena)
 		}
 		msgs, where = append(msgs, m), append(where, fmt.Sprintf("conversation[%d]", i))
 	}
-	rs := rawSession{id: strings.Trim(string(raw.ID), `"`)}
+	rs := rawSession{}
+	if len(raw.ID) > 0 && string(raw.ID) != "null" {
+		var id string
+		if json.Unmarshal(raw.ID, &id) != nil { // a number: its text
+			id = string(raw.ID)
+		}
+		rs.id = id
+	}
 	for i, m := range msgs {
 		switch m.Role {
 		case "system", "user", "assistant":

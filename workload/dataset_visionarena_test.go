@@ -74,6 +74,8 @@ func TestVisionArenaRefused(t *testing.T) {
 		{"not an image", vaLine(t, [][]any{{msg("user", "Hi")}}, map[string]any{"bytes": base64.StdEncoding.EncodeToString([]byte("SECRET")), "path": "x.png"}), `images[0]: the bytes of "x.png" is not an image`},
 		{"missing file", vaLine(t, [][]any{{msg("user", "Hi")}}, "nope.png"), `images[0]: file "nope.png"`},
 		{"empty object", vaLine(t, [][]any{{msg("user", "Hi")}}, map[string]any{}), `neither "bytes", "url" nor "path"`},
+		{"bad message in a turn", vaLine(t, [][]any{{msg("user", "Hi"), map[string]any{"role": 5}}}), "conversation[0][1] is not a message"},
+		{"null turn", `{"conversation": [null]}` + "\n", "conversation[0] is neither a message nor a list of messages"},
 		{"image parts in content", vaLine(t, [][]any{{map[string]any{"role": "user", "content": []any{imagePartOf("a.png")}}}}), `keeps its images in "images"`},
 	} {
 		t.Run(c.name, func(t *testing.T) {

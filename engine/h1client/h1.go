@@ -178,6 +178,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(aLongTimeAgo) })
 	resp, err := c.exchange(req, trace, t.noReuse)
 	if err != nil {
+		closeBody(req) // a RoundTripper closes the body, whichever write failed
 		stop()
 		t.use(-1)
 		c.close()
@@ -213,11 +214,17 @@ func (c *h1Conn) exchange(req *http.Request, trace *httptrace.ClientTrace, close
 		return nil, err
 	}
 	if !inline {
-		n, err := io.Copy(c.nc, req.Body)
-		req.Body.Close()
-		if err == nil && n != req.ContentLength {
+		// Content-Length bytes and no more, as the inline path copies: a body of another length
+		// is an error, and its connection (closed on any error) is never reused.
+		n, err := io.CopyN(c.nc, req.Body, req.ContentLength)
+		if err == nil {
+			if extra, _ := req.Body.Read(make([]byte, 1)); extra > 0 {
+				err = fmt.Errorf("the request body is longer than its Content-Length %d", req.ContentLength)
+			}
+		} else if n < req.ContentLength && errors.Is(err, io.EOF) {
 			err = fmt.Errorf("the request body had %d bytes, not its Content-Length %d", n, req.ContentLength)
 		}
+		req.Body.Close()
 		if err != nil {
 			return nil, err
 		}

@@ -307,6 +307,14 @@ func TestH1SendsLargeBodiesWhole(t *testing.T) {
 	if conns.Load() != 1 {
 		t.Errorf("%d connections for 5 requests in turn", conns.Load())
 	}
+	// A large body of another length than it says is an error, not a request the server misreads.
+	for _, claimed := range []int64{66000, 80000} {
+		req, _ := http.NewRequest(http.MethodPost, url+"/x", strings.NewReader(strings.Repeat("a", 70000)))
+		req.ContentLength = claimed
+		if _, err := (&http.Client{Transport: tr}).Do(req); err == nil || !strings.Contains(err.Error(), "Content-Length") {
+			t.Errorf("a 70,000-byte body claiming %d: err %v", claimed, err)
+		}
+	}
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	for _, cs := range tr.idle {
