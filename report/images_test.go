@@ -30,7 +30,7 @@ func TestImagesTables(t *testing.T) {
 	st := featureStage(t, false, recs...)
 	text := StageTable([]*resultfiles.StageReport{st})
 	for _, want := range []string{
-		"Images:", "input tok/s image/text", "150.0/210.0", "60.0 / 30.0", // server: 200 − 50 a request; client 140 an image; over 10 s
+		"Images:", "input tok/s image/text", "150.0/210.0", "60.0 / 60.0", // server: 200 − 50 a request; client 140 an image; text: the rest of the 200, over 10 s
 		"Images: by images in the request:", "| 0 | 2 |", "| 1 | 2 |", "| 2+ | 2 |", "| 2.0 |", "| 548.0 |", // request KB
 		"Images: by the request's pixels:", "| 0.524–1.05 MP | 2 |", "| 1.05–2.1 MP | 2 |",
 	} {
