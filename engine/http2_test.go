@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -84,7 +86,7 @@ func TestHTTP2StreamsShareAConnection(t *testing.T) {
 		{"cleartext auto is HTTP/1.1", plain, "auto", "", "HTTP/1.1", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res, _, err := runScenario(t, context.Background(), withHTTP(tc.base, tc.version, tc.ca, eightStreams))
+			res, dir, err := runScenario(t, context.Background(), withHTTP(tc.base, tc.version, tc.ca, eightStreams))
 			if err != nil || len(res) != 1 {
 				t.Fatalf("%v %+v", err, res)
 			}
@@ -92,8 +94,12 @@ func TestHTTP2StreamsShareAConnection(t *testing.T) {
 			if r.OK == 0 || r.Errors != 0 || r.Protocol != tc.wantProto {
 				t.Fatalf("ok %d, errors %d %v, protocol %q; want answers in %s", r.OK, r.Errors, r.Failures, r.Protocol, tc.wantProto)
 			}
-			if tc.wantH2 && r.Connections != 1 || !tc.wantH2 && r.Connections < 8 {
-				t.Fatalf("%d connections carried 8 concurrent sessions over %s", r.Connections, r.Protocol)
+			// HTTP/1.1 holds a connection per request in flight, so it needs at least as many as
+			// were ever in flight at once (the records say how many: on a loaded machine the eight
+			// sessions' requests need not all overlap); HTTP/2 carries them all on one.
+			peak := peakInFlight(readRecords(t, filepath.Join(dir, "stage_01", "profile_export.jsonl")))
+			if peak < 2 || tc.wantH2 && r.Connections != 1 || !tc.wantH2 && r.Connections < peak {
+				t.Fatalf("%d connections carried 8 concurrent sessions (%d requests in flight at most) over %s", r.Connections, peak, r.Protocol)
 			}
 		})
 	}
@@ -310,4 +316,27 @@ func abs(x float64) float64 {
 		return -x
 	}
 	return x
+}
+
+// peakInFlight is the most requests in flight at once among records (request start to end).
+func peakInFlight(recs []map[string]any) int {
+	type edge struct {
+		at    float64
+		delta int
+	}
+	var edges []edge
+	for _, r := range recs {
+		md := r["metadata"].(map[string]any)
+		start, end := asFloat(md["request_start_ns"]), asFloat(md["request_end_ns"])
+		if end > start {
+			edges = append(edges, edge{start, 1}, edge{end, -1})
+		}
+	}
+	slices.SortFunc(edges, func(a, b edge) int { return cmp.Or(cmp.Compare(a.at, b.at), a.delta-b.delta) })
+	n, peak := 0, 0
+	for _, e := range edges {
+		n += e.delta
+		peak = max(peak, n)
+	}
+	return peak
 }
