@@ -94,11 +94,12 @@ func TestHTTP2StreamsShareAConnection(t *testing.T) {
 			if r.OK == 0 || r.Errors != 0 || r.Protocol != tc.wantProto {
 				t.Fatalf("ok %d, errors %d %v, protocol %q; want answers in %s", r.OK, r.Errors, r.Failures, r.Protocol, tc.wantProto)
 			}
-			// HTTP/1.1 holds a connection per request in flight, so it needs at least as many as
-			// were ever in flight at once (the records say how many: on a loaded machine the eight
-			// sessions' requests need not all overlap); HTTP/2 carries them all on one.
+			// HTTP/2 carries the requests in flight together on one connection; HTTP/1.1 holds one
+			// per request, so with several in flight at once it needs more than one. (Not one per
+			// session: under the race detector the sessions' requests need not all overlap, and a
+			// record's end is stamped a moment after its connection went back to the pool.)
 			peak := peakInFlight(readRecords(t, filepath.Join(dir, "stage_01", "profile_export.jsonl")))
-			if peak < 2 || tc.wantH2 && r.Connections != 1 || !tc.wantH2 && r.Connections < peak {
+			if peak < 2 || tc.wantH2 && r.Connections != 1 || !tc.wantH2 && r.Connections < 2 {
 				t.Fatalf("%d connections carried 8 concurrent sessions (%d requests in flight at most) over %s", r.Connections, peak, r.Protocol)
 			}
 		})
