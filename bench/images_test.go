@@ -16,7 +16,6 @@ import (
 
 	"github.com/plload/plload/engine"
 	plmetrics "github.com/plload/plload/metrics"
-	"github.com/plload/plload/workload"
 )
 
 // BenchmarkVisionSendLag: do fresh images delay a send? Each op runs the same stage against the
@@ -95,14 +94,7 @@ type stageLags struct {
 // visionStage runs text's one stage and measures its lags and its image bytes in flight, and with
 // heap its peak live heap.
 func visionStage(b *testing.B, text string, span time.Duration, heap bool) stageLags {
-	sc, issues := workload.Parse("vision-lag.yaml", []byte(text), workload.LoadOptions{ForRun: true})
-	if err := issues.Err(); err != nil {
-		b.Fatal(err)
-	}
-	w, err := sc.Build()
-	if err != nil {
-		b.Fatal(err)
-	}
+	sc, w := buildScenario(b, "vision-lag.yaml", text)
 	runtime.GC()
 	base, top := liveHeap(), uint64(0)
 	stop := func() uint64 { return 0 }

@@ -74,14 +74,7 @@ func openLoopStage(b *testing.B, text string, span time.Duration) {
 
 // openLoopStageWith is openLoopStage with the engine's Config changed by edit (nil: as it is).
 func openLoopStageWith(b *testing.B, text string, span time.Duration, edit func(*engine.Config)) {
-	sc, issues := workload.Parse("openloop.yaml", []byte(text), workload.LoadOptions{ForRun: true})
-	if err := issues.Err(); err != nil {
-		b.Fatal(err)
-	}
-	w, err := sc.Build()
-	if err != nil {
-		b.Fatal(err)
-	}
+	sc, w := buildScenario(b, "openloop.yaml", text)
 	runtime.GC()
 	dir := b.TempDir()
 	cpu0 := engine.ProcessCPU()
@@ -120,6 +113,20 @@ func openLoopStageWith(b *testing.B, text string, span time.Duration, edit func(
 	b.ReportMetric(float64(r.Scheduled), "scheduled")
 	b.ReportMetric(float64(r.NotStarted), "never-started")
 	b.ReportMetric(float64(r.Errors+r.Cancelled), "errors")
+}
+
+// buildScenario parses a benchmark's scenario text for a run and builds its workload.
+func buildScenario(b *testing.B, name, text string) (*workload.Scenario, *workload.Workload) {
+	b.Helper()
+	sc, issues := workload.Parse(name, []byte(text), workload.LoadOptions{ForRun: true})
+	if err := issues.Err(); err != nil {
+		b.Fatal(err)
+	}
+	w, err := sc.Build()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return sc, w
 }
 
 // burstyTrace writes a Mooncake trace of n requests in bursts of size requests at one millisecond,

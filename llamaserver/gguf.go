@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
+	"path/filepath"
 )
 
 // GGUF is llama.cpp's model file: a header, key-value metadata, tensor descriptions, then the tensors'
@@ -164,4 +166,25 @@ func writeGGUF(w io.Writer, meta []kv, tensors []tensor) error {
 		return g.err
 	}
 	return g.w.Flush()
+}
+
+// writeGGUFFile writes a GGUF file at out through a temporary file renamed into place: test
+// processes running side by side may write the same model at once, and a reader must never see half
+// of one.
+func writeGGUFFile(out string, meta []kv, tensors []tensor) error {
+	f, err := os.CreateTemp(filepath.Dir(out), filepath.Base(out)+".*.tmp")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	if err := writeGGUF(f, meta, tensors); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("writing %s: %w", out, err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return os.Rename(tmp, out)
 }

@@ -87,21 +87,7 @@ func WriteTinyProjector(out string, textEmbd int, opt ProjectorOptions) error {
 		{"clip.vision.image_std", []float32{0.26862954, 0.26130258, 0.27577711}},
 		{"clip.use_gelu", true},
 	}
-	f, err := os.CreateTemp(filepath.Dir(out), filepath.Base(out)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	if err := writeGGUF(f, meta, projectorWeights(opt, uint64(textEmbd))); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", out, err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, out)
+	return writeGGUFFile(out, meta, projectorWeights(opt, uint64(textEmbd)))
 }
 
 // projectorWeights are the encoder's and the MLP's tensors, named as clip.cpp looks them up: small

@@ -119,24 +119,8 @@ func WriteTinyQwen3(out, tokenizerJSON, configJSON string, opt ModelOptions) err
 		{"qwen3.rope.freq_base", float32(1e6)},
 		{"qwen3.attention.layer_norm_rms_epsilon", float32(1e-6)},
 	}
-	// A temporary file renamed into place: test processes running side by side may write the same
-	// model at once, and a reader must never see half of one.
-	f, err := os.CreateTemp(filepath.Dir(out), filepath.Base(out)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
 	meta = append(meta, poolingMeta(opt.Pooling)...)
-	if err := writeGGUF(f, append(arch, meta...), tensors); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", out, err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return os.Rename(tmp, out)
+	return writeGGUFFile(out, append(arch, meta...), tensors)
 }
 
 // llama.cpp's token types.
