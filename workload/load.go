@@ -2,6 +2,7 @@ package workload
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -209,6 +210,7 @@ func (c *checker) rules() {
 	if u := t.ServerMetricsURL; u != "" && u != "off" && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "https://") {
 		c.errorf("target.server_metrics_url", "found %q; accepted: an http:// or https:// URL of a Prometheus endpoint, or off", u)
 	}
+	c.gpuMetricsURL()
 	if t.TLS.CAFile != "" {
 		if _, err := os.Stat(s.resolvePath(t.TLS.CAFile)); err != nil {
 			c.errorf("target.tls.ca_file", "cannot read %q: %v; accepted: a PEM file of CA certificates", t.TLS.CAFile, err)
@@ -273,6 +275,9 @@ func (c *checker) rules() {
 		c.warnf("cost.gpu_hourly_usd", "not set: $/1M output tokens, $/1K turns and $/session will be N/A; accepted: the hourly price of one GPU in USD (0 for a machine you own)")
 	} else if p != nil && *p < 0 {
 		c.errorf("cost.gpu_hourly_usd", "found %g; accepted: a price ≥ 0", *p)
+	}
+	if p := s.Cost.EnergyUSDPerKWh; p != nil && (*p < 0 || math.IsNaN(*p)) {
+		c.errorf("cost.energy_usd_per_kwh", "found %g; accepted: a price ≥ 0 of one kilowatt-hour in USD", *p)
 	}
 	if s.Cost.GPUCount < 1 {
 		c.errorf("cost.gpu_count", "found %d; accepted: a whole number ≥ 1", s.Cost.GPUCount)

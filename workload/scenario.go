@@ -76,8 +76,13 @@ type Target struct {
 	HTTP string `yaml:"http"`
 	// ServerMetricsURL is the target's Prometheus endpoint; empty means <base_url without /v1>/metrics,
 	// "off" turns scraping off.
-	ServerMetricsURL string      `yaml:"server_metrics_url,omitempty"`
-	Mock             *MockTarget `yaml:"mock,omitempty"`
+	ServerMetricsURL string `yaml:"server_metrics_url,omitempty"`
+	// GPUMetricsURL is where the GPUs' telemetry is read (docs/measurement.md, GPU telemetry): one
+	// or more DCGM exporter endpoints, "nvidia-smi" (a local child process), "off", or empty for
+	// auto (the target host's exporter on port 9400, else a local nvidia-smi where the target is on
+	// this machine; nothing answering is a note, not an error).
+	GPUMetricsURL URLList     `yaml:"gpu_metrics_url,omitempty"`
+	Mock          *MockTarget `yaml:"mock,omitempty"`
 	// SessionHeader names a header (X-Session-ID, say) that carries a stable per-session id on every
 	// turn, so a router can keep a session on one replica; "" sends none.
 	SessionHeader string `yaml:"session_header,omitempty"`
@@ -211,7 +216,10 @@ type Cost struct {
 	// GPUHourlyUSD is the hourly price of one GPU; nil (not set) makes every cost figure N/A.
 	GPUHourlyUSD *float64 `yaml:"gpu_hourly_usd,omitempty"`
 	GPUCount     int      `yaml:"gpu_count"`
-	Label        string   `yaml:"label,omitempty"`
+	// EnergyUSDPerKWh is the price of a kilowatt-hour: with GPU telemetry, a stage's energy is
+	// priced beside the hourly cost; nil (not set) leaves the energy cost out.
+	EnergyUSDPerKWh *float64 `yaml:"energy_usd_per_kwh,omitempty"`
+	Label           string   `yaml:"label,omitempty"`
 }
 
 // ResultsVolumeEnv names, in a pod or job, what holds the results directory (deploy sets it to a
