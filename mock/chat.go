@@ -221,12 +221,12 @@ func (s *Server) admit(r *http.Request, arrival time.Time) (time.Time, bool) {
 			}
 		}
 	}
-	s.metrics.running.Inc()
+	s.metrics.running.Add(1)
 	return start, true
 }
 
 func (s *Server) release() {
-	s.metrics.running.Dec()
+	s.metrics.running.Add(-1)
 	if s.slots == nil {
 		return
 	}
@@ -400,7 +400,7 @@ func (x *exchange) stream() {
 			return
 		}
 		s.metrics.lateness.record(time.Since(next))
-		s.metrics.genTokens.Inc()
+		s.metrics.genTokens.add(1)
 		if i == 0 {
 			s.metrics.ttft.Observe(time.Since(x.arrival).Seconds())
 		}
@@ -473,7 +473,7 @@ func (x *exchange) complete() {
 			content.WriteString(p.word())
 		}
 	}
-	s.metrics.genTokens.Add(float64(total))
+	s.metrics.genTokens.add(total)
 	s.metrics.ttft.Observe(time.Since(x.arrival).Seconds())
 	var choice string
 	if x.kind == completionsEndpoint {

@@ -104,6 +104,19 @@ type Config struct {
 	// Faults are the shares of requests that get each fault (see FaultKind).
 	Faults map[FaultKind]float64
 
+	// GPUs is how many devices the mock pretends to run on: GET /dcgm/metrics reports each, as a
+	// dcgm-exporter beside a real server would, so plload's GPU telemetry can be tested without a GPU.
+	// The power below is split evenly over them. DefaultConfig sets 1.
+	GPUs int
+	// GPUIdleWatts is each GPU's draw with nothing generating: a server's power is never zero, and an
+	// energy-per-token figure that leaves idle power out flatters a lightly loaded one. DefaultConfig
+	// sets 80 (an H100 at rest draws about 70–90 W).
+	GPUIdleWatts float64
+	// GPUJoulesPerToken is the energy each generated token costs, over all GPUs together, above the
+	// idle draw: power is GPUs × GPUIdleWatts + GPUJoulesPerToken × the token rate, so power follows
+	// the load the mock is given. DefaultConfig sets 0.25.
+	GPUJoulesPerToken float64
+
 	// EmbeddingDimensions is the length of the vectors /v1/embeddings answers with; a request's
 	// dimensions may ask for fewer (a Matryoshka model's truncation), never more.
 	EmbeddingDimensions int
@@ -133,12 +146,21 @@ func DefaultConfig() Config {
 		CacheCapacity: 500_000, CacheBlock: 16, CacheTTFTFactor: 1, ImageTokensPatch: 28,
 		DefaultMaxTokens: 256, MaxTokensLimit: 1_000_000, EOSMinFraction: 1, RetryAfter: time.Second,
 		ToolCallRate: 0.5, JSONValidRate: 1, EmbeddingDimensions: 384,
+		GPUs: 1, GPUIdleWatts: 80, GPUJoulesPerToken: 0.25,
 	}
 }
 
 // maxEmbeddingDimensions bounds EmbeddingDimensions: past the widest embedding models (4096) with
 // room, and small enough that a vector is never a surprise in memory.
 const maxEmbeddingDimensions = 65_536
+
+// maxGPUs bounds Config.GPUs: past the largest node (a DGX has 8, a GB200 NVL72 rack 72) with room,
+// and small enough that a scrape stays a few hundred kilobytes.
+const maxGPUs = 1024
+
+// maxGPUFigure bounds GPUIdleWatts (W) and GPUJoulesPerToken (J): far past any device or model (a
+// B200 draws 1,000 W at most), so a figure in the wrong unit (mW, mJ) is caught rather than believed.
+const maxGPUFigure = 100_000
 
 // maxScaleSlots bounds ScaleMaxConcurrency: the slots that are not open yet are held as tokens of
 // one channel, filled one by one at start.
@@ -195,6 +217,12 @@ func (c Config) Validate() error {
 		return fmt.Errorf("--reasoning-tokens %d: accepted: ≥ 0", c.ReasoningTokens)
 	case c.RetryAfter < 0:
 		return fmt.Errorf("--retry-after %s: accepted: a duration ≥ 0", c.RetryAfter)
+	case c.GPUs < 1 || c.GPUs > maxGPUs:
+		return fmt.Errorf("--gpus %d: accepted: the devices /dcgm/metrics reports, 1 to %d", c.GPUs, maxGPUs)
+	case !(c.GPUIdleWatts >= 0 && c.GPUIdleWatts <= maxGPUFigure):
+		return fmt.Errorf("--gpu-idle-watts %g: accepted: watts per GPU with nothing generating, 0 to %d", c.GPUIdleWatts, maxGPUFigure)
+	case !(c.GPUJoulesPerToken >= 0 && c.GPUJoulesPerToken <= maxGPUFigure):
+		return fmt.Errorf("--gpu-joules-per-token %g: accepted: joules per generated token over all GPUs, 0 to %d", c.GPUJoulesPerToken, maxGPUFigure)
 	case c.EmbeddingDimensions < 1 || c.EmbeddingDimensions > maxEmbeddingDimensions:
 		return fmt.Errorf("--embedding-dimensions %d: accepted: 1 to %d", c.EmbeddingDimensions, maxEmbeddingDimensions)
 	}

@@ -415,7 +415,7 @@ func (x *exchange) streamMessages() {
 			return
 		}
 		s.metrics.lateness.record(time.Since(next))
-		s.metrics.genTokens.Inc()
+		s.metrics.genTokens.add(1)
 		if i == 0 {
 			s.metrics.ttft.Observe(time.Since(x.arrival).Seconds())
 		}
@@ -460,7 +460,7 @@ func (x *exchange) completeMessage() {
 			content.WriteString(p.word())
 		}
 	}
-	s.metrics.genTokens.Add(float64(total))
+	s.metrics.genTokens.add(total)
 	s.metrics.ttft.Observe(time.Since(x.arrival).Seconds())
 	var blocks []string
 	if p.reasoning > 0 {

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
@@ -15,11 +16,13 @@ import (
 // serverMetrics is what /metrics serves. Request, token and cache names follow vLLM's, so a scraper
 // written for vLLM can be tested against the mock; plload_mock_* are the mock's own.
 type serverMetrics struct {
-	registry     *prometheus.Registry
-	running      prometheus.Gauge
+	registry *prometheus.Registry
+	// running and genTokens are read by the GPU model (gpu.go) as well as served here, so each is one
+	// value both read, not a Prometheus metric the model would have to scrape.
+	running      atomic.Int64
+	genTokens    *tokenMeter
 	waiting      prometheus.Gauge
 	promptTokens prometheus.Counter
-	genTokens    prometheus.Counter
 	cacheQueries prometheus.Counter
 	cacheHits    prometheus.Counter
 	requests     *prometheus.CounterVec
@@ -30,15 +33,12 @@ type serverMetrics struct {
 func newServerMetrics(model string, cache *prefixCache) *serverMetrics {
 	labels := prometheus.Labels{"model_name": model}
 	m := &serverMetrics{
-		registry: prometheus.NewRegistry(),
-		running: prometheus.NewGauge(prometheus.GaugeOpts{Name: "vllm:num_requests_running",
-			Help: "Requests holding a slot (prefilling or decoding).", ConstLabels: labels}),
+		registry:  prometheus.NewRegistry(),
+		genTokens: newTokenMeter(),
 		waiting: prometheus.NewGauge(prometheus.GaugeOpts{Name: "vllm:num_requests_waiting",
 			Help: "Requests queued for a slot (--max-concurrency).", ConstLabels: labels}),
 		promptTokens: prometheus.NewCounter(prometheus.CounterOpts{Name: "vllm:prompt_tokens_total",
 			Help: "Prompt tokens received.", ConstLabels: labels}),
-		genTokens: prometheus.NewCounter(prometheus.CounterOpts{Name: "vllm:generation_tokens_total",
-			Help: "Tokens generated (sent), reasoning included.", ConstLabels: labels}),
 		cacheQueries: prometheus.NewCounter(prometheus.CounterOpts{Name: "vllm:prefix_cache_queries_total",
 			Help: "Prompt tokens looked up in the prefix cache.", ConstLabels: labels}),
 		cacheHits: prometheus.NewCounter(prometheus.CounterOpts{Name: "vllm:prefix_cache_hits_total",
@@ -57,7 +57,11 @@ func newServerMetrics(model string, cache *prefixCache) *serverMetrics {
 	cacheInfo.Set(1)
 	usage := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "vllm:kv_cache_usage_perc",
 		Help: "Share of the prefix cache in use, 0–1.", ConstLabels: labels}, cache.usage)
-	m.registry.MustRegister(m.running, m.waiting, m.promptTokens, m.genTokens, m.cacheQueries, m.cacheHits,
+	running := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "vllm:num_requests_running",
+		Help: "Requests holding a slot (prefilling or decoding).", ConstLabels: labels}, func() float64 { return float64(m.running.Load()) })
+	genTokens := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "vllm:generation_tokens_total",
+		Help: "Tokens generated (sent), reasoning included.", ConstLabels: labels}, func() float64 { return float64(m.genTokens.total.Load()) })
+	m.registry.MustRegister(running, m.waiting, m.promptTokens, genTokens, m.cacheQueries, m.cacheHits,
 		m.requests, m.ttft, usage, cacheInfo, newLatenessCollector(m.lateness, labels))
 	return m
 }

@@ -561,7 +561,7 @@ func (x *responsesX) streamResponse() {
 			return
 		}
 		s.metrics.lateness.record(time.Since(next))
-		s.metrics.genTokens.Inc()
+		s.metrics.genTokens.add(1)
 		if i == 0 {
 			s.metrics.ttft.Observe(time.Since(x.arrival).Seconds())
 		}
@@ -607,7 +607,7 @@ func (x *responsesX) completeResponse() {
 			content.WriteString(p.word())
 		}
 	}
-	s.metrics.genTokens.Add(float64(total))
+	s.metrics.genTokens.add(total)
 	s.metrics.ttft.Observe(time.Since(x.arrival).Seconds())
 	status, incomplete := x.status()
 	x.answered(content.String())

@@ -22,6 +22,7 @@ type Server struct {
 	images  *imageCache
 	cache   *prefixCache
 	metrics *serverMetrics
+	gpu     *gpuModel     // GET /dcgm/metrics
 	slots   chan struct{} // nil = unlimited
 	scale   scaleClock    // when the slots change (Config.ScaleAfter)
 	stop    chan struct{} // closed by Close: ends stalls and waits
@@ -58,6 +59,7 @@ func New(cfg Config) (*Server, error) {
 		s.cpu = make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1))
 	}
 	s.metrics = newServerMetrics(cfg.Model, s.cache)
+	s.gpu = newGPUModel(s)
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("POST /v1/chat/completions", s.handleChat)
 	s.mux.HandleFunc("POST /v1/completions", s.handleCompletions)
@@ -69,6 +71,7 @@ func New(cfg Config) (*Server, error) {
 	s.mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	s.mux.Handle("GET /metrics", s.metrics.handler())
 	s.mux.HandleFunc("GET /mock/stats", s.metrics.lateness.statsHandler)
+	s.mux.Handle("GET /dcgm/metrics", s.gpu)
 	return s, nil
 }
 
