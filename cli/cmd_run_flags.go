@@ -64,6 +64,8 @@ func scenarioFlags() []cli.Flag {
 		s("slo-error-rate", "SLO: the most errors ÷ requests allowed, such as 0.01 (not set: errors are reported but not judged)"),
 		s("window", "time to absorb: the window in which a stage whose load rises has its SLO latency limits judged, such as 10s (default 10s; slo.window)"),
 		s("gpu-hourly-usd", "price of one GPU per hour for the cost columns (not set: cost N/A)"),
+		s("gpu-metrics-url", "GPU telemetry: a DCGM exporter's URL (comma-separated for several), nvidia-smi, auto (default: the target host's port 9400) or off (target.gpu_metrics_url)"),
+		s("energy-usd-per-kwh", "price of a kilowatt-hour: with GPU telemetry, the energy cost beside the hourly cost (cost.energy_usd_per_kwh)"),
 	}
 }
 
@@ -221,7 +223,7 @@ func (d *scenarioDoc) applyFlags() error {
 			d.del("target.mock") // a mock block would start the mock instead
 		}
 	}
-	for flag, path := range map[string]string{"model": "target.model", "api-key-env": "target.api_key_env", "gpu-hourly-usd": "cost.gpu_hourly_usd",
+	for flag, path := range map[string]string{"model": "target.model", "api-key-env": "target.api_key_env", "gpu-hourly-usd": "cost.gpu_hourly_usd", "energy-usd-per-kwh": "cost.energy_usd_per_kwh",
 		"arrival": "load.arrival", "cv": "load.cv", "max-in-flight": "load.max_in_flight", "seed": "seed", "tokenizer": "target.tokenizer"} {
 		if v, ok := fs[flag]; ok {
 			d.set(flag, path, scalar(v))
@@ -232,6 +234,13 @@ func (d *scenarioDoc) applyFlags() error {
 		if v, ok := fs[flag]; ok {
 			d.set(flag, path, strings.TrimSpace(v))
 		}
+	}
+	if v, ok := fs["gpu-metrics-url"]; ok {
+		var urls []string
+		for _, u := range strings.Split(v, ",") {
+			urls = append(urls, strings.TrimSpace(u))
+		}
+		d.set("gpu-metrics-url", "target.gpu_metrics_url", urls)
 	}
 	if v, ok := fs["slo-ttft-p95"]; ok {
 		d.del("slo.ttft_p95") // the old key would keep the stricter of the two

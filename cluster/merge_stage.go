@@ -100,6 +100,7 @@ func mergeStage(dir string, sc *workload.Scenario, set *shardSet, n int, tool st
 		st.Injector, st.NetworkRTT = worst.stage.report.Injector, worst.stage.report.NetworkRTT
 	}
 	st.Server = mergedServer(out, parts, sum)
+	st.GPU = mergedGPU(out, parts, sum)
 	return st, st.Write(out)
 }
 
@@ -341,25 +342,54 @@ func mergedServer(out string, parts []stagePart, sum *metrics.StageSummary) *met
 		if r == nil || r.Server == nil {
 			continue
 		}
-		data, _ := os.ReadFile(filepath.Join(p.stage.dir, "server_metrics.jsonl"))
-		var samples []metrics.ServerSample
-		var b bytes.Buffer
-		for _, line := range bytes.Split(data, []byte("\n")) {
-			var s metrics.ServerSample
-			if json.Unmarshal(line, &s) != nil {
-				continue
-			}
-			s.TNs += p.off
-			samples = append(samples, s)
-			if line, err := json.Marshal(s); err == nil {
-				b.Write(append(line, '\n'))
-			}
+		samples, _ := metrics.ReadJSONLines[metrics.ServerSample](filepath.Join(p.stage.dir, "server_metrics.jsonl"))
+		for i := range samples {
+			samples[i].TNs += p.off
 		}
-		os.WriteFile(filepath.Join(out, "server_metrics.jsonl"), b.Bytes(), 0o644)
+		writeJSONLines(filepath.Join(out, "server_metrics.jsonl"), samples)
 		srv := metrics.SummarizeServer(samples, sum.Window.WNs, sum.Window.EEffNs)
 		srv.Scrapes, srv.ScrapesOK, srv.Note = r.Server.Scrapes, r.Server.ScrapesOK, r.Server.Note
 		srv.WithClientCacheHit(filepath.Join(out, "profile_export.jsonl"))
 		return &srv
 	}
 	return nil
+}
+
+// mergedGPU is the GPUs' telemetry over the merged window, from the lowest-index shard that read it
+// (every shard reads the same exporters), its samples put in coordinator time; its warnings join
+// the merged stage's.
+func mergedGPU(out string, parts []stagePart, sum *metrics.StageSummary) *metrics.GPUSummary {
+	for _, p := range parts {
+		r := p.stage.report
+		if r == nil || r.GPU == nil {
+			continue
+		}
+		samples, _ := metrics.ReadJSONLines[metrics.GPUSample](filepath.Join(p.stage.dir, "gpu_metrics.jsonl"))
+		for i := range samples {
+			samples[i].TNs += p.off
+		}
+		writeJSONLines(filepath.Join(out, "gpu_metrics.jsonl"), samples)
+		t := sum.Throughput
+		gpu := metrics.SummarizeGPU(samples, metrics.GPUWindow{WNs: sum.Window.WNs, EEffNs: sum.Window.EEffNs,
+			OutputTokens: t.OutputTokens, InputTokens: t.InputTokens, Requests: t.Requests,
+			GPUCount: r.Cost.GPUCount, EnergyUSDPerKWh: r.Cost.EnergyUSDPerKWh})
+		if len(samples) == 0 {
+			gpu.Note = r.GPU.Note
+		}
+		sum.Warnings = append(sum.Warnings, gpu.Warnings...)
+		return &gpu
+	}
+	return nil
+}
+
+// writeJSONLines writes values one a line; the merged copy of a shard's samples, best effort (the
+// summary is computed from the values, not from this file).
+func writeJSONLines[T any](path string, values []T) {
+	var b bytes.Buffer
+	for _, v := range values {
+		if line, err := json.Marshal(v); err == nil {
+			b.Write(append(line, '\n'))
+		}
+	}
+	os.WriteFile(path, b.Bytes(), 0o644)
 }

@@ -63,6 +63,8 @@ type Config struct {
 	// ServerMetricsURL is the target's Prometheus endpoint, scraped every second during each stage
 	// ("" = off).
 	ServerMetricsURL string
+	// GPU is where each stage reads the GPUs' telemetry (the zero value: off).
+	GPU GPUTelemetry
 	// Live, when set, receives the run's progress: stages, open sessions, and every record (from the
 	// records writer goroutine, off the request path).
 	Live *live.Progress
@@ -150,6 +152,10 @@ type StageResult struct {
 	ServerMetricsNote string
 	// Scrapes and ScrapesOK count the stage's scrapes of the server's metrics and those that worked.
 	Scrapes, ScrapesOK int
+	// GPUNote says why GPU telemetry was off where its sources were guessed ("" when it was read, or
+	// was off by the scenario); GPUWarnings name a source it was told to read that never answered.
+	GPUNote     string
+	GPUWarnings []string
 	// Connections counts the connections that carried the stage's requests (on HTTP/2 streams
 	// share them); Protocol is the answers' protocol as the server spoke it ("HTTP/2.0", "HTTP/1.1";
 	// both, comma-separated, when they differed; "" when nothing was answered).
@@ -340,8 +346,22 @@ func runStage(ctx context.Context, cfg *Config, clk clock, i int, pool *workload
 	} else {
 		scraped <- scrapeResult{}
 	}
+	gpuRead := make(chan gpuResult, 1)
+	if cfg.GPU.Off() {
+		gpuRead <- gpuResult{}
+	} else {
+		go func() { gpuRead <- s.scrapeGPU(scrapeCtx, cfg.GPU, dir) }()
+	}
 	interrupted := s.drive(ctx, origin)
 	stopScrape()
+	gr := <-gpuRead
+	res.GPUNote, res.GPUWarnings = gr.note, gr.warnings
+	if gr.note != "" {
+		log.Info(gr.note)
+	}
+	for _, w := range gr.warnings {
+		log.Warn(w)
+	}
 	sr := <-scraped
 	res.ServerMetricsNote, res.Scrapes, res.ScrapesOK = sr.note, sr.counts.attempts, sr.counts.ok
 	if res.ServerMetricsNote != "" {

@@ -63,28 +63,15 @@ func (s *stageRun) scrapeServer(ctx context.Context, url, dir string) (string, s
 
 // scrapeOnce takes one sample; it returns what went wrong ("" when it worked).
 func (s *stageRun) scrapeOnce(ctx context.Context, client *http.Client, url string, w *metrics.Writer[*metrics.ServerSample]) string {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err.Error()
-	}
-	resp, err := client.Do(req)
-	if err != nil {
-		if isTimeout(err) {
-			return fmt.Sprintf("%s timed out after %s", url, scrapeTimeout)
+	problem := getPrometheus(ctx, client, url, func(resp *http.Response) error {
+		sample, err := scrape.Parse(resp.Body, s.clock.ns(time.Now()))
+		if err == nil {
+			w.Write(&sample)
 		}
-		return fmt.Sprintf("%s did not answer (%v)", url, rootCause(err))
+		return err
+	})
+	if strings.Contains(problem, " answered HTTP ") {
+		problem += ` (set target.server_metrics_url, or "off")`
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Sprintf("%s answered HTTP %d (set target.server_metrics_url, or \"off\")", url, resp.StatusCode)
-	}
-	sample, err := scrape.Parse(resp.Body, s.clock.ns(time.Now()))
-	if err != nil {
-		if isTimeout(err) {
-			return fmt.Sprintf("%s timed out after %s", url, scrapeTimeout)
-		}
-		return fmt.Sprintf("%s: %v", url, err)
-	}
-	w.Write(&sample)
-	return ""
+	return problem
 }

@@ -13,6 +13,8 @@ type CostInputs struct {
 	GPUCount      int
 	ExpectedTurns float64
 	Unpriced      bool
+	// EnergyUSDPerKWh prices GPU telemetry's energy (GPUSummary); nil: not priced.
+	EnergyUSDPerKWh *float64
 }
 
 // costJSON is CostInputs in stage.json: an unset price is null.
@@ -20,11 +22,13 @@ type costJSON struct {
 	GPUHourlyUSD  *float64 `json:"gpu_hourly_usd"`
 	GPUCount      int      `json:"gpu_count"`
 	ExpectedTurns float64  `json:"expected_turns"`
+	// EnergyUSDPerKWh is absent when no energy price was given.
+	EnergyUSDPerKWh *float64 `json:"energy_usd_per_kwh,omitempty"`
 }
 
 // MarshalJSON writes the inputs, the price null when it is not set.
 func (c CostInputs) MarshalJSON() ([]byte, error) {
-	j := costJSON{GPUCount: c.GPUCount, ExpectedTurns: c.ExpectedTurns}
+	j := costJSON{GPUCount: c.GPUCount, ExpectedTurns: c.ExpectedTurns, EnergyUSDPerKWh: c.EnergyUSDPerKWh}
 	if !c.Unpriced {
 		j.GPUHourlyUSD = &c.GPUHourlyUSD
 	}
@@ -37,7 +41,7 @@ func (c *CostInputs) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*c = CostInputs{GPUCount: j.GPUCount, ExpectedTurns: j.ExpectedTurns, Unpriced: j.GPUHourlyUSD == nil}
+	*c = CostInputs{GPUCount: j.GPUCount, ExpectedTurns: j.ExpectedTurns, Unpriced: j.GPUHourlyUSD == nil, EnergyUSDPerKWh: j.EnergyUSDPerKWh}
 	if j.GPUHourlyUSD != nil {
 		c.GPUHourlyUSD = *j.GPUHourlyUSD
 	}

@@ -1,6 +1,10 @@
 package metrics
 
-import "encoding/json"
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+)
 
 // ServerSample is one scrape of the target's own Prometheus endpoint, reduced to what plload reads.
 // Gauges are summed over series (one per model); counters are cumulative, as the server reports them.
@@ -20,6 +24,14 @@ type ServerSample struct {
 	// CacheTokens is the KV cache's size in tokens, where the server says (vLLM's cache_config_info:
 	// num_gpu_blocks × block_size; SGLang's max_total_num_tokens): what its prefix cache can hold.
 	CacheTokens *float64 `json:"cache_tokens,omitempty"`
+	// Preemptions is the server's count of requests it preempted (evicted from the KV cache to make
+	// room, to be recomputed), cumulative: vLLM's num_preemptions_total.
+	Preemptions *float64 `json:"preemptions,omitempty"`
+	// SpecDrafted and SpecAccepted are speculative decoding's draft tokens proposed and accepted,
+	// cumulative (vLLM's spec_decode_num_draft_tokens_total and _accepted_tokens_total): their
+	// increases' ratio is the acceptance rate over a span.
+	SpecDrafted  *float64 `json:"spec_drafted,omitempty"`
+	SpecAccepted *float64 `json:"spec_accepted,omitempty"`
 }
 
 // ServerBucket is one cumulative histogram bucket.
@@ -35,4 +47,21 @@ func (s *ServerSample) AppendJSON(b []byte) []byte {
 		return append(b, "{}"...)
 	}
 	return append(b, out...)
+}
+
+// ReadJSONLines reads a file of one JSON object a line (server_metrics.jsonl, gpu_metrics.jsonl); a
+// line that does not parse — a killed run's torn last line — is skipped.
+func ReadJSONLines[T any](path string) ([]T, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var out []T
+	for _, line := range bytes.Split(data, []byte("\n")) {
+		var v T
+		if len(bytes.TrimSpace(line)) > 0 && json.Unmarshal(line, &v) == nil {
+			out = append(out, v)
+		}
+	}
+	return out, nil
 }

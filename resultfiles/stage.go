@@ -58,8 +58,10 @@ type StageReport struct {
 	// NetworkRTT is GET /v1/models timed before the stage on a warm connection.
 	NetworkRTT metrics.Dist `json:"network_rtt_ms"`
 	// Server is the target's own view from its Prometheus endpoint (nil when scraping was off).
-	Server  *metrics.ServerSummary `json:"server,omitempty"`
-	Summary *metrics.StageSummary  `json:"summary"`
+	Server *metrics.ServerSummary `json:"server,omitempty"`
+	// GPU is the GPUs' telemetry over the window (nil when it was off by the scenario).
+	GPU     *metrics.GPUSummary   `json:"gpu,omitempty"`
+	Summary *metrics.StageSummary `json:"summary"`
 	// Batch is a batch stage's job (load.mode batch): completion time, rates and cost per job over
 	// every record; absent on other stages.
 	Batch *metrics.BatchResult `json:"batch,omitempty"`

@@ -17,7 +17,7 @@ func StageInput(sc *workload.Scenario, i int) metrics.StageInput {
 		Warmup: st.Warmup.D(), Duration: st.Duration.D(), NeverStarted: -1,
 		SLO: SLOLimits(sc.SLO),
 		Cost: metrics.CostInputs{GPUHourlyUSD: price, GPUCount: sc.Cost.GPUCount,
-			ExpectedTurns: sc.ExpectedTurns(), Unpriced: sc.Cost.GPUHourlyUSD == nil},
+			ExpectedTurns: sc.ExpectedTurns(), Unpriced: sc.Cost.GPUHourlyUSD == nil, EnergyUSDPerKWh: sc.Cost.EnergyUSDPerKWh},
 		Replay:       mode.TraceClock,
 		AbsorbWindow: absorbWindow(sc, i),
 		Batch:        mode.Job,

@@ -104,7 +104,7 @@ func Run(ctx context.Context, sc *workload.Scenario, opt Options, stdout, stderr
 	prog := live.StartDisplay(stdout, stderr, progress, opt.Quiet)
 	_, err = engine.Run(ctx, engine.Config{
 		Scenario: sc, Workload: w, BaseURL: baseURL, Dir: dir, Log: log, Live: progress,
-		ServerMetricsURL: ServerMetricsURL(sc, baseURL), Shard: opt.Shard.Part, StageStart: member.stageStart(),
+		ServerMetricsURL: ServerMetricsURL(sc, baseURL), GPU: GPUTelemetry(sc, baseURL), Shard: opt.Shard.Part, StageStart: member.stageStart(),
 		OnStage: func(r engine.StageResult) {
 			prog.Println(stdout, StageLine(r, len(w.Stages)))
 			st, err := SummarizeStage(opt.Tool, sc, w, r, shardInfo)

@@ -1,11 +1,8 @@
 package runner
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/plload/plload/engine"
@@ -52,6 +49,7 @@ func SummarizeStage(tool string, sc *workload.Scenario, w *workload.Workload, r 
 			Protocol: r.Protocol, Connections: r.Connections})
 	st.Injector, st.NetworkRTT = r.Injector, r.RTT
 	st.Server = serverSummary(r, sum)
+	st.GPU = gpuSummary(sc, r, sum)
 	if pool := w.Stages[i]; pool.TraceBlocks > 0 {
 		reuse := float64(pool.TraceReusedBlocks) / float64(pool.TraceBlocks)
 		st.TraceBlockReuse = &reuse
@@ -73,16 +71,9 @@ func SummarizeStage(tool string, sc *workload.Scenario, w *workload.Workload, r 
 
 // serverSummary reduces a stage's server_metrics.jsonl to its window.
 func serverSummary(r engine.StageResult, sum *metrics.StageSummary) *metrics.ServerSummary {
-	data, err := os.ReadFile(filepath.Join(r.Dir, "server_metrics.jsonl"))
+	samples, err := metrics.ReadJSONLines[metrics.ServerSample](filepath.Join(r.Dir, "server_metrics.jsonl"))
 	if err != nil && r.ServerMetricsNote == "" {
 		return nil // scraping was off
-	}
-	var samples []metrics.ServerSample
-	for _, line := range strings.Split(string(data), "\n") {
-		var s metrics.ServerSample
-		if json.Unmarshal([]byte(line), &s) == nil {
-			samples = append(samples, s)
-		}
 	}
 	out := metrics.SummarizeServer(samples, sum.Window.WNs, sum.Window.EEffNs)
 	out.Scrapes, out.ScrapesOK = r.Scrapes, r.ScrapesOK

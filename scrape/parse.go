@@ -33,12 +33,15 @@ import (
 var serverNames = []struct {
 	engine, marker                                       string
 	running, waiting, kv, rate, hits, queries, processed []string
+	preempted, drafted, accepted                         []string
 	ttft                                                 string
 }{
 	{engine: "vllm", marker: "vllm:num_requests_running",
 		running: []string{"vllm:num_requests_running"}, waiting: []string{"vllm:num_requests_waiting"},
 		kv:   []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"},
 		hits: []string{"vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"}, queries: []string{"vllm:prefix_cache_queries_total", "vllm:gpu_prefix_cache_queries_total"},
+		preempted: []string{"vllm:num_preemptions_total", "vllm:num_preemptions"},
+		drafted:   []string{"vllm:spec_decode_num_draft_tokens_total"}, accepted: []string{"vllm:spec_decode_num_accepted_tokens_total"},
 		ttft: "vllm:time_to_first_token_seconds"},
 	// SGLang: names from sglang/srt/metrics (num_running_reqs, num_queue_reqs, token_usage, the
 	// cache_hit_rate gauge; newer versions count prefill tokens by mode in realtime_tokens_total,
@@ -52,7 +55,8 @@ var serverNames = []struct {
 	{engine: "llamacpp", marker: "llamacpp:requests_processing",
 		running: []string{"llamacpp:requests_processing"}, waiting: []string{"llamacpp:requests_deferred"},
 		kv:   []string{"llamacpp:kv_cache_usage_ratio"},
-		hits: []string{"llamacpp:prompt_tokens_cached_total"}, processed: []string{"llamacpp:prompt_tokens_total"}},
+		hits: []string{"llamacpp:prompt_tokens_cached_total"}, processed: []string{"llamacpp:prompt_tokens_total"},
+		drafted: []string{"llamacpp:spec_decode_num_draft_tokens_total"}, accepted: []string{"llamacpp:spec_decode_num_accepted_tokens_total"}},
 }
 
 // Parse reads Prometheus text (with prometheus/common's parser) and picks out the engine's running
@@ -87,6 +91,8 @@ func Parse(r io.Reader, tNs int64) (metrics.ServerSample, error) {
 			s.TTFTBuckets, s.TTFTCount = buckets(f)
 		}
 		s.CacheTokens = cacheTokens(families)
+		s.Preemptions = total(families, n.preempted, false)
+		s.SpecDrafted, s.SpecAccepted = total(families, n.drafted, false), total(families, n.accepted, false)
 		break
 	}
 	return s, nil

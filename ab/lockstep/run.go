@@ -123,6 +123,7 @@ func runSides(ctx context.Context, sides []*side, tool string, stdout, stderr io
 			_, s.runErr = engine.Run(ctx, engine.Config{
 				Scenario: s.sc, Workload: s.w, Dir: s.dir, Log: log,
 				ServerMetricsURL: runner.ServerMetricsURL(s.sc, s.target.URL),
+				GPU:              runner.GPUTelemetry(s.sc, s.target.URL),
 				StageStart:       barrier.wait,
 				OnStage: func(r engine.StageResult) {
 					if r.Start.IsZero() { // the other side stopped before this stage began: nothing ran

@@ -55,6 +55,7 @@ func (p *prober) probe(ctx context.Context, v float64) (int, search.Measurement,
 		StopWhen:         func(_ int, rec *metrics.Record) string { return early.Check(rec) },
 		Workload:         w.WithStages(w.Stages[k-1:]),
 		ServerMetricsURL: runner.ServerMetricsURL(sc, p.baseURL),
+		GPU:              runner.GPUTelemetry(sc, p.baseURL),
 		OnStage:          func(res engine.StageResult) { r = res }})
 	if r.Stage == 0 {
 		return 0, search.Measurement{}, runErr // nothing ran (the stage directory could not be made)
