@@ -120,13 +120,20 @@ func layoutGrid(grid [][]*chart, dc draw.Canvas) ([][]draw.Canvas, []vg.Length) 
 	plots := make([][]*plot.Plot, len(grid))
 	for i, row := range grid {
 		for _, c := range row {
-			plots[i] = append(plots[i], c.Plot)
+			var p *plot.Plot // nil: an empty tile (plot.Align leaves it blank)
+			if c != nil {
+				p = c.Plot
+			}
+			plots[i] = append(plots[i], p)
 		}
 	}
 	canvases := plot.Align(plots, tiles, dc)
 	strips := make([]vg.Length, len(grid))
 	for i, row := range grid {
 		for j, c := range row {
+			if c == nil {
+				continue
+			}
 			_, h := c.legendBoxes(canvases[i][j].Size().X)
 			strips[i] = max(strips[i], h)
 		}
@@ -134,13 +141,16 @@ func layoutGrid(grid [][]*chart, dc draw.Canvas) ([][]draw.Canvas, []vg.Length) 
 	return canvases, strips
 }
 
-// render lays out charts in rows × cols and encodes them as "svg" or "png".
+// render lays out charts in rows × cols and encodes them as "svg" or "png"; a nil chart is an empty
+// tile (an odd last panel of a two-column grid).
 func render(format string, grid [][]*chart, w, h vg.Length) ([]byte, error) {
 	draws := func(dc draw.Canvas) {
 		canvases, strips := layoutGrid(grid, dc)
 		for i, row := range grid {
 			for j, c := range row {
-				c.draw(canvases[i][j], strips[i])
+				if c != nil {
+					c.draw(canvases[i][j], strips[i])
+				}
 			}
 		}
 	}

@@ -101,6 +101,29 @@ func seriesPlot(title, ylabel string, s metrics.StageSeries, ys []float64, absor
 		}
 	}
 	maxY = math.Max(maxY*1.15, 1)
+	frameSeries(p, s, absorb, maxY)
+	switch {
+	case len(xy) > 0 && rolling:
+		if err := addRolling(p, s, ys, xy); err != nil {
+			return nil, err
+		}
+	case len(xy) > 0:
+		l, pts, err := plotter.NewLinePoints(xy)
+		if err != nil {
+			return nil, err
+		}
+		l.Color, pts.Color, pts.Radius = palette[0], palette[0], vg.Points(1.5)
+		p.Add(l, pts)
+		p.addPoints(xy)
+	}
+	setSeriesAxes(p, s, maxY)
+	p.Add(plotter.NewGrid())
+	return p, nil
+}
+
+// frameSeries draws what every time-series panel shares, under its data: warmup shaded, the
+// window's start and end dashed, the absorption marked.
+func frameSeries(p *chart, s metrics.StageSeries, absorb *metrics.Absorb, maxY float64) {
 	w := float64(s.WNs-s.T0Ns) / 1e9
 	e := float64(s.EEffNs-s.T0Ns) / 1e9
 	if w > 0 {
@@ -117,23 +140,13 @@ func seriesPlot(title, ylabel string, s metrics.StageSeries, ys []float64, absor
 		l.Color, l.Dashes = sloGray, []vg.Length{vg.Points(3), vg.Points(2)}
 		p.Add(l)
 	}
-	switch {
-	case len(xy) > 0 && rolling:
-		if err := addRolling(p, s, ys, xy); err != nil {
-			return nil, err
-		}
-	case len(xy) > 0:
-		l, pts, err := plotter.NewLinePoints(xy)
-		if err != nil {
-			return nil, err
-		}
-		l.Color, pts.Color, pts.Radius = palette[0], palette[0], vg.Points(1.5)
-		p.Add(l, pts)
-		p.addPoints(xy)
-	}
-	p.Y.Min, p.Y.Max, p.X.Min, p.X.Max = 0, maxY, 0, math.Max(float64(len(s.Seconds)), e)
-	p.Add(plotter.NewGrid())
-	return p, nil
+}
+
+// setSeriesAxes sets the axes every time-series panel shares, once its data is added (adding data
+// widens them): y from 0 to maxY, x from t0 to the series' end (seriesXMax), so the panels line up
+// second for second.
+func setSeriesAxes(p *chart, s metrics.StageSeries, maxY float64) {
+	p.Y.Min, p.Y.Max, p.X.Min, p.X.Max = 0, maxY, 0, seriesXMax(s)
 }
 
 // faintBlue is the per-second dots under a rolling mean.
@@ -167,7 +180,9 @@ func addRolling(p *chart, s metrics.StageSeries, ys []float64, xy plotter.XYs) e
 // WriteStageCharts writes charts/stage_NN_cdf.{svg,png} (TTFT and ITL distributions) and
 // charts/stage_NN_timeseries.{svg,png}: requests answered and failed per second (an outage shows as
 // errors, not only as a gap), output tokens/s, requests sent/s, TTFT p95 and active sessions; the
-// counts with a rolling mean over the per-second dots.
+// counts with a rolling mean over the per-second dots. Under them, on the same seconds, the stage
+// directory's server and GPU readings where it has them (ReadTimeline): requests running and
+// waiting, KV-cache use, GPU power and utilisation, preemptions/s, speculative decoding's acceptance.
 func WriteStageCharts(dir string, st *resultfiles.StageReport, s metrics.StageSeries) error {
 	if err := os.MkdirAll(filepath.Join(dir, "charts"), 0o755); err != nil {
 		return err
@@ -194,12 +209,31 @@ func WriteStageCharts(dir string, st *resultfiles.StageReport, s metrics.StageSe
 		}
 		panels = append(panels, pl)
 	}
+	timeline, err := ReadTimeline(filepath.Join(dir, fmt.Sprintf("stage_%02d", st.Stage)), s)
+	if err != nil {
+		return fmt.Errorf("the server's and GPUs' readings: %w", err)
+	}
+	for _, tp := range timeline.Panels {
+		pl, err := timelinePlot(fmt.Sprintf("stage %02d: %s", st.Stage, tp.Title), tp, s, st.Summary.Absorb)
+		if err != nil {
+			return err
+		}
+		panels = append(panels, pl)
+	}
+	var grid [][]*chart // two panels a row; an odd last one alone
+	for i := 0; i < len(panels); i += 2 {
+		if i+1 < len(panels) {
+			grid = append(grid, []*chart{panels[i], panels[i+1]})
+		} else {
+			grid = append(grid, []*chart{panels[i], nil})
+		}
+	}
 	for _, format := range []string{"svg", "png"} {
 		cdf, err := render(format, [][]*chart{{ttft, itl}}, 11*vg.Inch, 4*vg.Inch)
 		if err != nil {
 			return err
 		}
-		ts, err := render(format, [][]*chart{{panels[0], panels[1]}, {panels[2], panels[3]}, {panels[4], panels[5]}}, 11*vg.Inch, 10.5*vg.Inch)
+		ts, err := render(format, grid, 11*vg.Inch, 3.5*vg.Inch*vg.Length(len(grid)))
 		if err != nil {
 			return err
 		}

@@ -64,6 +64,9 @@ func Render(dir string, sc *workload.Scenario, r *resultfiles.Report) error {
 func Markdown(r *resultfiles.Report, sc *workload.Scenario) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# plload report: %s\n\n%s\n\n", r.Run, r.Headline)
+	if line := EnergyHeadline(r.Stages); line != "" {
+		b.WriteString("**Energy**: " + line + "\n\n")
+	}
 	for _, w := range resultfiles.ReplayWarnings(r.Stages) {
 		b.WriteString("**Warning**: " + mdCell(w) + "\n\n")
 	}

@@ -29,6 +29,8 @@ type SearchPoint struct {
 	OutTokPerSec  float64
 	GoodputPerSec float64 // NaN when unknown (no per-request limit)
 	Chosen        bool
+	// GPU is the stage's GPU telemetry (nil: none): at the chosen point, what the GPUs did at the knee.
+	GPU *metrics.GPUSummary
 }
 
 // SearchCurve is everything the capacity chart draws, so a test can check it without pixels.
@@ -64,7 +66,7 @@ func NewSearchCurve(stages []*resultfiles.StageReport, probes []resultfiles.Sear
 		sum := byStage[p.Stage].Summary
 		x, ok := sum.LatencyDist(metric).Stat(stat)
 		pt := SearchPoint{Stage: p.Stage, Value: p.Value, Verdict: p.Verdict, X: math.NaN(), OutTokPerSec: sum.Throughput.OutTokPerSec,
-			GoodputPerSec: math.NaN(), Chosen: p.Stage == chosen}
+			GoodputPerSec: math.NaN(), Chosen: p.Stage == chosen, GPU: byStage[p.Stage].GPU}
 		if ok {
 			pt.X = x
 		}
@@ -184,6 +186,28 @@ func SearchHeadline(chosen *resultfiles.StageReport, sessions float64, atLeast b
 	return line
 }
 
+// kneeText is what the GPUs did at the knee, the capacity's stage, capitalised as a sentence ("" when
+// there is no capacity or its stage has no GPU readings).
+func (c SearchCurve) kneeText() string {
+	for _, pt := range c.Points {
+		if !pt.Chosen {
+			continue
+		}
+		if text := KneeGPUText(pt.GPU, loadText(pt.Value, c.Unit), pt.Stage); text != "" {
+			return "A" + strings.TrimPrefix(text, "a") + "."
+		}
+	}
+	return ""
+}
+
+// loadText is a probed load in the knob's unit: "12 sessions", "1 session", "3.5 req/s".
+func loadText(v float64, unit string) string {
+	if v == 1 && unit == "sessions" {
+		return "1 session"
+	}
+	return fmt.Sprintf("%g %s", v, unit)
+}
+
 func trimNumber(v float64) string {
 	if v == math.Trunc(v) {
 		return fmt.Sprintf("%.0f", v)
@@ -218,14 +242,15 @@ func WriteSearchReport(dir string, curve SearchCurve, lines []string, probes []r
 		md.WriteString("**" + mdCell(l) + "**\n\n")
 		page.WriteString(`<div class="headline">` + html.EscapeString(l) + "</div>\n")
 	}
+	if knee := curve.kneeText(); knee != "" {
+		md.WriteString(mdCell(knee) + "\n\n")
+		page.WriteString(`<p class="note">` + html.EscapeString(knee) + "</p>\n")
+	}
 	md.WriteString("![capacity curve](charts/search_curve.png)\n\n| probe | load | verdict | stage | why |\n| --- | --- | --- | --- | --- |\n")
 	page.WriteString(`<div class="chart">` + string(inlineSVG(svg)) + "</div>\n" +
 		`<p class="note">Each point is the last run of a probed load at its SLO statistic (x) and achieved throughput (y), labelled with the load; the dashed line is the SLO limit; the ringed point is the capacity found.</p>` + "\n<table><tr><th>probe</th><th>load</th><th>verdict</th><th>stage</th><th>why</th></tr>\n")
 	for i, p := range probes {
-		load := fmt.Sprintf("%g %s", p.Value, unit)
-		if p.Value == 1 && unit == "sessions" {
-			load = "1 session"
-		}
+		load := loadText(p.Value, unit)
 		fmt.Fprintf(&md, "| %d | %s | %s | %02d | %s |\n", i+1, load, p.Verdict, p.Stage, mdCell(p.Reason))
 		fmt.Fprintf(&page, "<tr><td>%d</td><td>%s</td><td>%s</td><td>%02d</td><td style=\"text-align:left;white-space:normal\">%s</td></tr>\n",
 			i+1, html.EscapeString(load), p.Verdict, p.Stage, html.EscapeString(p.Reason))

@@ -218,8 +218,9 @@ const columnNotes = "\nColumns: load is the concurrency (c=), the session arriva
 	"cache hit% is cached ÷ prompt tokens over successful requests that reported usage, by turn t1, t2, … as well; SLO N/A (not set) means no limit was given, cost N/A (no price) that no GPU price was.\n"
 
 // sections is everything after the stage tables and before the method: warnings, errors, retries
-// and outages, the server's view and the injector's health.
+// and outages, the server's view, the GPUs' telemetry and the injector's health.
 func sections(rows []runStage, withRun bool, extraWarnings []string) string {
 	return warningsSection(rows, withRun, extraWarnings) + errorsSection(rows, withRun) + engineSection(rows, withRun) +
-		connectionsSection(rows, withRun) + serverSection(rows, withRun) + injectorSection(rows, withRun) + turnsSection(rows, withRun)
+		connectionsSection(rows, withRun) + serverSection(rows, withRun) + gpuSection(rows, withRun) + injectorSection(rows, withRun) +
+		turnsSection(rows, withRun)
 }

@@ -28,6 +28,8 @@ type columns struct {
 	retrieval, rag bool
 	// images: a stage's requests carried images.
 	images bool
+	// energy: a stage's GPU telemetry priced its energy per 1M output tokens (energyPriced).
+	energy bool
 	// limited marks, by SLO metric, the statistics an SLO of these stages limits (ttft p95): their
 	// values are bold in the cells, whose statistics never change (tableStats).
 	limited map[string]map[string]bool
@@ -60,7 +62,7 @@ func censored(s *metrics.StageSummary, cell string) string {
 }
 
 func columnsFor(rows []runStage, withRun bool) columns {
-	c := columns{run: withRun, limited: map[string]map[string]bool{}}
+	c := columns{run: withRun, limited: map[string]map[string]bool{}, energy: energyPriced(rows)}
 	limited := c.limited
 	for _, rs := range rows {
 		r := rs.st
@@ -397,12 +399,21 @@ func replayText(s *metrics.StageSummary) string {
 	return "INVALID (see warning)"
 }
 
+// costTable is each stage's hourly cost, and beside its $/1M out the energy's when a stage's GPU
+// telemetry priced it (gpuSection has the rest).
 func (c columns) costTable(rows []runStage) table {
-	t := table{title: "Cost", header: c.leadHeader("SLO", "out tok/s", "$/1M out", "$/1K turns", "$/session")}
+	t := table{title: "Cost", header: c.leadHeader("SLO", "out tok/s", "$/1M out")}
+	if c.energy {
+		t.header = append(t.header, "energy $/1M out")
+	}
+	t.header = append(t.header, "$/1K turns", "$/session")
 	for _, rs := range rows {
 		s := rs.st.Summary
-		t.add(c.lead(rs), sloText(rs.st), resultfiles.Num(s.Throughput.OutTokPerSec, 1),
-			costText(rs.st, s.Cost.USDPer1MOut, 3), costText(rs.st, s.Cost.USDPer1KTurns, 4), costText(rs.st, s.Cost.USDPerSession, 6))
+		cells := []string{sloText(rs.st), resultfiles.Num(s.Throughput.OutTokPerSec, 1), costText(rs.st, s.Cost.USDPer1MOut, 3)}
+		if c.energy {
+			cells = append(cells, energyCostText(rs.st))
+		}
+		t.add(c.lead(rs), append(cells, costText(rs.st, s.Cost.USDPer1KTurns, 4), costText(rs.st, s.Cost.USDPerSession, 6))...)
 	}
 	return t
 }
