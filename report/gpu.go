@@ -48,8 +48,8 @@ func gpuSection(rows []runStage, withRun bool) string {
 			sigText(g.JPerOutToken), sigText(g.JPer1KTurns)))
 		if g.EnergyUSD.OK {
 			s := rs.st.Summary
-			costs = append(costs, append(stageCells(rs, withRun), moneyOpt(g.EnergyUSD, 4), moneyOpt(g.EnergyUSDPer1MOut, 4),
-				costText(rs.st, s.Cost.USDPer1MOut, 3), moneyOpt(g.EnergyUSDPer1KTurns, 4), costText(rs.st, s.Cost.USDPer1KTurns, 4)))
+			costs = append(costs, append(stageCells(rs, withRun), energyMoney(g.EnergyUSD), energyMoney(g.EnergyUSDPer1MOut),
+				costText(rs.st, s.Cost.USDPer1MOut, 3), energyMoney(g.EnergyUSDPer1KTurns), costText(rs.st, s.Cost.USDPer1KTurns, 4)))
 		}
 		for _, d := range g.GPUs {
 			devices = append(devices, append(stageCells(rs, withRun), mdCell(d.GPU), orDash(mdCell(d.Host)), orDash(mdCell(d.Model)),
@@ -104,7 +104,7 @@ func energyCostText(st *resultfiles.StageReport) string {
 	case st.Cost.EnergyUSDPerKWh == nil:
 		return "N/A (no energy price)"
 	}
-	return moneyOpt(g.EnergyUSDPer1MOut, 4)
+	return energyMoney(g.EnergyUSDPer1MOut)
 }
 
 // energyPriced reports whether any stage's energy has a cost per 1M output tokens: then the cost
@@ -135,7 +135,7 @@ func EnergyHeadline(stages []*resultfiles.StageReport) string {
 	line := fmt.Sprintf("stage %02d, from GPU telemetry: %s kJ by %s, %s J/out token, %s J/1K turns", st.Stage,
 		resultfiles.Num(g.EnergyJ.V/1000, 1), g.EnergyMethod, sigText(g.JPerOutToken), sigText(g.JPer1KTurns))
 	if p := st.Cost.EnergyUSDPerKWh; p != nil && g.EnergyUSDPer1MOut.OK {
-		line += fmt.Sprintf("; at $%g/kWh %s/1M out in energy", *p, moneyOpt(g.EnergyUSDPer1MOut, 4))
+		line += fmt.Sprintf("; at $%g/kWh %s/1M out in energy", *p, energyMoney(g.EnergyUSDPer1MOut))
 		if !st.Cost.Unpriced {
 			line += fmt.Sprintf(", beside %s/1M out by the hour", resultfiles.Money(st.Summary.Cost.USDPer1MOut, 3))
 		}
@@ -196,7 +196,7 @@ func KneeGPUText(g *metrics.GPUSummary, load string, stage int) string {
 		parts = append(parts, sigText(g.JPerOutToken)+" J/out token")
 	}
 	if g.EnergyUSDPer1MOut.OK {
-		parts = append(parts, moneyOpt(g.EnergyUSDPer1MOut, 4)+"/1M out in energy")
+		parts = append(parts, energyMoney(g.EnergyUSDPer1MOut)+"/1M out in energy")
 	}
 	if len(parts) == 0 {
 		return ""
@@ -245,22 +245,30 @@ func gibText(o metrics.Opt[float64]) string {
 	return resultfiles.Num(o.V/1024, 1)
 }
 
-// moneyOpt is an optional cost in dollars, or N/A.
-func moneyOpt(o metrics.Opt[float64], digits int) string {
+// energyMoney is an energy cost in dollars, or N/A: four decimals, or three significant digits
+// below a cent — a short stage's energy costs fractions of one.
+func energyMoney(o metrics.Opt[float64]) string {
 	if !o.OK {
 		return "N/A"
 	}
-	return resultfiles.Money(&o.V, digits)
+	if o.V >= 0.01 || o.V <= 0 {
+		return resultfiles.Money(&o.V, 4)
+	}
+	return "$" + sigText(o)
 }
 
 // sigText writes a value to three significant digits (0.412, 4.12, 41.2) and whole numbers from
-// 100 up: joules per token span orders of magnitude between a small model and a large one.
+// 100 up, grouped from 1,000: joules per token span orders of magnitude between a small model and a
+// large one.
 func sigText(o metrics.Opt[float64]) string {
 	if !o.OK {
 		return "N/A"
 	}
 	v := o.V
-	if v == 0 || math.Abs(v) >= 100 {
+	switch {
+	case math.Abs(v) >= 1000:
+		return thousands(v)
+	case v == 0 || math.Abs(v) >= 100:
 		return resultfiles.Num(v, 0)
 	}
 	digits := 2 - int(math.Floor(math.Log10(math.Abs(v))))

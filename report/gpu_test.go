@@ -6,47 +6,50 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/resultfiles"
 	"github.com/plload/plload/workload"
 )
 
-// gpuReadings are a node's two GPUs read every second from t0 to t0 + 12 s (the golden stages'
-// window is t0 + 1 s to t0 + 11 s): GPU 0 at 300 W, 80 % busy, 40 GiB; GPU 1 at 200 W, 60 %,
-// 20 GiB. Power only, as nvidia-smi gives it: the energy is the power integral, 500 W × 10 s.
-func gpuReadings() []metrics.GPUSample {
-	f := func(v float64) *float64 { return &v }
-	var out []metrics.GPUSample
-	for k := range 13 {
-		out = append(out, metrics.GPUSample{TNs: t0 + int64(k)*int64(time.Second), Source: "nvidia-smi", GPUs: []metrics.GPUReading{
-			{GPU: "0", Host: "node-a", Model: "NVIDIA H100 80GB HBM3", PowerW: f(300), UtilPct: f(80), MemUsedMiB: f(40960), TempC: f(70)},
-			{GPU: "1", Host: "node-a", Model: "NVIDIA H100 80GB HBM3", PowerW: f(200), UtilPct: f(60), MemUsedMiB: f(20480), TempC: f(65)},
-		}})
+// gpuSummary is stage.json's gpu block of a node's two GPUs over the golden stage 01's window
+// (10 s, 40 output tokens, 4 requests): GPU 0 at 300 W, 80 % busy, 40 GiB; GPU 1 at 200 W, 60 %,
+// 20 GiB; power only, as nvidia-smi gives it, so the energy is the power integral, 500 W × 10 s =
+// 5 kJ: 125 J an output token, 1.25 MJ per 1K turns; at price $/kWh, 5 kJ ÷ 3.6 MJ/kWh × price,
+// and the same per 1M output tokens and per 1K turns (nil price: not priced).
+func gpuSummary(price *float64) *metrics.GPUSummary {
+	some := metrics.Some[float64]
+	gpu := func(idx string, watts, util, memMiB, temp float64) metrics.GPUStats {
+		return metrics.GPUStats{GPU: idx, Host: "node-a", Model: "NVIDIA H100 80GB HBM3", Source: "nvidia-smi", Samples: 11,
+			EnergyJ: some(watts * 10), EnergyMethod: "power integral", PowerMeanW: some(watts), PowerMaxW: some(watts),
+			UtilMeanPct: some(util), MemUsedMean: some(memMiB), MemUsedMax: some(memMiB), TempMaxC: some(temp)}
 	}
-	return out
+	g := &metrics.GPUSummary{Sources: []string{"nvidia-smi"}, Samples: 11,
+		GPUs:    []metrics.GPUStats{gpu("0", 300, 80, 40960, 70), gpu("1", 200, 60, 20480, 65)},
+		EnergyJ: some(5000), EnergyMethod: "power integral", PowerMeanW: some(500), PowerMaxW: some(500),
+		UtilMeanPct: some(70), MemUsedMaxMiB: some(61440), JPerOutToken: some(125), JPerInToken: some(6.25), JPer1KTurns: some(1.25e6)}
+	if price != nil {
+		const joulesPerKWh = 3.6e6
+		g.EnergyUSD = some(5000 / joulesPerKWh * *price)
+		g.EnergyUSDPer1MOut, g.EnergyUSDPer1KTurns = some(125e6/joulesPerKWh**price), some(1.25e6/joulesPerKWh**price)
+	}
+	return g
 }
 
-// gpuStages are the golden stages with GPU telemetry summarized as the runner does (its warnings are
-// the stage's): stage 01 read the readings above, stage 02 none (its gpu block has only a note).
-// price is cost.energy_usd_per_kwh (nil: energy not priced).
+// gpuStages are the golden stages with GPU telemetry: stage 01 read its GPUs (gpuSummary), stage 02
+// nothing (its gpu block has only the note). price is cost.energy_usd_per_kwh (nil: not priced).
 func gpuStages(t *testing.T, price *float64) (*workload.Scenario, *resultfiles.Report) {
 	t.Helper()
 	sc, stages := goldenStages(t)
 	sc.Cost.EnergyUSDPerKWh = price
-	for i, st := range stages {
+	for _, st := range stages {
 		st.Cost.EnergyUSDPerKWh = price
-		var samples []metrics.GPUSample
-		if i == 0 {
-			samples = gpuReadings()
-		}
-		sum, tp := st.Summary, st.Summary.Throughput
-		g := metrics.SummarizeGPU(samples, metrics.GPUWindow{WNs: sum.Window.WNs, EEffNs: sum.Window.EEffNs, OutputTokens: tp.OutputTokens,
-			InputTokens: tp.InputTokens, Requests: tp.Requests, GPUCount: sc.Cost.GPUCount, EnergyUSDPerKWh: price})
-		sum.Warnings = append(sum.Warnings, g.Warnings...)
-		st.GPU = &g
 	}
+	if tp := stages[0].Summary.Throughput; tp.OutputTokens != 40 || tp.Requests != 4 {
+		t.Fatalf("fixture: the golden stage 01 has %d output tokens and %d requests in its window, not 40 and 4", tp.OutputTokens, tp.Requests)
+	}
+	stages[0].GPU = gpuSummary(price)
+	stages[1].GPU = &metrics.GPUSummary{Sources: []string{}, GPUs: []metrics.GPUStats{}, Note: "no GPU telemetry was read in this stage"}
 	return sc, resultfiles.New(sc, stages, resultfiles.Meta{Tool: "plload test", Command: "plload run golden.yaml"})
 }
 
@@ -54,25 +57,22 @@ func gpuStages(t *testing.T, price *float64) (*workload.Scenario, *resultfiles.R
 // report.md and report.html — a row per stage (energy and how it was found, power, utilisation,
 // memory, J per output token and per 1K turns), the energy cost beside the hourly cost, a row per
 // GPU — and a stage whose telemetry read nothing shows its note once, with no row; the headline
-// gets the energy line and the cost table the energy $/1M out; the GPU count that is not the
-// scenario's is among the warnings; stage.json with gpu matches its schema.
+// gets the energy line and the cost table the energy $/1M out; stage.json with gpu matches its
+// schema.
 func TestGPUTelemetrySection(t *testing.T) {
 	sc, r := gpuStages(t, new(0.15))
-	if g := r.Stages[0].GPU; !g.EnergyJ.OK || g.EnergyMethod != "power integral" || r.Stages[0].Summary.Throughput.OutputTokens != 40 {
-		t.Fatalf("fixture: %+v, %d output tokens", g, r.Stages[0].Summary.Throughput.OutputTokens)
-	}
 	md := Markdown(r, sc)
 	gpu := md[strings.Index(md, "## GPU telemetry"):]
 	gpu = gpu[:strings.Index(gpu, "\n## ")+1]
-	// 500 W × 10 s = 5 kJ over 40 output tokens and 4 requests: 125 J a token, 1.25 MJ per 1K
-	// turns; at $0.15/kWh $0.0002, $5.2083 per 1M out (125 J × 10⁶ ÷ 3.6 MJ × 0.15), $0.0521 per
+	// 5 kJ over 40 output tokens and 4 requests: 125 J a token, 1.25 MJ per 1K turns; at $0.15/kWh
+	// $0.000208, $5.2083 per 1M out (125 J × 10⁶ ÷ 3.6 MJ × 0.15), $0.0521 per
 	// 1K turns, beside $138.889/1M out and $1.3889/1K turns by the hour ($2/h over 40 tokens and 4
 	// requests in 10 s).
 	for _, want := range []string{
 		"| stage | energy kJ (how) | power W mean / max | GPU util % | SM active % | peak memory GiB | J/out token | J/1K turns |",
-		"| 01 | 5.00 (power integral) | 500 / 500 | 70.0 | N/A | 60.0 | 125 | 1250000 |",
+		"| 01 | 5.00 (power integral) | 500 / 500 | 70.0 | N/A | 60.0 | 125 | 1,250,000 |",
 		"| stage | energy $ | energy $/1M out | hourly $/1M out | energy $/1K turns | hourly $/1K turns |",
-		"| 01 | $0.0002 | $5.2083 | $138.889 | $0.0521 | $1.3889 |",
+		"| 01 | $0.000208 | $5.2083 | $138.889 | $0.0521 | $1.3889 |",
 		"| stage | GPU | host | model | power W mean / max | energy kJ | util % | memory GiB max | temp max °C |",
 		"| 01 | 0 | node-a | NVIDIA H100 80GB HBM3 | 300 / 300 | 3.00 | 80.0 | 40.0 | 70 |",
 		"| 01 | 1 | node-a | NVIDIA H100 80GB HBM3 | 200 / 200 | 2.00 | 60.0 | 20.0 | 65 |",
@@ -87,10 +87,9 @@ func TestGPUTelemetrySection(t *testing.T) {
 		t.Errorf("stage 02 read nothing: its note once and no row, got %d rows:\n%s", n, gpu)
 	}
 	for _, want := range []string{
-		"**Energy**: stage 01, from GPU telemetry: 5.0 kJ by power integral, 125 J/out token, 1250000 J/1K turns; at $0.15/kWh $5.2083/1M out in energy, beside $138.889/1M out by the hour\n",
+		"**Energy**: stage 01, from GPU telemetry: 5.0 kJ by power integral, 125 J/out token, 1,250,000 J/1K turns; at $0.15/kWh $5.2083/1M out in energy, beside $138.889/1M out by the hour\n",
 		"| SLO | out tok/s | $/1M out | energy $/1M out | $/1K turns | $/session |",
 		"| 01 | c=2 | PASS | 4.0 | $138.889 | $5.2083 |", "| 02 | c=4 | FAIL | 4.0 | $138.889 | N/A (no readings) |",
-		"stage 01: GPU telemetry reports 2 GPUs and cost.gpu_count is 1",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report.md lacks %q:\n%s", want, md)
@@ -127,7 +126,7 @@ func TestGPUTelemetryUnpriced(t *testing.T) {
 			t.Errorf("report.md without an energy price shows %q:\n%s", banned, md)
 		}
 	}
-	if !strings.Contains(md, "**Energy**: stage 01, from GPU telemetry: 5.0 kJ by power integral, 125 J/out token, 1250000 J/1K turns\n") {
+	if !strings.Contains(md, "**Energy**: stage 01, from GPU telemetry: 5.0 kJ by power integral, 125 J/out token, 1,250,000 J/1K turns\n") {
 		t.Errorf("the headline's energy line:\n%s", md)
 	}
 }
@@ -184,11 +183,17 @@ func TestKneeGPUText(t *testing.T) {
 	}
 }
 
-// TestNumberFormats: joules to three significant digits, watts with thousands grouped.
+// TestNumberFormats: joules to three significant digits, whole and grouped from 100 and 1,000;
+// watts with thousands grouped; an energy cost below a cent to three significant digits.
 func TestNumberFormats(t *testing.T) {
-	for in, want := range map[float64]string{0.41234: "0.412", 4.1234: "4.12", 41.234: "41.2", 412.34: "412", 0: "0", 0.0012345: "0.00123"} {
+	for in, want := range map[float64]string{0.41234: "0.412", 4.1234: "4.12", 41.234: "41.2", 412.34: "412", 0: "0", 0.0012345: "0.00123", 83574.4: "83,574"} {
 		if got := sigText(metrics.Some(in)); got != want {
 			t.Errorf("sigText(%g) = %q, want %q", in, got, want)
+		}
+	}
+	for in, want := range map[float64]string{0.0000417: "$0.0000417", 0.0123456: "$0.0123", 5.20833: "$5.2083"} {
+		if got := energyMoney(metrics.Some(in)); got != want {
+			t.Errorf("energyMoney(%g) = %q, want %q", in, got, want)
 		}
 	}
 	for in, want := range map[float64]string{0: "0", 999.6: "1,000", 1412: "1,412", 1234567: "1,234,567", -2500: "-2,500"} {
