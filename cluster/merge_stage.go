@@ -369,9 +369,8 @@ func mergedGPU(out string, parts []stagePart, sum *metrics.StageSummary) *metric
 			samples[i].TNs += p.off
 		}
 		writeJSONLines(filepath.Join(out, "gpu_metrics.jsonl"), samples)
-		t := sum.Throughput
-		gpu := metrics.SummarizeGPU(samples, metrics.GPUWindow{WNs: sum.Window.WNs, EEffNs: sum.Window.EEffNs,
-			OutputTokens: t.OutputTokens, InputTokens: t.InputTokens, Requests: t.Requests,
+		work, _ := metrics.ReadWindowWork(filepath.Join(out, "profile_export.jsonl"), sum.Window.WNs, sum.Window.EEffNs)
+		gpu := metrics.SummarizeGPU(samples, metrics.GPUWindow{WNs: sum.Window.WNs, EEffNs: sum.Window.EEffNs, Work: work,
 			GPUCount: r.Cost.GPUCount, EnergyUSDPerKWh: r.Cost.EnergyUSDPerKWh})
 		if len(samples) == 0 {
 			gpu.Note = r.GPU.Note

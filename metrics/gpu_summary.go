@@ -31,8 +31,9 @@ type GPUSummary struct {
 	SMActiveMean Opt[float64] `json:"sm_active_mean"`
 	// MemUsedMaxMiB is the largest memory in use, summed over the GPUs' own peaks.
 	MemUsedMaxMiB Opt[float64] `json:"mem_used_max_mib"`
-	// JPerOutToken is EnergyJ ÷ the window's output tokens (Throughput.OutputTokens), JPer1KTurns
-	// EnergyJ ÷ its requests × 1000, JPerInToken ÷ its input tokens (what an embeddings stage costs).
+	// JPerOutToken is EnergyJ ÷ the output tokens that arrived in the window, JPerInToken ÷ the
+	// prompt tokens prefilled in it (what an embeddings stage costs), JPer1KTurns ÷ the requests'
+	// shares of it × 1000: each placed where it happened (WindowWork), not counted at its end.
 	JPerOutToken Opt[float64] `json:"j_per_out_token"`
 	JPerInToken  Opt[float64] `json:"j_per_in_token"`
 	JPer1KTurns  Opt[float64] `json:"j_per_1k_turns"`
@@ -69,8 +70,8 @@ type GPUStats struct {
 // GPUWindow is what SummarizeGPU needs of the stage besides the readings.
 type GPUWindow struct {
 	WNs, EEffNs int64
-	// OutputTokens, InputTokens and Requests are the window's (Throughput's).
-	OutputTokens, InputTokens, Requests int
+	// Work is what the server did in the window (ReadWindowWork).
+	Work WindowWork
 	// GPUCount is the scenario's cost.gpu_count; EnergyUSDPerKWh its price of energy (nil: none).
 	GPUCount        int
 	EnergyUSDPerKWh *float64
@@ -170,15 +171,15 @@ func SummarizeGPU(samples []GPUSample, w GPUWindow) GPUSummary {
 
 // perUnit divides the window's energy by its tokens and turns, and prices it.
 func (out *GPUSummary) perUnit(w GPUWindow) {
-	e := out.EnergyJ.V
-	if w.OutputTokens > 0 {
-		out.JPerOutToken = Some(e / float64(w.OutputTokens))
+	e, work := out.EnergyJ.V, w.Work
+	if work.OutputTokens > 0 {
+		out.JPerOutToken = Some(e / work.OutputTokens)
 	}
-	if w.InputTokens > 0 {
-		out.JPerInToken = Some(e / float64(w.InputTokens))
+	if work.InputTokens > 0 {
+		out.JPerInToken = Some(e / work.InputTokens)
 	}
-	if w.Requests > 0 {
-		out.JPer1KTurns = Some(e / float64(w.Requests) * 1000)
+	if work.Turns > 0 {
+		out.JPer1KTurns = Some(e / work.Turns * 1000)
 	}
 	if p := w.EnergyUSDPerKWh; p != nil {
 		const joulesPerKWh = 3.6e6

@@ -44,7 +44,7 @@ func (f gpuFake) samples(from, to float64) []GPUSample {
 }
 
 func gpuWindow(secs float64) GPUWindow {
-	return GPUWindow{WNs: gpuW0, EEffNs: gpuW0 + int64(secs*1e9), OutputTokens: 6000, InputTokens: 30000, Requests: 60, GPUCount: 2}
+	return GPUWindow{WNs: gpuW0, EEffNs: gpuW0 + int64(secs*1e9), Work: WindowWork{OutputTokens: 6000, InputTokens: 30000, Turns: 60}, GPUCount: 2}
 }
 
 func nearOpt(t *testing.T, what string, got Opt[float64], want float64) {
@@ -138,5 +138,43 @@ func TestGPUSummaryAbsentValues(t *testing.T) {
 	nearOpt(t, "GPU 0 energy", got.GPUs[0].EnergyJ, 2000)
 	if none := SummarizeGPU(nil, gpuWindow(20)); none.Note == "" || none.EnergyJ.OK {
 		t.Errorf("no readings: %+v", none)
+	}
+}
+
+// The window's work is placed where it happened: token events at their times, the prompt over its
+// prefill, the turn by the part of its span inside.
+func TestWindowWork(t *testing.T) {
+	const ms = int64(1e6)
+	// Starts at 0, first token at 100 ms, then events every 100 ms: events at 100, 200, …, 500 ms,
+	// carrying 1, 2, 1, 1, 5 tokens; the request ends at 500 ms.
+	r := &Record{RequestStartNs: 0, RequestEndNs: Some(500 * ms), TTFT: Some(100.0), InputSequenceLength: Some(40),
+		OutputSequenceLength: Some(10), InterChunkLatency: []float64{100, 100, 100, 100}, ChunkTokens: []int{1, 2, 1, 1, 5}}
+	var w WindowWork
+	w.add(r, 150*ms, 450*ms) // events at 200, 300, 400 ms: 2 + 1 + 1 tokens
+	if w.OutputTokens != 4 || w.Turns != 0.6 || w.InputTokens != 0 {
+		t.Errorf("%+v, want 4 tokens, 0.6 turns, no prefill (it ended at 100 ms)", w)
+	}
+	w = WindowWork{}
+	w.add(r, 50*ms, 1000*ms) // half the prefill, every event
+	if w.OutputTokens != 10 || w.InputTokens != 20 || w.Turns != 0.9 {
+		t.Errorf("%+v, want 10 tokens, 20 prompt tokens, 0.9 turns", w)
+	}
+	// Without chunk_tokens the tokens spread over the events; without gaps, over first token to end.
+	r.ChunkTokens = nil
+	w = WindowWork{}
+	w.add(r, 150*ms, 450*ms)
+	if w.OutputTokens != 6 {
+		t.Errorf("%+v, want 3 of 5 events of 2 tokens", w)
+	}
+	r.InterChunkLatency = nil
+	w = WindowWork{}
+	w.add(r, 300*ms, 1000*ms)
+	if w.OutputTokens != 5 {
+		t.Errorf("%+v, want half of the 10 tokens between 100 and 500 ms", w)
+	}
+	w = WindowWork{}
+	w.add(&Record{RequestStartNs: 0}, 0, 1000*ms) // never answered
+	if w != (WindowWork{}) {
+		t.Errorf("%+v from a record without an end", w)
 	}
 }

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
@@ -74,10 +75,12 @@ func gpuSummary(sc *workload.Scenario, r engine.StageResult, sum *metrics.StageS
 	if err != nil && r.GPUNote == "" && len(r.GPUWarnings) == 0 {
 		return nil
 	}
-	t := sum.Throughput
-	out := metrics.SummarizeGPU(samples, metrics.GPUWindow{WNs: sum.Window.WNs, EEffNs: sum.Window.EEffNs,
-		OutputTokens: t.OutputTokens, InputTokens: t.InputTokens, Requests: t.Requests,
+	work, workErr := metrics.ReadWindowWork(filepath.Join(r.Dir, "profile_export.jsonl"), sum.Window.WNs, sum.Window.EEffNs)
+	out := metrics.SummarizeGPU(samples, metrics.GPUWindow{WNs: sum.Window.WNs, EEffNs: sum.Window.EEffNs, Work: work,
 		GPUCount: sc.Cost.GPUCount, EnergyUSDPerKWh: sc.Cost.EnergyUSDPerKWh})
+	if workErr != nil && len(samples) > 0 {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("GPU telemetry: the records could not be read for the window's tokens (%v), so no energy per token", workErr))
+	}
 	if r.GPUNote != "" {
 		out.Note = r.GPUNote
 	}

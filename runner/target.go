@@ -71,6 +71,15 @@ func startMock(sc *workload.Scenario) (*mock.Running, error) {
 		cfg.JSONValidRate = *m.JSONValidRate
 	}
 	cfg.Models = m.Models
+	if m.GPUs != nil {
+		cfg.GPUs = *m.GPUs
+	}
+	if m.GPUIdleWatts != nil {
+		cfg.GPUIdleWatts = *m.GPUIdleWatts
+	}
+	if m.GPUJoulesPerToken != nil {
+		cfg.GPUJoulesPerToken = *m.GPUJoulesPerToken
+	}
 	cfg.SharesProcess = true
 	return mock.Start(cfg, "")
 }

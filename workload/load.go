@@ -235,6 +235,15 @@ func (c *checker) rules() {
 			c.errorf("target.mock.cache_ttft_factor", "found %g; accepted: a factor ≥ 0 (1 = a cache hit does not speed up TTFT)", m.CacheTTFTFactor)
 		}
 		c.mockSlots(m)
+		if m.GPUs != nil && (*m.GPUs < 1 || *m.GPUs > 1024) {
+			c.errorf("target.mock.gpus", "found %d; accepted: the GPUs the mock's exporter reports, 1 to 1024", *m.GPUs)
+		}
+		if v := m.GPUIdleWatts; v != nil && !(*v >= 0 && *v <= 100_000) {
+			c.errorf("target.mock.gpu_idle_watts", "found %g; accepted: watts per GPU with nothing generating, 0 to 100000", *v)
+		}
+		if v := m.GPUJoulesPerToken; v != nil && !(*v >= 0 && *v <= 100_000) {
+			c.errorf("target.mock.gpu_joules_per_token", "found %g; accepted: joules per generated token over all GPUs, 0 to 100000", *v)
+		}
 		if t.BaseURL != MockBaseURL && s.has("target.base_url") {
 			c.errorf("target.base_url", "found %q with a target.mock block; accepted: base_url mock or no base_url (the mock starts in-process)", t.BaseURL)
 		}

@@ -123,6 +123,12 @@ type MockTarget struct {
 	JSONValidRate *float64 `yaml:"json_valid_rate,omitempty"`
 	// Models are the model names the mock serves (empty: any).
 	Models []string `yaml:"models,omitempty"`
+	// GPUs, GPUIdleWatts and GPUJoulesPerToken shape the mock's DCGM exporter (GET /dcgm/metrics,
+	// docs/mock.md): the devices it reports, each one's idle draw, and the energy of a generated
+	// token over all of them (nil: the mock's defaults, 1 GPU, 80 W, 0.25 J).
+	GPUs              *int     `yaml:"gpus,omitempty"`
+	GPUIdleWatts      *float64 `yaml:"gpu_idle_watts,omitempty"`
+	GPUJoulesPerToken *float64 `yaml:"gpu_joules_per_token,omitempty"`
 	// PrefillPerToken is added to TTFT for every prompt token the mock's prefix cache did not
 	// hold (text and image tokens alike): what makes a longer, uncached prompt slower (0: none).
 	PrefillPerToken Duration `yaml:"prefill_per_token,omitempty"`

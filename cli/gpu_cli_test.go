@@ -1,0 +1,81 @@
+package cli
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/plload/plload/resultfiles"
+)
+
+// TestGPUEnergyMatchesTheMocksModel runs a stage against the embedded mock, whose two GPUs draw
+// 60 W each at rest and 0.4 J a generated token, with energy at $0.20/kWh: stage.json's energy per
+// output token is the model's, idle share included, within 1 %, and so is the energy cost; the
+// report shows it.
+func TestGPUEnergyMatchesTheMocksModel(t *testing.T) {
+	const idle, perToken, gpus, price = 60.0, 0.4, 2, 0.20
+	dir := t.TempDir()
+	scenario := `name: gpu
+seed: 3
+target:
+  base_url: mock
+  mock: {ttft: 20ms, tps: 200, gpus: 2, gpu_idle_watts: 60, gpu_joules_per_token: 0.4}
+personas: {count: 2, system_prompt_tokens: 100}
+session: {turns: 1, user_input_tokens: 20, max_output_tokens: 100, think_time: 0s}
+load:
+  mode: concurrency
+  stages: [{concurrency: 8, warmup: 2s, duration: 8s}]
+slo: {ttft_p95: 1s}
+cost: {gpu_hourly_usd: 2, gpu_count: 2, energy_usd_per_kwh: 0.20}
+`
+	path := filepath.Join(dir, "gpu.yaml")
+	os.WriteFile(path, []byte(scenario), 0o644)
+	code, out, errOut := plload(t, "run", path, "--out", dir, "--quiet")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	runs, _ := filepath.Glob(filepath.Join(dir, "gpu-*"))
+	if len(runs) != 1 {
+		t.Fatalf("runs %v", runs)
+	}
+	data, err := os.ReadFile(filepath.Join(runs[0], "stage_01", "stage.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st resultfiles.StageReport
+	if err := json.Unmarshal(data, &st); err != nil {
+		t.Fatal(err)
+	}
+	g := st.GPU
+	if g == nil || !g.JPerOutToken.OK || len(g.GPUs) != gpus || g.EnergyMethod != "counter" || len(g.Warnings) != 0 {
+		t.Fatalf("gpu %+v", g)
+	}
+	// The model: each token's own energy, plus the idle draw over the window shared by the window's
+	// tokens (those that arrived in it, as stage.json counts them: energy_j ÷ j_per_out_token).
+	secs, tokens := st.Summary.Window.Seconds, g.EnergyJ.V/g.JPerOutToken.V
+	want := perToken + gpus*idle*secs/tokens
+	t.Logf("J/out token %.4f, model %.4f; %.0f tokens in the window (throughput's count: %d); power %.1f W; energy %.0f J over %.2f s",
+		g.JPerOutToken.V, want, tokens, st.Summary.Throughput.OutputTokens, g.PowerMeanW.V, g.EnergyJ.V, secs)
+	if math.Abs(g.JPerOutToken.V/want-1) > 0.01 {
+		t.Errorf("J/out token %.4f, the mock's model %.4f: off by %.2f %%", g.JPerOutToken.V, want, 100*(g.JPerOutToken.V/want-1))
+	}
+	// The window's tokens are the server's: 8 streams of 100 tokens at 200/s, each after a 20 ms TTFT.
+	if perStream := tokens / 8 / secs; perStream < 180 || perStream > 200 {
+		t.Errorf("%.1f tokens/s a stream in the window", perStream)
+	}
+	wantUSD := want * 1e6 / 3.6e6 * price
+	if !g.EnergyUSDPer1MOut.OK || math.Abs(g.EnergyUSDPer1MOut.V/wantUSD-1) > 0.01 {
+		t.Errorf("energy $/1M out %+v, model %.5f", g.EnergyUSDPer1MOut, wantUSD)
+	}
+	// The two GPUs share the draw evenly.
+	if a, b := g.GPUs[0].EnergyJ.V, g.GPUs[1].EnergyJ.V; math.Abs(a/b-1) > 1e-6 {
+		t.Errorf("GPU energies %.3f and %.3f", a, b)
+	}
+	report, _ := os.ReadFile(filepath.Join(runs[0], "report.md"))
+	if !strings.Contains(string(report), "GPU") {
+		t.Errorf("report.md has no GPU telemetry:\n%s", report)
+	}
+}
