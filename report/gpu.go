@@ -65,7 +65,7 @@ func gpuSection(rows []runStage, withRun bool) string {
 	if len(stages) > 0 {
 		b.WriteString(markdownTable(stageHeader(withRun, "energy kJ (how)", "power W mean / max", "GPU util %", "SM active %",
 			"peak memory GiB", "J/out token", "J/1K turns"), stages))
-		b.WriteString("\nOver each stage's measurement window, from the GPUs' own readings: energy by the exporter's energy counter (counter) or by the power readings, trapezoids between them (power integral); power and memory are summed over the GPUs, utilisation and SM active averaged over them; J/out token and J/1K turns divide the energy by the window's output tokens and requests. A gap in the readings is never filled: a value it leaves unknown is N/A, and the warnings say why.\n")
+		b.WriteString("\nOver each stage's measurement window, from the GPUs' own readings: energy by the exporter's energy counter (counter) or by the power readings, trapezoids between them (power integral); power and memory are summed over the GPUs, utilisation and SM active averaged over them; J/out token and J/1K turns divide the energy by the output tokens and turns of the window. A gap in the readings is never filled: a value it leaves unknown is N/A, and the warnings say why.\n")
 		if len(sources) > 0 {
 			quoted := make([]string, len(sources))
 			for i, s := range sources {
