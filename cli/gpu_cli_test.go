@@ -1,13 +1,18 @@
 package cli
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/plload/plload/mock"
 	"github.com/plload/plload/resultfiles"
 )
 
@@ -37,18 +42,7 @@ cost: {gpu_hourly_usd: 2, gpu_count: 2, energy_usd_per_kwh: 0.20}
 	if code != 0 {
 		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
 	}
-	runs, _ := filepath.Glob(filepath.Join(dir, "gpu-*"))
-	if len(runs) != 1 {
-		t.Fatalf("runs %v", runs)
-	}
-	data, err := os.ReadFile(filepath.Join(runs[0], "stage_01", "stage.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var st resultfiles.StageReport
-	if err := json.Unmarshal(data, &st); err != nil {
-		t.Fatal(err)
-	}
+	st := readStage(t, dir, "gpu")
 	g := st.GPU
 	if g == nil || !g.JPerOutToken.OK || len(g.GPUs) != gpus || g.EnergyMethod != "counter" || len(g.Warnings) != 0 {
 		t.Fatalf("gpu %+v", g)
@@ -74,8 +68,116 @@ cost: {gpu_hourly_usd: 2, gpu_count: 2, energy_usd_per_kwh: 0.20}
 	if a, b := g.GPUs[0].EnergyJ.V, g.GPUs[1].EnergyJ.V; math.Abs(a/b-1) > 1e-6 {
 		t.Errorf("GPU energies %.3f and %.3f", a, b)
 	}
+	runs, _ := filepath.Glob(filepath.Join(dir, "gpu-*"))
 	report, _ := os.ReadFile(filepath.Join(runs[0], "report.md"))
 	if !strings.Contains(string(report), "GPU") {
 		t.Errorf("report.md has no GPU telemetry:\n%s", report)
 	}
+}
+
+// TestGPUExporterThatMisbehaves: the mock's exporter restarts its energy counter 2.5 s into the
+// window, then stops answering for 4 s, then reports NaN power for the rest. The stage's warnings say
+// each, and no number is wrong: the energy (by the counter, bridged across the reset by power) still
+// matches the mock's own exact energy within 1 %; the mean power leaves the gap and the NaN out.
+func TestGPUExporterThatMisbehaves(t *testing.T) {
+	cfg := mock.DefaultConfig()
+	cfg.TTFT, cfg.TPS, cfg.GPUs, cfg.GPUIdleWatts, cfg.GPUJoulesPerToken = 20*time.Millisecond, 200, 2, 60, 0.4
+	m, err := mock.Start(cfg, "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close(context.Background())
+	dir := t.TempDir()
+	scenario := fmt.Sprintf(`name: gpufaults
+target: {base_url: %s, model: m, gpu_metrics_url: %s/dcgm/metrics, server_metrics_url: "off"}
+personas: {count: 2, system_prompt_tokens: 100}
+session: {turns: 1, user_input_tokens: 20, max_output_tokens: 100, think_time: 0s}
+load:
+  mode: concurrency
+  stages: [{concurrency: 4, warmup: 1s, duration: 12s}]
+slo: {ttft_p95: 1s}
+cost: {gpu_hourly_usd: 2, gpu_count: 2}
+`, m.BaseURL(), strings.TrimSuffix(m.BaseURL(), "/v1"))
+	path := filepath.Join(dir, "f.yaml")
+	os.WriteFile(path, []byte(scenario), 0o644)
+	// The mock's exact energy, read every 20 ms on the clock the records use.
+	type reading struct {
+		ns int64
+		j  float64
+	}
+	var mu sync.Mutex
+	var truth []reading
+	stop := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				mu.Lock()
+				truth = append(truth, reading{time.Now().UnixNano(), m.GPUEnergyJoules()})
+				mu.Unlock()
+			}
+		}
+	}()
+	for _, step := range []struct {
+		at    time.Duration
+		fault func()
+	}{{3500 * time.Millisecond, m.ResetGPUEnergy}, {5500 * time.Millisecond, func() { m.SetGPUFault(mock.GPUFaultDown) }},
+		{9500 * time.Millisecond, func() { m.SetGPUFault(mock.GPUFaultNaN) }}} {
+		timer := time.AfterFunc(step.at, step.fault)
+		defer timer.Stop()
+	}
+	code, out, errOut := plload(t, "run", path, "--out", dir, "--quiet")
+	close(stop)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	st := readStage(t, dir, "gpufaults")
+	g := st.GPU
+	warnings := strings.Join(st.Summary.Warnings, "\n")
+	for _, want := range []string{"the energy counter went back 1 time(s) in the stage", "no readings for", "the gap is not filled"} {
+		if !strings.Contains(warnings, want) {
+			t.Errorf("stage warnings lack %q:\n%s", want, warnings)
+		}
+	}
+	at := func(ns int64) float64 { // the mock's energy at ns, between the two readings around it
+		mu.Lock()
+		defer mu.Unlock()
+		for i := 1; i < len(truth); i++ {
+			if a, b := truth[i-1], truth[i]; b.ns >= ns {
+				return a.j + (b.j-a.j)*float64(ns-a.ns)/float64(b.ns-a.ns)
+			}
+		}
+		t.Fatalf("no reading of the mock's energy at %d", ns)
+		return 0
+	}
+	want := at(st.Summary.Window.EEffNs) - at(st.Summary.Window.WNs)
+	t.Logf("energy %.1f J (%s), the mock's %.1f J; mean power %.1f W; warnings:\n%s", g.EnergyJ.V, g.EnergyMethod, want, g.PowerMeanW.V, warnings)
+	if !g.EnergyJ.OK || g.EnergyMethod != "counter and power integral" || math.Abs(g.EnergyJ.V/want-1) > 0.01 {
+		t.Errorf("energy %+v (%s), the mock's %.1f J", g.EnergyJ, g.EnergyMethod, want)
+	}
+	if !g.PowerMeanW.OK || g.PowerMeanW.V < 2*60 || g.Samples >= 12 {
+		t.Errorf("mean power %+v over %d readings: NaN or the gap taken as readings", g.PowerMeanW, g.Samples)
+	}
+}
+
+// readStage reads stage_01/stage.json of the one run named name under dir.
+func readStage(t *testing.T, dir, name string) *resultfiles.StageReport {
+	t.Helper()
+	runs, _ := filepath.Glob(filepath.Join(dir, name+"-*"))
+	if len(runs) != 1 {
+		t.Fatalf("runs %v", runs)
+	}
+	data, err := os.ReadFile(filepath.Join(runs[0], "stage_01", "stage.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st resultfiles.StageReport
+	if err := json.Unmarshal(data, &st); err != nil {
+		t.Fatal(err)
+	}
+	return &st
 }

@@ -138,6 +138,7 @@ var (
 	outputType   = reflect.TypeFor[OutputTokens]()
 	nonceType    = reflect.TypeFor[Nonce]()
 	rateType     = reflect.TypeFor[Rate]()
+	urlListType  = reflect.TypeFor[URLList]()
 )
 
 // maxDepth bounds how deep a scenario nests; only a recursive alias gets near it.
@@ -261,6 +262,12 @@ func (d *decoder) special(n ast.Node, at position, path string, v reflect.Value,
 		dist.Limit, _ = strconv.ParseFloat(tag.Get("limit"), 64)
 		v.Set(reflect.ValueOf(dist))
 		return true
+	case v.Type() == urlListType: // one URL, or a list of them
+		if text, ok := scalarText(n); ok {
+			v.Set(reflect.ValueOf(URLList{text}))
+			return true
+		}
+		return false
 	case v.Type() == nonceType: // true, false or after_system
 		if b, ok := n.(*ast.BoolNode); ok {
 			if b.Value {

@@ -1,29 +1,13 @@
 package workload
 
 import (
-	"fmt"
 	"net/url"
 	"strings"
 )
 
 // URLList is a scenario key that takes one value or a list of them (target.gpu_metrics_url: one
-// exporter, or one per node).
+// exporter, or one per node); the scenario's decoder reads a lone value as a list of one.
 type URLList []string
-
-// UnmarshalYAML reads a string or a list of strings.
-func (l *URLList) UnmarshalYAML(unmarshal func(any) error) error {
-	var one string
-	if err := unmarshal(&one); err == nil {
-		*l = URLList{one}
-		return nil
-	}
-	var many []string
-	if err := unmarshal(&many); err != nil {
-		return fmt.Errorf("accepted: a URL or a list of URLs")
-	}
-	*l = many
-	return nil
-}
 
 // MarshalYAML writes one value as a string, more as a list.
 func (l URLList) MarshalYAML() (any, error) {
