@@ -70,8 +70,29 @@ cost: {gpu_hourly_usd: 2, gpu_count: 2, energy_usd_per_kwh: 0.20}
 	}
 	runs, _ := filepath.Glob(filepath.Join(dir, "gpu-*"))
 	report, _ := os.ReadFile(filepath.Join(runs[0], "report.md"))
-	if !strings.Contains(string(report), "GPU") {
+	if !strings.Contains(string(report), "GPU telemetry") {
 		t.Errorf("report.md has no GPU telemetry:\n%s", report)
+	}
+
+	// The stage's files in AIPerf's layouts, alone in a directory, read back as an AIPerf run with its
+	// GPU telemetry from gpu_telemetry_export.jsonl (over AIPerf's window: every record).
+	aiperf := t.TempDir()
+	for _, name := range []string{"profile_export.jsonl", "profile_export_aiperf.json", "gpu_telemetry_export.jsonl"} {
+		data, err := os.ReadFile(filepath.Join(runs[0], "stage_01", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(aiperf, name), data, 0o644)
+	}
+	summary, _ := os.ReadFile(filepath.Join(aiperf, "profile_export_aiperf.json"))
+	if !strings.Contains(string(summary), `"telemetry_data"`) || !strings.Contains(string(summary), `"energy_consumption"`) {
+		t.Errorf("profile_export_aiperf.json has no telemetry_data")
+	}
+	page := filepath.Join(dir, "aiperf.html")
+	code, out, errOut = plload(t, "report", aiperf, "--html", page)
+	html, _ := os.ReadFile(page)
+	if code != 0 || !strings.Contains(string(html), "GPU telemetry") || !strings.Contains(string(html), "J/out token") || strings.Contains(out+errOut, "gpu_telemetry_export.jsonl not read") {
+		t.Errorf("report of the AIPerf layout: exit %d, no GPU telemetry\n%s\n%s", code, out, errOut)
 	}
 }
 

@@ -56,6 +56,11 @@ func ReadAIPerfRun(dir string) (Run, error) {
 		Cost:    resultfiles.CostInputs{CostInputs: metrics.CostInputs{GPUCount: 1, ExpectedTurns: 1, Unpriced: true}},
 		Summary: rs.StageSummary, RecordsKept: true}
 	run := Run{Dir: dir, Name: name, Stages: []*resultfiles.StageReport{st}, RecordsLayout: rs.Layout}
+	if gpu, problem := aiperfGPU(dir, records, rs.StageSummary); problem != "" {
+		run.Warnings = append(run.Warnings, problem)
+	} else {
+		st.GPU = gpu
+	}
 	summaryPath := filepath.Join(dir, AIPerfSummaryFile)
 	summary, err := metrics.ReadAIPerfSummary(summaryPath)
 	switch {
@@ -119,4 +124,23 @@ func (r Run) Source() string {
 		s += fmt.Sprintf(", %s in the %s layout", AIPerfSummaryFile, r.SummaryLayout)
 	}
 	return s
+}
+
+// aiperfGPU is the GPU telemetry of an AIPerf run (its gpu_telemetry_export.jsonl, in either of
+// AIPerf's layouts) over the records' window, as plload summarizes its own: nil without the file,
+// and a warning for one that cannot be read.
+func aiperfGPU(dir, records string, sum *metrics.StageSummary) (*metrics.GPUSummary, string) {
+	f, err := os.Open(filepath.Join(dir, metrics.AIPerfGPUTelemetryFile))
+	if err != nil {
+		return nil, ""
+	}
+	defer f.Close()
+	samples, err := metrics.ReadAIPerfGPUTelemetry(f)
+	if err != nil {
+		return nil, fmt.Sprintf("%s not read: %v", metrics.AIPerfGPUTelemetryFile, err)
+	}
+	work, _ := metrics.ReadWindowWork(records, sum.Window.WNs, sum.Window.EEffNs)
+	gpu := metrics.SummarizeGPU(samples, metrics.GPUWindow{WNs: sum.Window.WNs, EEffNs: sum.Window.EEffNs, Work: work})
+	sum.Warnings = append(sum.Warnings, gpu.Warnings...)
+	return &gpu, ""
 }

@@ -97,7 +97,11 @@ func aiperfMetrics(s *metrics.StageSummary) []aiperfMetric {
 }
 
 // AIPerfSummary is the stage's profile_export_aiperf.json, as JSON.
-func (r *StageReport) AIPerfSummary() ([]byte, error) {
+func (r *StageReport) AIPerfSummary() ([]byte, error) { return r.aiperfSummaryWith(nil) }
+
+// aiperfSummaryWith is AIPerfSummary with AIPerf's telemetry_data section where the stage read its
+// GPUs (nil: none).
+func (r *StageReport) aiperfSummaryWith(telemetry *metrics.AIPerfTelemetryData) ([]byte, error) {
 	s := r.Summary
 	var o ordered
 	for _, m := range aiperfMetrics(s) {
@@ -110,6 +114,9 @@ func (r *StageReport) AIPerfSummary() ([]byte, error) {
 		kv{"start_time", isoTime(s.Window.WNs)},
 		kv{"end_time", isoTime(s.Window.EEffNs)},
 	)
+	if telemetry != nil {
+		o = append(o, kv{"telemetry_data", telemetry})
+	}
 	return json.MarshalIndent(o, "", "  ")
 }
 
@@ -212,7 +219,11 @@ func (m aiperfMetric) csvName() string {
 
 // writeAIPerfSummary writes both AIPerf summary files into dir (atomically).
 func (r *StageReport) writeAIPerfSummary(dir string) error {
-	data, err := r.AIPerfSummary()
+	telemetry, err := r.writeAIPerfGPU(dir)
+	if err != nil {
+		return err
+	}
+	data, err := r.aiperfSummaryWith(telemetry)
 	if err != nil {
 		return err
 	}
@@ -249,4 +260,30 @@ func (o ordered) MarshalJSON() ([]byte, error) {
 	}
 	buf.WriteByte('}')
 	return buf.Bytes(), nil
+}
+
+// writeAIPerfGPU writes the stage's GPU readings (gpu_metrics.jsonl) in AIPerf's layout,
+// gpu_telemetry_export.jsonl, and returns their telemetry_data section over the window; nil, and no
+// file, where the stage read no GPU. AIPerf renamed the layout's fields in its main branch; plload
+// writes the released one (docs/interop.md).
+func (r *StageReport) writeAIPerfGPU(dir string) (*metrics.AIPerfTelemetryData, error) {
+	if r.GPU == nil || r.Summary == nil {
+		return nil, nil
+	}
+	samples, err := metrics.ReadJSONLines[metrics.GPUSample](filepath.Join(dir, "gpu_metrics.jsonl"))
+	if err != nil || len(samples) == 0 {
+		return nil, nil
+	}
+	var b bytes.Buffer
+	if err := metrics.WriteAIPerfGPUTelemetry(&b, samples, metrics.AIPerfGPULayoutPlain); err != nil {
+		return nil, nil // a GPU whose index is not a number, which AIPerf's layout cannot hold: plload's own file has it
+	}
+	if err := metrics.WriteFileAtomic(filepath.Join(dir, metrics.AIPerfGPUTelemetryFile), b.Bytes()); err != nil {
+		return nil, err
+	}
+	telemetry, err := metrics.SummarizeAIPerfGPU(samples, metrics.AIPerfGPUWindow{StartNs: r.Summary.Window.WNs, EndNs: r.Summary.Window.EEffNs}, metrics.AIPerfGPULayoutPlain)
+	if err != nil {
+		return nil, nil // the per-sample file is written; a summary AIPerf's layout cannot hold is left out
+	}
+	return telemetry, nil
 }
