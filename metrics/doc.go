@@ -14,6 +14,10 @@
 //     (confidence intervals of comparisons);
 //   - the server's view: server_sample.go (one scrape, as server_metrics.jsonl holds it) and
 //     server_summary.go (a stage's window of them); reading the endpoint is package scrape's;
+//   - the GPUs' view: gpu_sample.go (one reading of a telemetry source, as gpu_metrics.jsonl holds
+//     it), gpu_summary.go and gpu_series.go (a stage's window: energy, power, J per token),
+//     gpu_work.go (the work done in a window, each token at its arrival), aiperf_gpu.go (AIPerf's
+//     GPU telemetry layout, written and read);
 //   - the injector's health: injector_health.go.
 //
 // Beyond the tags of AIPerf's layout (docs/records.md), plload writes metrics of its own, which AIPerf's readers skip:

@@ -2,7 +2,9 @@
 // answer to a metrics.ServerSample (running and waiting requests, KV-cache use, prefix-cache counters,
 // the TTFT histogram of vLLM, SGLang, llama.cpp or the plload mock). The engine scrapes every second
 // of a stage into stage_NN/server_metrics.jsonl (docs/records.md); the window's summary is metrics'
-// SummarizeServer, computed from that file afterwards.
+// SummarizeServer, computed from that file afterwards. The GPUs' telemetry is read the same way:
+// ParseDCGM (a DCGM exporter's text) and ReadNvidiaSMI (nvidia-smi's CSV) into metrics.GPUSample,
+// stage_NN/gpu_metrics.jsonl, summarized by metrics' SummarizeGPU.
 package scrape
 
 import (
