@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -45,11 +46,16 @@ var nvidiaSMIPath = "nvidia-smi"
 // guessed, a warning where they were named); one that answered and then fails is logged once per
 // problem and read on, and the gap it leaves is SummarizeGPU's to say.
 func (s *stageRun) scrapeGPU(ctx context.Context, cfg GPUTelemetry, dir string) gpuResult {
-	w, err := metrics.NewWriter[*metrics.GPUSample](filepath.Join(dir, "gpu_metrics.jsonl"), 64)
+	path := filepath.Join(dir, "gpu_metrics.jsonl")
+	w, err := metrics.NewWriter[*metrics.GPUSample](path, 64)
 	if err != nil {
 		return gpuResult{warnings: []string{fmt.Sprintf("GPU telemetry off: %v", err)}}
 	}
-	defer w.Close()
+	defer func() {
+		if w.Close() == nil && w.Written() == 0 {
+			os.Remove(path) // nothing was read: no file, as where telemetry is off
+		}
+	}()
 	var mu sync.Mutex
 	var silent []string // sources that never answered, and why
 	var res gpuResult
