@@ -27,7 +27,8 @@ func mockserverCommand() *cli.Command {
 			"for tests and for the self-test. Endpoints: POST /v1/chat/completions (stream and not),\n" +
 			"POST /v1/completions, POST /v1/embeddings and POST /v1/rerank (one prefill each, answered whole at\n" +
 			"its TTFT), GET /v1/models, GET /health, GET /metrics (vLLM-style names plus\n" +
-			"plload_mock_send_lateness_seconds) and GET /mock/stats (send lateness; ?reset=1 starts a new window).\n\n" +
+			"plload_mock_send_lateness_seconds), GET /mock/stats (send lateness; ?reset=1 starts a new window) and\n" +
+			"GET /dcgm/metrics (a dcgm-exporter's fields for --gpus GPUs: power, energy, utilization, memory).\n\n" +
 			"Each request is admitted (queued first with --max-concurrency), its first token is sent TTFT\n" +
 			"later, then one token per chunk every 1/tps, all scheduled from the admission time. A prefix-cache\n" +
 			"hit scales TTFT by 1 − cached/prompt × (1 − cache-ttft-factor). The same --seed and request body\n" +
@@ -38,7 +39,9 @@ func mockserverCommand() *cli.Command {
 			"--tls it serves https:// instead (HTTP/2 or HTTP/1.1, as the client's ALPN asks) with a certificate\n" +
 			"made for this run, valid for 127.0.0.1, ::1, localhost and the --addr host: --tls-cert-out writes it\n" +
 			"(PEM) for a scenario's target.tls.ca_file, else it is printed after the first line. The timing is the\n" +
-			"same on every protocol: each chunk is written and flushed at its time. Stops cleanly (exit 0) on SIGINT or SIGTERM.",
+			"same on every protocol: each chunk is written and flushed at its time. The GPUs' power is\n" +
+			"--gpus × --gpu-idle-watts + --gpu-joules-per-token × the tokens generated in the last second, split\n" +
+			"evenly over them; their energy counter is that model's exact integral. Stops cleanly (exit 0) on SIGINT or SIGTERM.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8000", Usage: "listen address (host:port; port 0 picks a free one)"},
 			&cli.StringFlag{Name: "model", Value: d.Model, Usage: "model name listed by /v1/models (requests may name any, unless --models)"},
@@ -75,6 +78,9 @@ func mockserverCommand() *cli.Command {
 			rate("malformed-rate", "share with one malformed JSON chunk"),
 			rate("no-done-rate", "share that end without data: [DONE]"),
 			rate("html-503-rate", "share answered with HTTP 503 and an HTML body"),
+			&cli.IntFlag{Name: "gpus", Value: d.GPUs, Usage: "GPUs GET /dcgm/metrics reports, the power split evenly over them"},
+			&cli.Float64Flag{Name: "gpu-idle-watts", Value: d.GPUIdleWatts, Usage: "each GPU's power with nothing generating, W"},
+			&cli.Float64Flag{Name: "gpu-joules-per-token", Value: d.GPUJoulesPerToken, Usage: "energy of each generated token over all GPUs, above idle, J"},
 			&cli.BoolFlag{Name: "tls", Usage: "serve https:// with a self-signed certificate made at start (HTTP/2 by ALPN, or HTTP/1.1)"},
 			&cli.StringFlag{Name: "tls-cert-out", Usage: "with --tls: write the certificate (PEM, its own CA) to this file, for target.tls.ca_file"},
 		},
@@ -108,6 +114,7 @@ func mockserverCommand() *cli.Command {
 			cfg.ToolCallRate = cmd.Float64("tool-call-rate")
 			cfg.JSONValidRate = cmd.Float64("json-valid-rate")
 			cfg.EmbeddingDimensions = cmd.Int("embedding-dimensions")
+			cfg.GPUs, cfg.GPUIdleWatts, cfg.GPUJoulesPerToken = cmd.Int("gpus"), cmd.Float64("gpu-idle-watts"), cmd.Float64("gpu-joules-per-token")
 			if models := cmd.String("models"); models != "" {
 				for _, m := range strings.Split(models, ",") {
 					cfg.Models = append(cfg.Models, strings.TrimSpace(m))
