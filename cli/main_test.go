@@ -119,25 +119,43 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func TestMockserverServesAndStops(t *testing.T) {
+// runMockserver starts `plload mockserver args…` in-process and waits for its "listening on" line;
+// it returns the URL it names, its standard output, and stop, which interrupts it and fails the test
+// unless it exits 0 within 10 s.
+func runMockserver(t *testing.T, args ...string) (url string, out *syncBuffer, stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errOut syncBuffer
+	t.Cleanup(cancel)
+	out = &syncBuffer{}
+	var errOut syncBuffer
 	code := make(chan int, 1)
 	go func() {
-		code <- Run(ctx, []string{"plload", "mockserver", "--addr", "127.0.0.1:0", "--model", "cli-model"}, &out, &errOut)
+		code <- Run(ctx, append([]string{"plload", "mockserver", "--addr", "127.0.0.1:0"}, args...), out, &errOut)
 	}()
-	var url string
-	deadline := time.Now().Add(10 * time.Second)
-	for url == "" {
+	for deadline := time.Now().Add(10 * time.Second); url == ""; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("mockserver did not say where it listens: %q %q", out.String(), errOut.String())
 		}
-		if _, rest, ok := strings.Cut(out.String(), "listening on "); ok {
+		if _, rest, ok := strings.Cut(out.String(), "listening on "); ok && strings.Contains(rest, "\n") {
 			url, _, _ = strings.Cut(rest, " ")
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
+	return url, out, func() {
+		t.Helper()
+		cancel()
+		select {
+		case c := <-code:
+			if c != 0 {
+				t.Fatalf("exit %d after a stop signal: %s", c, errOut.String())
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("mockserver did not stop")
+		}
+	}
+}
+
+func TestMockserverServesAndStops(t *testing.T) {
+	url, _, stop := runMockserver(t, "--model", "cli-model")
 	resp, err := http.Get(url + "/models")
 	if err != nil {
 		t.Fatal(err)
@@ -152,15 +170,7 @@ func TestMockserverServesAndStops(t *testing.T) {
 	if c, _, e := plload(t, "mockserver", "--addr", host); c != 2 || !strings.Contains(e, "another server using the port") {
 		t.Fatalf("busy port: exit %d: %s", c, e)
 	}
-	cancel()
-	select {
-	case c := <-code:
-		if c != 0 {
-			t.Fatalf("exit %d after a stop signal: %s", c, errOut.String())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("mockserver did not stop")
-	}
+	stop()
 }
 
 func TestRunWritesResults(t *testing.T) {

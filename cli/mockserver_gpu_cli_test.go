@@ -30,23 +30,7 @@ func TestMockserverGPUFlags(t *testing.T) {
 		}
 	}
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errOut syncBuffer
-	code := make(chan int, 1)
-	go func() {
-		code <- Run(ctx, []string{"plload", "mockserver", "--addr", "127.0.0.1:0", "--gpus", "3", "--gpu-idle-watts", "50",
-			"--gpu-joules-per-token", "0.5"}, &out, &errOut)
-	}()
-	var url string
-	for deadline := time.Now().Add(10 * time.Second); url == ""; time.Sleep(10 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("mockserver did not say where it listens: %q %q", out.String(), errOut.String())
-		}
-		if _, rest, ok := strings.Cut(out.String(), "listening on "); ok {
-			url, _, _ = strings.Cut(rest, " ")
-		}
-	}
+	url, _, stop := runMockserver(t, "--gpus", "3", "--gpu-idle-watts", "50", "--gpu-joules-per-token", "0.5")
 	resp, err := http.Get(strings.TrimSuffix(url, "/v1") + "/dcgm/metrics")
 	if err != nil {
 		t.Fatal(err)
@@ -67,13 +51,5 @@ func TestMockserverGPUFlags(t *testing.T) {
 	if strings.Join(powers, " ") != "50 50 50" {
 		t.Errorf("want three GPUs at 50 W at rest, got %v:\n%s", powers, body)
 	}
-	cancel()
-	select {
-	case c := <-code:
-		if c != 0 {
-			t.Fatalf("exit %d after a stop signal: %s", c, errOut.String())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("mockserver did not stop")
-	}
+	stop()
 }

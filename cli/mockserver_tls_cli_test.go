@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"net/http"
@@ -20,24 +19,7 @@ func TestMockserverTLSWritesItsCertificate(t *testing.T) {
 		t.Fatalf("--tls-cert-out alone: exit %d: %s", c, e)
 	}
 	certFile := filepath.Join(t.TempDir(), "mock.pem")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var out, errOut syncBuffer
-	code := make(chan int, 1)
-	go func() {
-		code <- Run(ctx, []string{"plload", "mockserver", "--addr", "127.0.0.1:0", "--tls", "--tls-cert-out", certFile}, &out, &errOut)
-	}()
-	var url string
-	deadline := time.Now().Add(10 * time.Second)
-	for url == "" {
-		if time.Now().After(deadline) {
-			t.Fatalf("mockserver did not say where it listens: %q %q", out.String(), errOut.String())
-		}
-		if _, rest, ok := strings.Cut(out.String(), "listening on "); ok && strings.Contains(rest, "\n") {
-			url, _, _ = strings.Cut(rest, " ")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	url, out, stop := runMockserver(t, "--tls", "--tls-cert-out", certFile)
 	if !strings.HasPrefix(url, "https://") || !strings.Contains(out.String(), "certificate in "+certFile) {
 		t.Fatalf("first line: %q", out.String())
 	}
@@ -62,15 +44,7 @@ func TestMockserverTLSWritesItsCertificate(t *testing.T) {
 	if resp.StatusCode != 200 || resp.Proto != "HTTP/2.0" {
 		t.Fatalf("GET /v1/models: %d over %s", resp.StatusCode, resp.Proto)
 	}
-	cancel()
-	select {
-	case c := <-code:
-		if c != 0 {
-			t.Fatalf("exit %d after a stop signal: %s", c, errOut.String())
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("mockserver did not stop")
-	}
+	stop()
 }
 
 // TestSelftestOverHTTP2: selftest --http 2 runs its ladder over h2c, and --tls over TLS with HTTP/2
