@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -210,18 +209,8 @@ func migSlices(profile string) float64 {
 // metricValue is a gauge's, counter's or untyped series' value; false for other kinds and for a
 // value that is no reading (NaN, ±Inf, a DCGM blank sentinel).
 func metricValue(m *dto.Metric) (float64, bool) {
-	var v float64
-	switch {
-	case m.Gauge != nil:
-		v = m.GetGauge().GetValue()
-	case m.Counter != nil:
-		v = m.GetCounter().GetValue()
-	case m.Untyped != nil:
-		v = m.GetUntyped().GetValue()
-	default:
-		return 0, false
-	}
-	if math.IsNaN(v) || math.IsInf(v, 0) || dcgmBlank(v) {
+	v, ok := seriesValue(m)
+	if !ok || dcgmBlank(v) {
 		return 0, false
 	}
 	return v, true

@@ -120,21 +120,8 @@ func total(families map[string]*dto.MetricFamily, names []string, fraction bool)
 			if label != "" && !slices.Contains(values, labelValue(m, label)) {
 				continue
 			}
-			var v float64
-			switch {
-			case m.Gauge != nil:
-				v = m.GetGauge().GetValue()
-			case m.Counter != nil:
-				v = m.GetCounter().GetValue()
-			case m.Untyped != nil:
-				v = m.GetUntyped().GetValue()
-			default:
-				continue
-			}
-			// Prometheus text allows NaN and ±Inf (an older vLLM's hit-rate gauge reads NaN before
-			// its first query). They are no reading, and JSON has no way to write them: one would
-			// make the whole sample unwritable.
-			if math.IsNaN(v) || math.IsInf(v, 0) {
+			v, ok := seriesValue(m)
+			if !ok {
 				continue
 			}
 			sum += v
@@ -149,6 +136,28 @@ func total(families map[string]*dto.MetricFamily, names []string, fraction bool)
 		return &sum
 	}
 	return nil
+}
+
+// seriesValue is a gauge's, counter's or untyped series' value; false for other kinds, and for NaN
+// and ±Inf, which Prometheus text allows (an older vLLM's hit-rate gauge reads NaN before its first
+// query): they are no reading, and JSON has no way to write them, so one would make the whole sample
+// unwritable.
+func seriesValue(m *dto.Metric) (float64, bool) {
+	var v float64
+	switch {
+	case m.Gauge != nil:
+		v = m.GetGauge().GetValue()
+	case m.Counter != nil:
+		v = m.GetCounter().GetValue()
+	case m.Untyped != nil:
+		v = m.GetUntyped().GetValue()
+	default:
+		return 0, false
+	}
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0, false
+	}
+	return v, true
 }
 
 func labelValue(m *dto.Metric, name string) string {
