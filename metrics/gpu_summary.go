@@ -16,19 +16,11 @@ type GPUSummary struct {
 	Samples int `json:"samples"`
 	// GPUs is each device's numbers, in the order of their host and index.
 	GPUs []GPUStats `json:"gpus"`
-	// EnergyJ is the window's energy over every GPU, in joules; absent when one GPU's is unknown.
-	// EnergyMethod says how it was found: "counter" (the exporter's energy counter), "power
-	// integral" (the power readings, trapezoids between them), or "counter and power integral" (a
-	// counter that went back, counted from power across the reset).
-	EnergyJ      Opt[float64] `json:"energy_j"`
-	EnergyMethod string       `json:"energy_method,omitempty"`
-	// PowerMeanW is the sum of the GPUs' mean power; PowerMaxW the largest sum of one reading of
-	// every GPU of a source (with several sources, the sum of each source's largest).
-	PowerMeanW Opt[float64] `json:"power_mean_w"`
-	PowerMaxW  Opt[float64] `json:"power_max_w"`
-	// UtilMeanPct and SMActiveMean are the GPUs' means, averaged over the GPUs (0–100, 0–1).
-	UtilMeanPct  Opt[float64] `json:"util_mean_pct"`
-	SMActiveMean Opt[float64] `json:"sm_active_mean"`
+	// GPUFigures is the window's energy, power and activity over every GPU: EnergyJ is absent when
+	// one GPU's is unknown; PowerMeanW is the sum of the GPUs' mean power, PowerMaxW the largest sum
+	// of one reading of every GPU of a source (with several sources, the sum of each source's
+	// largest); UtilMeanPct and SMActiveMean are the GPUs' means, averaged over the GPUs.
+	GPUFigures
 	// MemUsedMaxMiB is the largest memory in use, summed over the GPUs' own peaks.
 	MemUsedMaxMiB Opt[float64] `json:"mem_used_max_mib"`
 	// JPerOutToken is EnergyJ ÷ the output tokens that arrived in the window, JPerInToken ÷ the
@@ -48,23 +40,31 @@ type GPUSummary struct {
 	Note     string   `json:"note,omitempty"`
 }
 
-// GPUStats is one GPU over the window.
-type GPUStats struct {
-	GPU          string       `json:"gpu"`
-	UUID         string       `json:"uuid,omitempty"`
-	Model        string       `json:"model,omitempty"`
-	Host         string       `json:"host,omitempty"`
-	Source       string       `json:"source"`
-	Samples      int          `json:"samples"`
+// GPUFigures are a window's energy, power and activity, of one GPU or all of them. EnergyMethod says
+// how EnergyJ was found: "counter" (the exporter's energy counter), "power integral" (the power
+// readings, trapezoids between them), or "counter and power integral" (a counter that went back,
+// counted from power across the reset). UtilMeanPct is 0–100, SMActiveMean 0–1.
+type GPUFigures struct {
 	EnergyJ      Opt[float64] `json:"energy_j"`
 	EnergyMethod string       `json:"energy_method,omitempty"`
 	PowerMeanW   Opt[float64] `json:"power_mean_w"`
 	PowerMaxW    Opt[float64] `json:"power_max_w"`
 	UtilMeanPct  Opt[float64] `json:"util_mean_pct"`
 	SMActiveMean Opt[float64] `json:"sm_active_mean"`
-	MemUsedMean  Opt[float64] `json:"mem_used_mean_mib"`
-	MemUsedMax   Opt[float64] `json:"mem_used_max_mib"`
-	TempMaxC     Opt[float64] `json:"temp_max_c"`
+}
+
+// GPUStats is one GPU over the window.
+type GPUStats struct {
+	GPU     string `json:"gpu"`
+	UUID    string `json:"uuid,omitempty"`
+	Model   string `json:"model,omitempty"`
+	Host    string `json:"host,omitempty"`
+	Source  string `json:"source"`
+	Samples int    `json:"samples"`
+	GPUFigures
+	MemUsedMean Opt[float64] `json:"mem_used_mean_mib"`
+	MemUsedMax  Opt[float64] `json:"mem_used_max_mib"`
+	TempMaxC    Opt[float64] `json:"temp_max_c"`
 }
 
 // GPUWindow is what SummarizeGPU needs of the stage besides the readings.

@@ -21,13 +21,13 @@ func gpuSummary(price *float64) *metrics.GPUSummary {
 	some := metrics.Some[float64]
 	gpu := func(idx string, watts, util, memMiB, temp float64) metrics.GPUStats {
 		return metrics.GPUStats{GPU: idx, Host: "node-a", Model: "NVIDIA H100 80GB HBM3", Source: "nvidia-smi", Samples: 11,
-			EnergyJ: some(watts * 10), EnergyMethod: "power integral", PowerMeanW: some(watts), PowerMaxW: some(watts),
-			UtilMeanPct: some(util), MemUsedMean: some(memMiB), MemUsedMax: some(memMiB), TempMaxC: some(temp)}
+			GPUFigures: metrics.GPUFigures{EnergyJ: some(watts * 10), EnergyMethod: "power integral", PowerMeanW: some(watts), PowerMaxW: some(watts),
+				UtilMeanPct: some(util)}, MemUsedMean: some(memMiB), MemUsedMax: some(memMiB), TempMaxC: some(temp)}
 	}
 	g := &metrics.GPUSummary{Sources: []string{"nvidia-smi"}, Samples: 11,
-		GPUs:    []metrics.GPUStats{gpu("0", 300, 80, 40960, 70), gpu("1", 200, 60, 20480, 65)},
-		EnergyJ: some(5000), EnergyMethod: "power integral", PowerMeanW: some(500), PowerMaxW: some(500),
-		UtilMeanPct: some(70), MemUsedMaxMiB: some(61440), JPerOutToken: some(125), JPerInToken: some(6.25), JPer1KTurns: some(1.25e6)}
+		GPUs: []metrics.GPUStats{gpu("0", 300, 80, 40960, 70), gpu("1", 200, 60, 20480, 65)},
+		GPUFigures: metrics.GPUFigures{EnergyJ: some(5000), EnergyMethod: "power integral", PowerMeanW: some(500), PowerMaxW: some(500),
+			UtilMeanPct: some(70)}, MemUsedMaxMiB: some(61440), JPerOutToken: some(125), JPerInToken: some(6.25), JPer1KTurns: some(1.25e6)}
 	if price != nil {
 		const joulesPerKWh = 3.6e6
 		g.EnergyUSD = some(5000 / joulesPerKWh * *price)
