@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -205,6 +206,10 @@ func getPrometheus(ctx context.Context, client *http.Client, url string, read fu
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Sprintf("%s answered HTTP %d", url, resp.StatusCode)
 	}
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{&cappedReader{r: resp.Body, left: maxMetricsBytes}, resp.Body}
 	if err := read(resp); err != nil {
 		if isTimeout(err) {
 			return fmt.Sprintf("%s timed out after %s", url, scrapeTimeout)
@@ -212,6 +217,28 @@ func getPrometheus(ctx context.Context, client *http.Client, url string, read fu
 		return fmt.Sprintf("%s: %v", url, err)
 	}
 	return ""
+}
+
+// maxMetricsBytes bounds a metrics answer: a vLLM's /metrics or an 8-GPU exporter's is well under
+// 1 MB; one past this is a misbehaving server, refused rather than held in memory.
+const maxMetricsBytes = 32 << 20
+
+// cappedReader reads r to at most left bytes, then fails: a parser never sees a cut answer as whole.
+type cappedReader struct {
+	r    io.Reader
+	left int64
+}
+
+func (c *cappedReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, fmt.Errorf("the answer is larger than %d MiB", maxMetricsBytes>>20)
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	return n, err
 }
 
 func firstLine(s string) string {
