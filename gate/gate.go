@@ -115,6 +115,23 @@ var gateScalars = []gateMetric{
 	{"usd_per_1m_out", unitNumber, func(r *resultfiles.StageReport) (float64, bool) { return deref64(r.Summary.Cost.USDPer1MOut) }},
 	{"usd_per_1k_turns", unitNumber, func(r *resultfiles.StageReport) (float64, bool) { return deref64(r.Summary.Cost.USDPer1KTurns) }},
 	{"usd_per_session", unitNumber, func(r *resultfiles.StageReport) (float64, bool) { return deref64(r.Summary.Cost.USDPerSession) }},
+	// GPU telemetry's (unknown where the stage read no GPU, or a gap left the energy unknown).
+	{"j_per_out_token", unitNumber, gpuFigure(func(g *metrics.GPUSummary) metrics.Opt[float64] { return g.JPerOutToken })},
+	{"j_per_1k_turns", unitNumber, gpuFigure(func(g *metrics.GPUSummary) metrics.Opt[float64] { return g.JPer1KTurns })},
+	{"gpu_power_w", unitNumber, gpuFigure(func(g *metrics.GPUSummary) metrics.Opt[float64] { return g.PowerMeanW })},
+	{"gpu_util", unitNumber, gpuFigure(func(g *metrics.GPUSummary) metrics.Opt[float64] { return g.UtilMeanPct })},
+	{"energy_usd_per_1m_out", unitNumber, gpuFigure(func(g *metrics.GPUSummary) metrics.Opt[float64] { return g.EnergyUSDPer1MOut })},
+}
+
+// gpuFigure reads one of a stage's GPU figures; unknown without GPU telemetry.
+func gpuFigure(get func(*metrics.GPUSummary) metrics.Opt[float64]) func(*resultfiles.StageReport) (float64, bool) {
+	return func(r *resultfiles.StageReport) (float64, bool) {
+		if r.GPU == nil {
+			return 0, false
+		}
+		v := get(r.GPU)
+		return v.V, v.OK
+	}
 }
 
 // gateMetrics are the metrics a rule may name, by name: every latency block at every statistic,
