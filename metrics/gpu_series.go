@@ -68,7 +68,9 @@ func (s *gpuSeries) summarize(w GPUWindow) {
 	st.UtilMeanPct, st.SMActiveMean = meanOpt(util), meanOpt(sm)
 	st.MemUsedMean, st.MemUsedMax = meanOpt(mem), maxOpt(mem)
 	st.TempMaxC = maxOpt(temp)
-	s.energy(w)
+	if w.EEffNs-w.WNs >= int64(gpuMinWindow) {
+		s.energy(w)
+	}
 }
 
 // energy finds the window's energy: from the counter where the GPU has one (a counter is right across

@@ -82,6 +82,11 @@ type GPUWindow struct {
 // second; a slow scrape may take two.
 const gpuMaxGap = 3 * time.Second
 
+// gpuMinWindow is the shortest window whose energy readings a second apart can give: a shorter one
+// (a test's 700 ms stage) has power and activity, but its energy is no measurement, and that is a
+// note, not a warning.
+const gpuMinWindow = 2 * time.Second
+
 // SummarizeGPU reduces a stage's GPU readings to its window.
 func SummarizeGPU(samples []GPUSample, w GPUWindow) GPUSummary {
 	out := GPUSummary{Sources: []string{}, GPUs: []GPUStats{}}
@@ -157,6 +162,10 @@ func SummarizeGPU(samples []GPUSample, w GPUWindow) GPUSummary {
 		}
 	}
 	out.UtilMeanPct, out.SMActiveMean = meanOpt(util), meanOpt(sm)
+	if short := w.EEffNs - w.WNs; short < int64(gpuMinWindow) {
+		out.Note = fmt.Sprintf("the window (%s) is shorter than %s: GPU readings a second apart give no energy over it", secs(short), secs(int64(gpuMinWindow)))
+		energyKnown = false
+	}
 	if energyKnown {
 		out.EnergyJ = Some(energy)
 		out.EnergyMethod = energyMethod(methods)

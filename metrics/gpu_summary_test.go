@@ -178,3 +178,12 @@ func TestWindowWork(t *testing.T) {
 		t.Errorf("%+v from a record without an end", w)
 	}
 }
+
+// A window shorter than two readings gives power, not energy, and says so in a note, not a warning.
+func TestGPUSummaryShortWindow(t *testing.T) {
+	got := SummarizeGPU(gpuFake{watts: []float64{100, 200}, counter: true}.samples(-1, 2), gpuWindow(0.7))
+	if got.EnergyJ.OK || len(got.Warnings) != 0 || !strings.Contains(got.Note, "the window (0.7 s) is shorter than 2.0 s") {
+		t.Errorf("energy %+v, warnings %q, note %q", got.EnergyJ, got.Warnings, got.Note)
+	}
+	nearOpt(t, "mean power", got.PowerMeanW, 300)
+}
