@@ -119,11 +119,12 @@ func NewTimeline(server []metrics.ServerSample, gpu []metrics.GPUSample, s metri
 		t.Panels = append(t.Panels, TimelinePanel{Title: "server: preemptions/s", YLabel: "preemptions/s",
 			Series: []TimelineSeries{{"preemptions/s", place(perSec)}}})
 	}
-	if len(spec) > 0 {
-		rate := intervalSegments(spec, s.T0Ns, func(a, b timed[[2]float64]) (float64, bool) {
-			drafted, accepted := b.v[0]-a.v[0], b.v[1]-a.v[1]
-			return 100 * accepted / drafted, drafted > 0 && accepted >= 0
-		})
+	rate := intervalSegments(spec, s.T0Ns, func(a, b timed[[2]float64]) (float64, bool) {
+		drafted, accepted := b.v[0]-a.v[0], b.v[1]-a.v[1]
+		return 100 * accepted / drafted, drafted > 0 && accepted >= 0
+	})
+	// llama.cpp exports the counters at 0 when it has no draft model: a panel only where it drafted.
+	if len(rate) > 0 {
 		t.Panels = append(t.Panels, TimelinePanel{Title: "speculative decoding: acceptance rate", YLabel: "% of draft tokens accepted", Percent: true,
 			Series: []TimelineSeries{{"accepted ÷ drafted", place(rate)}}})
 	}

@@ -145,6 +145,11 @@ func TestTimelineCounters(t *testing.T) {
 	if d := cmp.Diff(want, tl.Panels); d != "" {
 		t.Errorf("timeline (-want +got):\n%s", d)
 	}
+	// llama.cpp without a draft model exports its speculative counters at 0: no acceptance panel.
+	idle := []metrics.ServerSample{{TNs: at(1), SpecDrafted: f(0), SpecAccepted: f(0)}, {TNs: at(2), SpecDrafted: f(0), SpecAccepted: f(0)}}
+	if tl := NewTimeline(idle, nil, s); len(tl.Panels) != 0 {
+		t.Errorf("counters that never moved drew %+v", tl.Panels)
+	}
 }
 
 // TestTimelineGPUSources: each source is its own series, named by its source where there are
