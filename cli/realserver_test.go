@@ -175,6 +175,11 @@ load:
 			t.Errorf("a tokenizer warning on the server's own tokenizer: %s", w)
 		}
 	}
+	// No GPU exporter beside llama-server: auto's guesses did not answer, which is a note, no warning.
+	if note, _ := at(st, "gpu.note").(string); !strings.Contains(note, "GPU telemetry off: ") || !strings.Contains(note, ":9400/metrics did not answer") ||
+		!strings.Contains(note, "/dcgm/metrics answered HTTP 404") {
+		t.Errorf("gpu.note %q", note)
+	}
 	// ITL weighs a chunk of k tokens as k gaps (llama holds back a token that ends inside a
 	// multi-byte character and sends it with the next), so its mean is TPOT's.
 	if itl, tpot := num(t, st, "summary.itl_ms.mean"), num(t, st, "summary.tpot_ms.mean"); math.Abs(itl-tpot) > 0.1*tpot {
