@@ -57,28 +57,21 @@ func (s *stageRun) scrapeGPU(ctx context.Context, cfg GPUTelemetry, dir string) 
 			os.Remove(path) // nothing was read: no file, as where telemetry is off
 		}
 	}()
-	var mu sync.Mutex
-	var silent []string // sources that never answered, and why
+	// problems[i] is why source i never answered ("" when it did), in the order the sources were given
+	// (the exporters, then nvidia-smi), whichever gave up first.
+	problems := make([]string, len(cfg.URLs)+1)
 	var res gpuResult
-	failed := func(problem string) {
-		mu.Lock()
-		defer mu.Unlock()
-		silent = append(silent, problem)
-	}
 	// Auto's nvidia-smi reads the same GPUs as an exporter on this machine would: it runs only when
 	// no exporter answered its first read.
 	var firstReads sync.WaitGroup
 	var answered atomic.Bool
 	firstReads.Add(len(cfg.URLs))
 	var wg sync.WaitGroup
-	for _, url := range cfg.URLs {
+	for i, url := range cfg.URLs {
 		wg.Go(func() {
 			first := sync.OnceFunc(firstReads.Done)
 			defer first()
-			problem := s.scrapeDCGM(ctx, url, cfg.Auto, w, func() { answered.Store(true); first() })
-			if problem != "" {
-				failed(problem)
-			}
+			problems[i] = s.scrapeDCGM(ctx, url, cfg.Auto, w, func() { answered.Store(true); first() })
 		})
 	}
 	if cfg.NvidiaSMI {
@@ -86,16 +79,20 @@ func (s *stageRun) scrapeGPU(ctx context.Context, cfg GPUTelemetry, dir string) 
 			if cfg.Auto {
 				firstReads.Wait()
 				if answered.Load() {
-					failed("nvidia-smi not run: an exporter answered")
+					problems[len(cfg.URLs)] = "nvidia-smi not run: an exporter answered"
 					return
 				}
 			}
-			if problem := s.runNvidiaSMI(ctx, w); problem != "" {
-				failed(problem)
-			}
+			problems[len(cfg.URLs)] = s.runNvidiaSMI(ctx, w)
 		})
 	}
 	wg.Wait()
+	var silent []string // sources that never answered, and why
+	for _, p := range problems {
+		if p != "" {
+			silent = append(silent, p)
+		}
+	}
 	sources := len(cfg.URLs)
 	if cfg.NvidiaSMI {
 		sources++
