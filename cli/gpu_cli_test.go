@@ -70,7 +70,7 @@ cost: {gpu_hourly_usd: 2, gpu_count: 2, energy_usd_per_kwh: 0.20}
 	}
 	runs, _ := filepath.Glob(filepath.Join(dir, "gpu-*"))
 	report, _ := os.ReadFile(filepath.Join(runs[0], "report.md"))
-	if !strings.Contains(string(report), "GPU telemetry") {
+	if !strings.Contains(string(report), "GPU telemetry") || !strings.Contains(string(report), "Energy at $0.2/kWh") {
 		t.Errorf("report.md has no GPU telemetry:\n%s", report)
 	}
 

@@ -265,11 +265,15 @@ func sloMethodLine(slo workload.SLO) string {
 // costMethodLine is how costs were figured, or that no price was set.
 func costMethodLine(sc *workload.Scenario) string {
 	head := "The headline is the complete, SLO-passing stage with the highest out tok/s (when the scenario sets no SLO, the complete stage with the highest out tok/s, named as the best throughput)."
-	if sc.Cost.GPUHourlyUSD == nil {
-		return "- Cost: no price set: cost N/A (cost.gpu_hourly_usd prices the stages). " + head + "\n"
+	energy := ""
+	if p := sc.Cost.EnergyUSDPerKWh; p != nil {
+		energy = fmt.Sprintf(" Energy at $%g/kWh: the GPU telemetry's joules in the window ÷ 3.6 MJ × the price, per 1M output tokens and per 1K turns from J/out token and J/1K turns.", *p)
 	}
-	return fmt.Sprintf("- Cost: $%g/h × %d GPU(s)%s; $/1M out = price ÷ (out tok/s × 3600) × 10⁶; $/1K turns = price ÷ (req/s × 3600) × 10³; $/session = $/1K turns ÷ 10³ × E[turns] (%.3f, after clamping). %s\n",
-		*sc.Cost.GPUHourlyUSD, sc.Cost.GPUCount, label(sc.Cost.Label), sc.ExpectedTurns(), head)
+	if sc.Cost.GPUHourlyUSD == nil {
+		return "- Cost: no price set: cost N/A (cost.gpu_hourly_usd prices the stages). " + head + energy + "\n"
+	}
+	return fmt.Sprintf("- Cost: $%g/h × %d GPU(s)%s; $/1M out = price ÷ (out tok/s × 3600) × 10⁶; $/1K turns = price ÷ (req/s × 3600) × 10³; $/session = $/1K turns ÷ 10³ × E[turns] (%.3f, after clamping). %s%s\n",
+		*sc.Cost.GPUHourlyUSD, sc.Cost.GPUCount, label(sc.Cost.Label), sc.ExpectedTurns(), head, energy)
 }
 
 // ragStepsText names a RAG turn's steps and where each went.
