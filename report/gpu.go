@@ -9,7 +9,6 @@ import (
 
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/resultfiles"
-	"github.com/plload/plload/workload"
 )
 
 // GPU telemetry in report.md and report.html (stage.json's gpu, metrics.GPUSummary): what the
@@ -123,7 +122,7 @@ func energyPriced(rows []runStage) bool {
 // ("" when that stage has no energy, or the headline is a batch job's or a retrieval run's, whose
 // cost is not per output token).
 func EnergyHeadline(stages []*resultfiles.StageReport) string {
-	best := headlineIndex(stages)
+	best := resultfiles.HeadlineIndex(stages)
 	if best < 0 {
 		return ""
 	}
@@ -143,33 +142,6 @@ func EnergyHeadline(stages []*resultfiles.StageReport) string {
 	return line
 }
 
-// headlineIndex is the stage the headline names (resultfiles.HeadlineText): the complete,
-// SLO-passing stage with the highest out tok/s, or with no SLO set the measured stage with the
-// highest out tok/s; −1 when there is none, or the headline is not about output tokens.
-func headlineIndex(stages []*resultfiles.StageReport) int {
-	if len(stages) == 0 || workload.IsRetrieval(stages[0].Target.Endpoint) {
-		return -1
-	}
-	set := false
-	sums := make([]*metrics.StageSummary, len(stages))
-	for i, st := range stages {
-		if st.Batch != nil || st.Summary == nil {
-			return -1
-		}
-		sums[i] = st.Summary
-		set = set || st.SLO.Set()
-	}
-	if set {
-		return metrics.Headline(sums)
-	}
-	best := -1
-	for i, s := range sums {
-		if s.Measured() && (best < 0 || s.Throughput.OutTokPerSec > sums[best].Throughput.OutTokPerSec) {
-			best = i
-		}
-	}
-	return best
-}
 
 // KneeGPUText is what the GPUs did at a capacity search's knee, the stage of the largest load that
 // met the SLO: "at the knee (12 req/s, stage 05): GPU util 87.0 %, power 1,412 W mean (2 GPUs),

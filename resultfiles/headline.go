@@ -44,6 +44,28 @@ func HeadlineText(stages []*StageReport) string {
 		s.Throughput.OutTokPerSec, s.SLO.Verdict)
 }
 
+// HeadlineIndex is the index of the stage a per-token headline names: the complete, SLO-passing
+// stage with the highest out tok/s, or with no SLO set the best throughput (bestThroughput); −1 for
+// a batch or retrieval run, whose headline is not per output token, or when no stage qualifies.
+func HeadlineIndex(stages []*StageReport) int {
+	if len(stages) == 0 || workload.IsRetrieval(stages[0].Target.Endpoint) {
+		return -1
+	}
+	set := false
+	sums := make([]*metrics.StageSummary, len(stages))
+	for i, r := range stages {
+		if r.Batch != nil || r.Summary == nil {
+			return -1
+		}
+		sums[i] = r.Summary
+		set = set || r.SLO.Set()
+	}
+	if set {
+		return metrics.Headline(sums)
+	}
+	return bestThroughput(stages)
+}
+
 // noSLOHeadline names the best throughput when no SLO was set.
 func noSLOHeadline(stages []*StageReport) string {
 	const lead = "no SLO was set, so no stage is judged"
