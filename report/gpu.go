@@ -142,7 +142,6 @@ func EnergyHeadline(stages []*resultfiles.StageReport) string {
 	return line
 }
 
-
 // KneeGPUText is what the GPUs did at a capacity search's knee, the stage of the largest load that
 // met the SLO: "at the knee (12 req/s, stage 05): GPU util 87.0 %, power 1,412 W mean (2 GPUs),
 // 0.41 J/out token" ("" when that stage has no GPU readings).
