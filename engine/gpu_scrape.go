@@ -217,8 +217,9 @@ func getPrometheus(ctx context.Context, client *http.Client, url string, read fu
 }
 
 // maxMetricsBytes bounds a metrics answer: a vLLM's /metrics or an 8-GPU exporter's is well under
-// 1 MB; one past this is a misbehaving server, refused rather than held in memory.
-const maxMetricsBytes = 32 << 20
+// 1 MB; one past this is a misbehaving server, refused rather than held in memory. A variable so a
+// test can reach it well within a scrape's timeout.
+var maxMetricsBytes int64 = 32 << 20
 
 // cappedReader reads r to at most left bytes, then fails: a parser never sees a cut answer as whole.
 type cappedReader struct {

@@ -54,7 +54,10 @@ func TestGPUTelemetrySourcesThatDoNotAnswer(t *testing.T) {
 	base, _ := startMock(t, nil)
 	root := strings.TrimSuffix(base, "/v1")
 	dead := "http://127.0.0.1:1/metrics"
-	// An exporter whose answer never ends: refused past its bound, not held in memory.
+	// An exporter whose answer never ends: refused past its bound (1 MiB for the test, read well
+	// within a scrape's timeout even under -race), not held in memory.
+	defer func(old int64) { maxMetricsBytes = old }(maxMetricsBytes)
+	maxMetricsBytes = 1 << 20
 	endless := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		line := []byte("# a comment line, again and again, as an exporter stuck in a loop might send\n")
 		for r.Context().Err() == nil {
@@ -74,7 +77,7 @@ func TestGPUTelemetrySourcesThatDoNotAnswer(t *testing.T) {
 		{"a dead exporter", GPUTelemetry{URLs: []string{dead}}, "", dead + " did not answer"},
 		{"a model server's metrics", GPUTelemetry{URLs: []string{root + "/metrics"}}, "", "no DCGM fields"},
 		{"a 404", GPUTelemetry{URLs: []string{root + "/nope"}}, "", "answered HTTP 404"},
-		{"an endless answer", GPUTelemetry{URLs: []string{endless.URL}}, "", "the answer is larger than 32 MiB"},
+		{"an endless answer", GPUTelemetry{URLs: []string{endless.URL}}, "", "the answer is larger than 1 MiB"},
 		// Guessed: nothing answering is a note; one guess answering is enough, and says nothing of the other.
 		{"auto, nothing answers", GPUTelemetry{URLs: []string{dead}, Auto: true}, "GPU telemetry off: " + dead + " did not answer", ""},
 		{"auto, one answers", GPUTelemetry{URLs: []string{dead, root + "/dcgm/metrics"}, Auto: true}, "", ""},

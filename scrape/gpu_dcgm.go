@@ -62,7 +62,7 @@ func ParseDCGM(r io.Reader, tNs int64, source string) (metrics.GPUSample, error)
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(r)
 	if err != nil {
-		return metrics.GPUSample{}, fmt.Errorf("not Prometheus text: %v", err)
+		return metrics.GPUSample{}, fmt.Errorf("not Prometheus text: %w", err)
 	}
 	if !hasDCGMField(families) {
 		return metrics.GPUSample{}, fmt.Errorf("%w in %d metric families: is this a dcgm-exporter's /metrics (port 9400 by default)?", ErrNoDCGMFields, len(families))

@@ -68,7 +68,7 @@ func Parse(r io.Reader, tNs int64) (metrics.ServerSample, error) {
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(r)
 	if err != nil {
-		return metrics.ServerSample{}, fmt.Errorf("not Prometheus text: %v", err)
+		return metrics.ServerSample{}, fmt.Errorf("not Prometheus text: %w", err)
 	}
 	s := metrics.ServerSample{TNs: tNs, Engine: "unknown"}
 	for _, n := range serverNames {
