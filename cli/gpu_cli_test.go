@@ -202,3 +202,17 @@ func readStage(t *testing.T, dir, name string) *resultfiles.StageReport {
 	}
 	return &st
 }
+
+// The GPU telemetry flags set their keys (a comma list is a list of exporters), and a bad source is
+// refused naming the flag, before anything is sent.
+func TestGPUTelemetryFlags(t *testing.T) {
+	code, out, errOut := plload(t, "validate", "--base-url", "mock", "--concurrency", "1", "--gpu-metrics-url", "n1:9400,http://n2:9401/metrics",
+		"--energy-usd-per-kwh", "0.1")
+	if code != 0 || !strings.Contains(out, "gpu_metrics_url:\n    - n1:9400\n    - http://n2:9401/metrics\n") || !strings.Contains(out, "energy_usd_per_kwh: 0.1") {
+		t.Fatalf("exit %d\n%s\n%s", code, out, errOut)
+	}
+	code, _, errOut = plload(t, "run", "--base-url", "mock", "--concurrency", "1", "--gpu-metrics-url", "ftp://x", "--out", t.TempDir())
+	if code != 2 || !strings.Contains(errOut, `--gpu-metrics-url "ftp://x": target.gpu_metrics_url: found "ftp://x"`) || !strings.Contains(errOut, "nothing was sent") {
+		t.Fatalf("exit %d\n%s", code, errOut)
+	}
+}
