@@ -97,18 +97,8 @@ func get(t *testing.T, m *Running, path string) (int, string) {
 // drain sends a request and reads its whole answer, streamed or not.
 func drain(t *testing.T, m *Running, path, body string, header map[string]string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, m.BaseURL()+path, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range header {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if _, err := io.Copy(io.Discard, resp.Body); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("%s: HTTP %d, %v", path, resp.StatusCode, err)
+	if status, raw := postWith(t, m, path, []byte(body), header); status != http.StatusOK {
+		t.Fatalf("%s: HTTP %d: %s", path, status, raw)
 	}
 }
 

@@ -65,7 +65,19 @@ func postJSON(t *testing.T, m *Running, path string, body any, header map[string
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, _ := http.NewRequest(http.MethodPost, m.BaseURL()+path, bytes.NewReader(b))
+	status, raw := postWith(t, m, path, b, header)
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("%s: HTTP %d, not JSON: %s", path, status, raw)
+	}
+	return status, out
+}
+
+// postWith posts a JSON body to path, with the headers given, and returns the status and the whole
+// answer (a stream read to its end).
+func postWith(t *testing.T, m *Running, path string, body []byte, header map[string]string) (int, []byte) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, m.BaseURL()+path, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range header {
 		req.Header.Set(k, v)
@@ -75,12 +87,11 @@ func postJSON(t *testing.T, m *Running, path string, body any, header map[string
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	raw, _ := io.ReadAll(resp.Body)
-	var out map[string]any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		t.Fatalf("%s: HTTP %d, not JSON: %s", path, resp.StatusCode, raw)
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("%s: reading the answer: %v", path, err)
 	}
-	return resp.StatusCode, out
+	return resp.StatusCode, raw
 }
 
 // errorMessage is an OpenAI error body's message, "" for another body.
