@@ -308,25 +308,16 @@ func TestNonStreamingAndCompletions(t *testing.T) {
 
 func TestModelsHealthMetrics(t *testing.T) {
 	m := start(t, func(c *Config) { c.Model = "my-model" })
-	get := func(path string) (int, string) {
-		resp, err := http.Get("http://" + m.Addr() + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(b)
-	}
-	if code, body := get("/v1/models"); code != 200 || !strings.Contains(body, `"id":"my-model"`) {
+	if code, body := get(t, m, "/v1/models"); code != 200 || !strings.Contains(body, `"id":"my-model"`) {
 		t.Fatalf("/v1/models: %d %s", code, body)
 	}
-	if code, _ := get("/health"); code != 200 {
+	if code, _ := get(t, m, "/health"); code != 200 {
 		t.Fatalf("/health: %d", code)
 	}
 	resp := post(t, nil, m.BaseURL()+"/chat/completions", chatBody(t, []map[string]string{{"role": "user", "content": "hi"}}, nil))
 	readEvents(t, resp.Body)
 	resp.Body.Close()
-	code, body := get("/metrics")
+	code, body := get(t, m, "/metrics")
 	for _, name := range []string{"vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:generation_tokens_total{model_name=\"my-model\"} 8",
 		"vllm:prompt_tokens_total", "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total", "vllm:kv_cache_usage_perc",
 		"vllm:time_to_first_token_seconds_bucket", "plload_mock_send_lateness_seconds{model_name=\"my-model\",quantile=\"0.99\"}",
@@ -335,7 +326,7 @@ func TestModelsHealthMetrics(t *testing.T) {
 			t.Errorf("/metrics lacks %s", name)
 		}
 	}
-	code, body = get("/mock/stats")
+	code, body = get(t, m, "/mock/stats")
 	var st LatenessStats
 	if json.Unmarshal([]byte(body), &st); code != 200 || st.Chunks != 8 {
 		t.Fatalf("/mock/stats: %d %s", code, body)
