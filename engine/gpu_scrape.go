@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,7 +72,7 @@ func (s *stageRun) scrapeGPU(ctx context.Context, cfg GPUTelemetry, dir string) 
 		wg.Go(func() {
 			first := sync.OnceFunc(firstReads.Done)
 			defer first()
-			problems[i] = s.scrapeDCGM(ctx, url, cfg.Auto, w, func() { answered.Store(true); first() })
+			problems[i] = s.scrub(s.scrapeDCGM(ctx, url, cfg.Auto, w, func() { answered.Store(true); first() }))
 		})
 	}
 	if cfg.NvidiaSMI {
@@ -83,7 +84,7 @@ func (s *stageRun) scrapeGPU(ctx context.Context, cfg GPUTelemetry, dir string) 
 					return
 				}
 			}
-			problems[len(cfg.URLs)] = s.runNvidiaSMI(ctx, w)
+			problems[len(cfg.URLs)] = s.scrub(s.runNvidiaSMI(ctx, w))
 		})
 	}
 	wg.Wait()
@@ -120,7 +121,7 @@ func (s *stageRun) scrapeDCGM(ctx context.Context, url string, guessed bool, w *
 	ok, lastProblem := 0, ""
 	for {
 		problem := getPrometheus(ctx, client, url, func(resp *http.Response) error {
-			sample, err := scrape.ParseDCGM(resp.Body, s.clock.ns(time.Now()), url)
+			sample, err := scrape.ParseDCGM(resp.Body, s.clock.ns(time.Now()), redactedURL(url))
 			if err == nil {
 				w.Write(&sample)
 			}
@@ -135,7 +136,7 @@ func (s *stageRun) scrapeDCGM(ctx context.Context, url string, guessed bool, w *
 		case ok == 0 && (guessed || !strings.Contains(problem, "timed out")):
 			return problem
 		case problem != lastProblem:
-			s.log.Warn("a GPU telemetry read failed; reading goes on", "source", url, "problem", problem)
+			s.log.Warn("a GPU telemetry read failed; reading goes on", "source", redactedURL(url), "problem", s.scrub(problem))
 			lastProblem = problem
 		}
 		select {
@@ -181,13 +182,17 @@ func (s *stageRun) runNvidiaSMI(ctx context.Context, w *metrics.Writer[*metrics.
 	if readings == 0 {
 		return fmt.Sprintf("nvidia-smi gave no reading: %v", why)
 	}
-	s.log.Warn("nvidia-smi stopped before the stage ended; its gap is not filled", "problem", why.Error())
+	s.log.Warn("nvidia-smi stopped before the stage ended; its gap is not filled", "problem", s.scrub(why.Error()))
 	return ""
 }
 
 // getPrometheus GETs a Prometheus endpoint and hands a 200 answer to read; it returns what went wrong
 // ("" when it worked), in words for the terminal.
+//
+// The messages name the URL with any password in it masked (url.Redacted), and what the server sent
+// quoted in them is scrubbed of the run's secrets by the callers.
 func getPrometheus(ctx context.Context, client *http.Client, url string, read func(*http.Response) error) string {
+	shown := redactedURL(url)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err.Error()
@@ -195,13 +200,13 @@ func getPrometheus(ctx context.Context, client *http.Client, url string, read fu
 	resp, err := client.Do(req)
 	if err != nil {
 		if isTimeout(err) {
-			return fmt.Sprintf("%s timed out after %s", url, scrapeTimeout)
+			return fmt.Sprintf("%s timed out after %s", shown, scrapeTimeout)
 		}
-		return fmt.Sprintf("%s did not answer (%v)", url, rootCause(err))
+		return fmt.Sprintf("%s did not answer (%v)", shown, rootCause(err))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Sprintf("%s answered HTTP %d", url, resp.StatusCode)
+		return fmt.Sprintf("%s answered HTTP %d", shown, resp.StatusCode)
 	}
 	resp.Body = struct {
 		io.Reader
@@ -209,9 +214,9 @@ func getPrometheus(ctx context.Context, client *http.Client, url string, read fu
 	}{&cappedReader{r: resp.Body, left: maxMetricsBytes}, resp.Body}
 	if err := read(resp); err != nil {
 		if isTimeout(err) {
-			return fmt.Sprintf("%s timed out after %s", url, scrapeTimeout)
+			return fmt.Sprintf("%s timed out after %s", shown, scrapeTimeout)
 		}
-		return fmt.Sprintf("%s: %v", url, err)
+		return fmt.Sprintf("%s: %v", shown, err)
 	}
 	return ""
 }
@@ -237,6 +242,15 @@ func (c *cappedReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.left -= int64(n)
 	return n, err
+}
+
+// redactedURL is u with any password masked, as messages and files show it.
+func redactedURL(u string) string {
+	parsed, err := neturl.Parse(u)
+	if err != nil {
+		return u
+	}
+	return parsed.Redacted()
 }
 
 func firstLine(s string) string {
