@@ -26,6 +26,9 @@ func TestParseLlamaCppMetrics(t *testing.T) {
 	// prompt_tokens_total (629) excludes the cached tokens (627), so 1256 prompt tokens were looked up.
 	if s.Engine != "llamacpp" || s.TNs != 7 || *s.Running != 0 || *s.Waiting != 0 || *s.PrefixHits != 627 || *s.PrefixQueries != 1256 {
 		t.Fatalf("%+v", s)
+	}	// llama.cpp exports its speculative counters, at 0 without a draft model; it counts no preemptions.
+	if s.SpecDrafted == nil || *s.SpecDrafted != 0 || s.SpecAccepted == nil || s.Preemptions != nil {
+		t.Fatalf("drafted %v, accepted %v, preemptions %v", s.SpecDrafted, s.SpecAccepted, s.Preemptions)
 	}
 }
 
@@ -124,6 +127,13 @@ vllm:time_to_first_token_seconds_bucket{le="0.25"} 30
 vllm:time_to_first_token_seconds_bucket{le="+Inf"} 40
 vllm:time_to_first_token_seconds_sum 9
 vllm:time_to_first_token_seconds_count 40
+# TYPE vllm:num_preemptions_total counter
+vllm:num_preemptions_total{model_name="a"} 7
+vllm:num_preemptions_total{model_name="b"} 1
+# TYPE vllm:spec_decode_num_draft_tokens_total counter
+vllm:spec_decode_num_draft_tokens_total{model_name="a"} 1200
+# TYPE vllm:spec_decode_num_accepted_tokens_total counter
+vllm:spec_decode_num_accepted_tokens_total{model_name="a"} 840
 `
 	s, err := Parse(strings.NewReader(text), 1)
 	if err != nil {
@@ -131,6 +141,10 @@ vllm:time_to_first_token_seconds_count 40
 	}
 	if s.Engine != "vllm" || *s.Running != 5 || *s.Waiting != 4 || *s.KVUsage != 0.375 || len(s.TTFTBuckets) != 2 || s.TTFTCount != 40 {
 		t.Fatalf("%+v", s)
+	}
+	// The timeline's counters: preemptions summed over the models, speculative decoding's tokens.
+	if s.Preemptions == nil || *s.Preemptions != 8 || s.SpecDrafted == nil || *s.SpecDrafted != 1200 || s.SpecAccepted == nil || *s.SpecAccepted != 840 {
+		t.Fatalf("preemptions %v, drafted %v, accepted %v", s.Preemptions, s.SpecDrafted, s.SpecAccepted)
 	}
 	u, err := Parse(strings.NewReader("# TYPE x gauge\nx 1\n"), 1)
 	if err != nil || u.Engine != "unknown" || u.Running != nil {
