@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -83,6 +84,13 @@ slo: {ttft_p95: 1s, itl_p95: 100ms, error_rate_max: 0.01}
 	}
 	checkShardsAddUp(t, dirs, merged)
 	checkNearOneProcess(t, path, merged)
+	// The GPUs every shard read (the mock's exporter, found by auto) are the lowest shard's readings
+	// in the merge, in coordinator time: a 0.8 s window gives no energy, which a note says.
+	gpuLines, _ := os.ReadFile(filepath.Join(out, "stage_01", "gpu_metrics.jsonl"))
+	if g := merged.GPU; g == nil || len(g.GPUs) != 1 || g.EnergyJ.OK || !strings.Contains(g.Note, "shorter than 2.0 s") ||
+		!strings.HasSuffix(g.GPUs[0].Source, "/dcgm/metrics") || len(gpuLines) == 0 {
+		t.Errorf("merged gpu %+v; gpu_metrics.jsonl %d bytes", g, len(gpuLines))
+	}
 	// The merged numbers are the merged records' by the metrics code, on the merged window.
 	in := metrics.StageInput{Warmup: 200 * time.Millisecond, Duration: 800 * time.Millisecond, NeverStarted: -1,
 		T0Ns: metrics.Some(merged.Summary.Window.T0Ns), SLO: merged.SLO, Cost: merged.Cost.CostInputs}
