@@ -26,7 +26,8 @@ func TestParseLlamaCppMetrics(t *testing.T) {
 	// prompt_tokens_total (629) excludes the cached tokens (627), so 1256 prompt tokens were looked up.
 	if s.Engine != "llamacpp" || s.TNs != 7 || *s.Running != 0 || *s.Waiting != 0 || *s.PrefixHits != 627 || *s.PrefixQueries != 1256 {
 		t.Fatalf("%+v", s)
-	} // llama.cpp exports its speculative counters, at 0 without a draft model; it counts no preemptions.
+	}
+	// llama.cpp exports its speculative counters, at 0 without a draft model; it counts no preemptions.
 	if s.SpecDrafted == nil || *s.SpecDrafted != 0 || s.SpecAccepted == nil || s.Preemptions != nil {
 		t.Fatalf("drafted %v, accepted %v, preemptions %v", s.SpecDrafted, s.SpecAccepted, s.Preemptions)
 	}
