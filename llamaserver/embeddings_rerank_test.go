@@ -189,7 +189,7 @@ func qwen3Tokenizer(t *testing.T) tokenizer.Tokenizer {
 // post sends a JSON body and returns the answer's, failing unless the status is want.
 func post(t *testing.T, url, body string, want int) []byte {
 	t.Helper()
-	resp, err := http.Post(url, "application/json", strings.NewReader(body))
+	resp, err := llamaserver.FreshConnections.Post(url, "application/json", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,18 +91,12 @@ type chatUsage struct {
 	Content                    bool
 }
 
-// freshConnections opens a connection a request. This llama-server sometimes closes a connection
-// after a streamed answer although it announced keep-alive (measured: about one request in three
-// after a stream failed with EOF on the reused connection, none after a plain answer), and Go does
-// not retry a POST.
-var freshConnections = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
-
 // streamChat sends one user message, streamed with usage, and reads the answer to its end.
 func streamChat(t *testing.T, url string, content any) chatUsage {
 	t.Helper()
 	body, _ := json.Marshal(map[string]any{"max_tokens": 4, "stream": true, "stream_options": map[string]any{"include_usage": true},
 		"messages": []map[string]any{{"role": "user", "content": content}}})
-	resp, err := freshConnections.Post(url+"/chat/completions", "application/json", bytes.NewReader(body))
+	resp, err := FreshConnections.Post(url+"/chat/completions", "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -200,3 +200,10 @@ func tail(s string, n int) string {
 
 // ErrNoServer is wrapped by Require's errors when the server is not unpacked.
 var ErrNoServer = errors.New("no llama.cpp server")
+
+// FreshConnections opens a connection a request, for a test that talks to the server directly.
+// llama-server closes a connection after an answer although it announced keep-alive (measured:
+// about one request in three after a stream failed with EOF on the reused connection), and Go does
+// not retry a POST. plload's engine retries such a request itself (engine/request.go, retryable); a
+// test that sends its own requests has no such retry, so it does not reuse a connection at all.
+var FreshConnections = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
-	"net/http"
 	"strings"
 	"testing"
 
@@ -31,7 +30,7 @@ func TestRealServerCountsAsQwen3(t *testing.T) {
 	system, user := "You are a patient assistant for a bakery.", "Which of your breads keep best for a week?"
 	body, _ := json.Marshal(map[string]any{"max_tokens": 5, "stream": true, "stream_options": map[string]any{"include_usage": true},
 		"messages": []map[string]string{{"role": "system", "content": system}, {"role": "user", "content": user}}})
-	resp, err := http.Post(s.URL+"/chat/completions", "application/json", bytes.NewReader(body))
+	resp, err := llamaserver.FreshConnections.Post(s.URL+"/chat/completions", "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,7 +33,7 @@ func TestRealServerMessages(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodPost, s.URL+api.Path(), bytes.NewReader(b.Build(nil, "", history, 5, false)))
 		req.Header.Set("Content-Type", "application/json")
 		api.SetHeaders(req.Header, "")
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := llamaserver.FreshConnections.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}

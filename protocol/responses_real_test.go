@@ -3,6 +3,7 @@ package protocol
 import (
 	"bytes"
 	"errors"
+	"github.com/plload/plload/llamaserver"
 	"io"
 	"net/http"
 	"strings"
@@ -36,7 +37,7 @@ func TestRealServerResponses(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodPost, s.URL+api.Path(), bytes.NewReader(b.BuildAfter(nil, "", history, prev, 5, false)))
 		req.Header.Set("Content-Type", "application/json")
 		api.SetHeaders(req.Header, "")
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := llamaserver.FreshConnections.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
