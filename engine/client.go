@@ -113,7 +113,7 @@ func (s *stageRun) prepareClient() error {
 	if base == "" {
 		base = workload.Expand(sc.Target.BaseURL, s.cfg.Getenv)
 	}
-	base = strings.TrimRight(base, "/")
+	base, creds := splitCredentials(strings.TrimRight(base, "/"))
 	s.base = base
 	if !sc.Retrieval() {
 		api, err := protocol.For(sc.Target.Endpoint)
@@ -175,7 +175,8 @@ func (s *stageRun) prepareClient() error {
 			s.secrets = headerSecrets(s.secrets, v, value, s.cfg.Getenv)
 		}
 	}
-	if err := s.prepareRetrieval(base); err != nil || s.api == nil {
+	s.secrets = creds.apply(s.headers, s.secrets)
+	if err := s.prepareRetrieval(base, creds); err != nil || s.api == nil {
 		return err
 	}
 	s.body, err = protocol.NewBody(s.api, sc, s.cfg.Workload)

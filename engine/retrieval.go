@@ -43,8 +43,9 @@ type retrievalCall struct {
 const maxRetrievalBytes = 256 << 20
 
 // prepareRetrieval sets up the stage's retrieval targets: the stage's own when target.endpoint is
-// embeddings or rerank, and session.rag's steps.
-func (s *stageRun) prepareRetrieval(base string) error {
+// embeddings or rerank, and session.rag's steps. base and creds are target's URL, as the stage
+// reaches it, and the user info taken out of it.
+func (s *stageRun) prepareRetrieval(base string, creds urlCredentials) error {
 	sc := s.cfg.Scenario
 	if sc.Retrieval() {
 		api, _ := protocol.RetrievalFor(sc.Target.Endpoint)
@@ -83,10 +84,11 @@ func (s *stageRun) prepareRetrieval(base string) error {
 		if stepKey != "" {
 			s.secrets = addSecret(s.secrets, stepKey)
 		}
-		stepBase := strings.TrimRight(workload.Expand(at.BaseURL, s.cfg.Getenv), "/")
+		stepBase, stepCreds := splitCredentials(strings.TrimRight(workload.Expand(at.BaseURL, s.cfg.Getenv), "/"))
 		if step.at.BaseURL == "" {
-			stepBase = base // target's, as the stage reaches it (the in-process mock's address)
+			stepBase, stepCreds = base, creds // target's, as the stage reaches it (the in-process mock's address)
 		}
+		s.secrets = stepCreds.apply(h, s.secrets)
 		s.ragSteps = append(s.ragSteps, &retrievalTarget{api: api, url: stepBase + api.Path(), headers: h,
 			model: workload.Expand(at.Model, s.cfg.Getenv), step: step.name})
 	}

@@ -134,3 +134,50 @@ func TestReadGateRules(t *testing.T) {
 		})
 	}
 }
+
+// TestURLCredentialsMasked: a password in a URL's user info, or a key in its query, is a secret as
+// much as an Authorization header is; before this, scenario.resolved.yaml and stage.json wrote
+// target.base_url whole.
+func TestURLCredentialsMasked(t *testing.T) {
+	for raw, want := range map[string]string{
+		"https://bob:sk-SENTINEL@api.example.com/v1":                 "https://bob:***@api.example.com/v1",
+		"https://api.example.com/v1?api_key=sk-SENTINEL&region=eu":   "https://api.example.com/v1?api_key=***&region=eu",
+		"https://api.example.com/v1?api-version=2024-06-01":          "https://api.example.com/v1?api-version=2024-06-01",
+		"https://bob:${PASS}@${HOST}/v1?token=${TOKEN}":              "https://bob:${PASS}@${HOST}/v1?token=${TOKEN}",
+		"https://bob:sk-SENTINEL@${HOST}:8443/v1?access_token=x%2Fy": "https://bob:***@${HOST}:8443/v1?access_token=***",
+		"https://bob@api.example.com/v1":                             "https://bob@api.example.com/v1",
+		"http://127.0.0.1:8000/v1":                                   "http://127.0.0.1:8000/v1",
+		"nvidia-smi":                                                 "nvidia-smi",
+		"mock":                                                       "mock",
+		"":                                                           "",
+	} {
+		if got := maskURL(raw); got != want {
+			t.Errorf("maskURL(%q) = %q, want %q", raw, got, want)
+		}
+	}
+
+	text := strings.Replace(personaScenario, "  base_url: https://127.0.0.1:8443/v1\n",
+		"  base_url: https://bob:sk-SENTINEL1@127.0.0.1:8443/v1\n"+
+			"  server_metrics_url: http://127.0.0.1:8443/metrics?token=sk-SENTINEL2\n"+
+			"  gpu_metrics_url: [http://ops:sk-SENTINEL3@127.0.0.1:9400/metrics, 127.0.0.1:9401]\n", 1)
+	text = strings.Replace(text, "  tls: {ca_file: certs/ca.pem}\n", "", 1)
+	text = strings.Replace(text, "personas:\n  source: file\n  file: personas.jsonl\n", "personas: {count: 2, system_prompt_tokens: 20}\n", 1)
+	s, issues := Parse("t.yaml", []byte(text), LoadOptions{Getenv: noEnv})
+	if err := issues.Err(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.ResolvedYAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), "SENTINEL") || !strings.Contains(string(out), "bob:***@127.0.0.1:8443") || !strings.Contains(string(out), "127.0.0.1:9401") {
+		t.Fatalf("URL credentials not masked, or a URL lost:\n%s", out)
+	}
+	if !strings.Contains(s.Target.BaseURL, "sk-SENTINEL1") || !strings.Contains(s.Target.GPUMetricsURL[0], "sk-SENTINEL3") {
+		t.Fatal("masking changed the scenario itself")
+	}
+	rag := &Scenario{Session: Session{RAG: &RAGSpec{Embed: &StepTarget{BaseURL: "https://a:sk-SENTINEL4@embed.example/v1"}}}}
+	if got := rag.Masked().Session.RAG.Embed.BaseURL; got != "https://a:***@embed.example/v1" || !strings.Contains(rag.Session.RAG.Embed.BaseURL, "SENTINEL4") {
+		t.Fatalf("session.rag.embed.base_url masked as %q; the scenario's own is now %q", got, rag.Session.RAG.Embed.BaseURL)
+	}
+}
