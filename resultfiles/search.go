@@ -36,6 +36,25 @@ type SearchProbe struct {
 	// Decided says how each limit of the SLO was decided (absent when the probe was not judged on
 	// its limits: saturated, invalid, unreachable).
 	Decided []SearchDecision `json:"decided,omitempty"`
+	// GPU is what the GPUs did in the probe's stage (absent without telemetry): so a dashboard can
+	// draw power and energy per token against load from search.json alone, the knee's among them.
+	GPU *SearchGPU `json:"gpu,omitempty"`
+}
+
+// SearchGPU is a probe's GPU figures, as its stage.json's gpu block has them.
+type SearchGPU struct {
+	GPUs int `json:"gpus"`
+	metrics.GPUFigures
+	JPerOutToken      metrics.Opt[float64] `json:"j_per_out_token"`
+	EnergyUSDPer1MOut metrics.Opt[float64] `json:"energy_usd_per_1m_out"`
+}
+
+// NewSearchGPU is a stage's GPU figures for search.json (nil without telemetry).
+func NewSearchGPU(g *metrics.GPUSummary) *SearchGPU {
+	if g == nil || len(g.GPUs) == 0 {
+		return nil
+	}
+	return &SearchGPU{GPUs: len(g.GPUs), GPUFigures: g.GPUFigures, JPerOutToken: g.JPerOutToken, EnergyUSDPer1MOut: g.EnergyUSDPer1MOut}
 }
 
 // SearchDecision is how one limit of the SLO was decided in a probe: the limit ("ttft p95", "error

@@ -126,9 +126,14 @@ func (p *Plan) writeResults(pr *prober, sc *workload.Scenario, res search.Result
 	if err == nil {
 		err = metrics.WriteFileAtomic(filepath.Join(dir, "scenario.resolved.yaml"), resolved)
 	}
+	gpu := map[int]*metrics.GPUSummary{}
+	for _, st := range pr.stages {
+		gpu[st.Stage] = st.GPU
+	}
 	shown := make([]resultfiles.SearchProbe, len(res.Probes))
 	for i, pb := range res.Probes {
-		shown[i] = resultfiles.SearchProbe{Value: pb.Value, Verdict: string(pb.Verdict), Reason: pb.Reason, Stage: pb.Stage, Decided: pb.Decided}
+		shown[i] = resultfiles.SearchProbe{Value: pb.Value, Verdict: string(pb.Verdict), Reason: pb.Reason, Stage: pb.Stage, Decided: pb.Decided,
+			GPU: resultfiles.NewSearchGPU(gpu[pb.Stage])}
 	}
 	err = errors.Join(err, resultfiles.Search{Knob: p.knob, SLO: p.limits, Best: res.Best, Undecided: res.Undecided, Probes: shown,
 		Stop: res.Stop, Complete: !res.Stopped}.Write(dir))
