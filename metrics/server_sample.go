@@ -25,13 +25,17 @@ type ServerSample struct {
 	// num_gpu_blocks × block_size; SGLang's max_total_num_tokens): what its prefix cache can hold.
 	CacheTokens *float64 `json:"cache_tokens,omitempty"`
 	// Preemptions is the server's count of requests it preempted (evicted from the KV cache to make
-	// room, to be recomputed), cumulative: vLLM's num_preemptions_total.
+	// room, to be recomputed), cumulative: vLLM's num_preemptions_total, SGLang's
+	// num_retracted_requests_total.
 	Preemptions *float64 `json:"preemptions,omitempty"`
 	// SpecDrafted and SpecAccepted are speculative decoding's draft tokens proposed and accepted,
 	// cumulative (vLLM's spec_decode_num_draft_tokens_total and _accepted_tokens_total): their
 	// increases' ratio is the acceptance rate over a span.
 	SpecDrafted  *float64 `json:"spec_drafted,omitempty"`
 	SpecAccepted *float64 `json:"spec_accepted,omitempty"`
+	// SpecAcceptRate is a server's own gauge of the share of draft tokens accepted (0–1), for a
+	// server without the counters: SGLang's spec_accept_rate, averaged over its ranks.
+	SpecAcceptRate *float64 `json:"spec_accept_rate,omitempty"`
 }
 
 // ServerBucket is one cumulative histogram bucket.

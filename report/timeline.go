@@ -127,6 +127,10 @@ func NewTimeline(server []metrics.ServerSample, gpu []metrics.GPUSample, s metri
 	if len(rate) > 0 {
 		t.Panels = append(t.Panels, TimelinePanel{Title: "speculative decoding: acceptance rate", YLabel: "% of draft tokens accepted", Percent: true,
 			Series: []TimelineSeries{{"accepted ÷ drafted", place(rate)}}})
+	} else if gaugeRate, ok := gauge(func(x metrics.ServerSample) *float64 { return x.SpecAcceptRate }, 100); ok && anyAbove(gaugeRate, 0) {
+		// SGLang's gauge, at 0 throughout where nothing is drafted: a panel only where it moved.
+		t.Panels = append(t.Panels, TimelinePanel{Title: "speculative decoding: acceptance rate", YLabel: "% of draft tokens accepted", Percent: true,
+			Series: []TimelineSeries{{"server's gauge", gaugeRate}}})
 	}
 	return t
 }
@@ -311,4 +315,16 @@ func timelinePlot(title string, tp TimelinePanel, s metrics.StageSeries, absorb 
 	setSeriesAxes(p, s, maxY)
 	p.Add(plotter.NewGrid())
 	return p, nil
+}
+
+// anyAbove says whether a point of the segments is above v.
+func anyAbove(segs []plotter.XYs, v float64) bool {
+	for _, seg := range segs {
+		for _, p := range seg {
+			if p.Y > v {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -150,6 +150,18 @@ func TestTimelineCounters(t *testing.T) {
 	if tl := NewTimeline(idle, nil, s); len(tl.Panels) != 0 {
 		t.Errorf("counters that never moved drew %+v", tl.Panels)
 	}
+	// SGLang has a gauge of the batch's acceptance instead of counters: drawn as read, in percent,
+	// and not at all while it stays 0 (no speculative decoding).
+	sglang := []metrics.ServerSample{{TNs: at(1), SpecAcceptRate: f(0.5)}, {TNs: at(2), SpecAcceptRate: f(0.75)}}
+	tl = NewTimeline(sglang, nil, s)
+	if len(tl.Panels) != 1 || tl.Panels[0].Series[0].Name != "server's gauge" || len(tl.Panels[0].Series[0].Segments) != 1 ||
+		tl.Panels[0].Series[0].Segments[0][1].Y != 75 {
+		t.Errorf("SGLang's acceptance gauge drew %+v", tl.Panels)
+	}
+	zero := []metrics.ServerSample{{TNs: at(1), SpecAcceptRate: f(0)}, {TNs: at(2), SpecAcceptRate: f(0)}}
+	if tl := NewTimeline(zero, nil, s); len(tl.Panels) != 0 {
+		t.Errorf("a gauge at 0 throughout drew %+v", tl.Panels)
+	}
 }
 
 // TestTimelineGPUSources: each source is its own series, named by its source where there are

@@ -35,7 +35,7 @@ import (
 var serverNames = []struct {
 	engine, marker                                       string
 	running, waiting, kv, rate, hits, queries, processed []string
-	preempted, drafted, accepted                         []string
+	preempted, drafted, accepted, acceptRate             []string
 	ttft                                                 string
 }{
 	{engine: "vllm", marker: "vllm:num_requests_running",
@@ -53,7 +53,11 @@ var serverNames = []struct {
 		kv: []string{"sglang:token_usage"}, rate: []string{"sglang:cache_hit_rate"},
 		hits:    []string{"sglang:realtime_tokens_total{mode=prefill_cache}"},
 		queries: []string{"sglang:realtime_tokens_total{mode=prefill_cache|prefill_compute}"},
-		ttft:    "sglang:time_to_first_token_seconds"},
+		// A retraction is SGLang's preemption (a running request evicted to be recomputed); the
+		// gauge num_retracted_reqs counts only the latest batch's, so the counter alone is read.
+		// Speculative decoding gives a gauge of the batch's acceptance, not token counters.
+		preempted: []string{"sglang:num_retracted_requests_total"}, acceptRate: []string{"sglang:spec_accept_rate"},
+		ttft: "sglang:time_to_first_token_seconds"},
 	{engine: "llamacpp", marker: "llamacpp:requests_processing",
 		running: []string{"llamacpp:requests_processing"}, waiting: []string{"llamacpp:requests_deferred"},
 		kv:   []string{"llamacpp:kv_cache_usage_ratio"},
@@ -95,6 +99,7 @@ func Parse(r io.Reader, tNs int64) (metrics.ServerSample, error) {
 		s.CacheTokens = cacheTokens(families)
 		s.Preemptions = total(families, n.preempted, false)
 		s.SpecDrafted, s.SpecAccepted = total(families, n.drafted, false), total(families, n.accepted, false)
+		s.SpecAcceptRate = total(families, n.acceptRate, true)
 		break
 	}
 	return s, nil

@@ -157,8 +157,9 @@ vllm:spec_decode_num_accepted_tokens_total{model_name="a"} 840
 }
 
 // TestParseSGLangDataParallel: SGLang's scheduler gauges come one series per data-parallel rank
-// (labels as in sglang/srt/metrics). Requests add up across ranks; KV use and the hit-rate gauge are
-// averaged; the prefix-cache counters come from realtime_tokens_total by mode.
+// (labels as in sglang/srt/metrics). Requests and retractions add up across ranks; KV use, the
+// hit-rate gauge and speculative acceptance are averaged; the prefix-cache counters come from
+// realtime_tokens_total by mode.
 func TestParseSGLangDataParallel(t *testing.T) {
 	text := `# TYPE sglang:num_running_reqs gauge
 sglang:num_running_reqs{model_name="m",tp_rank="0",dp_rank="0",moe_ep_rank="0"} 12
@@ -178,6 +179,14 @@ sglang:realtime_tokens_total{model_name="m",tp_rank="0",dp_rank="0",moe_ep_rank=
 sglang:realtime_tokens_total{model_name="m",tp_rank="0",dp_rank="0",moe_ep_rank="0",mode="decode"} 5000
 sglang:realtime_tokens_total{model_name="m",tp_rank="0",dp_rank="1",moe_ep_rank="0",mode="prefill_compute"} 50
 sglang:realtime_tokens_total{model_name="m",tp_rank="0",dp_rank="1",moe_ep_rank="0",mode="prefill_cache"} 50
+# TYPE sglang:num_retracted_requests_total counter
+sglang:num_retracted_requests_total{model_name="m",tp_rank="0",dp_rank="0",moe_ep_rank="0"} 4
+sglang:num_retracted_requests_total{model_name="m",tp_rank="0",dp_rank="1",moe_ep_rank="0"} 3
+# TYPE sglang:num_retracted_reqs gauge
+sglang:num_retracted_reqs{model_name="m",tp_rank="0",dp_rank="0",moe_ep_rank="0"} 1
+# TYPE sglang:spec_accept_rate gauge
+sglang:spec_accept_rate{model_name="m",tp_rank="0",dp_rank="0",moe_ep_rank="0"} 0.6
+sglang:spec_accept_rate{model_name="m",tp_rank="0",dp_rank="1",moe_ep_rank="0"} 0.8
 # TYPE sglang:time_to_first_token_seconds histogram
 sglang:time_to_first_token_seconds_bucket{le="0.1",model_name="m"} 4
 sglang:time_to_first_token_seconds_bucket{le="0.5",model_name="m"} 9
@@ -190,7 +199,8 @@ sglang:time_to_first_token_seconds_count{model_name="m"} 10
 		t.Fatal(err)
 	}
 	if s.Engine != "sglang" || *s.Running != 20 || *s.Waiting != 4 || *s.KVUsage != 0.5 || *s.CacheHitRate != 0.8 ||
-		*s.PrefixHits != 350 || *s.PrefixQueries != 500 || len(s.TTFTBuckets) != 2 || s.TTFTCount != 10 {
+		*s.PrefixHits != 350 || *s.PrefixQueries != 500 || len(s.TTFTBuckets) != 2 || s.TTFTCount != 10 ||
+		s.Preemptions == nil || *s.Preemptions != 7 || s.SpecAcceptRate == nil || math.Abs(*s.SpecAcceptRate-0.7) > 1e-9 {
 		t.Fatalf("%+v", s)
 	}
 	// An older SGLang without realtime_tokens_total: no counters, the gauge stands.
