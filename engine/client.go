@@ -113,16 +113,18 @@ func (s *stageRun) prepareClient() error {
 	if base == "" {
 		base = workload.Expand(sc.Target.BaseURL, s.cfg.Getenv)
 	}
-	base, creds := splitCredentials(strings.TrimRight(base, "/"))
-	s.base = base
+	target := parseTarget(base)
+	target.base = strings.TrimRight(target.base, "/")
+	base = target.base
+	s.base, s.target = base, target
 	if !sc.Retrieval() {
 		api, err := protocol.For(sc.Target.Endpoint)
 		if err != nil {
 			return err
 		}
-		s.api, s.url = api, base+api.Path()
+		s.api, s.url = api, target.at(api.Path())
 	} else if api, ok := protocol.RetrievalFor(sc.Target.Endpoint); ok {
-		s.url = base + api.Path()
+		s.url = target.at(api.Path())
 	}
 	s.host = strings.TrimPrefix(strings.TrimPrefix(base, "http://"), "https://")
 	if u, err := url.Parse(base); err == nil && u.Host != "" {
@@ -175,8 +177,8 @@ func (s *stageRun) prepareClient() error {
 			s.secrets = headerSecrets(s.secrets, v, value, s.cfg.Getenv)
 		}
 	}
-	s.secrets = creds.apply(s.headers, s.secrets)
-	if err := s.prepareRetrieval(base, creds); err != nil || s.api == nil {
+	s.secrets = target.authorize(s.headers, s.secrets)
+	if err := s.prepareRetrieval(target); err != nil || s.api == nil {
 		return err
 	}
 	s.body, err = protocol.NewBody(s.api, sc, s.cfg.Workload)

@@ -227,10 +227,12 @@ type stageRun struct {
 	// session.rag's steps, in their order (engine/retrieval.go).
 	retrieval *retrievalTarget
 	ragSteps  []*retrievalTarget
-	// base is the target's URL without the API's path (no trailing /): GET /models goes there.
-	base string
-	url  string
-	host string
+	// base is the target's URL without the API's path, its user info or its query (no trailing /);
+	// target is the same taken apart, which makes each request's URL (GET /models included).
+	base   string
+	target targetURL
+	url    string
+	host   string
 	// connAddr is the host:port the HTTP/1.1 client sends to, for connections held for prepared
 	// arrivals ("" when the transport is net/http's, which has no such hold).
 	connAddr string
@@ -326,7 +328,7 @@ func runStage(ctx context.Context, cfg *Config, clk clock, i int, pool *workload
 	}
 	s.client.CloseIdleConnections() // the stage starts from fresh connections
 	log.Info("stage starting", append([]any{"rtt_p50_ms", res.RTT.P50, "mode", sc.Load.Mode}, append(stageLoadAttrs(sc.Load, pool.Spec),
-		"warmup", pool.Spec.Warmup.String(), "duration", pool.Spec.Duration.String(), "pool", len(pool.Sessions), "target", s.url)...)...)
+		"warmup", pool.Spec.Warmup.String(), "duration", pool.Spec.Duration.String(), "pool", len(pool.Sessions), "target", s.scrub(s.url))...)...)
 	res.Start = time.Now()
 	if cfg.Live != nil {
 		cfg.Live.StageStarted(pool.Stage)

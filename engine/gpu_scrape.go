@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	neturl "net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/plload/plload/metrics"
 	"github.com/plload/plload/scrape"
+	"github.com/plload/plload/workload"
 )
 
 // GPUTelemetry is where a stage reads the GPUs' telemetry (docs/measurement.md, GPU telemetry).
@@ -244,14 +244,9 @@ func (c *cappedReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// redactedURL is u with any password masked, as messages and files show it.
-func redactedURL(u string) string {
-	parsed, err := neturl.Parse(u)
-	if err != nil {
-		return u
-	}
-	return parsed.Redacted()
-}
+// redactedURL is u with its password and secret-named query values masked, as messages and files
+// show it (as scenario.resolved.yaml writes the URL).
+func redactedURL(u string) string { return workload.MaskURL(u) }
 
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")

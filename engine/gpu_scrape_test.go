@@ -42,7 +42,7 @@ func TestGPUTelemetryFromTheMocksExporter(t *testing.T) {
 	if r.GPUNote != "" || len(r.GPUWarnings) != 0 {
 		t.Fatalf("note %q, warnings %q", r.GPUNote, r.GPUWarnings)
 	}
-	shown := strings.Replace(root, "http://", "http://plload:xxxxx@", 1) + "/dcgm/metrics"
+	shown := strings.Replace(root, "http://", "http://plload:***@", 1) + "/dcgm/metrics"
 	if len(samples) < 2 || len(samples[0].GPUs) != 2 || samples[0].GPUs[0].EnergyMJ == nil || samples[0].Source != shown {
 		t.Fatalf("%d samples: %+v", len(samples), samples)
 	}
@@ -80,7 +80,7 @@ func TestGPUTelemetrySourcesThatDoNotAnswer(t *testing.T) {
 		{"a dead exporter", GPUTelemetry{URLs: []string{dead}}, "", dead + " did not answer"},
 		{"a model server's metrics", GPUTelemetry{URLs: []string{root + "/metrics"}}, "", "no DCGM fields"},
 		{"a 404", GPUTelemetry{URLs: []string{root + "/nope"}}, "", "answered HTTP 404"},
-		{"a dead exporter behind a password", GPUTelemetry{URLs: []string{"http://u:s3cret-pass@127.0.0.1:1/metrics"}}, "", "http://u:xxxxx@127.0.0.1:1/metrics did not answer"},
+		{"a dead exporter behind a password", GPUTelemetry{URLs: []string{"http://u:s3cret-pass@127.0.0.1:1/metrics"}}, "", "http://u:***@127.0.0.1:1/metrics did not answer"},
 		{"an endless answer", GPUTelemetry{URLs: []string{endless.URL}}, "", "the answer is larger than 1 MiB"},
 		// Guessed: nothing answering is a note; one guess answering is enough, and says nothing of the other.
 		{"auto, nothing answers", GPUTelemetry{URLs: []string{dead}, Auto: true}, "GPU telemetry off: " + dead + " did not answer", ""},

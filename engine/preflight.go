@@ -97,6 +97,7 @@ func Preflight(ctx context.Context, cfg Config) (warning string, err error) {
 // preflightVerdict judges the preflight's request ex, sent to url: nothing when it succeeded, an
 // error for what no stage could survive, a warning for what may pass.
 func (s *stageRun) preflightVerdict(ctx context.Context, ex *exchange, url string) (warning string, err error) {
+	url = s.scrub(url) // a key in the base URL's query is named as ***
 	rec := &ex.rec
 	if rec.Error == nil || rec.WasCancelled || ex.heldBack {
 		return "", nil
@@ -166,7 +167,7 @@ func (s *stageRun) preflightVerdict(ctx context.Context, ex *exchange, url strin
 		return fail(fix)
 	case rec.Error.Code.OK && rec.Error.Code.V == 404:
 		if !strings.HasSuffix(s.base, "/v1") {
-			return fail(fmt.Sprintf("target.base_url usually ends in /v1 (try %s/v1)", s.base))
+			return fail(fmt.Sprintf("target.base_url usually ends in /v1 (try %s)", s.scrub(s.target.at("/v1"))))
 		}
 		return fail(fmt.Sprintf("check target.base_url, target.endpoint (%s) and target.model (%q): many servers answer 404 for a model they do not serve", sc.Target.Endpoint, sc.Target.Model))
 	case rec.Error.Code.OK && rec.Error.Code.V >= 400 && rec.Error.Code.V < 500 && rec.Error.Code.V != metrics.StatusTooManyRequests:
@@ -251,7 +252,7 @@ func (s *stageRun) checkModels(ctx context.Context) (string, error) {
 	if len(names) == 0 {
 		return "", nil
 	}
-	url := s.base + "/models"
+	url := s.target.at("/models")
 	ctx, cancel := context.WithTimeout(ctx, min(rttTimeout, s.timeout))
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -310,7 +311,7 @@ func (s *stageRun) speaksOnlyHTTP1(ctx context.Context) bool {
 	h1.SetHTTP1(true)
 	client := &http.Client{Transport: &http.Transport{Protocols: &h1, Proxy: nil}, CheckRedirect: noRedirects, Timeout: 5 * time.Second}
 	defer client.CloseIdleConnections()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.base+"/models", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.target.at("/models"), nil)
 	if err != nil {
 		return false
 	}

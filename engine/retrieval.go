@@ -43,13 +43,12 @@ type retrievalCall struct {
 const maxRetrievalBytes = 256 << 20
 
 // prepareRetrieval sets up the stage's retrieval targets: the stage's own when target.endpoint is
-// embeddings or rerank, and session.rag's steps. base and creds are target's URL, as the stage
-// reaches it, and the user info taken out of it.
-func (s *stageRun) prepareRetrieval(base string, creds urlCredentials) error {
+// embeddings or rerank, and session.rag's steps. target is target's URL, as the stage reaches it.
+func (s *stageRun) prepareRetrieval(target targetURL) error {
 	sc := s.cfg.Scenario
 	if sc.Retrieval() {
 		api, _ := protocol.RetrievalFor(sc.Target.Endpoint)
-		s.retrieval = &retrievalTarget{api: api, url: base + api.Path(), headers: s.headers, model: sc.Target.Model, extra: sc.Target.ExtraBody}
+		s.retrieval = &retrievalTarget{api: api, url: target.at(api.Path()), headers: s.headers, model: sc.Target.Model, extra: sc.Target.ExtraBody}
 	}
 	rag := sc.Session.RAG
 	if rag == nil {
@@ -84,12 +83,13 @@ func (s *stageRun) prepareRetrieval(base string, creds urlCredentials) error {
 		if stepKey != "" {
 			s.secrets = addSecret(s.secrets, stepKey)
 		}
-		stepBase, stepCreds := splitCredentials(strings.TrimRight(workload.Expand(at.BaseURL, s.cfg.Getenv), "/"))
+		stepTarget := parseTarget(workload.Expand(at.BaseURL, s.cfg.Getenv))
+		stepTarget.base = strings.TrimRight(stepTarget.base, "/")
 		if step.at.BaseURL == "" {
-			stepBase, stepCreds = base, creds // target's, as the stage reaches it (the in-process mock's address)
+			stepTarget = target // target's, as the stage reaches it (the in-process mock's address)
 		}
-		s.secrets = stepCreds.apply(h, s.secrets)
-		s.ragSteps = append(s.ragSteps, &retrievalTarget{api: api, url: stepBase + api.Path(), headers: h,
+		s.secrets = stepTarget.authorize(h, s.secrets)
+		s.ragSteps = append(s.ragSteps, &retrievalTarget{api: api, url: stepTarget.at(api.Path()), headers: h,
 			model: workload.Expand(at.Model, s.cfg.Getenv), step: step.name})
 	}
 	return nil

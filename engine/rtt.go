@@ -23,7 +23,8 @@ const rttTimeout = 10 * time.Second
 // of every TTFT that no server can remove. Absent (N = 0), with the reason, when the target does not
 // answer.
 func (s *stageRun) measureRTT(ctx context.Context) (metrics.Dist, error) {
-	url := s.base + "/models"
+	url := s.target.at("/models")
+	shown := s.scrub(url) // a key in the base URL's query stays out of messages
 	var failure error
 	limit := min(rttTimeout, s.timeout)
 	get := func() (time.Duration, bool) {
@@ -42,11 +43,11 @@ func (s *stageRun) measureRTT(ctx context.Context) (metrics.Dist, error) {
 		start := time.Now()
 		resp, err := s.client.Do(req)
 		if err != nil && ctx.Err() == context.DeadlineExceeded {
-			failure = fmt.Errorf("GET %s: no answer within %v", url, limit)
+			failure = fmt.Errorf("GET %s: no answer within %v", shown, limit)
 			return 0, false
 		}
 		if err != nil {
-			failure = fmt.Errorf("GET %s: %s", url, s.scrub(rootCause(err).Error()))
+			failure = fmt.Errorf("GET %s: %s", shown, s.scrub(rootCause(err).Error()))
 			return 0, false
 		}
 		io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))

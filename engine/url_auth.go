@@ -4,37 +4,57 @@ import (
 	"encoding/base64"
 	"net/http"
 	"net/url"
+
+	"github.com/plload/plload/workload"
 )
 
-// urlCredentials is the user info of a base URL (https://user:pass@host/v1): net/http would send it
-// as Basic authentication by itself, plload's HTTP/1.1 client would not, so the engine takes it out
-// of the URL and sends it as a header on every protocol alike.
-type urlCredentials struct {
+// targetURL is a base URL taken apart for sending: the URL the API paths are added to, without user
+// info or query; the query, which every request carries after its path (Azure's ?api-version=…);
+// and the user info.
+type targetURL struct {
+	base, query string
+	// user is the base URL's user info (https://user:pass@host/v1): net/http would send it as Basic
+	// authentication by itself, plload's HTTP/1.1 client would not, so the engine sends it as a
+	// header on every protocol alike.
 	user *url.Userinfo
+	// secrets are the password and the values of secret-named query parameters
+	// (workload.URLSecrets): masked in whatever a server sends back.
+	secrets []string
 }
 
-// splitCredentials returns raw without its user info, and the user info (none when raw has none or
-// is not a URL).
-func splitCredentials(raw string) (string, urlCredentials) {
+// parseTarget takes raw apart; text that is not a URL is the base as it is.
+func parseTarget(raw string) targetURL {
 	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		return raw, urlCredentials{}
+	if err != nil {
+		return targetURL{base: raw}
 	}
-	user := u.User
-	u.User = nil
-	return u.String(), urlCredentials{user: user}
+	t := targetURL{query: u.RawQuery, user: u.User, secrets: workload.URLSecrets(raw)}
+	u.User, u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = nil, "", false, "", ""
+	t.base = u.String()
+	return t
 }
 
-// apply sets Authorization: Basic from the user info where no Authorization header is set (an API
-// key, or the user's own header, wins, as in net/http), and adds the password and the header's
-// credential to secrets.
-func (c urlCredentials) apply(h http.Header, secrets []string) []string {
-	if c.user == nil {
+// at is the URL of path (/chat/completions, /models) on the target, with the base's query.
+func (t targetURL) at(path string) string {
+	if t.query == "" {
+		return t.base + path
+	}
+	return t.base + path + "?" + t.query
+}
+
+// authorize sets Authorization: Basic from the user info where no Authorization header is set (an
+// API key, or the user's own header, wins, as in net/http), and adds the URL's secrets, and the
+// header's credential, to secrets.
+func (t targetURL) authorize(h http.Header, secrets []string) []string {
+	for _, s := range t.secrets {
+		secrets = addSecret(secrets, s)
+	}
+	if t.user == nil {
 		return secrets
 	}
-	pass, _ := c.user.Password()
-	credential := base64.StdEncoding.EncodeToString([]byte(c.user.Username() + ":" + pass))
-	secrets = addSecret(addSecret(secrets, pass), credential)
+	pass, _ := t.user.Password()
+	credential := base64.StdEncoding.EncodeToString([]byte(t.user.Username() + ":" + pass))
+	secrets = addSecret(secrets, credential)
 	if h.Get("Authorization") == "" {
 		h.Set("Authorization", "Basic "+credential)
 	}

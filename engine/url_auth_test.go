@@ -4,6 +4,8 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -61,5 +63,44 @@ func TestBaseURLUserInfoIsBasicAuth(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestBaseURLQueryGoesAfterThePath: a base URL with a query (Azure's ?api-version=…) gets the API's
+// path before the query, on every request, GET /models included; a key in that query is masked in
+// what the server echoes, in the preflight's words and in run.log.
+// Catches: the path was appended to the whole base, so every request went to
+// /v1?api-version=…/chat/completions and the key in the query was printed in the preflight's message.
+func TestBaseURLQueryGoesAfterThePath(t *testing.T) {
+	const key = "sk-QSECRET99"
+	var mu sync.Mutex
+	seen := map[string]int{}
+	handler := func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen[r.Method+" "+r.URL.Path+"?"+r.URL.RawQuery]++
+		mu.Unlock()
+		if r.Method == http.MethodPost && r.URL.Query().Get("api_key") == key {
+			http.Error(w, "key "+key+" may not use this model", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, okStream)
+	}
+	adjust := func(text string) string {
+		return strings.Replace(text, "/v1\n", "/v1?api-version=2024-06-01&api_key="+key+"\n", 1)
+	}
+	dir, message, logged := runAgainst(t, handler, adjust, testEnv)
+	mu.Lock()
+	want := "POST /v1/chat/completions?api-version=2024-06-01&api_key=" + key
+	if len(seen) > 2 || seen[want] == 0 {
+		t.Errorf("requests seen %v; want every POST as %q (and GET /v1/models with the same query)", seen, want)
+	}
+	mu.Unlock()
+	if strings.Contains(message, key) || !strings.Contains(message, "key *** may not") {
+		t.Errorf("record's message %q: want the key masked", message)
+	}
+	data, _ := os.ReadFile(filepath.Join(dir, "stage_01", "run.log"))
+	if strings.Contains(logged+string(data), key) {
+		t.Error("the key in the base URL's query reached the log")
 	}
 }

@@ -178,7 +178,7 @@ func syntheticText(b *strings.Builder, sc *workload.Scenario) {
 
 func configurationSection(b *strings.Builder, r *resultfiles.Report, sc, m *workload.Scenario) {
 	b.WriteString("\n## Configuration\n\n")
-	target := m.Target.BaseURL
+	target := "`" + m.Target.BaseURL + "`" // a code span: a masked *** is not emphasis
 	if mk := sc.Target.Mock; sc.UsesMock() && mk != nil {
 		target = fmt.Sprintf("the bundled mock, in-process (TTFT %s, %g tok/s per stream, jitter %g, error rate %g)", mk.TTFT, mk.TPS, mk.Jitter, mk.ErrorRate)
 	}

@@ -47,7 +47,7 @@ func autoGPUTelemetry(sc *workload.Scenario, baseURL string) engine.GPUTelemetry
 	if err != nil || u.Hostname() == "" {
 		return engine.GPUTelemetry{}
 	}
-	mockExporter := strings.TrimSuffix(strings.TrimRight(baseURL, "/"), "/v1") + "/dcgm/metrics"
+	mockExporter := workload.ServerRoot(baseURL) + "/dcgm/metrics"
 	if sc.UsesMock() {
 		return engine.GPUTelemetry{URLs: []string{mockExporter}, Auto: true}
 	}

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/plload/plload/engine"
@@ -107,7 +106,7 @@ func CheckTarget(ctx context.Context, sc *workload.Scenario) error {
 }
 
 // ServerMetricsURL is where the target's Prometheus metrics are: target.server_metrics_url, or the
-// base URL without /v1 plus /metrics ("" when off).
+// base URL without /v1 (and its query) plus /metrics ("" when off).
 func ServerMetricsURL(sc *workload.Scenario, baseURL string) string {
 	switch u := sc.Target.ServerMetricsURL; u {
 	case "off":
@@ -116,7 +115,7 @@ func ServerMetricsURL(sc *workload.Scenario, baseURL string) string {
 		if baseURL == "" {
 			baseURL = workload.Expand(sc.Target.BaseURL, os.Getenv)
 		}
-		return strings.TrimSuffix(strings.TrimRight(baseURL, "/"), "/v1") + "/metrics"
+		return workload.ServerRoot(baseURL) + "/metrics"
 	default:
 		return workload.Expand(u, os.Getenv)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"maps"
-	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -38,7 +37,7 @@ func maskValue(path, v string) string {
 }
 
 // Masked returns a copy of the scenario safe to write or print: secret header values are "***", and
-// so are the passwords and secret-named query values of the URLs it names (maskURL). api_key_env
+// so are the passwords and secret-named query values of the URLs it names (MaskURL). api_key_env
 // names a variable, not a key, and stays.
 func (s *Scenario) Masked() *Scenario {
 	c := *s
@@ -48,12 +47,12 @@ func (s *Scenario) Masked() *Scenario {
 			c.Target.Headers[k] = maskValue("target.headers."+k, c.Target.Headers[k])
 		}
 	}
-	c.Target.BaseURL = maskURL(s.Target.BaseURL)
-	c.Target.ServerMetricsURL = maskURL(s.Target.ServerMetricsURL)
+	c.Target.BaseURL = MaskURL(s.Target.BaseURL)
+	c.Target.ServerMetricsURL = MaskURL(s.Target.ServerMetricsURL)
 	if s.Target.GPUMetricsURL != nil {
 		c.Target.GPUMetricsURL = make(URLList, len(s.Target.GPUMetricsURL))
 		for i, u := range s.Target.GPUMetricsURL {
-			c.Target.GPUMetricsURL[i] = maskURL(u)
+			c.Target.GPUMetricsURL[i] = MaskURL(u)
 		}
 	}
 	if rag := s.Session.RAG; rag != nil {
@@ -61,57 +60,13 @@ func (s *Scenario) Masked() *Scenario {
 		for _, step := range []**StepTarget{&rc.Embed, &rc.Rerank} {
 			if *step != nil {
 				st := **step
-				st.BaseURL = maskURL(st.BaseURL)
+				st.BaseURL = MaskURL(st.BaseURL)
 				*step = &st
 			}
 		}
 		c.Session.RAG = &rc
 	}
 	return &c
-}
-
-// maskURL hides what in a URL is a credential: the password of its user info
-// (https://user:pass@host) and the value of a query parameter whose name says secret (?api_key=…,
-// by IsSecretHeader's words). A ${NAME} reference names a variable, not a secret, and stays; so does
-// text that is not a URL.
-func maskURL(raw string) string {
-	// url.Parse refuses braces in user info and hosts: each ${NAME} stands aside as a plain word
-	// while the URL is read, and comes back after.
-	refs := envRef.FindAllString(raw, -1)
-	word := func(i int) string { return fmt.Sprintf("plloadenvref%dx", i) }
-	plain := raw
-	for i, ref := range refs {
-		plain = strings.Replace(plain, ref, word(i), 1)
-	}
-	isRef := func(v string) bool { return strings.HasPrefix(v, "plloadenvref") }
-	u, err := url.Parse(plain)
-	if err != nil || (u.User == nil && u.RawQuery == "") {
-		return raw
-	}
-	changed := false
-	if pass, ok := u.User.Password(); ok && !isRef(pass) {
-		u.User = url.UserPassword(u.User.Username(), "plloadmaskedx") // url would escape "***"
-		changed = true
-	}
-	if u.RawQuery != "" {
-		parts := strings.Split(u.RawQuery, "&")
-		for i, p := range parts {
-			name, value, found := strings.Cut(p, "=")
-			if key, err := url.QueryUnescape(name); found && err == nil && IsSecretHeader(key) && value != "" && !isRef(value) {
-				parts[i] = name + "=" + Masked
-				changed = true
-			}
-		}
-		u.RawQuery = strings.Join(parts, "&")
-	}
-	if !changed {
-		return raw
-	}
-	out := strings.Replace(u.String(), "plloadmaskedx", Masked, 1)
-	for i, ref := range refs {
-		out = strings.Replace(out, word(i), ref, 1)
-	}
-	return out
 }
 
 // ResolvedYAML is the scenario with every default filled and secrets masked: scenario.resolved.yaml.

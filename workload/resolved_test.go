@@ -151,8 +151,8 @@ func TestURLCredentialsMasked(t *testing.T) {
 		"mock":                                                       "mock",
 		"":                                                           "",
 	} {
-		if got := maskURL(raw); got != want {
-			t.Errorf("maskURL(%q) = %q, want %q", raw, got, want)
+		if got := MaskURL(raw); got != want {
+			t.Errorf("MaskURL(%q) = %q, want %q", raw, got, want)
 		}
 	}
 
