@@ -79,14 +79,7 @@ func TestResolvedRoundTrip(t *testing.T) {
 
 func TestSecretsMasked(t *testing.T) {
 	text := insertUnder(t, []edit{{0, `  headers: {Authorization: "Bearer sk-SENTINEL", X-Api-Key: sk-SENTINEL2, X-Team: blue}`}}, map[string]int{"target.": 5}, "target.")
-	s, issues := Parse("t.yaml", []byte(text), LoadOptions{Getenv: noEnv})
-	if err := issues.Err(); err != nil {
-		t.Fatal(err)
-	}
-	out, err := s.ResolvedYAML()
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, out := resolvedOf(t, text)
 	if bytes.Contains(out, []byte("SENTINEL")) || !bytes.Contains(out, []byte("X-Team: blue")) {
 		t.Fatalf("secrets not masked or non-secret header lost:\n%s", out)
 	}

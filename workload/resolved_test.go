@@ -162,14 +162,7 @@ func TestURLCredentialsMasked(t *testing.T) {
 			"  gpu_metrics_url: [http://ops:sk-SENTINEL3@127.0.0.1:9400/metrics, 127.0.0.1:9401]\n", 1)
 	text = strings.Replace(text, "  tls: {ca_file: certs/ca.pem}\n", "", 1)
 	text = strings.Replace(text, "personas:\n  source: file\n  file: personas.jsonl\n", "personas: {count: 2, system_prompt_tokens: 20}\n", 1)
-	s, issues := Parse("t.yaml", []byte(text), LoadOptions{Getenv: noEnv})
-	if err := issues.Err(); err != nil {
-		t.Fatal(err)
-	}
-	out, err := s.ResolvedYAML()
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, out := resolvedOf(t, text)
 	if strings.Contains(string(out), "SENTINEL") || !strings.Contains(string(out), "bob:***@127.0.0.1:8443") || !strings.Contains(string(out), "127.0.0.1:9401") {
 		t.Fatalf("URL credentials not masked, or a URL lost:\n%s", out)
 	}
@@ -180,4 +173,18 @@ func TestURLCredentialsMasked(t *testing.T) {
 	if got := rag.Masked().Session.RAG.Embed.BaseURL; got != "https://a:***@embed.example/v1" || !strings.Contains(rag.Session.RAG.Embed.BaseURL, "SENTINEL4") {
 		t.Fatalf("session.rag.embed.base_url masked as %q; the scenario's own is now %q", got, rag.Session.RAG.Embed.BaseURL)
 	}
+}
+
+// resolvedOf is the scenario text parsed, and its scenario.resolved.yaml.
+func resolvedOf(t *testing.T, text string) (*Scenario, []byte) {
+	t.Helper()
+	s, issues := Parse("t.yaml", []byte(text), LoadOptions{Getenv: noEnv})
+	if err := issues.Err(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := s.ResolvedYAML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, out
 }
