@@ -91,7 +91,7 @@ func CheckTarget(ctx context.Context, sc *workload.Scenario) error {
 	raw := workload.Expand(sc.Target.BaseURL, os.Getenv)
 	u, err := url.Parse(raw)
 	if err != nil || u.Hostname() == "" {
-		return badInput("%s: target.base_url %q is not a URL with a host; nothing was sent", sc.File, raw)
+		return badInput("%s: target.base_url %q is not a URL with a host; nothing was sent", sc.File, workload.MaskURL(raw))
 	}
 	host := u.Hostname()
 	if net.ParseIP(host) != nil {
