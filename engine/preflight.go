@@ -58,7 +58,9 @@ func Preflight(ctx context.Context, cfg Config) (warning string, err error) {
 		if target == nil {
 			continue
 		}
-		q := protocol.RetrievalQuery{Inputs: []string{"Say OK."}}
+		// One text twice, whose two vectors must agree: a server that computed no embedding (llama-server
+		// under --reranking) can answer with leftovers of memory that look like numbers.
+		q := protocol.RetrievalQuery{Inputs: []string{"Say OK.", "Say OK."}, Agree: true}
 		if target.api.Name() == "rerank" {
 			q = protocol.RetrievalQuery{Query: "Say OK.", Inputs: []string{"OK.", "No."}}
 		}

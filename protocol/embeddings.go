@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 
@@ -83,6 +84,7 @@ func (embeddings) ParseAnswer(body []byte, q RetrievalQuery) (RetrievalAnswer, e
 	}
 	seen := make([]bool, n)
 	first := -1 // the index of the first vector, whose length the others must have
+	byIndex := make([]json.RawMessage, n)
 	for i, d := range a.Data {
 		idx := i
 		if d.Index != nil {
@@ -94,7 +96,7 @@ func (embeddings) ParseAnswer(body []byte, q RetrievalQuery) (RetrievalAnswer, e
 		if seen[idx] {
 			return out, fmt.Errorf("vector index %d comes twice: each of the %s has one vector", idx, plural(n, "input"))
 		}
-		seen[idx] = true
+		seen[idx], byIndex[idx] = true, d.Embedding
 		dims, err := vectorLength(d.Embedding)
 		if err != nil {
 			return out, fmt.Errorf("vector %d: %w", idx, err)
@@ -102,17 +104,77 @@ func (embeddings) ParseAnswer(body []byte, q RetrievalQuery) (RetrievalAnswer, e
 		switch {
 		case dims == 0:
 			return out, fmt.Errorf("vector %d is empty", idx)
-		case allZero(d.Embedding):
-			// No embedding model gives a zero vector (they are normalised); a server that computed
-			// none does: llama-server started with --reranking answers /v1/embeddings so.
-			return out, fmt.Errorf("vector %d is all zeros: the server computed no embedding (is it serving an embedding model? a llama-server started with --reranking answers zeros)", idx)
+		case emptyVector(d.Embedding, dims):
+			// No embedding model gives a zero vector (they are normalised and dense); a server that
+			// computed none does: llama-server started with --reranking answers /v1/embeddings with
+			// zeros, or with its rank scores in the first numbers and zeros after.
+			some := ""
+			if n := nonZeros(d.Embedding, dims); n > 0 {
+				some = fmt.Sprintf(" but %d of its %d numbers", n, dims)
+			}
+			return out, fmt.Errorf("vector %d is all zeros%s: the server computed no embedding (is it serving an embedding model? a llama-server started with --reranking answers zeros, or its rank scores padded with zeros)", idx, some)
+		case hasSubnormal(d.Embedding):
+			// A float32 below the normal range is no model's output (embeddings are of order 1e-2)
+			// but memory the server never wrote: llama-server under --reranking copies past its
+			// rank scores into leftovers, which read as garbage with subnormals among it.
+			return out, fmt.Errorf("vector %d holds subnormal numbers (below %g), which no model computes: the server returned memory it never wrote (is it serving an embedding model? a llama-server started with --reranking does so)", idx, smallestNormalFloat32)
 		case first < 0:
 			first, out.Dimensions = idx, dims
 		case dims != out.Dimensions:
 			return out, fmt.Errorf("vector %d has %d dimensions, vector %d has %d", idx, dims, first, out.Dimensions)
 		}
 	}
-	return out, nil
+	if !q.Agree {
+		return out, nil
+	}
+	return out, sameTextsAgree(q.Inputs, byIndex)
+}
+
+// sameTextsAgree checks the first two inputs of the same text (RetrievalQuery.Agree) for
+// vectors that point the same way (cosine ≥ 0.99): a model computes the same embedding of the same
+// text, give or take rounding, and a server that computed none — llama-server under --reranking,
+// whose leftovers can look like numbers of real size — hands out two unrelated vectors.
+func sameTextsAgree(inputs []string, vectors []json.RawMessage) error {
+	firstOf := make(map[string]int, len(inputs))
+	for j, text := range inputs {
+		i, again := firstOf[text]
+		if !again {
+			firstOf[text] = j
+			continue
+		}
+		a, b := decodeVector(vectors[i]), decodeVector(vectors[j])
+		if len(a) == 0 || len(a) != len(b) {
+			return nil // lengths were checked; a vector that does not decode is not this check's
+		}
+		var dot, na, nb float64
+		for k := range a {
+			dot, na, nb = dot+a[k]*b[k], na+a[k]*a[k], nb+b[k]*b[k]
+		}
+		if cos := dot / math.Sqrt(na*nb); !(cos >= 0.99) {
+			return fmt.Errorf("vectors %d and %d of the same text differ (cosine %.2f): the server did not compute them from the text (is it serving an embedding model? a llama-server started with --reranking answers leftovers of memory)", i, j, cos)
+		}
+		return nil
+	}
+	return nil
+}
+
+// decodeVector is a vector's numbers (nil when it does not decode).
+func decodeVector(raw json.RawMessage) []float64 {
+	if len(raw) > 0 && raw[0] == '"' {
+		var s string
+		json.Unmarshal(raw, &s)
+		b, _ := base64.StdEncoding.DecodeString(s)
+		out := make([]float64, len(b)/4)
+		for i := range out {
+			out[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:])))
+		}
+		return out
+	}
+	var out []float64
+	if json.Unmarshal(raw, &out) != nil {
+		return nil
+	}
+	return out
 }
 
 // vectorLength is how many numbers an embedding has: a list of numbers (encoding_format float), or
@@ -186,31 +248,88 @@ func stringsSize(ss []string) int {
 	return n
 }
 
-// allZero says whether a vector that vectorLength accepted is all zeros. It stops at the first
-// number that is not, so a real vector costs one number's parse.
-func allZero(raw json.RawMessage) bool {
+// emptyVector says whether a vector that vectorLength accepted (dims numbers) holds no embedding:
+// all zeros, or all but a few — at most 8, and fewer than 1 in 8 — where a dense embedding has
+// hardly a zero. Numbers too small for a float32's normal range count as zeros: a server that
+// pads a short output hands out uninitialised memory as such. It stops at the first number over
+// the bound, so a real vector costs a few numbers' parse.
+func emptyVector(raw json.RawMessage, dims int) bool {
+	return nonZerosUpTo(raw, sparseBound(dims)+1) <= sparseBound(dims)
+}
+
+// sparseBound is how many numbers of real size a vector of dims may have and still hold no
+// embedding.
+func sparseBound(dims int) int { return min(8, dims/8) }
+
+// nonZeros counts a vector's numbers of real size (its dims numbers, parsed whole).
+func nonZeros(raw json.RawMessage, dims int) int { return nonZerosUpTo(raw, dims) }
+
+// nonZerosUpTo counts a vector's numbers of real size (a float32's normal range), stopping at limit.
+func nonZerosUpTo(raw json.RawMessage, limit int) int {
+	n := 0
 	if raw[0] == '"' {
 		var s string
 		json.Unmarshal(raw, &s)
 		b, _ := base64.StdEncoding.DecodeString(s)
-		for i := 0; i+4 <= len(b); i += 4 {
-			if binary.LittleEndian.Uint32(b[i:])&0x7fffffff != 0 { // -0 is zero
-				return false
+		for i := 0; i+4 <= len(b) && n < limit; i += 4 {
+			if binary.LittleEndian.Uint32(b[i:])&0x7f800000 != 0 { // a zero exponent: ±0 or subnormal
+				n++
 			}
 		}
-		return true
+		return n
 	}
 	rest := bytes.Trim(raw, "[] \t\r\n")
-	for len(rest) > 0 {
+	for len(rest) > 0 && n < limit {
 		field := rest
 		if i := bytes.IndexByte(rest, ','); i >= 0 {
 			field, rest = rest[:i], rest[i+1:]
 		} else {
 			rest = nil
 		}
-		if v, err := strconv.ParseFloat(string(bytes.TrimSpace(field)), 64); err != nil || v != 0 {
-			return false
+		if v, err := strconv.ParseFloat(string(bytes.TrimSpace(field)), 64); err != nil || math.Abs(v) >= smallestNormalFloat32 {
+			n++
 		}
 	}
-	return true
+	return n
+}
+
+// smallestNormalFloat32 is the least float32 of full precision: below it, only subnormals and 0.
+const smallestNormalFloat32 = 0x1p-126
+
+// hasSubnormal says whether a vector holds a number other than 0 below a float32's normal range.
+// In JSON text only a number written with an exponent of -38 or below can be one, so only those
+// are parsed: a real vector costs a scan of its bytes.
+func hasSubnormal(raw json.RawMessage) bool {
+	if raw[0] == '"' {
+		var s string
+		json.Unmarshal(raw, &s)
+		b, _ := base64.StdEncoding.DecodeString(s)
+		for i := 0; i+4 <= len(b); i += 4 {
+			if bits := binary.LittleEndian.Uint32(b[i:]); bits&0x7f800000 == 0 && bits&0x007fffff != 0 {
+				return true
+			}
+		}
+		return false
+	}
+	for rest := raw; ; {
+		i := bytes.Index(rest, []byte("e-"))
+		if i < 0 {
+			i = bytes.Index(rest, []byte("E-"))
+		}
+		if i < 0 {
+			return false
+		}
+		digits := rest[i+2:]
+		end := 0
+		for end < len(digits) && digits[end] >= '0' && digits[end] <= '9' {
+			end++
+		}
+		if exp, err := strconv.Atoi(string(digits[:end])); err == nil && exp >= 38 {
+			start := bytes.LastIndexAny(rest[:i], "[, \t\r\n") + 1
+			if v, err := strconv.ParseFloat(string(rest[start:i+2+end]), 64); err == nil && v != 0 && math.Abs(v) < smallestNormalFloat32 {
+				return true
+			}
+		}
+		rest = digits[end:]
+	}
 }

@@ -42,6 +42,10 @@ type RetrievalQuery struct {
 	Inputs []string
 	// TopN is rerank's top_n; 0: not sent, and every document is scored.
 	TopN int
+	// Agree asks embeddings' ParseAnswer to check that inputs of the same text got vectors that
+	// point the same way: the preflight sends one text twice, since a server that computed no
+	// embedding can answer with numbers that look like one.
+	Agree bool
 }
 
 // RetrievalAnswer is what a retrieval answer says, once checked against its query.

@@ -191,6 +191,16 @@ func TestEmbeddingsParseAnswer(t *testing.T) {
 		return `{"object":"embedding","index":` + index + `,"embedding":` + v + `}`
 	}
 	data := func(items ...string) string { return `{"object":"list","data":[` + strings.Join(items, ",") + `]}` }
+	// padded is llama-server's answer under --reranking as the real server gave it (llama.cpp
+	// 0.7.0): the rank head's two scores, then zeros and subnormal leftovers of memory, 64 numbers.
+	padded := "[0.7026711702346802,0.7115147113800049,0.0,0.0,6.305843089461677e-44,0.0,4.4156974519617543e-39" + strings.Repeat(",0.0", 57) + "]"
+	// dense is a real embedding's shape with a few exact zeros: 64 numbers, 8 of them zero.
+	dense := "[" + strings.Repeat("0,", 8) + strings.TrimSuffix(strings.Repeat("0.125,", 56), ",") + "]"
+	subnormal := make([]byte, 0, 64)
+	subnormal = binary.LittleEndian.AppendUint32(subnormal, math.Float32bits(0.5))
+	for range 15 {
+		subnormal = binary.LittleEndian.AppendUint32(subnormal, 1) // the least subnormal float32
+	}
 	checkRetrieval(t, "embeddings", []retrievalCase{
 		{name: "OpenAI's reference answer", body: fixture(t, "openai_embeddings.json"), q: two, items: 2, dims: 4, usage: usageOf(8, 8, true, true)},
 		{name: "llama.cpp's answer", body: fixture(t, "llamacpp_embeddings.json"), q: RetrievalQuery{Inputs: inputs(3)}, items: 3, dims: 3, usage: usageOf(11, 11, true, true)},
@@ -201,6 +211,20 @@ func TestEmbeddingsParseAnswer(t *testing.T) {
 		{name: "usage with only total_tokens", body: `{"data":[{"index":0,"embedding":[1]}],"usage":{"total_tokens":5}}`, q: RetrievalQuery{Inputs: inputs(1)}, items: 1, dims: 1, usage: usageOf(5, 5, true, true)},
 		{name: "all-zero vectors (llama-server --reranking's)", body: `{"data":[{"index":0,"embedding":[0.0,-0.0,0e3]}]}`, q: RetrievalQuery{Inputs: inputs(1)}, errText: "vector 0 is all zeros"},
 		{name: "all-zero base64 vector", body: `{"data":[{"index":0,"embedding":"AAAAAAAAAIA="}]}`, q: RetrievalQuery{Inputs: inputs(1)}, errText: "vector 0 is all zeros"},
+		{name: "rank scores padded with zeros (llama-server --reranking's, 0.7.0)", body: data(vec("0", padded)), q: RetrievalQuery{Inputs: inputs(1)},
+			errText: "vector 0 is all zeros but 2 of its 64 numbers: the server computed no embedding"},
+		{name: "a base64 vector of one number and subnormals", body: data(vec("0", `"`+base64.StdEncoding.EncodeToString(subnormal)+`"`)), q: RetrievalQuery{Inputs: inputs(1)},
+			errText: "vector 0 is all zeros but 1 of its 16 numbers"},
+		{name: "memory never written (llama-server --reranking's, 0.7.0)", body: data(vec("0", "[0.5797353386878967,0.8148047924041748,0.0,"+strings.Repeat("0.25,", 40)+"6.305843089461677e-44,1E-40,4.4156974519617543e-39]")),
+			q: RetrievalQuery{Inputs: inputs(1)}, errText: "vector 0 holds subnormal numbers"},
+		{name: "a base64 vector with a subnormal among normals", body: data(vec("0", `"`+base64.StdEncoding.EncodeToString(append(binary.LittleEndian.AppendUint32(nil, 7), []byte(strings.Repeat("\x00\x00\x80\x3f", 15))...))+`"`)),
+			q: RetrievalQuery{Inputs: inputs(1)}, errText: "vector 0 holds subnormal numbers"},
+		{name: "small numbers of a real embedding", body: data(vec("0", "[1.5e-05,-2.25E-7,0.125,1e-37,0.5,0.5,0.5,0.5,0.5,0.5]")), q: RetrievalQuery{Inputs: inputs(1)}, items: 1, dims: 10},
+		{name: "one text twice, two vectors that agree", body: data(vec("0", "[0.6,0.8,0]"), vec("1", "[0.6000001,0.7999999,0]")), q: RetrievalQuery{Inputs: inputs(2), Agree: true}, items: 2, dims: 3},
+		{name: "one text twice, two unrelated vectors (llama-server --reranking's leftovers)", body: data(vec("0", "[0.58,0.81,0.1,0.2]"), vec("1", "[-0.3,0.1,0.9,0.2]")),
+			q: RetrievalQuery{Inputs: inputs(2), Agree: true}, errText: "vectors 0 and 1 of the same text differ (cosine 0.04)"},
+		{name: "two texts need not agree", body: data(vec("0", "[1,0]"), vec("1", "[0,1]")), q: RetrievalQuery{Inputs: []string{"a", "b"}, Agree: true}, items: 2, dims: 2},
+		{name: "a dense vector with a few zeros", body: data(vec("0", dense)), q: RetrievalQuery{Inputs: inputs(1)}, items: 1, dims: 64},
 		{name: "a vector with one number not zero", body: `{"data":[{"index":0,"embedding":[0,0,1e-9]}]}`, q: RetrievalQuery{Inputs: inputs(1)}, items: 1, dims: 3},
 		{name: "cached tokens as chat's usage has them", body: `{"data":[{"index":0,"embedding":[1]}],"usage":{"prompt_tokens":40,"total_tokens":40,"prompt_tokens_details":{"cached_tokens":32}}}`,
 			q: RetrievalQuery{Inputs: inputs(1)}, items: 1, dims: 1, usage: &sse.Usage{PromptTokens: 40, TotalTokens: 40, HasPrompt: true, HasTotal: true, CachedTokens: 32, HasCached: true}},
