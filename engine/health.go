@@ -10,8 +10,8 @@ import (
 	plmetrics "github.com/plload/plload/metrics"
 )
 
-// healthProbe measures the process over a stage: CPU time, scheduler latency, the poller's read lag
-// and GC pauses.
+// healthProbe measures the process over a stage: CPU time, scheduler latency, the poller's read lag,
+// GC pauses, and the machine's CPU time a hypervisor took.
 type healthProbe struct {
 	wall    time.Time
 	cpu     time.Duration
@@ -19,6 +19,9 @@ type healthProbe struct {
 	buckets []float64
 	pauseNs uint64
 	waits   map[string]uint64 // run-queue wait per thread at the start
+	// the machine's CPU ticks, all and stolen, at the start (stealOK: read)
+	ticks, stolen uint64
+	stealOK       bool
 	// lag is the poller's read lag over the stage, when its transport has a poller.
 	lag *h1client.ReadLag
 }
@@ -51,6 +54,7 @@ func startProbe(pl *h1client.Poller) *healthProbe {
 	p := &healthProbe{wall: time.Now(), cpu: ProcessCPU(), pauseNs: ms.PauseTotalNs}
 	p.sched, p.buckets = readSched()
 	p.waits = runQueueWait()
+	p.ticks, p.stolen, p.stealOK = cpuTicks()
 	if pl != nil {
 		p.lag = pl.MeasureReadLag()
 	}
@@ -72,6 +76,9 @@ func (p *healthProbe) finish() plmetrics.InjectorHealth {
 		h.CPUPercent = 100 * float64(ProcessCPU()-p.cpu) / float64(wall)
 		if ns, ok := runQueueWaitSince(p.waits); ok {
 			h.RunQueueWaitPercent = plmetrics.Some(100 * float64(ns) / float64(wall))
+		}
+		if st, ok := stealPercentSince(p.ticks, p.stolen); ok && p.stealOK {
+			h.StealPercent = plmetrics.Some(st)
 		}
 	}
 	after, buckets := readSched()

@@ -51,3 +51,42 @@ func runQueueWaitSince(before map[string]uint64) (ns uint64, ok bool) {
 	}
 	return ns, true
 }
+
+// cpuTicks reads the machine's CPU time from /proc/stat's "cpu" line, summed over cores, in USER_HZ
+// ticks: all of it, and the part the hypervisor stole (gave to other guests while these cores were
+// ready to run). On a shared VM host the whole machine stops for those slices, so a client whose own
+// CPU, run-queue wait and Go scheduler latency all look calm still stamps chunks late: none of those
+// sees it. ok is false where the kernel does not report steal.
+func cpuTicks() (total, steal uint64, ok bool) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	fields := strings.Fields(line)
+	// cpu user nice system idle iowait irq softirq steal [guest guest_nice, already in user and nice]
+	if len(fields) < 9 || fields[0] != "cpu" {
+		return 0, 0, false
+	}
+	for i, f := range fields[1:9] {
+		v, err := strconv.ParseUint(f, 10, 64)
+		if err != nil {
+			return 0, 0, false
+		}
+		total += v
+		if i == 7 {
+			steal = v
+		}
+	}
+	return total, steal, true
+}
+
+// stealPercentSince is the share of the machine's CPU time stolen since before (what top shows as
+// "st"); ok is false where either reading failed or no tick passed.
+func stealPercentSince(beforeTotal, beforeSteal uint64) (float64, bool) {
+	total, steal, ok := cpuTicks()
+	if !ok || total <= beforeTotal || steal < beforeSteal {
+		return 0, false
+	}
+	return 100 * float64(steal-beforeSteal) / float64(total-beforeTotal), true
+}

@@ -25,6 +25,11 @@ type InjectorHealth struct {
 	// on average, so it is not bounded by 100. It sees what SchedLatencyP99Ms
 	// cannot: other processes taking the cores. Absent where the kernel does not report it.
 	RunQueueWaitPercent Opt[float64] `json:"run_queue_wait_percent,omitzero"`
+	// StealPercent is the share of the machine's CPU time the hypervisor gave to other guests while
+	// its cores were ready to run (Linux /proc/stat steal; top's "st"), × 100. The whole machine
+	// stops for those slices, so it is the one cause the process's own figures cannot see. Absent
+	// where the kernel does not report it.
+	StealPercent Opt[float64] `json:"steal_percent,omitzero"`
 }
 
 // InjectorLateEvents is how many scheduling delays one measurement can suffer: a TTFT spans the
@@ -127,4 +132,9 @@ func ThreadsWaiting(percent float64) float64 { return percent / 100 }
 // "threads waiting for a CPU: 0.62 at a time on average".
 func ThreadsWaitingText(percent float64) string {
 	return fmt.Sprintf("threads waiting for a CPU: %.2f at a time on average", ThreadsWaiting(percent))
+}
+
+// StolenText is a steal share (StealPercent) in words: "CPU stolen by the VM host: 4.2 %".
+func StolenText(percent float64) string {
+	return fmt.Sprintf("CPU stolen by the VM host: %.1f %% of the machine's time", percent)
 }

@@ -186,18 +186,22 @@ func injectorSection(rows []runStage, withRun bool) string {
 			// threads wait at once: it reads as the threads waiting at a time, on average.
 			wait = fmt.Sprintf("%.2f threads at a time", h.RunQueueWaitPercent.V/100)
 		}
+		stolen := "N/A"
+		if h.StealPercent.OK {
+			stolen = fmt.Sprintf("%.1f %%", h.StealPercent.V)
+		}
 		readLag := "N/A"
 		if h.ReadLagP99Ms.OK {
 			readLag = fmt.Sprintf("%.2f ms", h.ReadLagP99Ms.V)
 		}
-		table = append(table, append(stageCells(rs, withRun), fmt.Sprintf("%.0f %% of %d %%", h.CPUPercent, 100*h.Cores), wait,
+		table = append(table, append(stageCells(rs, withRun), fmt.Sprintf("%.0f %% of %d %%", h.CPUPercent, 100*h.Cores), wait, stolen,
 			readLag, fmt.Sprintf("%.2f ms", h.SchedLatencyP99Ms), fmt.Sprintf("%.1f ms", h.GCPauseTotalMs), lagText(rs.st.Summary.ThinkLag), lagText(rs.st.Summary.StartLag)))
 	}
 	if len(table) == 0 {
 		return ""
 	}
-	return "\n## Injector health\n\n" + markdownTable(stageHeader(withRun, "client CPU", "waiting for a CPU", "read lag p99", "scheduler latency p99", "GC pauses", "think lag p99", "start lag p99"), table) +
-		fmt.Sprintf("\nA warning is raised when the client's CPU passes %.0f%% of its cores, more than %.2f of its threads at a time, on average, wait for a CPU (other processes taking the cores; Linux only), or its read lag p99 passes %.0f ms (how long after bytes arrived its poller read them; where no poller read the answers — https:// targets — the Go scheduler's latency p99 stands in): then its own timestamps may be late. With the bundled mock in-process, the CPU figure includes the mock's.\n",
+	return "\n## Injector health\n\n" + markdownTable(stageHeader(withRun, "client CPU", "waiting for a CPU", "stolen by a VM host", "read lag p99", "scheduler latency p99", "GC pauses", "think lag p99", "start lag p99"), table) +
+		fmt.Sprintf("\nA warning is raised when the client's CPU passes %.0f%% of its cores, more than %.2f of its threads at a time, on average, wait for a CPU (other processes taking the cores; Linux only), or its read lag p99 passes %.0f ms (how long after bytes arrived its poller read them; where no poller read the answers — https:// targets — the Go scheduler's latency p99 stands in): then its own timestamps may be late. Stolen is the share of the machine's CPU time a VM host gave to other guests (top's st; Linux only): the machine stops for those slices of a few milliseconds, which the self-test's ±1 ms bound feels and a stage's limits do not, so it raises no warning here. With the bundled mock in-process, the CPU figure includes the mock's.\n",
 			100*metrics.InjectorCPUWarnShare, float64(metrics.InjectorRunQueueWarnPercent)/100, metrics.InjectorSchedWarnMs)
 }
 

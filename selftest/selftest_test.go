@@ -227,11 +227,34 @@ func TestStepLineHealthWording(t *testing.T) {
 	if len(s.Strain) != 0 {
 		t.Errorf("157 %% of 200 %% CPU, 12 %% waiting and 0.4 ms scheduler p99 are under the warnings, yet strain %q", s.Strain)
 	}
+	// A VM host's stolen time is shown as a share of the machine's time, and over 1 % it is a strain
+	// the verdict names.
+	h.StealPercent = metrics.Some(4.2)
+	s = step(100, true, 1.7, 0, h)
+	for _, want := range []string{"CPU stolen by the VM host: 4.2 % of the machine's time, scheduler", "the client was strained (CPU stolen by the VM host: 4.2 % of the machine's time)"} {
+		if l := StepLine(s); !strings.Contains(l, want) {
+			t.Errorf("step line lacks %q:\n%s", want, l)
+		}
+	}
 }
 
 // The self-test calls a client strained exactly when run's injector-health warnings would warn about
-// its CPU, run-queue wait or scheduler latency (GC pauses show in scheduler latency and are left out).
+// its CPU, run-queue wait or scheduler latency (GC pauses show in scheduler latency and are left out),
+// and beyond them when a VM host stole more than 1 % of the machine's time, which no stage warns of.
 func TestStrainMatchesInjectorWarnings(t *testing.T) {
+	for _, c := range []struct {
+		steal float64
+		want  int
+	}{{0.4, 0}, {1, 0}, {1.2, 1}, {5.6, 1}} {
+		h := calm
+		h.StealPercent = metrics.Some(c.steal)
+		if got := strainOf(h); len(got) != c.want || len(h.Warnings()) != 0 {
+			t.Errorf("%.1f %% stolen: strain %q (want %d), stage warnings %q (want none)", c.steal, got, c.want, h.Warnings())
+		}
+	}
+	if got := strainOf(strained); len(got) != 3 {
+		t.Fatalf("strained, nothing stolen: %q", got)
+	}
 	cases := []metrics.InjectorHealth{
 		calm, strained,
 		{Cores: 2, CPUPercent: 160}, {Cores: 2, CPUPercent: 161}, {Cores: 1, CPUPercent: 81},

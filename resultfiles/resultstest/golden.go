@@ -78,7 +78,7 @@ func GoldenStages(t testing.TB) (*workload.Scenario, []*resultfiles.StageReport)
 		}
 		sha := strings.Repeat(string(rune('a'+i)), 64)
 		rep := resultfiles.NewStageReport("plload test", sc, i, sha, st.Summary(), resultfiles.EngineCounts{Issued: 4 + 2*i, Sessions: 2})
-		rep.Injector = metrics.InjectorHealth{CPUPercent: 35 + 10*float64(i), Cores: 2, SchedLatencyP99Ms: 0.26, GCPauseTotalMs: 1.5, RunQueueWaitPercent: metrics.Some(9.0)}
+		rep.Injector = metrics.InjectorHealth{CPUPercent: 35 + 10*float64(i), Cores: 2, SchedLatencyP99Ms: 0.26, GCPauseTotalMs: 1.5, RunQueueWaitPercent: metrics.Some(9.0), StealPercent: metrics.Some(0.4)}
 		rep.NetworkRTT = metrics.Dist{N: 20, P50: 0.12, P95: 0.31}
 		if i == 0 {
 			rep.Server = &metrics.ServerSummary{Engine: "vllm", Samples: 10, RunningMean: metrics.Some(1.5), RunningMax: metrics.Some(2.0),
